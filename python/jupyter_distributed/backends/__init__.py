@@ -1,0 +1,28 @@
+"""Backends by name, imported lazily (boto3 or mpi4py load only when their backend is used)."""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import SpecError
+from .base import Backend
+
+_REGISTRY: dict[str, str] = {
+    "local": "jupyter_distributed.backends.local:LocalBackend",
+}
+
+
+def names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_backend(name: str) -> Backend:
+    try:
+        target = _REGISTRY[name]
+    except KeyError:
+        raise SpecError(
+            f"unknown --backend {name!r}; choose one of {', '.join(names())}") from None
+    module, _, attr = target.partition(":")
+    cls = getattr(importlib.import_module(module), attr)
+    backend: Backend = cls()
+    return backend

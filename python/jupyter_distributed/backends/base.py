@@ -1,0 +1,168 @@
+"""The small interface every backend implements.
+
+``Backend.plan(spec)`` is pure: it resolves what would be started (ranks, hosts, environment,
+command line) and can be printed by ``--dry-run``. ``Backend.launch(plan, store)`` does the work
+and returns a :class:`Cluster`, on which cells are executed one run at a time.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from ..errors import RankFailure
+from ..events import Event, RunState
+from ..spec import RankCoords, Spec
+from ..store import Store
+
+
+@dataclass(frozen=True)
+class RankPlan:
+    rank: int
+    host: str
+    coords: RankCoords
+    env: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a backend would start for a spec. Pure data; ``render()`` is what --dry-run shows."""
+
+    spec: Spec
+    ranks: tuple[RankPlan, ...]
+    command: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()
+    extra: tuple[tuple[str, str], ...] = ()  # backend-specific lines for the rendering
+
+    def render(self) -> str:
+        spec, layout = self.spec, self.spec.layout
+        lines = [
+            f"backend:      {spec.backend}",
+            f"world size:   {layout.world_size} = {layout.nodes} node(s) × "
+            f"{layout.procs_per_node} process(es) per node",
+            f"strategy:     {layout.strategy.value}",
+        ]
+        mp = layout.model_parallel
+        if mp is not None:
+            lines.append(
+                f"model parallel: {mp.partitions} pipeline stage(s) × {mp.tensor_parallel}-way "
+                f"tensor × {layout.data_parallel_degree}-way data; {mp.microbatches} "
+                f"microbatch(es), pipeline {mp.pipeline.value}, placement {mp.placement.value}, "
+                f"optimize {mp.optimize.value}"
+            )
+        elif layout.parameter_servers:
+            lines.append(f"roles:        {layout.parameter_servers} parameter server(s), "
+                         f"{layout.data_parallel_degree} worker(s)")
+        lines.append(f"runs on:      ranks {_ranges(spec.ranks)}")
+        for key, value in self.extra:
+            lines.append(f"{key + ':':<14}{value}")
+        lines.append("command:      " + " ".join(self.command))
+        lines.append("ranks:")
+        by_node: dict[int, list[RankPlan]] = {}
+        for r in self.ranks:
+            by_node.setdefault(r.coords.node_rank, []).append(r)
+        for node, ranks in by_node.items():
+            lines.append(f"  node {node} ({ranks[0].host}):")
+            for r in ranks:
+                c = r.coords
+                where = f"dp={c.data_parallel} pp={c.pipeline_stage} tp={c.tensor_parallel}"
+                if c.role.value != "worker":
+                    where += f" role={c.role.value}"
+                lines.append(f"    rank {r.rank:<3} local {c.local_rank:<3} {where}")
+        if self.ranks:
+            lines.append("environment (rank 0): " + " ".join(
+                f"{k}={v}" for k, v in (*self.env, *self.ranks[0].env)))
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+def _ranges(ranks: tuple[int, ...]) -> str:
+    out: list[str] = []
+    for r in ranks:
+        if out and "-" not in out[-1] and int(out[-1]) == r - 1:
+            out[-1] = f"{out[-1]}-{r}"
+        elif out and "-" in out[-1] and int(out[-1].split("-")[1]) == r - 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{r}"
+        else:
+            out.append(str(r))
+    return ",".join(out)
+
+
+@dataclass
+class RunRequest:
+    run_id: str
+    code: str
+    ranks: tuple[int, ...]
+    push: dict[str, Any] = field(default_factory=dict)
+    pull: tuple[str, ...] = ()
+    timeout: float | None = None
+
+
+@dataclass
+class RunOutcome:
+    state: RunState
+    values: dict[int, str] = field(default_factory=dict)
+    pulled: dict[int, dict[str, Any]] = field(default_factory=dict)
+    pull_errors: dict[int, dict[str, str]] = field(default_factory=dict)
+    failures: list[RankFailure] = field(default_factory=list)
+
+
+@dataclass
+class RankInfo:
+    rank: int
+    host: str
+    pid: int | None
+    state: str
+    coords: RankCoords
+    last_seen: float | None = None
+
+
+class RunView(Protocol):
+    """Where a run's events are shown while it runs (called on the kernel's main thread)."""
+
+    def on_event(self, event: Event) -> None: ...
+
+    def notice(self, text: str) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+class Cluster(ABC):
+    """Live ranks started from one plan."""
+
+    id: str
+    plan: Plan
+
+    @abstractmethod
+    def execute(self, request: RunRequest, view: RunView) -> RunOutcome:
+        """Run a cell on ``request.ranks``; blocks; a KeyboardInterrupt stops the ranks'
+        work and is re-raised once they are free."""
+
+    @abstractmethod
+    def ranks(self) -> list[RankInfo]: ...
+
+    @property
+    @abstractmethod
+    def alive(self) -> bool:
+        """False once a rank was lost; the next cell starts a new cluster."""
+
+    @property
+    def lost(self) -> str:
+        """Why the cluster is no longer alive (empty while it is)."""
+        return ""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop every rank; idempotent; returns when no process is left."""
+
+
+class Backend(ABC):
+    name: ClassVar[str]
+
+    @abstractmethod
+    def plan(self, spec: Spec) -> Plan: ...
+
+    @abstractmethod
+    def launch(self, plan: Plan, store: Store, view: RunView) -> Cluster: ...

@@ -1,0 +1,141 @@
+"""Errors of jupyter-distributed. Failures are data; the root cause comes first.
+
+::
+
+    DistributedError            base of everything we raise on purpose
+    ├── SpecError               bad settings; the magic shows it as a one-line UsageError
+    ├── LaunchError             a cluster could not start (a rank died or never said hello)
+    ├── ChannelError            a message failed its signature or could not be decoded
+    └── RunFailed               one or more ranks failed; holds every RankFailure, earliest first
+
+A :class:`RankFailure` says which rank failed, where, and how: a Python exception with its
+remote traceback, an exit code, a signal, a timeout or an interrupt.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class DistributedError(Exception):
+    """Base class; the message is meant for the user as it is."""
+
+
+class SpecError(DistributedError, ValueError):
+    """The settings are invalid; the message says what to change."""
+
+
+class LaunchError(DistributedError):
+    """A cluster could not be started."""
+
+
+class ChannelError(DistributedError):
+    """A control-channel message was rejected."""
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+@dataclass(frozen=True)
+class RankFailure:
+    """How one rank failed. ``t`` orders failures: the earliest is the root cause."""
+
+    rank: int
+    t: float
+    host: str = ""
+    pid: int | None = None
+    ename: str = ""
+    evalue: str = ""
+    traceback: tuple[str, ...] = ()
+    exit_code: int | None = None
+    signal: int | None = None
+    kind: str = "exception"  # exception | exit | timeout | interrupted
+
+    @property
+    def summary(self) -> str:
+        where = f"rank {self.rank}" + (f" on {self.host}" if self.host else "")
+        where += f" (pid {self.pid})" if self.pid else ""
+        if self.kind == "exit":
+            if self.signal is not None:
+                return f"{where} was killed by {signal_name(self.signal)}"
+            return f"{where} exited with code {self.exit_code}"
+        if self.kind == "timeout":
+            return f"{where} timed out: {self.evalue}"
+        if self.kind == "interrupted":
+            return f"{where} was interrupted"
+        return f"{where} raised {self.ename}: {self.evalue}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "t": self.t,
+            "host": self.host,
+            "pid": self.pid,
+            "ename": self.ename,
+            "evalue": self.evalue,
+            "traceback": list(self.traceback),
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "kind": self.kind,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RankFailure:
+        return cls(
+            rank=int(data["rank"]),
+            t=float(data["t"]),
+            host=str(data.get("host", "")),
+            pid=data.get("pid"),
+            ename=str(data.get("ename", "")),
+            evalue=str(data.get("evalue", "")),
+            traceback=tuple(data.get("traceback", ())),
+            exit_code=data.get("exit_code"),
+            signal=data.get("signal"),
+            kind=str(data.get("kind", "exception")),
+        )
+
+
+@dataclass
+class RunFailed(DistributedError):
+    """One or more ranks failed. IPython renders it with the root cause's remote traceback."""
+
+    failures: list[RankFailure] = field(default_factory=list)
+    run_id: str = ""
+
+    def __post_init__(self) -> None:
+        self.failures.sort(key=lambda f: (f.t, f.rank))
+        super().__init__(self.headline)
+
+    @property
+    def root(self) -> RankFailure:
+        return self.failures[0]
+
+    @property
+    def headline(self) -> str:
+        if not self.failures:
+            return "the run failed"
+        more = len(self.failures) - 1
+        tail = f" (and {more} more rank{'s' if more > 1 else ''})" if more else ""
+        return f"{self.root.summary}{tail}"
+
+    def _render_traceback_(self) -> list[str]:
+        """Called by IPython instead of showing our own frames."""
+        lines = [f"RunFailed: {self.headline}", ""]
+        for i, f in enumerate(self.failures):
+            label = "root cause" if i == 0 else "also"
+            lines.append(f"--- [rank {f.rank}] {label}: {f.summary}")
+            lines.extend(line.rstrip("\n") for line in f.traceback)
+            if f.traceback:
+                lines.append("")
+        if self.run_id:
+            lines.append(f"(all output: %distributed logs {self.run_id})")
+        return lines
+
+    def __str__(self) -> str:
+        return self.headline

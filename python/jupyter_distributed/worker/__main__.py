@@ -1,0 +1,115 @@
+"""Entry point of a rank: connect to the kernel, set up, then execute cells until told to stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+from ..spec import Layout
+from .capture import FdCapture
+from .channel import Channel
+from .protocol import BOOTSTRAP_ENV, Signer
+from .runtime import RankEnv, Runtime
+from .strategies import StrategyError, setup
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel asks for SIGKILL if our parent dies (no orphan after a crash)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class _Ticker:
+    """Periodic work on the channel's I/O thread: metrics, heartbeats, orphan checks."""
+
+    def __init__(self, runtime: Runtime, boot: dict[str, Any]) -> None:
+        self.runtime = runtime
+        self.kernel_pid = int(boot.get("kernel_pid") or 0)
+        self.same_host = boot.get("kernel_host") == socket.gethostname()
+        self.last_metrics = self.last_beat = 0.0
+        self.cpu = (time.monotonic(), sum(os.times()[:2]))
+        self.channel: Channel | None = None
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if now - self.last_metrics >= 0.1:
+            self.last_metrics = now
+            self.runtime.flush_metrics()
+        if now - self.last_beat >= 1.0 and self.channel is not None:
+            self.last_beat = now
+            if self.same_host and self.kernel_pid and not _alive(self.kernel_pid):
+                os._exit(0)
+            wall0, cpu0 = self.cpu
+            cpu = sum(os.times()[:2])
+            self.cpu = (now, cpu)
+            percent = 100.0 * (cpu - cpu0) / max(now - wall0, 1e-6)
+            self.channel.send("heartbeat", {"run_id": self.runtime.run_id, "t": time.time(),
+                                            "cpu": round(percent, 1), "rss_mb": _rss_mb()})
+
+
+def _rss_mb() -> float:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main() -> int:
+    boot = json.loads(os.environ.pop(BOOTSTRAP_ENV))
+    _die_with_parent()
+    env = RankEnv.from_environ()
+    env.export()
+    runtime = Runtime(env, send=lambda *a: channel.send(*a))
+    ticker = _Ticker(runtime, boot)
+    channel = Channel(boot["address"], Signer(bytes.fromhex(boot["key"])),
+                      f"rank-{env.rank}".encode(), runtime.on_message, ticker)
+    ticker.channel = channel
+    capture = FdCapture(lambda stream, lines: channel.send(
+        "output", {"run_id": runtime.run_id, "stream": stream, "lines": lines}))
+    channel.start()
+    capture.start()
+    layout = Layout.from_json(boot["layout"])
+    try:
+        setup(layout, runtime.namespace)
+    except StrategyError as exc:
+        channel.send("fatal", {"message": str(exc)})
+        channel.close()
+        return 2
+    except Exception as exc:  # report any set-up failure to the kernel, root cause first
+        channel.send("fatal", {"message": f"{type(exc).__name__}: {exc}"})
+        channel.close()
+        return 2
+    channel.send("hello", {"rank": env.rank, "host": runtime.host, "pid": os.getpid(),
+                           "python": sys.version.split()[0],
+                           "coords": layout.coords(env.rank).to_json()})
+    runtime.serve(capture.sync)
+    capture.sync()
+    channel.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -17,6 +17,7 @@ from typing import Any
 import cloudpickle
 
 from .backends import get_backend
+from .batch import record_global_batch
 from .backends.base import Cluster, Plan, RunOutcome, RunRequest
 from .display import CellView
 from .errors import RunFailed, SpecError
@@ -80,6 +81,9 @@ class Session:
             raise
         message = "" if not outcome.failures else RunFailed(list(outcome.failures)).headline
         self.store.append([RunEvent(run_id, time.time(), outcome.state, message)])
+        warning = record_global_batch(self.store, run_id, code, spec.layout)
+        if warning:
+            view.notice(warning)
         self._set_pulled(spec, outcome, user_ns, view)
         if not cluster.alive:
             view.notice(f"the cluster was stopped ({cluster.lost}); the next cell starts a "

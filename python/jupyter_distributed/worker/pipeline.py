@@ -40,13 +40,14 @@ def split_sequential(model: Any, parts: int) -> list[Any]:
         raise StrategyError(f"the model has {len(layers)} layers for {parts} pipeline stages; "
                             "use fewer --partitions or more layers")
     sizes = [max(1, sum(p.numel() for p in layer.parameters())) for layer in layers]
-    total, bounds, acc = sum(sizes), [0], 0
-    for i, size in enumerate(sizes):
-        acc += size
-        remaining_parts = parts - len(bounds)
-        if remaining_parts and (acc >= total * len(bounds) / parts
-                                or len(layers) - (i + 1) == remaining_parts):
-            bounds.append(i + 1)
+    prefix = [0]
+    for size in sizes:
+        prefix.append(prefix[-1] + size)
+    bounds = [0]
+    for k in range(1, parts):  # cut where the running total is nearest k/parts of the whole
+        target = prefix[-1] * k / parts
+        candidates = range(bounds[-1] + 1, len(layers) - (parts - k) + 1)
+        bounds.append(min(candidates, key=lambda i, t=target: abs(prefix[i] - t)))
     bounds.append(len(layers))
     return [torch.nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
 

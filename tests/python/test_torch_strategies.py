@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from IPython.testing import globalipapp
-
 from jupyter_distributed.errors import LaunchError
 from jupyter_distributed.magics import DistributedMagics
 from jupyter_distributed.session import Session

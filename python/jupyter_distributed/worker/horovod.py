@@ -8,6 +8,7 @@ arrays or plain numbers; results have the type of the input.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Protocol
 
 from .errors import StrategyError
@@ -100,10 +101,7 @@ class _TorchOps:
 
 def _like(result: Any, original: Any) -> Any:
     """Give ``result`` the type (and device) of ``original``."""
-    try:
-        import torch
-    except ImportError:
-        torch = None
+    torch = sys.modules.get("torch")  # a torch tensor implies torch is imported
     if torch is not None and isinstance(original, torch.Tensor):
         return torch.as_tensor(result, dtype=original.dtype).to(original.device)
     if isinstance(original, int | float):
@@ -176,7 +174,7 @@ class Hvd:
             for _, tensor in items:
                 tensor.copy_(self.broadcast(tensor, root_rank))
 
-    def DistributedOptimizer(self, optimizer: Any, named_parameters: Any = None  # noqa: N802
+    def DistributedOptimizer(self, optimizer: Any, named_parameters: Any = None
                              ) -> Any:
         """Wrap ``optimizer`` so that ``step()`` first averages gradients over all ranks."""
         return _AveragingOptimizer(optimizer, self)

@@ -9,6 +9,7 @@ replica and tensor-parallel index. Stages run with ``torch.distributed.pipelinin
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 from ..spec import Layout, ModelParallel, Pipeline
@@ -47,9 +48,13 @@ def split_sequential(model: Any, parts: int) -> list[Any]:
     for k in range(1, parts):  # cut where the running total is nearest k/parts of the whole
         target = prefix[-1] * k / parts
         candidates = range(bounds[-1] + 1, len(layers) - (parts - k) + 1)
-        bounds.append(min(candidates, key=lambda i, t=target: abs(prefix[i] - t)))
+        bounds.append(_nearest(prefix, candidates, target))
     bounds.append(len(layers))
-    return [torch.nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [torch.nn.Sequential(*layers[a:b]) for a, b in pairwise(bounds)]
+
+
+def _nearest(prefix: list[int], candidates: range, target: float) -> int:
+    return min(candidates, key=lambda i: abs(prefix[i] - target))
 
 
 class PipelineRunner:
@@ -61,8 +66,8 @@ class PipelineRunner:
         from torch.distributed import pipelining
 
         pp = mesh["pp"]
-        self.stage_index = pp.get_local_rank()
-        self.num_stages = mp.partitions
+        self.stage_index: int = pp.get_local_rank()
+        self.num_stages: int = mp.partitions
         self.module = split_sequential(model, self.num_stages)[self.stage_index].to(device)
         self.microbatches = mp.microbatches
         self.dp_group = mesh["dp"].get_group() if mesh["dp"].size() > 1 else None

@@ -52,7 +52,7 @@ def init_process_group(layout: Layout, namespace: dict[str, Any]) -> Any:
 def _device() -> Any:
     import torch
 
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+    if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
 

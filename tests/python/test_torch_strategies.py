@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -115,14 +116,43 @@ def test_model_parallel_pipeline_with_data_parallel_replicas(ip: Any) -> None:
     assert ns["params"][0][0].shape != ns["params"][1][0].shape  # different stages
 
 
-def test_simple_pipeline_and_tensor_parallel_mesh(ip: Any) -> None:
+def test_tensor_parallel_mesh_and_schedule_fallback(ip: Any, capsys: Any) -> None:
     run(ip, "-n 4 --strategy model-parallel --partitions 2 --tensor-parallel 2 "
-        "--pipeline simple --microbatches 2 --pull tp,pp,dp",
-        "tp = mesh['tp'].get_local_rank(), mesh['tp'].size()\n"
-        "pp = mesh['pp'].get_local_rank()\ndp = mesh['dp'].size()")
-    assert ip.user_ns["tp"] == [(0, 2), (1, 2), (0, 2), (1, 2)]
-    assert ip.user_ns["pp"] == [0, 0, 1, 1]
-    assert ip.user_ns["dp"] == [1] * 4
+        "--pipeline interleaved --microbatches 1 --pull tp,pp,dp,name,loss", """
+import torch
+tp = mesh['tp'].get_local_rank(), mesh['tp'].size()
+pp = mesh['pp'].get_local_rank()
+dp = mesh['dp'].size()
+torch.manual_seed(0)
+pipe = pipeline(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 1)),
+                loss_fn=torch.nn.MSELoss())
+x = torch.ones(2, 4)
+loss = pipe.step(x, target=torch.zeros(2, 1))
+loss = None if loss is None else float(loss)
+name = pipe.schedule_name
+""")
+    ns = ip.user_ns
+    assert ns["tp"] == [(0, 2), (1, 2), (0, 2), (1, 2)]
+    assert ns["pp"] == [0, 0, 1, 1]
+    assert ns["dp"] == [1] * 4
+    assert ns["name"] == ["ScheduleGPipe"] * 4
+    assert ns["loss"][:2] == [None, None] and ns["loss"][2] == ns["loss"][3] is not None
+    err = capsys.readouterr().err
+    assert "--pipeline interleaved needs --microbatches >= --partitions (2)" in err
+
+
+def test_fsdp_missing_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    from jupyter_distributed.worker.errors import StrategyError
+    from jupyter_distributed.worker.torch_helpers import fsdp_support, shard_model
+
+    monkeypatch.setitem(sys.modules, "torch.distributed.fsdp",
+                        types.ModuleType("torch.distributed.fsdp"))
+    assert fsdp_support() == (f"torch {torch.__version__} has no FSDP2 fully_shard; "
+                              "install torch>=2.6 or use --strategy ddp")
+    with pytest.raises(StrategyError, match="has no FSDP2 fully_shard"):
+        shard_model(torch.nn.Linear(2, 2))
 
 
 def test_horovod_over_gloo_on_local_backend(ip: Any) -> None:

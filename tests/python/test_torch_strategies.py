@@ -219,10 +219,15 @@ def test_global_batch_recorded_and_change_warned(ip: Any, capsys: Any) -> None:
     assert "warning: global batch changed from 32" in out
 
 
-def test_missing_torch_is_one_clear_line(ip: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("strategy", "message"), [
+    ("ddp", "--strategy ddp needs PyTorch.*pip install torch"),
+    ("horovod", "--strategy horovod on the local backend needs torch.*use --backend mpi"),
+])
+def test_missing_torch_is_one_clear_line(ip: Any, tmp_path: Path, strategy: str,
+                                         message: str) -> None:
     fake = tmp_path / "no_torch" / "torch"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ImportError('no torch here')\n")
     path = os.pathsep.join(filter(None, [str(fake.parent), os.environ.get("PYTHONPATH")]))
-    with pytest.raises(LaunchError, match="--strategy ddp needs PyTorch.*pip install torch"):
-        run(ip, f"-n 2 --strategy ddp --env PYTHONPATH={path}", "pass")
+    with pytest.raises(LaunchError, match=message):
+        run(ip, f"-n 2 --strategy {strategy} --env PYTHONPATH={path}", "pass")

@@ -39,6 +39,7 @@ SCRIPT = textwrap.dedent("""
 
 def bench_magic(n: int, tmp: Path) -> float:
     from IPython.testing.globalipapp import get_ipython, start_ipython
+
     from jupyter_distributed.magics import DistributedMagics
     from jupyter_distributed.session import Session
     from jupyter_distributed.store import Store
@@ -48,8 +49,10 @@ def bench_magic(n: int, tmp: Path) -> float:
     ip.register_magics(magics)
     try:
         start = time.time()
-        result = ip.run_cell(f"%%distributed -n {n} --strategy ddp --quiet --pull ready\n"
-                             "import time\ndist.barrier()\nready = time.time()")
+        result = ip.run_cell(
+            f"%%distributed -n {n} --strategy ddp --quiet --pull ready\n"
+            "import time\ndist.barrier()\nready = time.time()"
+        )
         if result.error_in_exec is not None:
             raise result.error_in_exec
         return float(max(ip.user_ns["ready"])) - start
@@ -67,8 +70,13 @@ def bench_torchrun(n: int, tmp: Path) -> float:
     torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or "torchrun"
     env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo"}
     start = time.time()
-    subprocess.run([torchrun, "--standalone", f"--nproc-per-node={n}", str(script),
-                    str(prefix)], check=True, env=env, capture_output=True)
+    command = [torchrun, "--standalone", f"--nproc-per-node={n}", str(script), str(prefix)]
+    subprocess.run(  # noqa: S603 (our own command line)
+        command,
+        check=True,
+        env=env,
+        capture_output=True,
+    )
     return _ready_times(prefix, n) - start
 
 
@@ -78,19 +86,25 @@ def _accelerate_fn(prefix: str) -> None:
 
     PartialState()  # initialises the process group as accelerate users do
     dist.barrier()
-    with open(f"{prefix}.{dist.get_rank()}", "w") as f:
-        f.write(repr(time.time()))
+    Path(f"{prefix}.{dist.get_rank()}").write_text(repr(time.time()))
 
 
 def bench_accelerate(n: int, tmp: Path) -> float:
     prefix = tmp / f"accelerate-{n}-{time.monotonic_ns()}"
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import bench_torch as b;"
-            "from accelerate import notebook_launcher;"
-            "notebook_launcher(b._accelerate_fn, (sys.argv[2],), num_processes=int(sys.argv[3]))")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import bench_torch as b;"
+        "from accelerate import notebook_launcher;"
+        "notebook_launcher(b._accelerate_fn, (sys.argv[2],), num_processes=int(sys.argv[3]))"
+    )
     env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo"}
     start = time.time()
-    subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), str(prefix),
-                    str(n)], check=True, env=env, capture_output=True)
+    command = [sys.executable, "-c", code, str(Path(__file__).parent), str(prefix), str(n)]
+    subprocess.run(  # noqa: S603 (our own command line)
+        command,
+        check=True,
+        env=env,
+        capture_output=True,
+    )
     return _ready_times(prefix, n) - start
 
 
@@ -102,7 +116,9 @@ def main() -> None:
     import torch
 
     methods: dict[str, Callable[[int, Path], float]] = {
-        "%%distributed --strategy ddp": bench_magic, "torchrun --standalone": bench_torchrun}
+        "%%distributed --strategy ddp": bench_magic,
+        "torchrun --standalone": bench_torchrun,
+    }
     try:
         import accelerate
     except ImportError:

@@ -34,8 +34,7 @@ def per_rank_batch(store: Store, run_id: str) -> int | None:
     return int(counts.most_common(1)[0][0])
 
 
-def record_global_batch(store: Store, run_id: str, source: str,
-                        layout: Layout) -> str | None:
+def record_global_batch(store: Store, run_id: str, source: str, layout: Layout) -> str | None:
     """Store the run's global batch in its summary; return a warning when it differs from
     the previous run of the same cell source."""
     per_rank = per_rank_batch(store, run_id)
@@ -43,15 +42,24 @@ def record_global_batch(store: Store, run_id: str, source: str,
         return None
     degree = layout.data_parallel_degree
     batch = per_rank * degree
-    values: dict[str, Any] = {"global_batch": batch, "per_rank_batch": per_rank,
-                              "data_parallel_degree": degree}
-    previous = next((r for r in store.runs(limit=_HISTORY)
-                     if r.id != run_id and r.source == source
-                     and "global_batch" in r.summary), None)
+    values: dict[str, Any] = {
+        "global_batch": batch,
+        "per_rank_batch": per_rank,
+        "data_parallel_degree": degree,
+    }
+    previous = next(
+        (
+            r
+            for r in store.runs(limit=_HISTORY)
+            if r.id != run_id and r.source == source and "global_batch" in r.summary
+        ),
+        None,
+    )
     warning = None
     if previous is not None and previous.summary["global_batch"] != batch:
-        values.update(previous_global_batch=previous.summary["global_batch"],
-                      previous_run=previous.id)
+        values.update(
+            previous_global_batch=previous.summary["global_batch"], previous_run=previous.id
+        )
         warning = batch_warning(values)
     store.update_summary(run_id, **values)
     return warning
@@ -60,6 +68,8 @@ def record_global_batch(store: Store, run_id: str, source: str,
 def batch_warning(summary: dict[str, Any]) -> str | None:
     if "previous_global_batch" not in summary:
         return None
-    return (f"global batch changed from {summary['previous_global_batch']} (run "
-            f"{summary['previous_run']}) to {summary['global_batch']}: scale the learning rate "
-            "with it, or keep the global batch by changing the per-rank batch")
+    return (
+        f"global batch changed from {summary['previous_global_batch']} (run "
+        f"{summary['previous_run']}) to {summary['global_batch']}: scale the learning rate "
+        "with it, or keep the global batch by changing the per-rank batch"
+    )

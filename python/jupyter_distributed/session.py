@@ -17,8 +17,8 @@ from typing import Any
 import cloudpickle
 
 from .backends import get_backend
-from .batch import record_global_batch
 from .backends.base import Cluster, Plan, RunOutcome, RunRequest
+from .batch import record_global_batch
 from .display import CellView
 from .errors import RunFailed, SpecError
 from .events import RunEvent, RunState

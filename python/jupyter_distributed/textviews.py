@@ -60,8 +60,10 @@ def runs(store: Store, limit: int = 20) -> str:
             out.append(f"{'':<21} {r.message}")
         if "global_batch" in r.summary:
             s = r.summary
-            out.append(f"{'':<21} global batch {s['global_batch']} = {s['per_rank_batch']} per "
-                       f"rank × {s['data_parallel_degree']} data-parallel")
+            out.append(
+                f"{'':<21} global batch {s['global_batch']} = {s['per_rank_batch']} per "
+                f"rank × {s['data_parallel_degree']} data-parallel"
+            )
             warning = batch_warning(s)
             if warning:
                 out.append(f"{'':<21} warning: {warning}")

@@ -17,16 +17,22 @@ pytestmark = pytest.mark.timeout(300)
 
 def execute(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("JUPYTER_DISTRIBUTED_STORE", str(tmp_path / "history.sqlite3"))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        filter(None, [str(EXAMPLES.parent / "python"), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv(
+        "PYTHONPATH",
+        os.pathsep.join(
+            filter(None, [str(EXAMPLES.parent / "python"), os.environ.get("PYTHONPATH")])
+        ),
+    )
     nb = nbformat.read(EXAMPLES / name, as_version=4)
-    nbclient.NotebookClient(nb, timeout=240, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    nbclient.NotebookClient(
+        nb, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     texts = []
     for cell in nb.cells:
         for output in cell.get("outputs", []):
-            texts.append(output.get("text", "") or "".join(
-                output.get("data", {}).get("text/plain", "")))
+            texts.append(
+                output.get("text", "") or "".join(output.get("data", {}).get("text/plain", ""))
+            )
     return "\n".join(texts)
 
 

@@ -7,6 +7,7 @@ arrays or plain numbers; results have the type of the input.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from typing import Any, Protocol
@@ -142,8 +143,13 @@ class Hvd:
     def local_size(self) -> int:
         return int(os.environ["LOCAL_WORLD_SIZE"])
 
-    def allreduce(self, value: Any, average: bool | None = None, op: str | None = None,
-                  name: str | None = None) -> Any:
+    def allreduce(
+        self,
+        value: Any,
+        average: bool | None = None,
+        op: str | None = None,
+        name: str | None = None,
+    ) -> Any:
         """Sum over ranks, divided by the world size unless ``op=hvd.Sum``/``average=False``."""
         total = self._ops.allreduce(_host(value) if isinstance(self._ops, _MpiOps) else value)
         mean = op != self.Sum if average is None else average
@@ -174,8 +180,7 @@ class Hvd:
             for _, tensor in items:
                 tensor.copy_(self.broadcast(tensor, root_rank))
 
-    def DistributedOptimizer(self, optimizer: Any, named_parameters: Any = None
-                             ) -> Any:
+    def DistributedOptimizer(self, optimizer: Any, named_parameters: Any = None) -> Any:
         """Wrap ``optimizer`` so that ``step()`` first averages gradients over all ranks."""
         return _AveragingOptimizer(optimizer, self)
 
@@ -201,20 +206,23 @@ class _AveragingOptimizer:
 def make_hvd() -> Any:
     """Real Horovod if importable, else MPI under mpirun, else gloo on the local backend."""
     try:
-        import horovod.torch as real_hvd
+        real_hvd = importlib.import_module("horovod.torch")
     except ImportError:
-        real_hvd = None
-    if real_hvd is not None:
+        pass
+    else:
         real_hvd.init()
         return real_hvd
     if under_mpi():
         try:
             return Hvd(_MpiOps())
         except ImportError:
-            raise StrategyError("--strategy horovod under MPI needs mpi4py: "
-                                "pip install mpi4py") from None
+            raise StrategyError(
+                "--strategy horovod under MPI needs mpi4py: pip install mpi4py"
+            ) from None
     try:
         return Hvd(_TorchOps())
     except ImportError:
-        raise StrategyError("--strategy horovod on the local backend needs torch "
-                            "(pip install torch); or use --backend mpi with mpi4py") from None
+        raise StrategyError(
+            "--strategy horovod on the local backend needs torch "
+            "(pip install torch); or use --backend mpi with mpi4py"
+        ) from None

@@ -36,15 +36,15 @@ def tf_config(layout: Layout, rank: int, hosts: list[str], base_port: int) -> di
     is_ps = coords.role is Role.PARAMETER_SERVER
     return {
         "cluster": {"ps": addresses[:servers], "worker": addresses[servers:]},
-        "task": {"type": "ps" if is_ps else "worker",
-                 "index": rank if is_ps else rank - servers},
+        "task": {"type": "ps" if is_ps else "worker", "index": rank if is_ps else rank - servers},
     }
 
 
 def setup_parameter_server(layout: Layout, namespace: dict[str, Any]) -> None:
     rank = int(os.environ["RANK"])
-    config = tf_config(layout, rank, rank_hosts(layout.world_size),
-                       int(os.environ.get("MASTER_PORT", "29500")))
+    config = tf_config(
+        layout, rank, rank_hosts(layout.world_size), int(os.environ.get("MASTER_PORT", "29500"))
+    )
     os.environ["TF_CONFIG"] = json.dumps(config)
     namespace.update(
         parameter_servers=list(range(layout.parameter_servers)),

@@ -35,11 +35,14 @@ def split_sequential(model: Any, parts: int) -> list[Any]:
     if not isinstance(model, torch.nn.Sequential):
         raise StrategyError(
             f"pipeline stages are cut from a torch.nn.Sequential, got {type(model).__name__}; "
-            "write the model as nn.Sequential(...) or build the stage module yourself")
+            "write the model as nn.Sequential(...) or build the stage module yourself"
+        )
     layers = list(model)
     if len(layers) < parts:
-        raise StrategyError(f"the model has {len(layers)} layers for {parts} pipeline stages; "
-                            "use fewer --partitions or more layers")
+        raise StrategyError(
+            f"the model has {len(layers)} layers for {parts} pipeline stages; "
+            "use fewer --partitions or more layers"
+        )
     sizes = [max(1, sum(p.numel() for p in layer.parameters())) for layer in layers]
     prefix = [0]
     for size in sizes:
@@ -61,8 +64,14 @@ class PipelineRunner:
     """One rank's pipeline stage and its schedule; ``step()`` runs one batch in microbatches
     and averages the stage's gradients over the data-parallel replicas."""
 
-    def __init__(self, model: Any, mesh: Any, mp: ModelParallel,
-                 loss_fn: Callable[[Any, Any], Any] | None, device: Any) -> None:
+    def __init__(
+        self,
+        model: Any,
+        mesh: Any,
+        mp: ModelParallel,
+        loss_fn: Callable[[Any, Any], Any] | None,
+        device: Any,
+    ) -> None:
         from torch.distributed import pipelining
 
         pp = mesh["pp"]
@@ -71,15 +80,18 @@ class PipelineRunner:
         self.module = split_sequential(model, self.num_stages)[self.stage_index].to(device)
         self.microbatches = mp.microbatches
         self.dp_group = mesh["dp"].get_group() if mesh["dp"].size() > 1 else None
-        stage = pipelining.PipelineStage(self.module, self.stage_index, self.num_stages,
-                                         device, group=pp.get_group())
+        stage = pipelining.PipelineStage(
+            self.module, self.stage_index, self.num_stages, device, group=pp.get_group()
+        )
         kind: Any = pipelining.ScheduleGPipe
         if mp.pipeline is Pipeline.INTERLEAVED:
             if mp.microbatches >= self.num_stages:
                 kind = pipelining.Schedule1F1B
             else:
-                note(f"--pipeline interleaved needs --microbatches >= --partitions "
-                     f"({self.num_stages}); running the simple (GPipe) schedule")
+                note(
+                    f"--pipeline interleaved needs --microbatches >= --partitions "
+                    f"({self.num_stages}); running the simple (GPipe) schedule"
+                )
         self.schedule_name = kind.__name__
         self.schedule = kind(stage, n_microbatches=mp.microbatches, loss_fn=loss_fn)
 
@@ -125,8 +137,7 @@ class PipelineRunner:
 def make_pipeline_helper(layout: Layout, mesh: Any, device: Any) -> Callable[..., PipelineRunner]:
     mp = layout.model_parallel or ModelParallel()
 
-    def pipeline(model: Any, loss_fn: Callable[[Any, Any], Any] | None = None
-                 ) -> PipelineRunner:
+    def pipeline(model: Any, loss_fn: Callable[[Any, Any], Any] | None = None) -> PipelineRunner:
         """This rank's stage of ``model`` (an nn.Sequential) with the --pipeline schedule and
         --microbatches of the cell; call ``.step(inputs, target)`` on every rank."""
         return PipelineRunner(model, mesh, mp, loss_fn, device)

@@ -38,8 +38,11 @@ def setup(layout: Layout, namespace: dict[str, Any]) -> None:
         role=coords.role.value,
         parallel=_settings(layout, mp),
     )
-    if (sys.platform.startswith("linux") and os.environ.get("MASTER_ADDR") in _LOOPBACK
-            and "GLOO_SOCKET_IFNAME" not in os.environ):
+    if (
+        sys.platform.startswith("linux")
+        and os.environ.get("MASTER_ADDR") in _LOOPBACK
+        and "GLOO_SOCKET_IFNAME" not in os.environ
+    ):
         os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # gloo would resolve the host name otherwise
     _share_cpus()
     strategy = layout.strategy
@@ -78,12 +81,19 @@ def _share_cpus() -> None:
 
 def _settings(layout: Layout, mp: ModelParallel | None) -> dict[str, Any]:
     """The layout as plain values: what a cell needs to size its work."""
-    out: dict[str, Any] = {"strategy": layout.strategy.value,
-                           "data_parallel_degree": layout.data_parallel_degree}
+    out: dict[str, Any] = {
+        "strategy": layout.strategy.value,
+        "data_parallel_degree": layout.data_parallel_degree,
+    }
     if mp is not None:
-        out.update(partitions=mp.partitions, microbatches=mp.microbatches,
-                   pipeline=mp.pipeline.value, placement=mp.placement.value,
-                   optimize=mp.optimize.value, tensor_parallel=mp.tensor_parallel)
+        out.update(
+            partitions=mp.partitions,
+            microbatches=mp.microbatches,
+            pipeline=mp.pipeline.value,
+            placement=mp.placement.value,
+            optimize=mp.optimize.value,
+            tensor_parallel=mp.tensor_parallel,
+        )
     if layout.strategy is Strategy.PARAMETER_SERVER:
         out["parameter_servers"] = layout.parameter_servers
     return out

@@ -75,8 +75,10 @@ def fsdp_support() -> str | None:
     except ImportError:
         import torch
 
-        return (f"torch {torch.__version__} has no FSDP2 fully_shard; install torch>=2.6 "
-                "or use --strategy ddp")
+        return (
+            f"torch {torch.__version__} has no FSDP2 fully_shard; install torch>=2.6 "
+            "or use --strategy ddp"
+        )
     return None
 
 
@@ -100,4 +102,5 @@ def shard_model(model: Any, *, per_layer: bool = True, **kwargs: Any) -> Any:
 
 
 def note(message: str) -> None:
-    print(f"jupyter-distributed: {message}", file=sys.stderr, flush=True)
+    sys.stderr.write(f"jupyter-distributed: {message}\n")
+    sys.stderr.flush()

@@ -4,6 +4,9 @@ The mesh is laid out as :meth:`Layout.coords` numbers ranks (tensor-parallel fas
 pipeline, then data parallel), so ``mesh["pp"]`` holds the ranks that share this rank's data
 replica and tensor-parallel index. Stages run with ``torch.distributed.pipelining``:
 ``--pipeline simple`` is GPipe (all forwards, then all backwards), ``interleaved`` is 1F1B.
+With ``--tensor-parallel T``, every tensor-parallel rank runs its own copy of the pipeline; shard
+the stage's layers over ``mesh["tp"]`` (``torch.distributed.tensor.parallel.parallelize_module``
+on ``runner.module``) before the first step to split their work.
 """
 
 from __future__ import annotations

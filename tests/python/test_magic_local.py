@@ -244,3 +244,10 @@ def test_control_channel_rejects_a_client_without_the_secret(shell: Any, caplog:
     ctx.term()
     assert "rejected a message" in caplog.text and "bad signature" in caplog.text
     assert run(shell, "-n 1", "x").success
+
+
+def test_launch_failure_is_one_line(shell: Any) -> None:
+    from jupyter_distributed.errors import LaunchError
+
+    err = LaunchError("rank 0 could not start: boom")
+    assert err._render_traceback_() == ["LaunchError: rank 0 could not start: boom"]

@@ -224,6 +224,7 @@ class ProcessCluster(Cluster):
 
     def _receive(self) -> None:
         events: list[Event] = []
+        items: list[tuple[Any, ...]] = []
         for _ in range(1000):
             try:
                 frames = self._router.recv_multipart(zmq.NOBLOCK, copy=False)
@@ -238,13 +239,14 @@ class ProcessCluster(Cluster):
                             self.address, identity, exc)
                 continue
             new, control = self._handle(rank, header, buffers)
-            for ev in new:
-                self.inbox.put(("event", ev))
+            items.extend(("event", ev) for ev in new)
             if control is not None:
-                self.inbox.put(control)
+                items.append(control)
             events.extend(new)
-        if events:
+        if events:  # recorded before the main thread hears of them: a finished run is stored
             self.store.append(events)
+        for item in items:
+            self.inbox.put(item)
 
     def _handle(self, rank: int, h: dict[str, Any], buffers: list[Buffer]
                 ) -> tuple[list[Event], tuple[Any, ...] | None]:

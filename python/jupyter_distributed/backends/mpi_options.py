@@ -120,12 +120,12 @@ def user_options(text: str) -> list[Option]:
 
 def merge_options(defaults: Sequence[Option], user: Sequence[Option]) -> list[str]:
     """Our defaults then the user's options, flattened. A default whose key the user also gives
-    is dropped (the user's value wins), and an option given twice is passed once."""
-    user_keys = {option_key(o) for o in user}
-    merged: list[Option] = [d for d in defaults if option_key(d) not in user_keys]
+    is dropped (the user's value wins); a key the user gives twice is passed once, last value."""
+    chosen: dict[tuple[str, ...], Option] = {}
     for option in user:
-        if option not in merged:
-            merged.append(option)
+        chosen[option_key(option)] = option
+    merged: list[Option] = [d for d in defaults if option_key(d) not in chosen]
+    merged.extend(chosen.values())
     return [token for option in merged for token in option]
 
 
@@ -134,7 +134,10 @@ def default_options(as_root: bool, procs_per_node: int) -> list[Option]:
     other ranks share the cores), output tagged by rank, and root allowed where we are root."""
     options: list[Option] = [("--allow-run-as-root",)] if as_root else []
     options += [("--oversubscribe",), ("--bind-to", "none"),
-                ("--map-by", f"ppr:{procs_per_node}:node"), ("--tag-output",)]
+                ("--map-by", f"ppr:{procs_per_node}:node"), ("--tag-output",),
+                # when a rank dies, end the others at once (Open MPI waits 1 s by default), so
+                # mpirun names the dead rank without delay
+                ("--mca", "odls_base_sigkill_timeout", "0")]
     return options
 
 

@@ -33,8 +33,9 @@ time.sleep(60)
 
 
 def _run(session: Session, spec: Spec, code: str) -> RunOutcome:
-    return session.run_cell(spec, code, {}, view=CellView(out=io.StringIO(), err=io.StringIO(),
-                                                   quiet=True))
+    return session.run_cell(
+        spec, code, {}, view=CellView(out=io.StringIO(), err=io.StringIO(), quiet=True)
+    )
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -45,8 +46,11 @@ def _percentile(values: list[float], q: float) -> float:
 def measure(backend: str, ranks: int, runs: int, workdir: Path) -> dict[str, float]:
     store = Store(workdir / f"{backend}-{ranks}.sqlite")
     session = Session(store)
-    spec = Spec(layout=Layout(procs_per_node=ranks), backend=backend,
-                options=MpiOptions() if backend == "mpi" else None)
+    spec = Spec(
+        layout=Layout(procs_per_node=ranks),
+        backend=backend,
+        options=MpiOptions() if backend == "mpi" else None,
+    )
     try:
         t0 = time.perf_counter()
         _run(session, spec, "pass")
@@ -67,8 +71,12 @@ def measure(backend: str, ranks: int, runs: int, workdir: Path) -> dict[str, flo
     finally:
         session.shutdown()
         store.close()
-    return {"median": statistics.median(times), "p90": _percentile(times, 0.9),
-            "cold": cold, "detect": detect}
+    return {
+        "median": statistics.median(times),
+        "p90": _percentile(times, 0.9),
+        "cold": cold,
+        "detect": detect,
+    }
 
 
 def main() -> None:
@@ -77,14 +85,17 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
     args = parser.parse_args()
     print(f"warm round trip of a trivial cell over {args.runs} runs (ms)")
-    print(f"{'backend':<8} {'ranks':>5} {'median':>8} {'p90':>8} {'cold start':>11} "
-          f"{'dead rank':>10}")
+    print(
+        f"{'backend':<8} {'ranks':>5} {'median':>8} {'p90':>8} {'cold start':>11} {'dead rank':>10}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for ranks in args.ranks:
             for backend in ("local", "mpi"):
                 m = measure(backend, ranks, args.runs, Path(tmp))
-                print(f"{backend:<8} {ranks:>5} {m['median'] * 1e3:>8.2f} {m['p90'] * 1e3:>8.2f} "
-                      f"{m['cold'] * 1e3:>11.0f} {m['detect'] * 1e3:>10.0f}")
+                print(
+                    f"{backend:<8} {ranks:>5} {m['median'] * 1e3:>8.2f} {m['p90'] * 1e3:>8.2f} "
+                    f"{m['cold'] * 1e3:>11.0f} {m['detect'] * 1e3:>10.0f}"
+                )
 
 
 if __name__ == "__main__":

@@ -38,20 +38,15 @@ layout_args = _stack(
         help="ranks on this one node (same as --nodes 1 --procs-per-node N)",
     ),
     argument("--nodes", type=int, metavar="N", help="number of nodes (default 1)"),
-<<<<<<< HEAD
-    argument("--procs-per-node", type=int, metavar="P",
-             help="processes per node; world size = nodes × P (default 1)"),
-    argument("--backend", default="local", metavar="NAME",
-             help="where ranks run: local (default) or mpi"),
-=======
     argument(
         "--procs-per-node",
         type=int,
         metavar="P",
         help="processes per node; world size = nodes × P (default 1)",
     ),
-    argument("--backend", default="local", metavar="NAME", help="where ranks run: local (default)"),
->>>>>>> main
+    argument(
+        "--backend", default="local", metavar="NAME", help="where ranks run: local (default) or mpi"
+    ),
 )
 
 strategy_args = _stack(
@@ -112,13 +107,21 @@ run_args = _stack(
 
 mpi_args = _stack(
     argument_group("MPI (--backend mpi)"),
-    argument("--hosts", metavar="h1,h2",
-             help="hosts, one node each in order (default: this machine)"),
-    argument("--hostfile", metavar="FILE",
-             help="Open MPI hostfile (one host per line; slots are ignored)"),
-    argument("--mpi-options", metavar='"..."', default="",
-             help='extra mpirun options, e.g. --mpi-options "--mca btl tcp,self" (a single '
-                  'option: --mpi-options=--report-bindings); ours are never passed twice'),
+    argument(
+        "--hosts", metavar="h1,h2", help="hosts, one node each in order (default: this machine)"
+    ),
+    argument(
+        "--hostfile",
+        metavar="FILE",
+        help="Open MPI hostfile (one host per line; slots are ignored)",
+    ),
+    argument(
+        "--mpi-options",
+        metavar='"..."',
+        default="",
+        help='extra mpirun options, e.g. --mpi-options "--mca btl tcp,self" (a single '
+        "option: --mpi-options=--report-bindings); ours are never passed twice",
+    ),
 )
 
 
@@ -130,7 +133,9 @@ def _mpi_options(args: Namespace) -> BackendOptions:
     hosts = tuple(h.strip() for h in (args.hosts or "").split(",") if h.strip())
     if args.hostfile:
         hosts = parse_hostfile(args.hostfile)
-    return MpiOptions(hosts=hosts, hostfile=args.hostfile, mpi_options=unquote(args.mpi_options or ""))
+    return MpiOptions(
+        hosts=hosts, hostfile=args.hostfile, mpi_options=unquote(args.mpi_options or "")
+    )
 
 
 OPTION_BUILDERS["mpi"] = _mpi_options
@@ -143,8 +148,9 @@ def _check_backend_flags(args: Namespace) -> None:
         given = [n for n in names if getattr(args, n, None)]
         if given and args.backend != backend:
             flags = ", ".join("--" + n.replace("_", "-") for n in given)
-            raise SpecError(f"{flags} only apply to --backend {backend}; "
-                            f"add --backend {backend} or remove them")
+            raise SpecError(
+                f"{flags} only apply to --backend {backend}; add --backend {backend} or remove them"
+            )
 
 
 def spec_from_args(args: Namespace) -> Spec:

@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from backend_cases import CASES, BackendCase
 from jupyter_distributed.backends.mpi import descendants
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
@@ -29,22 +28,17 @@ from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Layout, Spec
 from jupyter_distributed.store import Store
 
+from .backend_cases import CASES, BackendCase
+from .core_helpers import pid_alive
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def wait_gone(pids: set[int], within: float = 15.0) -> set[int]:
     deadline = time.monotonic() + within
-    while time.monotonic() < deadline and any(alive(p) for p in pids):
+    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
         time.sleep(0.05)
-    return {p for p in pids if alive(p)}
+    return {p for p in pids if pid_alive(p)}
 
 
 @dataclass
@@ -58,13 +52,18 @@ class Harness:
     out: io.StringIO = field(default_factory=io.StringIO)
 
     def spec(self, n: int = 2, **kwargs: Any) -> Spec:
-        return Spec(layout=Layout(procs_per_node=n), backend=self.case.name,
-                    options=self.case.options(), **kwargs)
+        return Spec(
+            layout=Layout(procs_per_node=n),
+            backend=self.case.name,
+            options=self.case.options(),
+            **kwargs,
+        )
 
     def run(self, code: str, n: int = 2, **kwargs: Any) -> Any:
         view = CellView(out=self.out, err=self.out)
-        return self.session.run_cell(self.spec(n, **kwargs), textwrap.dedent(code),
-                                     self.user_ns, view=view)
+        return self.session.run_cell(
+            self.spec(n, **kwargs), textwrap.dedent(code), self.user_ns, view=view
+        )
 
     def processes(self) -> set[int]:
         """Every process the session started (launchers and ranks)."""
@@ -135,22 +134,29 @@ def test_error_reports_the_root_cause_first(backend: Harness) -> None:
     assert backend.run("rank").values == {0: "0", 1: "1"}  # the ranks survive an exception
 
 
-@pytest.mark.parametrize("death, expected", [
-    ("os._exit(3)", {"exit_code": 3, "signal": None}),
-    ("os.kill(os.getpid(), signal.SIGKILL)", {"exit_code": None, "signal": 9}),
-])
-def test_dead_rank_is_named_with_its_exit(backend: Harness, death: str,
-                                          expected: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("death", "expected"),
+    [
+        ("os._exit(3)", {"exit_code": 3, "signal": None}),
+        ("os.kill(os.getpid(), signal.SIGKILL)", {"exit_code": None, "signal": 9}),
+    ],
+)
+def test_dead_rank_is_named_with_its_exit(
+    backend: Harness, death: str, expected: dict[str, Any]
+) -> None:
     backend.run("pass", n=3)
     started = backend.processes()
     with pytest.raises(RunFailed) as info:
-        backend.run(f"""
+        backend.run(
+            f"""
             import os, signal, time
             if rank == 1:
                 time.sleep(0.2)
                 {death}
             time.sleep(120)
-        """, n=3)
+        """,
+            n=3,
+        )
     root = info.value.root
     assert (root.rank, root.kind) == (1, "exit")
     assert {"exit_code": root.exit_code, "signal": root.signal} == expected
@@ -210,7 +216,7 @@ from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Layout, Spec
 from jupyter_distributed.store import Store
 sys.path.insert(0, {tests!r})
-from backend_cases import CASES
+from .backend_cases import CASES
 case = next(c for c in CASES if c.name == {name!r})
 session = Session(Store({store!r}))
 spec = Spec(layout=Layout(procs_per_node=2), backend=case.name, options=case.options())
@@ -223,14 +229,23 @@ if sys.argv[1] == "kill":
 
 
 @pytest.mark.parametrize("how", ["exit", "kill"])
-def test_no_process_left_after_the_kernel_ends(backend: Harness, tmp_path: Path,
-                                               how: str) -> None:
-    script = KERNEL.format(tests=str(Path(__file__).parent), name=backend.case.name,
-                           store=str(tmp_path / "kernel.sqlite"))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT / "python"), os.environ.get("PYTHONPATH", "")])}
-    kernel = subprocess.Popen([sys.executable, "-c", script, how], env=env,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def test_no_process_left_after_the_kernel_ends(backend: Harness, tmp_path: Path, how: str) -> None:
+    script = KERNEL.format(
+        tests=str(Path(__file__).parent),
+        name=backend.case.name,
+        store=str(tmp_path / "kernel.sqlite"),
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), os.environ.get("PYTHONPATH", "")]),
+    }
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", script, how],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert kernel.stdout is not None and kernel.stdin is not None
     family: set[int] = set()
     for line in kernel.stdout:

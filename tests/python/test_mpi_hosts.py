@@ -19,13 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from backend_cases import mpi_missing
 from jupyter_distributed.backends.mpi_options import MpiOptions
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Layout, Spec
 from jupyter_distributed.store import Store
+
+from .backend_cases import mpi_missing
 
 AGENT = """#!/bin/sh
 # mpirun's remote-launch agent: "agent HOST COMMAND..." runs COMMAND in HOST's namespace
@@ -73,8 +74,9 @@ def two_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
     try:
         _ip("netns", "add", netns)
     except subprocess.CalledProcessError as exc:
-        pytest.skip(f"two-host MPI test skipped: cannot make a network namespace: "
-                    f"{exc.stderr.strip()}")
+        pytest.skip(
+            f"two-host MPI test skipped: cannot make a network namespace: {exc.stderr.strip()}"
+        )
     try:
         _ip("link", "add", veth, "type", "veth", "peer", "name", peer)
         _ip("link", "set", peer, "netns", netns)
@@ -104,10 +106,15 @@ def session(tmp_path: Path) -> Iterator[Session]:
 def _spec(hosts: TwoHosts) -> Spec:
     # no shared-memory transport: both hosts have the same hostname and /dev/shm, so Open MPI's
     # vader segments of the two "hosts" would collide (real hosts do not share them)
-    mpi_options = (f"--mca plm_rsh_agent {hosts.agent} --mca oob_tcp_if_include {hosts.subnet} "
-                   f"--mca btl_tcp_if_include {hosts.subnet} --mca btl self,tcp")
-    return Spec(layout=Layout(nodes=2, procs_per_node=2), backend="mpi",
-                options=MpiOptions(hosts=(hosts.here, hosts.there), mpi_options=mpi_options))
+    mpi_options = (
+        f"--mca plm_rsh_agent {hosts.agent} --mca oob_tcp_if_include {hosts.subnet} "
+        f"--mca btl_tcp_if_include {hosts.subnet} --mca btl self,tcp"
+    )
+    return Spec(
+        layout=Layout(nodes=2, procs_per_node=2),
+        backend="mpi",
+        options=MpiOptions(hosts=(hosts.here, hosts.there), mpi_options=mpi_options),
+    )
 
 
 def _counter(veth: str, name: str) -> int:
@@ -119,20 +126,30 @@ def _run(session: Session, spec: Spec, code: str) -> dict[int, str]:
     return outcome.values
 
 
-def test_ranks_span_two_hosts_across_the_veth_link(two_hosts: TwoHosts,
-                                                   session: Session) -> None:
+def test_ranks_span_two_hosts_across_the_veth_link(two_hosts: TwoHosts, session: Session) -> None:
     spec = _spec(two_hosts)
-    values = _run(session, spec, """
+    values = _run(
+        session,
+        spec,
+        """
         devices = sorted(line.split(':')[0].strip()
                          for line in open('/proc/self/net/dev').readlines()[2:])
         (node_rank, local_rank, comm.rank, comm.size, 'eth0' in devices)
-    """)
+    """,
+    )
     # ranks 2 and 3 live in the namespace: no eth0 there, and their hello crossed the link
     assert {r: v.rsplit(",", 1)[0] for r, v in values.items()} == {
-        0: "(0, 0, 0, 4", 1: "(0, 1, 1, 4", 2: "(1, 0, 2, 4", 3: "(1, 1, 3, 4"}
+        0: "(0, 0, 0, 4",
+        1: "(0, 1, 1, 4",
+        2: "(1, 0, 2, 4",
+        3: "(1, 1, 3, 4",
+    }
     assert values[2].endswith("False)") and values[3].endswith("False)")
     received = _counter(two_hosts.veth, "rx_bytes")
-    values = _run(session, spec, """
+    values = _run(
+        session,
+        spec,
+        """
         payload = bytes(8_000_000)
         if rank == 0:
             got = comm.sendrecv(payload, dest=2, source=2)
@@ -142,23 +159,27 @@ def test_ranks_span_two_hosts_across_the_veth_link(two_hosts: TwoHosts,
             got = payload
         total = comm.allreduce(len(got))
         total
-    """)
+    """,
+    )
     assert set(values.values()) == {str(4 * 8_000_000)}
     assert _counter(two_hosts.veth, "rx_bytes") - received > 8_000_000  # MPI crossed the link
     plan = session.live["mpi"].cluster.plan
     assert [r.host for r in plan.ranks] == [two_hosts.here] * 2 + [two_hosts.there] * 2
 
 
-def test_a_rank_dying_on_the_other_host_is_named(two_hosts: TwoHosts,
-                                                 session: Session) -> None:
+def test_a_rank_dying_on_the_other_host_is_named(two_hosts: TwoHosts, session: Session) -> None:
     spec = _spec(two_hosts)
     _run(session, spec, "pass")
     with pytest.raises(RunFailed) as info:
-        _run(session, spec, """
+        _run(
+            session,
+            spec,
+            """
             import os, time
             if rank == 3:
                 os._exit(7)
             time.sleep(120)
-        """)
+        """,
+        )
     assert (info.value.root.rank, info.value.root.exit_code) == (3, 7)
     assert _run(session, spec, "rank") == {0: "0", 1: "1", 2: "2", 3: "3"}

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.testing.globalipapp import start_ipython
 
 from jupyter_distributed.backends.mpi import MpiBackend
 from jupyter_distributed.backends.mpi_options import (
@@ -25,8 +25,17 @@ DEFAULTS = [("--oversubscribe",), ("--bind-to", "none"), ("--mca", "btl", "self,
 
 def test_merge_keeps_defaults_and_appends_user_options() -> None:
     merged = merge_options(DEFAULTS, user_options("--report-bindings -x FOO=1"))
-    assert merged == ["--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader,tcp",
-                      "--report-bindings", "-x", "FOO=1"]
+    assert merged == [
+        "--oversubscribe",
+        "--bind-to",
+        "none",
+        "--mca",
+        "btl",
+        "self,vader,tcp",
+        "--report-bindings",
+        "-x",
+        "FOO=1",
+    ]
 
 
 def test_merge_passes_a_repeated_default_once() -> None:
@@ -44,14 +53,17 @@ def test_merge_tells_mca_parameters_apart() -> None:
     assert merged[-6:] == ["--mca", "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", "lo"]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("-np 4", "-np is set from your settings; use -n/--procs-per-node"),
-    ("--host a,b", "use --hosts"),
-    ("--hostfile f", "use --hostfile"),
-    ("--mca btl", "--mca takes a name and a value"),
-    ("stray --oversubscribe", "'stray' is not an option"),
-    ("--mca btl 'tcp", "cannot split"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("-np 4", "-np is set from your settings; use -n/--procs-per-node"),
+        ("--host a,b", "use --hosts"),
+        ("--hostfile f", "use --hostfile"),
+        ("--mca btl", "--mca takes a name and a value"),
+        ("stray --oversubscribe", "'stray' is not an option"),
+        ("--mca btl 'tcp", "cannot split"),
+    ],
+)
 def test_bad_user_options_are_one_line_errors(text: str, message: str) -> None:
     with pytest.raises(SpecError, match=message) as info:
         MpiOptions(mpi_options=text)
@@ -72,10 +84,13 @@ def test_hostfile_is_read_in_order(tmp_path: Path) -> None:
         parse_hostfile(str(tmp_path / "missing"))
 
 
-@pytest.mark.parametrize("options, nodes, message", [
-    (MpiOptions(), 2, "--nodes 2 with --backend mpi needs the hosts"),
-    (MpiOptions(hosts=("a",)), 2, "only 1 host"),
-])
+@pytest.mark.parametrize(
+    ("options", "nodes", "message"),
+    [
+        (MpiOptions(), 2, "--nodes 2 with --backend mpi needs the hosts"),
+        (MpiOptions(hosts=("a",)), 2, "only 1 host"),
+    ],
+)
 def test_plan_needs_a_host_per_node(options: MpiOptions, nodes: int, message: str) -> None:
     spec = Spec(layout=Layout(nodes=nodes, procs_per_node=1), backend="mpi", options=options)
     with pytest.raises(SpecError, match=message):
@@ -83,10 +98,15 @@ def test_plan_needs_a_host_per_node(options: MpiOptions, nodes: int, message: st
 
 
 def test_plan_renders_the_mpirun_line() -> None:
-    options = MpiOptions(hosts=("10.0.0.1", "10.0.0.2", "10.0.0.3"),
-                         mpi_options="--mca btl tcp,self --oversubscribe")
-    spec = Spec(layout=Layout(nodes=2, procs_per_node=2), backend="mpi", options=options,
-                env=(("MY_FLAG", "1"),))
+    options = MpiOptions(
+        hosts=("10.0.0.1", "10.0.0.2", "10.0.0.3"), mpi_options="--mca btl tcp,self --oversubscribe"
+    )
+    spec = Spec(
+        layout=Layout(nodes=2, procs_per_node=2),
+        backend="mpi",
+        options=options,
+        env=(("MY_FLAG", "1"),),
+    )
     plan = MpiBackend().plan(spec)
     command = list(plan.command)
     assert command[0] == "mpirun"
@@ -101,15 +121,14 @@ def test_plan_renders_the_mpirun_line() -> None:
     assert "command:      mpirun " in text and "node 1 (10.0.0.2)" in text
 
 
-def test_dry_run_through_the_magic(capsys: pytest.CaptureFixture[str]) -> None:
-    ip = start_ipython()
-    ip.run_line_magic("load_ext", "jupyter_distributed")
-    ip.run_cell_magic("distributed", '--backend mpi -n 2 --mpi-options "--bind-to core" '
-                      "--dry-run", "print(rank)")
+def test_dry_run_through_the_magic(shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    shell.run_cell_magic(
+        "distributed", '--backend mpi -n 2 --mpi-options "--bind-to core" --dry-run', "print(rank)"
+    )
     out = capsys.readouterr().out
     assert "--bind-to core" in out and "--bind-to none" not in out and "-np 2" in out
     with pytest.raises(UsageError, match="only apply to --backend mpi"):
-        ip.run_cell_magic("distributed", "-n 2 --hosts a,b", "pass")
+        shell.run_cell_magic("distributed", "-n 2 --hosts a,b", "pass")
 
 
 def test_mpirun_log_names_the_first_dead_rank_and_keeps_rank_output() -> None:

@@ -32,8 +32,13 @@ from .process import ProcessCluster
 FREE_PORT = "<free port>"
 # Passed to every rank with -x (values come from mpirun's environment, so secrets stay off the
 # command line); besides the user's --env and these, PYTHONPATH travels when the kernel has one.
-FORWARDED = ("JUPYTER_DISTRIBUTED_BOOTSTRAP", MPI_FLAG_ENV, "PYTHONUNBUFFERED", "MASTER_ADDR",
-             "MASTER_PORT")
+FORWARDED = (
+    "JUPYTER_DISTRIBUTED_BOOTSTRAP",
+    MPI_FLAG_ENV,
+    "PYTHONUNBUFFERED",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+)
 
 
 def _as_root() -> bool:
@@ -53,24 +58,35 @@ class MpiBackend(Backend):
         hosts = options.hosts_for(layout.nodes)
         per_node = layout.procs_per_node
         env: list[tuple[str, str]] = [
-            *spec.env, (MPI_FLAG_ENV, "1"), ("PYTHONUNBUFFERED", "1"),
-            ("MASTER_ADDR", hosts[0] if hosts else "127.0.0.1"), ("MASTER_PORT", FREE_PORT)]
+            *spec.env,
+            (MPI_FLAG_ENV, "1"),
+            ("PYTHONUNBUFFERED", "1"),
+            ("MASTER_ADDR", hosts[0] if hosts else "127.0.0.1"),
+            ("MASTER_PORT", FREE_PORT),
+        ]
         if not hosts and sys.platform.startswith("linux") and layout.strategy.uses_torch:
             env.append(("GLOO_SOCKET_IFNAME", "lo"))
         names = [*FORWARDED, *(k for k, _ in env if k not in FORWARDED)]
         if "PYTHONPATH" in os.environ:
             names.append("PYTHONPATH")
-        command = ["mpirun", *merge_options(default_options(_as_root(), per_node),
-                                            user_options(options.mpi_options)),
-                   "-np", str(layout.world_size)]
+        command = [
+            "mpirun",
+            *merge_options(
+                default_options(_as_root(), per_node), user_options(options.mpi_options)
+            ),
+            "-np",
+            str(layout.world_size),
+        ]
         if hosts:
             command += ["--host", ",".join(f"{h}:{per_node}" for h in hosts)]
         for name in dict.fromkeys(names):
             command += ["-x", name]
         command += WORKER_COMMAND
         here = socket.gethostname()
-        ranks = tuple(RankPlan(rank, hosts[rank // per_node] if hosts else here,
-                               layout.coords(rank)) for rank in range(layout.world_size))
+        ranks = tuple(
+            RankPlan(rank, hosts[rank // per_node] if hosts else here, layout.coords(rank))
+            for rank in range(layout.world_size)
+        )
         extra = [("hosts", ", ".join(hosts) if hosts else f"{here} (this machine)")]
         if options.hostfile:
             extra.append(("hostfile", options.hostfile))
@@ -79,8 +95,9 @@ class MpiBackend(Backend):
     def launch(self, plan: Plan, store: Store, view: RunView) -> ProcessCluster:
         hosts = _options(plan.spec).hosts_for(plan.spec.layout.nodes)
         bind = control_host(hosts)
-        return ProcessCluster(plan, store, lambda boot: MpiProcesses(plan, boot), view,
-                              bind_host=bind)
+        return ProcessCluster(
+            plan, store, lambda boot: MpiProcesses(plan, boot), view, bind_host=bind
+        )
 
 
 def control_host(hosts: tuple[str, ...]) -> str:
@@ -108,25 +125,38 @@ class MpiProcesses:
     def __init__(self, plan: Plan, boot_env: dict[str, str]) -> None:
         mpirun = shutil.which(plan.command[0])
         if mpirun is None:
-            raise LaunchError("mpirun is not on PATH; install Open MPI "
-                              "(apt-get install openmpi-bin) or use --backend local")
+            raise LaunchError(
+                "mpirun is not on PATH; install Open MPI "
+                "(apt-get install openmpi-bin) or use --backend local"
+            )
         self.log = MpirunLog()
         self.logfile = Path(tempfile.mkdtemp(prefix="jupyter-distributed-mpi-")) / "mpirun.log"
         port = str(free_port())
-        env = {**os.environ, **boot_env,
-               **{k: (port if v == FREE_PORT else v) for k, v in plan.env}}
-        self.proc = subprocess.Popen(
-            (mpirun, *plan.command[1:]), env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-        assert self.proc.stdout is not None
-        self._reader = threading.Thread(target=self._read, args=(self.proc.stdout,),
-                                        daemon=True, name="jd-mpirun-log")
+        env = {
+            **os.environ,
+            **boot_env,
+            **{k: (port if v == FREE_PORT else v) for k, v in plan.env},
+        }
+        self.proc = subprocess.Popen(  # noqa: S603 (mpirun running our own worker command)
+            (mpirun, *plan.command[1:]),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        stdout = self.proc.stdout
+        if stdout is None:  # pragma: no cover - stdout=PIPE always gives a stream
+            raise LaunchError("mpirun started without an output pipe")
+        self._reader = threading.Thread(
+            target=self._read, args=(stdout,), daemon=True, name="jd-mpirun-log"
+        )
         self._reader.start()
         self._reported: set[int] = set()
         self._ended = False
 
     def _read(self, stream: IO[bytes]) -> None:
-        with open(self.logfile, "wb") as out, stream:
+        with self.logfile.open("wb") as out, stream:
             for raw in stream:
                 out.write(raw)
                 out.flush()
@@ -182,19 +212,18 @@ def descendants(pid: int) -> list[int]:
     """Every process below ``pid`` (Linux /proc; elsewhere none are known)."""
     children: dict[int, list[int]] = {}
     try:
-        entries = os.listdir("/proc")
+        entries = list(Path("/proc").iterdir())
     except OSError:
         return []
     for entry in entries:
-        if not entry.isdigit():
+        if not entry.name.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
+            stat = (entry / "stat").read_text()
         except OSError:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
+        children.setdefault(ppid, []).append(int(entry.name))
     found, todo = [], [pid]
     while todo:
         for child in children.get(todo.pop(), ()):

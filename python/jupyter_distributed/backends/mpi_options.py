@@ -20,9 +20,16 @@ _HOST = re.compile(r"^[A-Za-z0-9_.:\[\]-]+$")
 
 # Options whose value our settings decide; the message says which flag to use instead.
 RESERVED = {
-    "np": "-n/--procs-per-node", "n": "-n/--procs-per-node", "c": "-n/--procs-per-node",
-    "host": "--hosts", "H": "--hosts", "hostfile": "--hostfile", "machinefile": "--hostfile",
-    "default-hostfile": "--hostfile", "npernode": "--procs-per-node", "N": "--procs-per-node",
+    "np": "-n/--procs-per-node",
+    "n": "-n/--procs-per-node",
+    "c": "-n/--procs-per-node",
+    "host": "--hosts",
+    "H": "--hosts",
+    "hostfile": "--hostfile",
+    "machinefile": "--hostfile",
+    "default-hostfile": "--hostfile",
+    "npernode": "--procs-per-node",
+    "N": "--procs-per-node",
 }
 # Options that take no value; every other option takes the tokens up to the next option.
 _MCA = {"mca", "gmca"}
@@ -47,20 +54,26 @@ class MpiOptions(BackendOptions):
                 raise SpecError(f"--hosts: {host!r} is not a host name or address")
         if len(set(self.hosts)) != len(self.hosts):
             dup = next(h for h in self.hosts if self.hosts.count(h) > 1)
-            raise SpecError(f"host {dup} is listed twice; list each host once "
-                            "(--procs-per-node sets the processes per host)")
+            raise SpecError(
+                f"host {dup} is listed twice; list each host once "
+                "(--procs-per-node sets the processes per host)"
+            )
         user_options(self.mpi_options)  # raises SpecError on a bad or reserved option
 
     def hosts_for(self, nodes: int) -> tuple[str, ...]:
         """The first ``nodes`` hosts (none given: one node on this machine)."""
         if not self.hosts:
             if nodes > 1:
-                raise SpecError(f"--nodes {nodes} with --backend mpi needs the hosts: "
-                                "give --hosts h1,h2 or --hostfile FILE")
+                raise SpecError(
+                    f"--nodes {nodes} with --backend mpi needs the hosts: "
+                    "give --hosts h1,h2 or --hostfile FILE"
+                )
             return ()
         if nodes > len(self.hosts):
-            raise SpecError(f"--nodes {nodes} but only {len(self.hosts)} host(s) given; "
-                            "add hosts or lower --nodes")
+            raise SpecError(
+                f"--nodes {nodes} but only {len(self.hosts)} host(s) given; "
+                "add hosts or lower --nodes"
+            )
         return self.hosts[:nodes]
 
 
@@ -110,11 +123,15 @@ def user_options(text: str) -> list[Option]:
     for option in options:
         name = option[0].lstrip("-")
         if name in RESERVED:
-            raise SpecError(f"--mpi-options: {option[0]} is set from your settings; "
-                            f"use {RESERVED[name]} instead")
+            raise SpecError(
+                f"--mpi-options: {option[0]} is set from your settings; "
+                f"use {RESERVED[name]} instead"
+            )
         if name in _MCA and len(option) != 3:
-            raise SpecError(f"--mpi-options: {option[0]} takes a name and a value, "
-                            f"got {' '.join(option[1:]) or 'nothing'}")
+            raise SpecError(
+                f"--mpi-options: {option[0]} takes a name and a value, "
+                f"got {' '.join(option[1:]) or 'nothing'}"
+            )
     return options
 
 
@@ -133,11 +150,15 @@ def default_options(as_root: bool, procs_per_node: int) -> list[Option]:
     """What we always pass: ranks fill one host after the other, unpinned (the kernel and
     other ranks share the cores), output tagged by rank, and root allowed where we are root."""
     options: list[Option] = [("--allow-run-as-root",)] if as_root else []
-    options += [("--oversubscribe",), ("--bind-to", "none"),
-                ("--map-by", f"ppr:{procs_per_node}:node"), ("--tag-output",),
-                # when a rank dies, end the others at once (Open MPI waits 1 s by default), so
-                # mpirun names the dead rank without delay
-                ("--mca", "odls_base_sigkill_timeout", "0")]
+    options += [
+        ("--oversubscribe",),
+        ("--bind-to", "none"),
+        ("--map-by", f"ppr:{procs_per_node}:node"),
+        ("--tag-output",),
+        # when a rank dies, end the others at once (Open MPI waits 1 s by default), so
+        # mpirun names the dead rank without delay
+        ("--mca", "odls_base_sigkill_timeout", "0"),
+    ]
     return options
 
 

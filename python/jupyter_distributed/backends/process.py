@@ -260,19 +260,11 @@ class ProcessCluster(Cluster):
                 )
                 continue
             new, control = self._handle(rank, header, buffers)
-<<<<<<< HEAD
-            items.extend(("event", ev) for ev in new)
-            if control is not None:
-                items.append(control)
-            events.extend(new)
-        if events:  # recorded before the main thread hears of them: a finished run is stored
-=======
             events.extend(new)
             items.extend(("event", ev) for ev in new)
             if control is not None:
                 items.append(control)
         if events:  # recorded before anyone is told: the history is never behind the cell
->>>>>>> main
             self.store.append(events)
         for item in items:
             self.inbox.put(item)

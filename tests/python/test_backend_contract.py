@@ -216,7 +216,7 @@ from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Layout, Spec
 from jupyter_distributed.store import Store
 sys.path.insert(0, {tests!r})
-from .backend_cases import CASES
+from backend_cases import CASES
 case = next(c for c in CASES if c.name == {name!r})
 session = Session(Store({store!r}))
 spec = Spec(layout=Layout(procs_per_node=2), backend=case.name, options=case.options())

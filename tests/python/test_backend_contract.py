@@ -31,8 +31,6 @@ from jupyter_distributed.store import Store
 from .backend_cases import CASES, BackendCase
 from .core_helpers import pid_alive
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def wait_gone(pids: set[int], within: float = 15.0) -> set[int]:
     deadline = time.monotonic() + within
@@ -235,13 +233,8 @@ def test_no_process_left_after_the_kernel_ends(backend: Harness, tmp_path: Path,
         name=backend.case.name,
         store=str(tmp_path / "kernel.sqlite"),
     )
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), os.environ.get("PYTHONPATH", "")]),
-    }
     kernel = subprocess.Popen(
         [sys.executable, "-c", script, how],
-        env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

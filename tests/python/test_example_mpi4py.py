@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import nbformat
@@ -18,10 +17,6 @@ NOTEBOOK = ROOT / "examples" / "03_mpi4py.ipynb"
 @pytest.mark.skipif(bool(mpi_missing()), reason=f"mpi backend unavailable: {mpi_missing()}")
 def test_mpi4py_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JUPYTER_DISTRIBUTED_STORE", str(tmp_path / "history.sqlite"))
-    monkeypatch.setenv(
-        "PYTHONPATH",
-        os.pathsep.join(p for p in (str(ROOT / "python"), os.environ.get("PYTHONPATH", "")) if p),
-    )
     nb = nbformat.read(NOTEBOOK, as_version=4)  # type: ignore[no-untyped-call]
     NotebookClient(
         nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}

@@ -149,3 +149,16 @@ mpirun noticed that process rank 2 with PID 0 on node vm exited on signal 9 (Kil
     assert log.tail(1) == "Traceback: oops"
     assert log.tail(0) == "starting"
     assert "signal 9" in log.tail(None)
+
+
+def test_hostfile_through_the_magic(
+    shell: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("node-a slots=2\nnode-b slots=2\nnode-c\n")
+    line = f"--backend mpi --nodes 2 --procs-per-node 2 --hostfile {hostfile} --dry-run"
+    shell.run_cell_magic("distributed", line, "pass")
+    out = capsys.readouterr().out
+    assert "--host node-a:2,node-b:2" in out and f"hostfile:     {hostfile}" in out
+    with pytest.raises(UsageError, match="either --hosts or --hostfile"):
+        shell.run_cell_magic("distributed", f"--backend mpi --hosts a --hostfile {hostfile}", "1")

@@ -17,7 +17,7 @@ MAKEFLAGS += --no-builtin-rules
 # ---- hook points -------------------------------------------------------------
 # Debian packages the tests need, installed (after `apt-get update`) only when
 # one is missing, e.g. APT_PACKAGES += openmpi-bin libopenmpi-dev chromium
-APT_PACKAGES ?=
+APT_PACKAGES ?= openmpi-bin libopenmpi-dev
 # torch for the tests: the CPU build, pinned. An unpinned or newer torch pulls
 # the CUDA build and its NVIDIA packages.
 TORCH_SPEC ?= torch==2.13.0

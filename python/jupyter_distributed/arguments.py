@@ -44,7 +44,9 @@ layout_args = _stack(
         metavar="P",
         help="processes per node; world size = nodes × P (default 1)",
     ),
-    argument("--backend", default="local", metavar="NAME", help="where ranks run: local (default)"),
+    argument(
+        "--backend", default="local", metavar="NAME", help="where ranks run: local (default) or mpi"
+    ),
 )
 
 strategy_args = _stack(
@@ -103,7 +105,56 @@ run_args = _stack(
 )
 
 
+mpi_args = _stack(
+    argument_group("MPI (--backend mpi)"),
+    argument(
+        "--hosts", metavar="h1,h2", help="hosts, one node each in order (default: this machine)"
+    ),
+    argument(
+        "--hostfile",
+        metavar="FILE",
+        help="Open MPI hostfile (one host per line; slots are ignored)",
+    ),
+    argument(
+        "--mpi-options",
+        metavar='"..."',
+        default="",
+        help='extra mpirun options, e.g. --mpi-options "--mca btl tcp,self" (a single '
+        "option: --mpi-options=--report-bindings); ours are never passed twice",
+    ),
+)
+
+
+def _mpi_options(args: Namespace) -> BackendOptions:
+    from .backends.mpi_options import MpiOptions, parse_hostfile, unquote
+
+    if args.hosts and args.hostfile:
+        raise SpecError("give either --hosts or --hostfile, not both")
+    hosts = tuple(h.strip() for h in (args.hosts or "").split(",") if h.strip())
+    if args.hostfile:
+        hosts = parse_hostfile(args.hostfile)
+    return MpiOptions(
+        hosts=hosts, hostfile=args.hostfile, mpi_options=unquote(args.mpi_options or "")
+    )
+
+
+OPTION_BUILDERS["mpi"] = _mpi_options
+# Flags that belong to one backend: given with another, they are refused rather than ignored.
+BACKEND_FLAGS: dict[str, tuple[str, ...]] = {"mpi": ("hosts", "hostfile", "mpi_options")}
+
+
+def _check_backend_flags(args: Namespace) -> None:
+    for backend, names in BACKEND_FLAGS.items():
+        given = [n for n in names if getattr(args, n, None)]
+        if given and args.backend != backend:
+            flags = ", ".join("--" + n.replace("_", "-") for n in given)
+            raise SpecError(
+                f"{flags} only apply to --backend {backend}; add --backend {backend} or remove them"
+            )
+
+
 def spec_from_args(args: Namespace) -> Spec:
+    _check_backend_flags(args)
     if args.nprocs is not None and (args.nodes is not None or args.procs_per_node is not None):
         raise SpecError("give either -n/--nprocs or --nodes/--procs-per-node, not both")
     nodes = args.nodes if args.nodes is not None else 1

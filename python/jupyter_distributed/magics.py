@@ -10,7 +10,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import MagicArgumentParser, magic_arguments, parse_argstring
 
 from . import textviews
-from .arguments import layout_args, run_args, spec_from_args, strategy_args
+from .arguments import layout_args, mpi_args, run_args, spec_from_args, strategy_args
 from .display import CellView
 from .errors import SpecError
 from .session import Session
@@ -48,6 +48,7 @@ class DistributedMagics(Magics):
     @layout_args
     @strategy_args
     @run_args
+    @mpi_args
     @line_cell_magic
     def distributed(self, line: str, cell: str | None = None) -> None:
         """Run the cell on every rank; with no cell, manage clusters and runs.

@@ -9,6 +9,7 @@ from .base import Backend
 
 _REGISTRY: dict[str, str] = {
     "local": "jupyter_distributed.backends.local:LocalBackend",
+    "sagemaker": "jupyter_distributed.backends.sagemaker.backend:SageMakerBackend",
 }
 
 

@@ -5,7 +5,8 @@ pushed values). Rank and world size come from the launcher (torchrun's or Open M
 with no launcher, this process is the host's agent: it reads the container's resource
 configuration and starts one child per local rank with torchrun-style variables.
 
-Output leaves as tagged lines on stdout (``##jd|RANK|KIND|PAYLOAD``), which SageMaker sends to
+Output leaves as tagged lines on stdout (``##jd|RANK|KIND|PAYLOAD``; output lines carry
+their time: ``##jd|RANK|o|T|TEXT``), which SageMaker sends to
 CloudWatch Logs; results go to the model directory, which SageMaker uploads to S3.
 """
 
@@ -50,9 +51,9 @@ class TaggedSink:
             while data:
                 data = data[os.write(self.fd, data):]
 
-    def output(self, stream: str, lines: list[str]) -> None:
-        for text in lines:
-            self.line("o" if stream == "stdout" else "e", text)
+    def output(self, stream: str, lines: list[tuple[float, str]]) -> None:
+        for t, text in lines:
+            self.line("o" if stream == "stdout" else "e", f"{t:.3f}|{text}")
 
     def send(self, msg_type: str, fields: dict[str, Any] | None = None,
              buffers: list[Buffer] | tuple[Buffer, ...] = ()) -> None:

@@ -30,8 +30,9 @@ def parse_line(run_id: str, t: float, line: str) -> Event | None:
     rank, kind, payload = int(match.group(1)), match.group(2), match.group(3)
     try:
         if kind in "oe":
-            return OutputEvent(run_id, rank, t, Stream.STDOUT if kind == "o" else Stream.STDERR,
-                               payload)
+            when, _, text = payload.partition("|")
+            return OutputEvent(run_id, rank, float(when),
+                               Stream.STDOUT if kind == "o" else Stream.STDERR, text)
         if kind == "r":
             return OutputEvent(run_id, rank, t, Stream.RESULT, str(json.loads(payload)))
         if kind == "m":

@@ -109,6 +109,7 @@ class DistributedMagics(Magics):
         store = self.session.store
         try:
             if args.command == "attach":
+                assert self.shell is not None  # noqa: S101 (IPython binds magics to a shell)
                 lifecycle.attach(store, args.job, CellView(), self.shell.user_ns)
             elif args.command == "cancel":
                 print(lifecycle.cancel(store, args.run))

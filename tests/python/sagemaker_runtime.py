@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ REGION = "us-west-2"
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Job:
@@ -69,7 +69,7 @@ class Job:
     def run(self) -> None:
         try:
             self._run()
-        except Exception as exc:  # the platform itself failed: the job fails with the reason
+        except Exception as exc:  # noqa: BLE001 (the platform itself failed) the job fails with the reason
             self.fake.failure_reason = f"ClientError: {type(exc).__name__}: {exc}"
             self.secondary("Failed", self.fake.failure_reason, "Failed")
 
@@ -87,17 +87,26 @@ class Job:
             ml = root / host
             config = ml / "input" / "config"
             config.mkdir(parents=True)
-            (config / "resourceconfig.json").write_text(json.dumps(
-                {"current_host": host, "hosts": hosts, "network_interface_name": "lo"}))
-            (config / "hyperparameters.json").write_text(json.dumps(req.get("HyperParameters",
-                                                                            {})))
+            (config / "resourceconfig.json").write_text(
+                json.dumps({"current_host": host, "hosts": hosts, "network_interface_name": "lo"})
+            )
+            (config / "hyperparameters.json").write_text(json.dumps(req.get("HyperParameters", {})))
             channels = {c["ChannelName"]: c for c in req.get("InputDataConfig", [])}
-            (config / "inputdataconfig.json").write_text(json.dumps(
-                {n: {"TrainingInputMode": "File", "S3DistributionType": c["DataSource"][
-                    "S3DataSource"]["S3DataDistributionType"]} for n, c in channels.items()}))
+            (config / "inputdataconfig.json").write_text(
+                json.dumps(
+                    {
+                        n: {
+                            "TrainingInputMode": "File",
+                            "S3DistributionType": c["DataSource"]["S3DataSource"][
+                                "S3DataDistributionType"
+                            ],
+                        }
+                        for n, c in channels.items()
+                    }
+                )
+            )
             for name, channel in channels.items():
-                self._download(channel, ml / "input" / "data" / name, hosts.index(host),
-                               len(hosts))
+                self._download(channel, ml / "input" / "data" / name, hosts.index(host), len(hosts))
             code = ml / "code"
             code.mkdir()
             with tarfile.open(fileobj=io.BytesIO(package), mode="r:gz") as tar:
@@ -120,20 +129,29 @@ class Job:
     def _download(self, channel: dict[str, Any], dest: Path, index: int, count: int) -> None:
         src = channel["DataSource"]["S3DataSource"]
         bucket, prefix = src["S3Uri"][5:].split("/", 1)
-        keys = sorted(o["Key"] for o in self.platform.s3.list_objects_v2(
-            Bucket=bucket, Prefix=prefix).get("Contents", []))
+        keys = sorted(
+            o["Key"]
+            for o in self.platform.s3.list_objects_v2(Bucket=bucket, Prefix=prefix).get(
+                "Contents", []
+            )
+        )
         if src["S3DataDistributionType"] == "ShardedByS3Key":
             keys = keys[index::count]
         for k in keys:
-            path = dest / k[len(prefix):].lstrip("/")
+            path = dest / k[len(prefix) :].lstrip("/")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(self.platform.s3.get_object(Bucket=bucket, Key=k)["Body"].read())
 
-    def _launch(self, hp: dict[str, Any], hosts: list[str], trees: dict[str, Path],
-                streams: dict[str, str]) -> None:
+    def _launch(
+        self, hp: dict[str, Any], hosts: list[str], trees: dict[str, Path], streams: dict[str, str]
+    ) -> None:
         """Start the ranks the way the framework container's launcher would."""
-        base = {"PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1",
-                **self.request.get("Environment", {})}
+        base = {
+            "PATH": os.environ.get("PATH", ""),
+            "LANG": "C.UTF-8",
+            "PYTHONUNBUFFERED": "1",
+            **self.request.get("Environment", {}),
+        }
         self.threads: list[threading.Thread] = []
         per_host = int(hp.get("sagemaker_mpi_num_of_processes_per_host", 1))
         if hp.get("sagemaker_torch_distributed_enabled"):
@@ -142,13 +160,19 @@ class Job:
 
         def sm_env(host: str) -> dict[str, str]:
             ml = trees[host]
-            return {"SM_INPUT_CONFIG_DIR": str(ml / "input" / "config"),
-                    "SM_MODEL_DIR": str(ml / "model"), "SM_OUTPUT_DIR": str(ml / "output"),
-                    "SM_OUTPUT_DATA_DIR": str(ml / "output" / "data"),
-                    "SM_CHANNELS": json.dumps(sorted(json.loads(
-                        (ml / "input/config/inputdataconfig.json").read_text()))),
-                    "SM_CURRENT_HOST": host, "SM_HOSTS": json.dumps(hosts),
-                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(self.platform.free_port())}
+            return {
+                "SM_INPUT_CONFIG_DIR": str(ml / "input" / "config"),
+                "SM_MODEL_DIR": str(ml / "model"),
+                "SM_OUTPUT_DIR": str(ml / "output"),
+                "SM_OUTPUT_DATA_DIR": str(ml / "output" / "data"),
+                "SM_CHANNELS": json.dumps(
+                    sorted(json.loads((ml / "input/config/inputdataconfig.json").read_text()))
+                ),
+                "SM_CURRENT_HOST": host,
+                "SM_HOSTS": json.dumps(hosts),
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(self.platform.free_port()),
+            }
 
         master = sm_env(hosts[0])["MASTER_PORT"]
         for node, host in enumerate(hosts):
@@ -159,27 +183,43 @@ class Job:
                     continue  # mpirun runs on algo-1; every rank's output lands in its stream
                 for rank in range(world):
                     r_node, local = divmod(rank, per_host)
-                    r_env = {**base, **sm_env(hosts[r_node]), "MASTER_PORT": master,
-                             "OMPI_COMM_WORLD_RANK": str(rank),
-                             "OMPI_COMM_WORLD_SIZE": str(world),
-                             "OMPI_COMM_WORLD_LOCAL_RANK": str(local),
-                             "OMPI_COMM_WORLD_LOCAL_SIZE": str(per_host),
-                             "OMPI_COMM_WORLD_NODE_RANK": str(r_node)}
+                    r_env = {
+                        **base,
+                        **sm_env(hosts[r_node]),
+                        "MASTER_PORT": master,
+                        "OMPI_COMM_WORLD_RANK": str(rank),
+                        "OMPI_COMM_WORLD_SIZE": str(world),
+                        "OMPI_COMM_WORLD_LOCAL_RANK": str(local),
+                        "OMPI_COMM_WORLD_LOCAL_SIZE": str(per_host),
+                        "OMPI_COMM_WORLD_NODE_RANK": str(r_node),
+                    }
                     self._start(trees[hosts[r_node]], r_env, streams[host])
             elif hp.get("sagemaker_torch_distributed_enabled"):
                 for local in range(per_host):
-                    self._start(trees[host], {**env, "RANK": str(node * per_host + local),
-                                              "LOCAL_RANK": str(local),
-                                              "WORLD_SIZE": str(world),
-                                              "LOCAL_WORLD_SIZE": str(per_host),
-                                              "GROUP_RANK": str(node)}, streams[host])
+                    self._start(
+                        trees[host],
+                        {
+                            **env,
+                            "RANK": str(node * per_host + local),
+                            "LOCAL_RANK": str(local),
+                            "WORLD_SIZE": str(world),
+                            "LOCAL_WORLD_SIZE": str(per_host),
+                            "GROUP_RANK": str(node),
+                        },
+                        streams[host],
+                    )
             else:
                 self._start(trees[host], env, streams[host])
 
     def _start(self, ml: Path, env: dict[str, str], stream: str) -> None:
-        proc = subprocess.Popen([sys.executable, "jd_entry.py"], cwd=ml / "code", env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "jd_entry.py"],
+            cwd=ml / "code",
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.procs.append(proc)
         thread = threading.Thread(target=self._pump, args=(proc, stream), daemon=True)
         thread.start()
@@ -199,16 +239,19 @@ class Job:
             if proc.poll() is None:
                 proc.terminate()
 
-    def _finish(self, trees: dict[str, Path], stopped: bool = False,
-                failed: bool = False) -> None:
+    def _finish(self, trees: dict[str, Path], stopped: bool = False, failed: bool = False) -> None:
         if stopped:
             self.secondary("Stopped", "Training job stopped", "Stopped")
             return
         if failed:
-            reasons = [(ml / "output" / "failure").read_text().strip() for ml in trees.values()
-                       if (ml / "output" / "failure").exists()]
+            reasons = [
+                (ml / "output" / "failure").read_text().strip()
+                for ml in trees.values()
+                if (ml / "output" / "failure").exists()
+            ]
             self.fake.failure_reason = "AlgorithmError: " + (
-                "; ".join(reasons) or "the training script exited with a non-zero code")
+                "; ".join(reasons) or "the training script exited with a non-zero code"
+            )
             self.secondary("Failed", self.fake.failure_reason, "Failed")
             return
         self.secondary("Uploading", "Uploading generated training model")
@@ -218,15 +261,19 @@ class Job:
                 for path in sorted((ml / "model").rglob("*")):
                     if path.is_file():
                         tar.add(path, arcname=path.relative_to(ml / "model").as_posix())
-        uri = f"{self.request['OutputDataConfig']['S3OutputPath'].rstrip('/')}/{self.name}" \
-              "/output/model.tar.gz"
+        uri = (
+            f"{self.request['OutputDataConfig']['S3OutputPath'].rstrip('/')}/{self.name}"
+            "/output/model.tar.gz"
+        )
         bucket, key = uri[5:].split("/", 1)
         self.platform.s3.put_object(Bucket=bucket, Key=key, Body=body.getvalue())
         self.fake.model_artifacts = {"S3ModelArtifacts": uri}
         keep = int(self.request["ResourceConfig"].get("KeepAlivePeriodInSeconds", 0))
         if keep:
-            self.fake.warm_pool_status = {"Status": "Available",
-                                          "ResourceRetainedBillableTimeInSeconds": 0}
+            self.fake.warm_pool_status = {
+                "Status": "Available",
+                "ResourceRetainedBillableTimeInSeconds": 0,
+            }
         self.secondary("Completed", "Training job completed", "Completed")
 
 
@@ -248,13 +295,21 @@ class LocalSageMaker:
 
     def put_log(self, stream: str, message: str) -> None:
         with self._log_lock:
-            self.logs.put_log_events(logGroupName=LOG_GROUP, logStreamName=stream, logEvents=[
-                {"timestamp": int(time.time() * 1000), "message": message}])
+            self.logs.put_log_events(
+                logGroupName=LOG_GROUP,
+                logStreamName=stream,
+                logEvents=[{"timestamp": int(time.time() * 1000), "message": message}],
+            )
 
     def client(self, name: str) -> Any:
-        return boto3.client(name, endpoint_url=self.endpoint, region_name=REGION,
-                            aws_access_key_id="platform", aws_secret_access_key="platform",
-                            config=Config(retries={"max_attempts": 1}))
+        return boto3.client(
+            name,
+            endpoint_url=self.endpoint,
+            region_name=REGION,
+            aws_access_key_id="platform",
+            aws_secret_access_key="platform",  # noqa: S106
+            config=Config(retries={"max_attempts": 1}),
+        )
 
     @contextmanager
     def running(self) -> Iterator[LocalSageMaker]:
@@ -271,8 +326,13 @@ class LocalSageMaker:
             platform.requests.append(request)
             fake = response.sagemaker_backend.training_jobs[request["TrainingJobName"]]
             fake.training_job_status, fake.secondary_status = "InProgress", "Starting"
-            fake.secondary_status_transitions = [{"Status": "Starting", "StartTime": _now(),
-                                                  "StatusMessage": "Preparing the instances"}]
+            fake.secondary_status_transitions = [
+                {
+                    "Status": "Starting",
+                    "StartTime": _now(),
+                    "StatusMessage": "Preparing the instances",
+                }
+            ]
             fake.model_artifacts = None
             fake.final_metric_data_list = []
             job = Job(platform, fake, request)
@@ -294,11 +354,13 @@ class LocalSageMaker:
             keep = response._get_param("ResourceConfig", {}).get("KeepAlivePeriodInSeconds")
             fake = platform.jobs[name].fake
             if keep == 0 and getattr(fake, "warm_pool_status", None):
-                fake.warm_pool_status = {"Status": "Terminated",
-                                         "ResourceRetainedBillableTimeInSeconds": 1}
+                fake.warm_pool_status = {
+                    "Status": "Terminated",
+                    "ResourceRetainedBillableTimeInSeconds": 1,
+                }
             return ActionResult({"TrainingJobArn": fake.arn})
 
-        SageMakerResponse.create_training_job = create  # type: ignore[method-assign]
+        SageMakerResponse.create_training_job = create  # type: ignore[method-assign, assignment]
         SageMakerResponse.stop_training_job = stop  # type: ignore[attr-defined]
         SageMakerResponse.update_training_job = update  # type: ignore[attr-defined]
         import logging

@@ -22,7 +22,7 @@ from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
 from jupyter_distributed.events import OutputEvent, RunState
 from jupyter_distributed.session import Session
-from jupyter_distributed.spec import Layout, Spec
+from jupyter_distributed.spec import Layout, Spec, Strategy
 from jupyter_distributed.store import Store
 
 from .sagemaker_runtime import REGION, LocalSageMaker
@@ -30,24 +30,29 @@ from .sagemaker_runtime import REGION, LocalSageMaker
 BUCKET = "jd-test-bucket"
 ROLE = "arn:aws:iam::123456789012:role/JdTestRole"
 ACCESS_KEY = "AKIAJDTESTKEY0000001"
-SECRET_KEY = "jd-test-secret-never-logged-0123456789"
+SECRET_KEY = "jd-test-secret-never-logged-0123456789"  # noqa: S105 (a fake, for the test)
 IMAGE = f"local/pytorch-training:2.3.0-cpu-py3{sys.version_info[1]}"
 
 
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSageMaker]:
     with LocalSageMaker(tmp_path_factory.mktemp("sm")).running() as sm:
-        sm.s3.create_bucket(Bucket=BUCKET,
-                            CreateBucketConfiguration={"LocationConstraint": REGION})
+        sm.s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
         yield sm
 
 
 @pytest.fixture
-def configured(platform: LocalSageMaker, monkeypatch: pytest.MonkeyPatch,
-               tmp_path: Path) -> LocalSageMaker:
+def configured(
+    platform: LocalSageMaker, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> LocalSageMaker:
     """The user's configuration: defaults and the endpoint, from the environment only."""
-    for key, value in {"ROLE": ROLE, "BUCKET": BUCKET, "REGION": REGION, "IMAGE": IMAGE,
-                       "ENDPOINT_URL": platform.endpoint}.items():
+    for key, value in {
+        "ROLE": ROLE,
+        "BUCKET": BUCKET,
+        "REGION": REGION,
+        "IMAGE": IMAGE,
+        "ENDPOINT_URL": platform.endpoint,
+    }.items():
         monkeypatch.setenv(f"JUPYTER_DISTRIBUTED_SAGEMAKER_{key}", value)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
@@ -58,8 +63,13 @@ def configured(platform: LocalSageMaker, monkeypatch: pytest.MonkeyPatch,
 def _spec(layout: Layout, **options: Any) -> Spec:
     pull = options.pop("pull", ())
     push = options.pop("push", ())
-    return Spec(layout=layout, backend="sagemaker", options=SageMakerOptions(**options),
-                pull=pull, push=push)
+    return Spec(
+        layout=layout,
+        backend="sagemaker",
+        options=SageMakerOptions(**options),
+        pull=pull,
+        push=push,
+    )
 
 
 class Recorder(CellView):
@@ -84,12 +94,14 @@ x
 
 
 def test_cell_runs_as_job_with_live_rank_lines_metrics_pull_and_value(
-        configured: LocalSageMaker, tmp_path: Path) -> None:
+    configured: LocalSageMaker, tmp_path: Path
+) -> None:
     session = Session(Store(tmp_path / "h.sqlite3"))
     ns: dict[str, Any] = {"offset": 1}
     view = Recorder()
-    spec = _spec(Layout(nodes=2, procs_per_node=2, strategy="horovod"), pull=("x",),
-                 push=("offset",))
+    spec = _spec(
+        Layout(nodes=2, procs_per_node=2, strategy=Strategy.HOROVOD), pull=("x",), push=("offset",)
+    )
     outcome = session.run_cell(spec, CELL, ns, view=view)
     assert outcome.state is RunState.COMPLETED
     assert ns["x"] == [1, 11, 21, 31]
@@ -118,19 +130,23 @@ def test_cell_runs_as_job_with_live_rank_lines_metrics_pull_and_value(
 def test_host_agent_without_launcher(configured: LocalSageMaker, tmp_path: Path) -> None:
     session = Session(Store(tmp_path / "h.sqlite3"))
     view = Recorder()
-    spec = _spec(Layout(nodes=2, procs_per_node=1, strategy="parameter-server"), pull=("r",))
+    spec = _spec(Layout(nodes=2, procs_per_node=1, strategy=Strategy.PARAMETER_SERVER), pull=("r",))
     ns: dict[str, Any] = {}
-    session.run_cell(spec, "r = (rank, world_size, node_rank)\nprint('ps' if rank == 0 else 'w')",
-                     ns, view=view)
+    session.run_cell(
+        spec, "r = (rank, world_size, node_rank)\nprint('ps' if rank == 0 else 'w')", ns, view=view
+    )
     assert ns["r"] == [(0, 2, 0), (1, 2, 1)]
     assert "[rank 0] ps" in view.out.getvalue() and "[rank 1] w" in view.out.getvalue()
 
 
-def test_remote_exception_reraised_with_rank_and_traceback(configured: LocalSageMaker,
-                                                           tmp_path: Path) -> None:
+def test_remote_exception_reraised_with_rank_and_traceback(
+    configured: LocalSageMaker, tmp_path: Path
+) -> None:
     session = Session(Store(tmp_path / "h.sqlite3"))
     view = Recorder()
-    code = "def f():\n    raise ValueError(f'bad shard {rank}')\nif rank == 1:\n    f()\nprint('ok')"
+    code = (
+        "def f():\n    raise ValueError(f'bad shard {rank}')\nif rank == 1:\n    f()\nprint('ok')"
+    )
     with pytest.raises(RunFailed) as info:
         session.run_cell(_spec(Layout(nodes=2, procs_per_node=1)), code, {}, view=view)
     failure = info.value.failures[0]
@@ -146,8 +162,7 @@ def test_remote_exception_reraised_with_rank_and_traceback(configured: LocalSage
 
 def test_stop_button_stops_the_job(configured: LocalSageMaker, tmp_path: Path) -> None:
     session = Session(Store(tmp_path / "h.sqlite3"))
-    main = threading.main_thread().ident
-    assert main is not None
+    main: int = threading.main_thread().ident or 0
 
     class Interrupting(Recorder):
         sent = False
@@ -160,9 +175,12 @@ def test_stop_button_stops_the_job(configured: LocalSageMaker, tmp_path: Path) -
 
     view = Interrupting()
     with pytest.raises(KeyboardInterrupt):
-        session.run_cell(_spec(Layout(nodes=1, procs_per_node=1)),
-                         "import time\nprint('started', flush=True)\ntime.sleep(120)", {},
-                         view=view)
+        session.run_cell(
+            _spec(Layout(nodes=1, procs_per_node=1)),
+            "import time\nprint('started', flush=True)\ntime.sleep(120)",
+            {},
+            view=view,
+        )
     run = session.store.runs(limit=1)[0]
     assert configured.jobs[run.external_id].fake.training_job_status == "Stopped"
     assert "StopTrainingJob" in view.err.getvalue()
@@ -172,8 +190,9 @@ def test_no_wait_then_attach_after_restart(configured: LocalSageMaker, tmp_path:
     store_path = tmp_path / "h.sqlite3"
     view = Recorder()
     spec = _spec(Layout(nodes=2, procs_per_node=1), pull=("y",), wait=False)
-    outcome = Session(Store(store_path)).run_cell(spec, "y = rank + 100\nprint('done', rank)",
-                                                  {}, view=view)
+    outcome = Session(Store(store_path)).run_cell(
+        spec, "y = rank + 100\nprint('done', rank)", {}, view=view
+    )
     assert outcome.state is RunState.RUNNING
     assert "%distributed attach jd-" in view.err.getvalue()
     # "Kernel restart": a new session and store object; the job kept running meanwhile.
@@ -191,8 +210,9 @@ def test_no_wait_then_attach_after_restart(configured: LocalSageMaker, tmp_path:
 def test_cancel_and_warm_pool_release(configured: LocalSageMaker, tmp_path: Path) -> None:
     store = Store(tmp_path / "h.sqlite3")
     session = Session(store)
-    session.run_cell(_spec(Layout(), wait=False), "import time\ntime.sleep(120)", {},
-                     view=Recorder())
+    session.run_cell(
+        _spec(Layout(), wait=False), "import time\ntime.sleep(120)", {}, view=Recorder()
+    )
     run = store.runs(limit=1)[0]
     assert cancel(store, run.id).startswith(f"stopping {run.external_id}")
     job = configured.jobs[run.external_id]
@@ -211,15 +231,24 @@ def test_cancel_and_warm_pool_release(configured: LocalSageMaker, tmp_path: Path
 def test_credentials_never_leave_the_kernel(configured: LocalSageMaker, tmp_path: Path) -> None:
     store_path = tmp_path / "h.sqlite3"
     session = Session(Store(store_path))
-    session.run_cell(_spec(Layout(nodes=1, procs_per_node=2, strategy="horovod")),
-                     "import os\nprint(sorted(os.environ))", {}, view=Recorder())
+    session.run_cell(
+        _spec(Layout(nodes=1, procs_per_node=2, strategy=Strategy.HOROVOD)),
+        "import os\nprint(sorted(os.environ))",
+        {},
+        view=Recorder(),
+    )
     run = session.store.runs(limit=1)[0]
     request = json.dumps(configured.requests[-1])
     logs = "\n".join(line.text for line in session.store.logs(run.id))
     package = configured.s3.get_object(
-        Bucket=BUCKET, Key=f"jupyter-distributed/{run.external_id}/source/sourcedir.tar.gz")
-    blobs = [request, logs, store_path.read_bytes().decode("latin-1"),
-             package["Body"].read().decode("latin-1")]
+        Bucket=BUCKET, Key=f"jupyter-distributed/{run.external_id}/source/sourcedir.tar.gz"
+    )
+    blobs = [
+        request,
+        logs,
+        store_path.read_bytes().decode("latin-1"),
+        package["Body"].read().decode("latin-1"),
+    ]
     for blob in blobs:
         assert ACCESS_KEY not in blob and SECRET_KEY not in blob
     assert "AWS_SECRET_ACCESS_KEY" not in logs
@@ -230,7 +259,8 @@ def test_dry_run_prints_the_request_and_creates_nothing(configured: LocalSageMak
     plan = SageMakerBackend().plan(_spec(Layout(nodes=2), job_name="my-job"))
     request = json.loads(plan.render())
     assert request["TrainingJobName"] == "my-job"
-    assert request["RoleArn"] == ROLE and request["AlgorithmSpecification"]["TrainingImage"] == IMAGE
+    assert request["RoleArn"] == ROLE
+    assert request["AlgorithmSpecification"]["TrainingImage"] == IMAGE
     assert len(configured.requests) == before
 
 
@@ -240,8 +270,9 @@ def test_existing_job_name_refused(configured: LocalSageMaker, tmp_path: Path) -
     session = Session(Store(tmp_path / "h.sqlite3"))
     session.run_cell(_spec(Layout(), job_name="jd-fixed-name"), "1", {}, view=Recorder())
     with pytest.raises(LaunchError, match="jd-fixed-name already exists"):
-        session.run_cell(_spec(Layout(), job_name="jd-fixed-name", max_run=100), "1", {},
-                         view=Recorder())
+        session.run_cell(
+            _spec(Layout(), job_name="jd-fixed-name", max_run=100), "1", {}, view=Recorder()
+        )
 
 
 def test_clients_are_constructor_parameters(configured: LocalSageMaker) -> None:

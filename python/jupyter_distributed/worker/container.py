@@ -49,14 +49,18 @@ class TaggedSink:
         data = f"{TAG}|{self.rank}|{kind}|{payload}\n".encode("utf-8", "replace")
         with self._lock:
             while data:
-                data = data[os.write(self.fd, data):]
+                data = data[os.write(self.fd, data) :]
 
     def output(self, stream: str, lines: list[tuple[float, str]]) -> None:
         for t, text in lines:
             self.line("o" if stream == "stdout" else "e", f"{t:.3f}|{text}")
 
-    def send(self, msg_type: str, fields: dict[str, Any] | None = None,
-             buffers: list[Buffer] | tuple[Buffer, ...] = ()) -> None:
+    def send(
+        self,
+        msg_type: str,
+        fields: dict[str, Any] | None = None,
+        buffers: list[Buffer] | tuple[Buffer, ...] = (),
+    ) -> None:
         fields = fields or {}
         if msg_type == "metrics":
             for t, values in fields["samples"]:
@@ -76,7 +80,7 @@ class TaggedSink:
     def _write_results(self, fields: dict[str, Any], buffers: Any) -> None:
         self.results.mkdir(parents=True, exist_ok=True)
         (self.results / f"rank-{self.rank}.json").write_text(json.dumps(fields))
-        with open(self.results / f"rank-{self.rank}.pull", "wb") as f:
+        with (self.results / f"rank-{self.rank}.pull").open("wb") as f:
             for frame in buffers:
                 data = bytes(frame)
                 f.write(struct.pack("<Q", len(data)))
@@ -88,7 +92,7 @@ def read_frames(path: Path) -> list[bytes]:
     data, frames, i = path.read_bytes(), [], 0
     while i < len(data):
         (n,) = struct.unpack_from("<Q", data, i)
-        frames.append(data[i + 8:i + 8 + n])
+        frames.append(data[i + 8 : i + 8 + n])
         i += 8 + n
     return frames
 
@@ -107,13 +111,23 @@ def _host_agent(root: Path, layout: Layout) -> int:
     hosts = sorted(config["hosts"], key=lambda h: int(h.rsplit("-", 1)[-1]))
     node = hosts.index(config["current_host"])
     per_node = layout.procs_per_node
-    base = {**os.environ, "WORLD_SIZE": str(layout.world_size),
-            "LOCAL_WORLD_SIZE": str(per_node), "GROUP_RANK": str(node),
-            "MASTER_ADDR": os.environ.get("MASTER_ADDR", hosts[0]),
-            "MASTER_PORT": os.environ.get("MASTER_PORT", "29500")}
-    children = [subprocess.Popen([sys.executable, str(root / "jd_entry.py")], cwd=root, env={
-        **base, "RANK": str(node * per_node + local), "LOCAL_RANK": str(local)})
-        for local in range(per_node)]
+    base = {
+        **os.environ,
+        "WORLD_SIZE": str(layout.world_size),
+        "LOCAL_WORLD_SIZE": str(per_node),
+        "GROUP_RANK": str(node),
+        "MASTER_ADDR": os.environ.get("MASTER_ADDR", hosts[0]),
+        "MASTER_PORT": os.environ.get("MASTER_PORT", "29500"),
+    }
+    entry = [sys.executable, str(root / "jd_entry.py")]
+    children = [
+        subprocess.Popen(  # noqa: S603 (our own entry point)
+            entry,
+            cwd=root,
+            env={**base, "RANK": str(node * per_node + local), "LOCAL_RANK": str(local)},
+        )
+        for local in range(per_node)
+    ]
     codes = [child.wait() for child in children]
     return max(codes, key=abs)
 
@@ -134,8 +148,13 @@ def main(root: str | os.PathLike[str]) -> int:
         config = _resource_config()
         hosts = sorted(config["hosts"], key=lambda h: int(h.rsplit("-", 1)[-1]))
         node = hosts.index(config["current_host"])
-        os.environ.update(RANK=str(node), WORLD_SIZE=str(layout.world_size), LOCAL_RANK="0",
-                          LOCAL_WORLD_SIZE="1", GROUP_RANK=str(node))
+        os.environ.update(
+            RANK=str(node),
+            WORLD_SIZE=str(layout.world_size),
+            LOCAL_RANK="0",
+            LOCAL_WORLD_SIZE="1",
+            GROUP_RANK=str(node),
+        )
         os.environ.setdefault("MASTER_ADDR", hosts[0])
         os.environ.setdefault("MASTER_PORT", "29500")
     env = RankEnv.from_environ()
@@ -148,22 +167,40 @@ def main(root: str | os.PathLike[str]) -> int:
     threading.Thread(target=_flush_metrics, args=(runtime,), daemon=True).start()
     try:
         setup(layout, runtime.namespace)
-    except Exception as exc:  # any set-up failure ends this rank with its reason
-        sink.line("x", json.dumps({"rank": env.rank, "t": time.time(), "host": runtime.host,
-                                   "pid": os.getpid(), "ename": type(exc).__name__,
-                                   "evalue": f"set-up failed: {exc}", "traceback": [],
-                                   "kind": "exception"}))
+    except Exception as exc:  # noqa: BLE001 (any set-up failure ends the rank, with its reason)
+        sink.line(
+            "x",
+            json.dumps(
+                {
+                    "rank": env.rank,
+                    "t": time.time(),
+                    "host": runtime.host,
+                    "pid": os.getpid(),
+                    "ename": type(exc).__name__,
+                    "evalue": f"set-up failed: {exc}",
+                    "traceback": [],
+                    "kind": "exception",
+                }
+            ),
+        )
         return _fail(sink, f"rank {env.rank}: set-up failed: {type(exc).__name__}: {exc}")
     push = root / "push.bin"
-    buffers = read_frames(push) if push.exists() else []
-    header = {"type": "execute", "run_id": job["run_id"], "code": job["code"],
-              "pull": job.get("pull", [])}
+    buffers: list[Buffer] = [*read_frames(push)] if push.exists() else []
+    header = {
+        "type": "execute",
+        "run_id": job["run_id"],
+        "code": job["code"],
+        "pull": job.get("pull", []),
+    }
     runtime.execute(header, buffers, capture.sync)
     capture.sync()
     if sink.status != "ok":
         failure = sink.failure or {}
-        return _fail(sink, f"rank {env.rank} raised {failure.get('ename', 'an error')}: "
-                           f"{failure.get('evalue', sink.status)}")
+        return _fail(
+            sink,
+            f"rank {env.rank} raised {failure.get('ename', 'an error')}: "
+            f"{failure.get('evalue', sink.status)}",
+        )
     return 0
 
 
@@ -172,7 +209,7 @@ def _fail(sink: TaggedSink, message: str) -> int:
     path = _dir("SM_OUTPUT_DIR", "/opt/ml/output") / "failure"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a") as f:
+        with path.open("a") as f:
             f.write(message[:1000] + "\n")
     except OSError:
         pass

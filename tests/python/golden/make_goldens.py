@@ -40,40 +40,92 @@ CASES: dict[str, dict[str, Any]] = {
         "distribution": {"smdistributed": {"dataparallel": {"enabled": True}}},
     },
     "model_parallel": {
-        "layout": {"nodes": 2, "procs_per_node": 8, "strategy": "model-parallel",
-                   "model_parallel": {"partitions": 2, "microbatches": 4,
-                                      "pipeline": "interleaved", "placement": "cluster",
-                                      "optimize": "speed", "tensor_parallel": 2}},
-        "options": {"instance_type": "ml.p4d.24xlarge",
-                    "mpi_options": "-x NCCL_DEBUG=INFO -verbose"},
+        "layout": {
+            "nodes": 2,
+            "procs_per_node": 8,
+            "strategy": "model-parallel",
+            "model_parallel": {
+                "partitions": 2,
+                "microbatches": 4,
+                "pipeline": "interleaved",
+                "placement": "cluster",
+                "optimize": "speed",
+                "tensor_parallel": 2,
+            },
+        },
+        "options": {
+            "instance_type": "ml.p4d.24xlarge",
+            "mpi_options": "-x NCCL_DEBUG=INFO -verbose",
+        },
         "distribution": {
-            "smdistributed": {"modelparallel": {"enabled": True, "parameters": {
-                "partitions": 2, "microbatches": 4, "placement_strategy": "cluster",
-                "pipeline": "interleaved", "optimize": "speed", "ddp": True,
-                "tensor_parallel_degree": 2}}},
-            "mpi": {"enabled": True, "processes_per_host": 8,
-                    "custom_mpi_options": "-verbose -x orte_base_help_aggregate=0 "
-                                          "-x NCCL_DEBUG=WARN -x NCCL_DEBUG=INFO"}},
+            "smdistributed": {
+                "modelparallel": {
+                    "enabled": True,
+                    "parameters": {
+                        "partitions": 2,
+                        "microbatches": 4,
+                        "placement_strategy": "cluster",
+                        "pipeline": "interleaved",
+                        "optimize": "speed",
+                        "ddp": True,
+                        "tensor_parallel_degree": 2,
+                    },
+                }
+            },
+            "mpi": {
+                "enabled": True,
+                "processes_per_host": 8,
+                "custom_mpi_options": "-verbose -x orte_base_help_aggregate=0 "
+                "-x NCCL_DEBUG=WARN -x NCCL_DEBUG=INFO",
+            },
+        },
     },
     "model_parallel_simple_memory": {
-        "layout": {"nodes": 1, "procs_per_node": 8, "strategy": "model-parallel",
-                   "model_parallel": {"partitions": 8, "microbatches": 2, "pipeline": "simple",
-                                      "placement": "spread", "optimize": "memory"}},
+        "layout": {
+            "nodes": 1,
+            "procs_per_node": 8,
+            "strategy": "model-parallel",
+            "model_parallel": {
+                "partitions": 8,
+                "microbatches": 2,
+                "pipeline": "simple",
+                "placement": "spread",
+                "optimize": "memory",
+            },
+        },
         "options": {"instance_type": "ml.p3.16xlarge"},
         "distribution": {
-            "smdistributed": {"modelparallel": {"enabled": True, "parameters": {
-                "partitions": 8, "microbatches": 2, "placement_strategy": "spread",
-                "pipeline": "simple", "optimize": "memory", "ddp": False,
-                "tensor_parallel_degree": 1}}},
-            "mpi": {"enabled": True, "processes_per_host": 8,
-                    "custom_mpi_options": "-verbose -x orte_base_help_aggregate=0 "
-                                          "-x NCCL_DEBUG=WARN"}},
+            "smdistributed": {
+                "modelparallel": {
+                    "enabled": True,
+                    "parameters": {
+                        "partitions": 8,
+                        "microbatches": 2,
+                        "placement_strategy": "spread",
+                        "pipeline": "simple",
+                        "optimize": "memory",
+                        "ddp": False,
+                        "tensor_parallel_degree": 1,
+                    },
+                }
+            },
+            "mpi": {
+                "enabled": True,
+                "processes_per_host": 8,
+                "custom_mpi_options": "-verbose -x orte_base_help_aggregate=0 -x NCCL_DEBUG=WARN",
+            },
+        },
     },
     "horovod_mpi": {
         "layout": {"nodes": 2, "procs_per_node": 4, "strategy": "horovod"},
         "options": {"instance_type": "ml.g5.12xlarge", "mpi_options": "--NCCL_DEBUG INFO"},
-        "distribution": {"mpi": {"enabled": True, "processes_per_host": 4,
-                                 "custom_mpi_options": "--NCCL_DEBUG INFO"}},
+        "distribution": {
+            "mpi": {
+                "enabled": True,
+                "processes_per_host": 4,
+                "custom_mpi_options": "--NCCL_DEBUG INFO",
+            }
+        },
     },
     "parameter_server": {
         "layout": {"nodes": 2, "procs_per_node": 1, "strategy": "parameter-server"},
@@ -87,12 +139,22 @@ CASES: dict[str, dict[str, Any]] = {
     },
     "spot_checkpoint_inputs": {
         "layout": {"nodes": 2, "procs_per_node": 1, "strategy": "none"},
-        "options": {"instance_type": "ml.m5.xlarge", "spot": True, "max_run": 3600,
-                    "max_wait": 7200, "checkpoint_s3": "s3://jd-bucket/ckpt",
-                    "inputs": [["train", "s3://jd-bucket/data/train"]], "shard_by_key": True},
+        "options": {
+            "instance_type": "ml.m5.xlarge",
+            "spot": True,
+            "max_run": 3600,
+            "max_wait": 7200,
+            "checkpoint_s3": "s3://jd-bucket/ckpt",
+            "inputs": [["train", "s3://jd-bucket/data/train"]],
+            "shard_by_key": True,
+        },
         "distribution": None,
-        "estimator": {"use_spot_instances": True, "max_run": 3600, "max_wait": 7200,
-                      "checkpoint_s3_uri": "s3://jd-bucket/ckpt"},
+        "estimator": {
+            "use_spot_instances": True,
+            "max_run": 3600,
+            "max_wait": 7200,
+            "checkpoint_s3_uri": "s3://jd-bucket/ckpt",
+        },
         "inputs": {"train": ["s3://jd-bucket/data/train", "ShardedByS3Key"]},
     },
     "warm_pool_env": {
@@ -100,17 +162,24 @@ CASES: dict[str, dict[str, Any]] = {
         "options": {"instance_type": "ml.m5.xlarge", "keep_alive": 1800, "volume_size": 50},
         "env": [["MODEL_SIZE", "small"]],
         "distribution": None,
-        "estimator": {"keep_alive_period_in_seconds": 1800, "volume_size": 50,
-                      "environment": {"MODEL_SIZE": "small"}},
+        "estimator": {
+            "keep_alive_period_in_seconds": 1800,
+            "volume_size": 50,
+            "environment": {"MODEL_SIZE": "small"},
+        },
     },
 }
 
 
 def capture(case: dict[str, Any]) -> dict[str, Any]:
+    import importlib
+
     import boto3
-    import sagemaker
-    from sagemaker.inputs import TrainingInput
-    from sagemaker.pytorch import PyTorch
+
+    # Imported by name: the SDK is only needed here, never by the package or the tests.
+    sagemaker: Any = importlib.import_module("sagemaker")
+    TrainingInput = importlib.import_module("sagemaker.inputs").TrainingInput
+    PyTorch = importlib.import_module("sagemaker.pytorch").PyTorch
 
     captured: dict[str, Any] = {}
 
@@ -122,21 +191,36 @@ def capture(case: dict[str, Any]) -> dict[str, Any]:
         def __getattr__(self, name: str) -> Any:
             return mock.MagicMock()
 
-    boto = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing",
-                         region_name="us-west-2")
-    session = sagemaker.session.Session(boto_session=boto, sagemaker_client=FakeSageMaker(),
-                                        default_bucket="jd-bucket")
-    kwargs: dict[str, Any] = {"instance_type": case["options"]["instance_type"],
-                              "instance_count": case["layout"]["nodes"]}
+    boto = boto3.Session(
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",  # noqa: S106
+        region_name="us-west-2",
+    )
+    session = sagemaker.session.Session(
+        boto_session=boto, sagemaker_client=FakeSageMaker(), default_bucket="jd-bucket"
+    )
+    kwargs: dict[str, Any] = {
+        "instance_type": case["options"]["instance_type"],
+        "instance_count": case["layout"]["nodes"],
+    }
     kwargs.update(case.get("estimator", {}))
     if case["distribution"] is not None:
         kwargs["distribution"] = case["distribution"]
     estimator = PyTorch(
-        entry_point="jd_entry.py", source_dir=CODE, role=ROLE, image_uri=IMAGE,
-        output_path="s3://jd-bucket/jupyter-distributed/", sagemaker_session=session,
-        disable_profiler=True, debugger_hook_config=False, **kwargs)
-    inputs = {name: TrainingInput(uri, distribution=dist)
-              for name, (uri, dist) in case.get("inputs", {}).items()}
+        entry_point="jd_entry.py",
+        source_dir=CODE,
+        role=ROLE,
+        image_uri=IMAGE,
+        output_path="s3://jd-bucket/jupyter-distributed/",
+        sagemaker_session=session,
+        disable_profiler=True,
+        debugger_hook_config=False,
+        **kwargs,
+    )
+    inputs = {
+        name: TrainingInput(uri, distribution=dist)
+        for name, (uri, dist) in case.get("inputs", {}).items()
+    }
     estimator.fit(inputs=inputs or None, job_name="jd-golden", wait=False, logs=False)
     return captured
 
@@ -148,12 +232,14 @@ def main() -> int:
         import boto3
 
         boto3.client("s3", region_name="us-west-2").create_bucket(
-            Bucket="jd-bucket", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+            Bucket="jd-bucket", CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
+        )
         for name, case in CASES.items():
             request = capture(case)
             golden = {k: v for k, v in case.items() if k not in ("estimator", "inputs")}
-            golden.update(image=IMAGE, role=ROLE, code_uri=CODE, region="us-west-2",
-                          request=request)
+            golden.update(
+                image=IMAGE, role=ROLE, code_uri=CODE, region="us-west-2", request=request
+            )
             path = HERE / f"sagemaker_{name}.json"
             path.write_text(json.dumps(golden, indent=1, sort_keys=True, default=str) + "\n")
             print("wrote", path.name)

@@ -21,7 +21,7 @@ from ..base import Backend, Cluster, Plan, RankInfo, RankPlan, RunOutcome, RunRe
 from . import package
 from .follow import describe, follow
 from .options import SageMakerOptions, check_spec
-from .request import training_job_request
+from .request import ENTRY_POINT, training_job_request
 from .results import outcome
 
 DRY_RUN_JOB = "jd-dry-run"
@@ -45,7 +45,7 @@ class Clients:
         endpoint = options.endpoint_url or None
 
         def client(name: str) -> Any:
-            return session.client(name, endpoint_url=endpoint, config=config)  # type: ignore[call-overload]
+            return session.client(name, endpoint_url=endpoint, config=config)
 
         return cls(client("sagemaker"), client("s3"), client("logs"))
 
@@ -55,12 +55,16 @@ def resolve_image(options: SageMakerOptions) -> str:
     if options.image:
         return options.image
     if not options.framework_version:
-        raise SpecError("no training image: give --image or --framework-version, or set "
-                        "JUPYTER_DISTRIBUTED_SAGEMAKER_IMAGE")
+        raise SpecError(
+            "no training image: give --image or --framework-version, or set "
+            "JUPYTER_DISTRIBUTED_SAGEMAKER_IMAGE"
+        )
     processor = "gpu" if options.accelerators else "cpu"
     py = options.py_version or f"py3{sys.version_info[1]}"
-    return (f"763104351884.dkr.ecr.{options.region}.amazonaws.com/pytorch-training:"
-            f"{options.framework_version}-{processor}-{py}")
+    return (
+        f"763104351884.dkr.ecr.{options.region}.amazonaws.com/pytorch-training:"
+        f"{options.framework_version}-{processor}-{py}"
+    )
 
 
 def resolved_options(spec: Spec) -> SageMakerOptions:
@@ -68,8 +72,9 @@ def resolved_options(spec: Spec) -> SageMakerOptions:
     options = options.resolved()
     for name, flag in (("role", "--role"), ("bucket", "--bucket"), ("region", "--region")):
         if not getattr(options, name):
-            raise SpecError(f"{flag} is not set; pass it or set "
-                            f"JUPYTER_DISTRIBUTED_SAGEMAKER_{name.upper()}")
+            raise SpecError(
+                f"{flag} is not set; pass it or set JUPYTER_DISTRIBUTED_SAGEMAKER_{name.upper()}"
+            )
     check_spec(spec, options)
     return options
 
@@ -96,8 +101,9 @@ def output_uri(options: SageMakerOptions) -> str:
 
 def build_request(spec: Spec, options: SageMakerOptions, job_name: str) -> dict[str, Any]:
     code = f"s3://{options.bucket}/{code_key(options, job_name)}"
-    return training_job_request(spec, options, resolve_image(options), job_name, code,
-                                output_uri(options))
+    return training_job_request(
+        spec, options, resolve_image(options), job_name, code, output_uri(options)
+    )
 
 
 class SageMakerBackend(Backend):
@@ -111,11 +117,17 @@ class SageMakerBackend(Backend):
         options = resolved_options(spec)
         job = options.job_name or DRY_RUN_JOB
         request = build_request(spec, options, job)
-        ranks = tuple(RankPlan(r, f"algo-{spec.layout.coords(r).node_rank + 1}",
-                               spec.layout.coords(r)) for r in range(spec.world_size))
-        return SageMakerPlan(spec=spec, ranks=ranks, command=(package.ENTRY_POINT,),
-                             extra=(("instance", options.instance_type),),
-                             request=(("json", json.dumps(request, indent=2)),))
+        ranks = tuple(
+            RankPlan(r, f"algo-{spec.layout.coords(r).node_rank + 1}", spec.layout.coords(r))
+            for r in range(spec.world_size)
+        )
+        return SageMakerPlan(
+            spec=spec,
+            ranks=ranks,
+            command=(ENTRY_POINT,),
+            extra=(("instance", options.instance_type),),
+            request=(("json", json.dumps(request, indent=2)),),
+        )
 
     def launch(self, plan: Plan, store: Store, view: RunView) -> Cluster:
         options = resolved_options(plan.spec)
@@ -126,8 +138,9 @@ class SageMakerBackend(Backend):
 class SageMakerCluster(Cluster):
     """One training job per cell; nothing stays running between cells (warm pools aside)."""
 
-    def __init__(self, plan: Plan, store: Store, clients: Clients, options: SageMakerOptions,
-                 poll: float) -> None:
+    def __init__(
+        self, plan: Plan, store: Store, clients: Clients, options: SageMakerOptions, poll: float
+    ) -> None:
         self.plan, self.store, self.clients, self.options = plan, store, clients, options
         self.poll = poll
         self.id = f"sagemaker-{int(time.time())}"
@@ -151,26 +164,35 @@ class SageMakerCluster(Cluster):
         except sm.exceptions.ClientError:
             pass  # not found: the name is free
         else:
-            raise LaunchError(f"a training job named {job_name} already exists; choose "
-                              "another --job-name")
-        body = package.build(spec, request.run_id, request.code, request.push,
-                             options.requirements)
+            raise LaunchError(
+                f"a training job named {job_name} already exists; choose another --job-name"
+            )
+        body = package.build(spec, request.run_id, request.code, request.push, options.requirements)
         package.upload(self.clients.s3, options.bucket, code_key(options, job_name), body)
         sm.create_training_job(**build_request(spec, options, job_name))
         self.job_name = job_name
         self.store.set_external_id(request.run_id, job_name)
-        view.notice(f"SageMaker training job {job_name} created ({spec.layout.nodes} × "
-                    f"{options.instance_type})")
+        view.notice(
+            f"SageMaker training job {job_name} created ({spec.layout.nodes} × "
+            f"{options.instance_type})"
+        )
         if not options.wait:
-            view.notice(f"--no-wait: follow it in the panel or with %distributed attach "
-                        f"{job_name}")
+            view.notice(f"--no-wait: follow it in the panel or with %distributed attach {job_name}")
             return RunOutcome(RunState.RUNNING)
-        return follow_job(self.clients, job_name, request.run_id, spec.ranks, self.store, view,
-                          self.poll)
+        return follow_job(
+            self.clients, job_name, request.run_id, spec.ranks, self.store, view, self.poll
+        )
 
 
-def follow_job(clients: Clients, job_name: str, run_id: str, ranks: tuple[int, ...],
-               store: Store, view: RunView, poll: float = 0.5) -> RunOutcome:
+def follow_job(
+    clients: Clients,
+    job_name: str,
+    run_id: str,
+    ranks: tuple[int, ...],
+    store: Store,
+    view: RunView,
+    poll: float = 0.5,
+) -> RunOutcome:
     """Follow a job to its end, recording its events; Ctrl-C stops it (StopTrainingJob)."""
     failures: list[RankFailure] = []
 
@@ -185,8 +207,9 @@ def follow_job(clients: Clients, job_name: str, run_id: str, ranks: tuple[int, .
     interrupted = False
     while True:
         try:
-            status = follow(clients.sagemaker, clients.logs, job_name, run_id, on_events,
-                            view.notice, poll)
+            status = follow(
+                clients.sagemaker, clients.logs, job_name, run_id, on_events, view.notice, poll
+            )
             break
         except KeyboardInterrupt:
             if interrupted:
@@ -196,8 +219,9 @@ def follow_job(clients: Clients, job_name: str, run_id: str, ranks: tuple[int, .
             view.notice(f"stopping SageMaker training job {job_name} (StopTrainingJob sent)")
     result = outcome(status, clients.s3, ranks, failures, interrupted)
     if status.warm_pool:
-        view.notice(f"warm pool: {status.warm_pool.get('Status', '?')}; "
-                    "%distributed release ends it")
+        view.notice(
+            f"warm pool: {status.warm_pool.get('Status', '?')}; %distributed release ends it"
+        )
     return result
 
 
@@ -213,6 +237,7 @@ def release_pool(clients: Clients, job_name: str) -> str:
     status = describe(clients.sagemaker, job_name)
     if status.warm_pool.get("Status") not in ("Available", "InUse"):
         return f"{job_name} keeps no warm pool ({status.warm_pool.get('Status', 'none')})"
-    clients.sagemaker.update_training_job(TrainingJobName=job_name,
-                                          ResourceConfig={"KeepAlivePeriodInSeconds": 0})
+    clients.sagemaker.update_training_job(
+        TrainingJobName=job_name, ResourceConfig={"KeepAlivePeriodInSeconds": 0}
+    )
     return f"released the warm pool of {job_name}"

@@ -12,6 +12,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ...errors import RankFailure
@@ -31,19 +32,22 @@ def parse_line(run_id: str, t: float, line: str) -> Event | None:
     try:
         if kind in "oe":
             when, _, text = payload.partition("|")
-            return OutputEvent(run_id, rank, float(when),
-                               Stream.STDOUT if kind == "o" else Stream.STDERR, text)
+            return OutputEvent(
+                run_id, rank, float(when), Stream.STDOUT if kind == "o" else Stream.STDERR, text
+            )
         if kind == "r":
             return OutputEvent(run_id, rank, t, Stream.RESULT, str(json.loads(payload)))
         if kind == "m":
             when, values = json.loads(payload)
-            return MetricEvent(run_id, rank, float(when),
-                               {str(k): float(v) for k, v in values.items()})
+            return MetricEvent(
+                run_id, rank, float(when), {str(k): float(v) for k, v in values.items()}
+            )
         if kind == "s":
             return RankEvent(run_id, rank, t, RankState(payload))
         if kind == "d":
             state = {"ok": RankState.DONE, "interrupted": RankState.INTERRUPTED}.get(
-                payload, RankState.FAILED)
+                payload, RankState.FAILED
+            )
             return RankEvent(run_id, rank, t, state)
         if kind == "x":
             from ...events import ErrorEvent
@@ -67,10 +71,14 @@ class JobStatus:
 
     @classmethod
     def from_describe(cls, d: dict[str, Any]) -> JobStatus:
-        return cls(d["TrainingJobStatus"], d.get("SecondaryStatus", ""),
-                   d.get("FailureReason", ""), list(d.get("SecondaryStatusTransitions", [])),
-                   d.get("ModelArtifacts", {}).get("S3ModelArtifacts", ""),
-                   dict(d.get("WarmPoolStatus", {})))
+        return cls(
+            d["TrainingJobStatus"],
+            d.get("SecondaryStatus", ""),
+            d.get("FailureReason", ""),
+            list(d.get("SecondaryStatusTransitions", [])),
+            d.get("ModelArtifacts", {}).get("S3ModelArtifacts", ""),
+            dict(d.get("WarmPoolStatus", {})),
+        )
 
     @property
     def finished(self) -> bool:
@@ -87,22 +95,29 @@ class LogTail:
     def _streams(self) -> list[str]:
         prefix = self.job_name + "/"
         try:
-            found = self.logs.describe_log_streams(logGroupName=LOG_GROUP,
-                                                   logStreamNamePrefix=prefix)
+            found = self.logs.describe_log_streams(
+                logGroupName=LOG_GROUP, logStreamNamePrefix=prefix
+            )
         except self.logs.exceptions.ResourceNotFoundException:
             return []
         # Only this job's streams: "JOB/algo-N-EPOCH", never "JOB-other/…".
-        return [s["logStreamName"] for s in found.get("logStreams", [])
-                if s["logStreamName"].startswith(prefix)]
+        return [
+            s["logStreamName"]
+            for s in found.get("logStreams", [])
+            if s["logStreamName"].startswith(prefix)
+        ]
 
     def poll(self) -> list[tuple[str, float, str]]:
         """New (host, time, message) tuples since the last call."""
         out: list[tuple[str, float, str]] = []
         for stream in self._streams():
-            host = stream[len(self.job_name) + 1:].rsplit("-", 1)[0]
+            host = stream[len(self.job_name) + 1 :].rsplit("-", 1)[0]
             while True:
-                kwargs: dict[str, Any] = {"logGroupName": LOG_GROUP, "logStreamName": stream,
-                                          "startFromHead": True}
+                kwargs: dict[str, Any] = {
+                    "logGroupName": LOG_GROUP,
+                    "logStreamName": stream,
+                    "startFromHead": True,
+                }
                 token = self.tokens.get(stream)
                 if token:
                     kwargs["nextToken"] = token
@@ -122,9 +137,16 @@ def describe(sm: Any, job_name: str) -> JobStatus:
     return JobStatus.from_describe(sm.describe_training_job(TrainingJobName=job_name))
 
 
-def follow(sm: Any, logs: Any, job_name: str, run_id: str, on_events: Callable[[list[Event]], None],
-           on_status: Callable[[str], None], poll: float = 0.5,
-           sleep: Callable[[float], None] = time.sleep) -> JobStatus:
+def follow(
+    sm: Any,
+    logs: Any,
+    job_name: str,
+    run_id: str,
+    on_events: Callable[[list[Event]], None],
+    on_status: Callable[[str], None],
+    poll: float = 0.5,
+    sleep: Callable[[float], None] = time.sleep,
+) -> JobStatus:
     """Follow until the job ends and its logs are drained; returns the final status."""
     tail = LogTail(logs, job_name)
     shown = 0
@@ -133,7 +155,7 @@ def follow(sm: Any, logs: Any, job_name: str, run_id: str, on_events: Callable[[
         status = describe(sm, job_name)
         for tr in status.transitions[shown:]:
             when = tr.get("StartTime")
-            stamp = when.strftime("%H:%M:%S") if hasattr(when, "strftime") else ""
+            stamp = when.strftime("%H:%M:%S") if isinstance(when, datetime) else ""
             on_status(f"{stamp} {tr.get('Status', '')}: {tr.get('StatusMessage', '')}".strip())
         shown = len(status.transitions)
         if not status.transitions and (status.status, status.secondary) != last:

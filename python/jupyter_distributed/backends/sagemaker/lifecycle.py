@@ -19,8 +19,9 @@ from .options import SageMakerOptions
 def default_clients() -> Clients:
     options = SageMakerOptions().resolved()
     if not options.region:
-        raise SpecError("no AWS region: set JUPYTER_DISTRIBUTED_SAGEMAKER_REGION or "
-                        "AWS_DEFAULT_REGION")
+        raise SpecError(
+            "no AWS region: set JUPYTER_DISTRIBUTED_SAGEMAKER_REGION or AWS_DEFAULT_REGION"
+        )
     return Clients.create(options)
 
 
@@ -31,8 +32,14 @@ def _run_for_job(store: Store, job_name: str) -> RunRecord | None:
     return None
 
 
-def attach(store: Store, job_name: str, view: RunView, user_ns: dict[str, Any],
-           clients: Clients | None = None, poll: float = 0.5) -> RunOutcome:
+def attach(
+    store: Store,
+    job_name: str,
+    view: RunView,
+    user_ns: dict[str, Any],
+    clients: Clients | None = None,
+    poll: float = 0.5,
+) -> RunOutcome:
     """Follow ``job_name`` again, record it, set its pulled names; raise its failures."""
     clients = clients or default_clients()
     try:
@@ -43,9 +50,16 @@ def attach(store: Store, job_name: str, view: RunView, user_ns: dict[str, Any],
     if run is None:
         from ...session import new_run_id
 
-        run = RunRecord(id=new_run_id(), backend="sagemaker", world_size=0, ranks=[],
-                        external_id=job_name, host=socket.gethostname(),
-                        kernel_pid=os.getpid(), started=time.time())
+        run = RunRecord(
+            id=new_run_id(),
+            backend="sagemaker",
+            world_size=0,
+            ranks=[],
+            external_id=job_name,
+            host=socket.gethostname(),
+            kernel_pid=os.getpid(),
+            started=time.time(),
+        )
         store.create_run(run)
         store.set_external_id(run.id, job_name)
     view.notice(f"attached to {job_name} (run {run.id})")
@@ -72,8 +86,13 @@ def cancel(store: Store, run_id: str, clients: Clients | None = None) -> str:
 
 def release(store: Store, job_name: str | None = None, clients: Clients | None = None) -> str:
     if job_name is None:
-        runs = [r for r in store.runs(limit=1000) if r.backend == "sagemaker" and r.external_id
-                and (r.spec.get("options") or {}).get("keep_alive")]
+        runs = [
+            r
+            for r in store.runs(limit=1000)
+            if r.backend == "sagemaker"
+            and r.external_id
+            and (r.spec.get("options") or {}).get("keep_alive")
+        ]
         if not runs:
             return "no SageMaker run kept a warm pool"
         job_name = runs[0].external_id

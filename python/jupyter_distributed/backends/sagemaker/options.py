@@ -20,21 +20,48 @@ CONFIG_PREFIX = "JUPYTER_DISTRIBUTED_SAGEMAKER_"
 
 # Accelerators per instance type (GPUs, or Trainium/Inferentia chips); CPU types are absent.
 INSTANCE_ACCELERATORS: dict[str, int] = {
-    "ml.p2.xlarge": 1, "ml.p2.8xlarge": 8, "ml.p2.16xlarge": 16,
-    "ml.p3.2xlarge": 1, "ml.p3.8xlarge": 4, "ml.p3.16xlarge": 8, "ml.p3dn.24xlarge": 8,
-    "ml.p4d.24xlarge": 8, "ml.p4de.24xlarge": 8, "ml.p5.48xlarge": 8, "ml.p5e.48xlarge": 8,
+    "ml.p2.xlarge": 1,
+    "ml.p2.8xlarge": 8,
+    "ml.p2.16xlarge": 16,
+    "ml.p3.2xlarge": 1,
+    "ml.p3.8xlarge": 4,
+    "ml.p3.16xlarge": 8,
+    "ml.p3dn.24xlarge": 8,
+    "ml.p4d.24xlarge": 8,
+    "ml.p4de.24xlarge": 8,
+    "ml.p5.48xlarge": 8,
+    "ml.p5e.48xlarge": 8,
     "ml.p5en.48xlarge": 8,
-    "ml.g4dn.xlarge": 1, "ml.g4dn.2xlarge": 1, "ml.g4dn.4xlarge": 1, "ml.g4dn.8xlarge": 1,
-    "ml.g4dn.16xlarge": 1, "ml.g4dn.12xlarge": 4,
-    "ml.g5.xlarge": 1, "ml.g5.2xlarge": 1, "ml.g5.4xlarge": 1, "ml.g5.8xlarge": 1,
-    "ml.g5.16xlarge": 1, "ml.g5.12xlarge": 4, "ml.g5.24xlarge": 4, "ml.g5.48xlarge": 8,
-    "ml.g6.xlarge": 1, "ml.g6.2xlarge": 1, "ml.g6.4xlarge": 1, "ml.g6.8xlarge": 1,
-    "ml.g6.16xlarge": 1, "ml.g6.12xlarge": 4, "ml.g6.24xlarge": 4, "ml.g6.48xlarge": 8,
-    "ml.trn1.2xlarge": 1, "ml.trn1.32xlarge": 16, "ml.trn1n.32xlarge": 16,
+    "ml.g4dn.xlarge": 1,
+    "ml.g4dn.2xlarge": 1,
+    "ml.g4dn.4xlarge": 1,
+    "ml.g4dn.8xlarge": 1,
+    "ml.g4dn.16xlarge": 1,
+    "ml.g4dn.12xlarge": 4,
+    "ml.g5.xlarge": 1,
+    "ml.g5.2xlarge": 1,
+    "ml.g5.4xlarge": 1,
+    "ml.g5.8xlarge": 1,
+    "ml.g5.16xlarge": 1,
+    "ml.g5.12xlarge": 4,
+    "ml.g5.24xlarge": 4,
+    "ml.g5.48xlarge": 8,
+    "ml.g6.xlarge": 1,
+    "ml.g6.2xlarge": 1,
+    "ml.g6.4xlarge": 1,
+    "ml.g6.8xlarge": 1,
+    "ml.g6.16xlarge": 1,
+    "ml.g6.12xlarge": 4,
+    "ml.g6.24xlarge": 4,
+    "ml.g6.48xlarge": 8,
+    "ml.trn1.2xlarge": 1,
+    "ml.trn1.32xlarge": 16,
+    "ml.trn1n.32xlarge": 16,
 }
 # smdistributed data parallel runs on these types only (the SDK refuses others).
-SMDDP_INSTANCES = frozenset({"ml.p3.16xlarge", "ml.p3dn.24xlarge", "ml.p4d.24xlarge",
-                             "ml.p4de.24xlarge", "ml.p5.48xlarge"})
+SMDDP_INSTANCES = frozenset(
+    {"ml.p3.16xlarge", "ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge"}
+)
 
 INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
 JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -54,8 +81,9 @@ MAX_HYPERPARAMETER_VALUE = 2500
 MAX_ENVIRONMENT = 100
 MAX_ENV_VALUE = 512
 
-_SECRET_KEY = re.compile(r"SECRET|PASSW|TOKEN|CREDENTIAL|PRIVATE|API_?KEY|ACCESS_?KEY|AUTH",
-                         re.IGNORECASE)
+_SECRET_KEY = re.compile(
+    r"SECRET|PASSW|TOKEN|CREDENTIAL|PRIVATE|API_?KEY|ACCESS_?KEY|AUTH", re.IGNORECASE
+)
 _SECRET_VALUE = re.compile(r"^(AKIA|ASIA)[A-Z0-9]{16}$|^-----BEGIN|^(ghp|gho|xox[bp]|sk)[-_]")
 
 
@@ -94,18 +122,24 @@ class SageMakerOptions(BackendOptions):
 
     def __post_init__(self) -> None:
         if not INSTANCE_TYPE.match(self.instance_type):
-            raise SpecError(f"--instance-type {self.instance_type!r} is not a SageMaker "
-                            "instance type like ml.p4d.24xlarge")
+            raise SpecError(
+                f"--instance-type {self.instance_type!r} is not a SageMaker "
+                "instance type like ml.p4d.24xlarge"
+            )
         if self.role and not ROLE_ARN.match(self.role):
-            raise SpecError(f"--role {self.role!r} must be an IAM role ARN like "
-                            "arn:aws:iam::123456789012:role/SageMakerRole")
+            raise SpecError(
+                f"--role {self.role!r} must be an IAM role ARN like "
+                "arn:aws:iam::123456789012:role/SageMakerRole"
+            )
         if self.bucket and not BUCKET.match(self.bucket):
             raise SpecError(f"--bucket {self.bucket!r} is not a valid S3 bucket name")
         if self.region and not REGION.match(self.region):
             raise SpecError(f"--region {self.region!r} is not an AWS region like us-west-2")
         if self.job_name and not JOB_NAME.match(self.job_name):
-            raise SpecError(f"--job-name {self.job_name!r}: use 1-63 letters, digits and "
-                            "hyphens, starting with a letter or digit")
+            raise SpecError(
+                f"--job-name {self.job_name!r}: use 1-63 letters, digits and "
+                "hyphens, starting with a letter or digit"
+            )
         if self.py_version and not PY_VERSION.match(self.py_version):
             raise SpecError(f"--py-version {self.py_version!r} must look like py311")
         if self.image and self.framework_version:
@@ -113,8 +147,9 @@ class SageMakerOptions(BackendOptions):
         if not 1 <= self.max_run <= MAX_RUN_LIMIT:
             raise SpecError(f"--max-run must be 1-{MAX_RUN_LIMIT} seconds, got {self.max_run}")
         if not 0 <= self.keep_alive <= KEEP_ALIVE_LIMIT:
-            raise SpecError(f"--keep-alive must be 0-{KEEP_ALIVE_LIMIT} seconds, "
-                            f"got {self.keep_alive}")
+            raise SpecError(
+                f"--keep-alive must be 0-{KEEP_ALIVE_LIMIT} seconds, got {self.keep_alive}"
+            )
         if self.volume_size < 1:
             raise SpecError(f"--volume-size must be at least 1 GB, got {self.volume_size}")
         self._check_spot()
@@ -123,8 +158,9 @@ class SageMakerOptions(BackendOptions):
         seen: set[str] = set()
         for name, uri in self.inputs:
             if not CHANNEL.match(name):
-                raise SpecError(f"--input {name!r}: channel names are 1-64 letters, digits, "
-                                "'.', '-' or '_'")
+                raise SpecError(
+                    f"--input {name!r}: channel names are 1-64 letters, digits, '.', '-' or '_'"
+                )
             if name in seen or name == "code":
                 raise SpecError(f"--input {name} is given twice or reserved; rename it")
             seen.add(name)
@@ -139,14 +175,17 @@ class SageMakerOptions(BackendOptions):
         if not self.spot:
             return
         if self.max_wait is None:
-            raise SpecError(f"--spot needs --max-wait SECONDS (at least --max-run "
-                            f"{self.max_run})")
+            raise SpecError(f"--spot needs --max-wait SECONDS (at least --max-run {self.max_run})")
         if self.max_wait < self.max_run:
-            raise SpecError(f"--max-wait {self.max_wait} is shorter than --max-run "
-                            f"{self.max_run}; spot training needs max-wait ≥ max-run")
+            raise SpecError(
+                f"--max-wait {self.max_wait} is shorter than --max-run "
+                f"{self.max_run}; spot training needs max-wait ≥ max-run"
+            )
         if self.keep_alive:
-            raise SpecError("--spot and --keep-alive do not combine: warm pools need "
-                            "on-demand instances; drop one")
+            raise SpecError(
+                "--spot and --keep-alive do not combine: warm pools need "
+                "on-demand instances; drop one"
+            )
 
     # -- resolved values (configuration fills what the cell left out) ---------------------
 
@@ -158,12 +197,16 @@ class SageMakerOptions(BackendOptions):
             return value or config(name, environ)
 
         region = pick(self.region, "REGION") or (os.environ if environ is None else environ).get(
-            "AWS_DEFAULT_REGION", "")
-        return replace(self, role=pick(self.role, "ROLE"), bucket=pick(self.bucket, "BUCKET"),
-                       region=region,
-                       image=self.image or ("" if self.framework_version else
-                                            config("IMAGE", environ)),
-                       endpoint_url=pick(self.endpoint_url, "ENDPOINT_URL"))
+            "AWS_DEFAULT_REGION", ""
+        )
+        return replace(
+            self,
+            role=pick(self.role, "ROLE"),
+            bucket=pick(self.bucket, "BUCKET"),
+            region=region,
+            image=self.image or ("" if self.framework_version else config("IMAGE", environ)),
+            endpoint_url=pick(self.endpoint_url, "ENDPOINT_URL"),
+        )
 
     @property
     def accelerators(self) -> int | None:
@@ -180,30 +223,45 @@ def check_spec(spec: Spec, options: SageMakerOptions) -> None:
     layout = spec.layout
     layout.check_accelerators(options.accelerators, options.instance_type)
     if options.smddp and layout.strategy is not Strategy.DDP:
-        raise SpecError("--smddp (SageMaker's data-parallel library) needs --strategy ddp; "
-                        "model-parallel and data-parallel libraries do not combine")
+        raise SpecError(
+            "--smddp (SageMaker's data-parallel library) needs --strategy ddp; "
+            "model-parallel and data-parallel libraries do not combine"
+        )
     if options.smddp and options.instance_type not in SMDDP_INSTANCES:
-        raise SpecError(f"--smddp runs on {', '.join(sorted(SMDDP_INSTANCES))} only, not "
-                        f"{options.instance_type}")
-    if options.mpi_options and layout.strategy not in (Strategy.MODEL_PARALLEL, Strategy.HOROVOD,
-                                                       Strategy.NONE, Strategy.PARAMETER_SERVER) \
-            and not options.smddp:
-        raise SpecError(f"--mpi-options needs an MPI launcher; --strategy "
-                        f"{layout.strategy.value} uses torchrun")
+        raise SpecError(
+            f"--smddp runs on {', '.join(sorted(SMDDP_INSTANCES))} only, not "
+            f"{options.instance_type}"
+        )
+    if (
+        options.mpi_options
+        and layout.strategy
+        not in (Strategy.MODEL_PARALLEL, Strategy.HOROVOD, Strategy.NONE, Strategy.PARAMETER_SERVER)
+        and not options.smddp
+    ):
+        raise SpecError(
+            f"--mpi-options needs an MPI launcher; --strategy {layout.strategy.value} uses torchrun"
+        )
     if spec.targets is not None and spec.targets != tuple(range(spec.world_size)):
-        raise SpecError("--targets is not supported with --backend sagemaker: every job runs "
-                        "the cell on all ranks")
+        raise SpecError(
+            "--targets is not supported with --backend sagemaker: every job runs "
+            "the cell on all ranks"
+        )
     if len(spec.env) > MAX_ENVIRONMENT:
         raise SpecError(f"--env: {len(spec.env)} variables; SageMaker allows {MAX_ENVIRONMENT}")
     for key, value in spec.env:
         if _SECRET_KEY.search(key) or _SECRET_VALUE.search(value):
-            raise SpecError(f"--env {key} looks like a secret and would be visible in "
-                            "DescribeTrainingJob; use the job role or AWS Secrets Manager")
+            raise SpecError(
+                f"--env {key} looks like a secret and would be visible in "
+                "DescribeTrainingJob; use the job role or AWS Secrets Manager"
+            )
         if len(value) > MAX_ENV_VALUE:
-            raise SpecError(f"--env {key}: value is {len(value)} characters; SageMaker "
-                            f"allows {MAX_ENV_VALUE}")
+            raise SpecError(
+                f"--env {key}: value is {len(value)} characters; SageMaker allows {MAX_ENV_VALUE}"
+            )
     theirs = options.image_python()
     if spec.push and theirs is not None and theirs != sys.version_info[:2]:
-        raise SpecError(f"--push pickles values with Python {sys.version_info[0]}."
-                        f"{sys.version_info[1]} but the image runs Python {theirs[0]}."
-                        f"{theirs[1]}; use a matching --image/--py-version or drop --push")
+        raise SpecError(
+            f"--push pickles values with Python {sys.version_info[0]}."
+            f"{sys.version_info[1]} but the image runs Python {theirs[0]}."
+            f"{theirs[1]}; use a matching --image/--py-version or drop --push"
+        )

@@ -21,7 +21,7 @@ _PACKAGE = Path(__file__).resolve().parents[2]  # python/jupyter_distributed
 # What a rank imports: the package marker, the spec and errors, and the worker.
 _RUNTIME_FILES = ("__init__.py", "errors.py", "spec.py", "worker/*.py")
 
-ENTRY_SOURCE = '''"""SageMaker entry point of jupyter-distributed: run one rank (or this host's ranks)."""
+ENTRY_SOURCE = '''"""jupyter-distributed's SageMaker entry point: a rank, or a host's ranks."""
 import os
 import sys
 
@@ -42,16 +42,18 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 
 def _frames(values: dict[str, Any]) -> bytes:
     buffers: list[pickle.PickleBuffer] = []
-    frames = [cloudpickle.dumps(values, protocol=5, buffer_callback=buffers.append),
-              *(bytes(b.raw()) for b in buffers)]
+    frames = [
+        cloudpickle.dumps(values, protocol=5, buffer_callback=buffers.append),
+        *(bytes(b.raw()) for b in buffers),
+    ]
     return b"".join(struct.pack("<Q", len(f)) + f for f in frames)
 
 
-def build(spec: Spec, run_id: str, code: str, push: dict[str, Any],
-          requirements: str = "") -> bytes:
+def build(
+    spec: Spec, run_id: str, code: str, push: dict[str, Any], requirements: str = ""
+) -> bytes:
     """The gzipped tarball that SageMaker unpacks as the job's code directory."""
-    job = {"run_id": run_id, "code": code, "layout": spec.layout.to_json(),
-           "pull": list(spec.pull)}
+    job = {"run_id": run_id, "code": code, "layout": spec.layout.to_json(), "pull": list(spec.pull)}
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w:gz") as tar:
         _add(tar, ENTRY_POINT, ENTRY_SOURCE.encode())

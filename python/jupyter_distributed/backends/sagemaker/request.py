@@ -12,7 +12,7 @@ import shlex
 from typing import Any
 
 from ...errors import SpecError
-from ...spec import Layout, Spec, Strategy
+from ...spec import Layout, ModelParallel, Spec, Strategy
 from .options import (
     MAX_HYPERPARAMETER_KEY,
     MAX_HYPERPARAMETER_VALUE,
@@ -22,8 +22,13 @@ from .options import (
 
 ENTRY_POINT = "jd_entry.py"
 # The SDK's own defaults for mpirun (smdistributed model parallel adds these once).
-MODEL_PARALLEL_MPI_DEFAULTS = ("-verbose", "-x", "orte_base_help_aggregate=0", "-x",
-                               "NCCL_DEBUG=WARN")
+MODEL_PARALLEL_MPI_DEFAULTS = (
+    "-verbose",
+    "-x",
+    "orte_base_help_aggregate=0",
+    "-x",
+    "NCCL_DEBUG=WARN",
+)
 
 
 def distribution(layout: Layout, options: SageMakerOptions) -> dict[str, Any]:
@@ -40,8 +45,7 @@ def distribution(layout: Layout, options: SageMakerOptions) -> dict[str, Any]:
             return {"smdistributed": {"dataparallel": ddp}}
         return {"torch_distributed": {"enabled": True}}
     if strategy is Strategy.MODEL_PARALLEL:
-        mp = layout.model_parallel
-        assert mp is not None  # Layout sets it for this strategy
+        mp = layout.model_parallel or ModelParallel()  # Layout always sets it here
         parameters = {
             "partitions": mp.partitions,
             "microbatches": mp.microbatches,
@@ -53,9 +57,12 @@ def distribution(layout: Layout, options: SageMakerOptions) -> dict[str, Any]:
         }
         mpi_mp = dict(mpi)
         mpi_mp["custom_mpi_options"] = merge_mpi_options(
-            options.mpi_options, " ".join(MODEL_PARALLEL_MPI_DEFAULTS))
-        return {"smdistributed": {"modelparallel": {"enabled": True, "parameters": parameters}},
-                "mpi": mpi_mp}
+            options.mpi_options, " ".join(MODEL_PARALLEL_MPI_DEFAULTS)
+        )
+        return {
+            "smdistributed": {"modelparallel": {"enabled": True, "parameters": parameters}},
+            "mpi": mpi_mp,
+        }
     if strategy is Strategy.PARAMETER_SERVER:
         return {"parameter_server": {"enabled": True}}
     if strategy is Strategy.HOROVOD or layout.procs_per_node > 1 or options.mpi_options:
@@ -65,19 +72,23 @@ def distribution(layout: Layout, options: SageMakerOptions) -> dict[str, Any]:
 
 def merge_mpi_options(user: str, defaults: str = "") -> str:
     """Defaults first, then the user's options; an option the user repeats is kept once."""
+
     def pairs(text: str) -> list[tuple[str, ...]]:
         words = shlex.split(text)
         out: list[tuple[str, ...]] = []
         i = 0
         while i < len(words):
             takes_value = words[i] in ("-x", "--mca", "-mca") or (
-                words[i].startswith("-") and i + 1 < len(words)
-                and not words[i + 1].startswith("-") and words[i] not in ("-verbose",))
+                words[i].startswith("-")
+                and i + 1 < len(words)
+                and not words[i + 1].startswith("-")
+                and words[i] not in ("-verbose",)
+            )
             if words[i] in ("--mca", "-mca") and i + 2 < len(words):
-                out.append(tuple(words[i:i + 3]))
+                out.append(tuple(words[i : i + 3]))
                 i += 3
             elif takes_value:
-                out.append(tuple(words[i:i + 2]))
+                out.append(tuple(words[i : i + 2]))
                 i += 2
             else:
                 out.append((words[i],))
@@ -103,7 +114,8 @@ def distribution_hyperparameters(layout: Layout, options: SageMakerOptions) -> d
     if "dataparallel" in smd:
         out["sagemaker_distributed_dataparallel_enabled"] = True
         out["sagemaker_distributed_dataparallel_custom_mpi_options"] = smd["dataparallel"].get(
-            "custom_mpi_options", "")
+            "custom_mpi_options", ""
+        )
     if "modelparallel" in smd:
         out["mp_parameters"] = smd["modelparallel"]["parameters"]
         out["sagemaker_distributed_dataparallel_enabled"] = False
@@ -116,8 +128,9 @@ def distribution_hyperparameters(layout: Layout, options: SageMakerOptions) -> d
     return out
 
 
-def hyperparameters(spec: Spec, options: SageMakerOptions, job_name: str,
-                    code_uri: str) -> dict[str, str]:
+def hyperparameters(
+    spec: Spec, options: SageMakerOptions, job_name: str, code_uri: str
+) -> dict[str, str]:
     raw: dict[str, Any] = {
         "sagemaker_program": ENTRY_POINT,
         "sagemaker_submit_directory": code_uri,
@@ -136,24 +149,31 @@ def check_hyperparameters(values: dict[str, str]) -> None:
         raise SpecError(f"{len(values)} hyperparameters; SageMaker allows {MAX_HYPERPARAMETERS}")
     for key, value in values.items():
         if len(key) > MAX_HYPERPARAMETER_KEY:
-            raise SpecError(f"hyperparameter name {key[:40]!r}… is longer than "
-                            f"{MAX_HYPERPARAMETER_KEY} characters")
+            raise SpecError(
+                f"hyperparameter name {key[:40]!r}… is longer than "
+                f"{MAX_HYPERPARAMETER_KEY} characters"
+            )
         if len(value) > MAX_HYPERPARAMETER_VALUE:
-            raise SpecError(f"hyperparameter {key} is {len(value)} characters encoded; "
-                            f"SageMaker allows {MAX_HYPERPARAMETER_VALUE} (shorten "
-                            "--mpi-options)")
+            raise SpecError(
+                f"hyperparameter {key} is {len(value)} characters encoded; "
+                f"SageMaker allows {MAX_HYPERPARAMETER_VALUE} (shorten "
+                "--mpi-options)"
+            )
 
 
-def training_job_request(spec: Spec, options: SageMakerOptions, image: str, job_name: str,
-                         code_uri: str, output_uri: str) -> dict[str, Any]:
+def training_job_request(
+    spec: Spec, options: SageMakerOptions, image: str, job_name: str, code_uri: str, output_uri: str
+) -> dict[str, Any]:
     """The exact CreateTrainingJob request (what --dry-run prints)."""
     stopping: dict[str, Any] = {"MaxRuntimeInSeconds": options.max_run}
     algorithm: dict[str, Any] = {"TrainingImage": image, "TrainingInputMode": "File"}
     if options.framework_version:  # the SDK turns this on for the images it resolves
         algorithm["EnableSageMakerMetricsTimeSeries"] = True
-    resources: dict[str, Any] = {"InstanceCount": spec.layout.nodes,
-                                 "InstanceType": options.instance_type,
-                                 "VolumeSizeInGB": options.volume_size}
+    resources: dict[str, Any] = {
+        "InstanceCount": spec.layout.nodes,
+        "InstanceType": options.instance_type,
+        "VolumeSizeInGB": options.volume_size,
+    }
     if options.keep_alive:
         resources["KeepAlivePeriodInSeconds"] = options.keep_alive
     request: dict[str, Any] = {
@@ -180,7 +200,13 @@ def training_job_request(spec: Spec, options: SageMakerOptions, image: str, job_
 
 
 def _channel(name: str, uri: str, shard: bool) -> dict[str, Any]:
-    return {"ChannelName": name,
-            "DataSource": {"S3DataSource": {
-                "S3DataType": "S3Prefix", "S3Uri": uri,
-                "S3DataDistributionType": "ShardedByS3Key" if shard else "FullyReplicated"}}}
+    return {
+        "ChannelName": name,
+        "DataSource": {
+            "S3DataSource": {
+                "S3DataType": "S3Prefix",
+                "S3Uri": uri,
+                "S3DataDistributionType": "ShardedByS3Key" if shard else "FullyReplicated",
+            }
+        },
+    }

@@ -26,7 +26,7 @@ def _unframe(data: bytes) -> list[bytes]:
     frames, i = [], 0
     while i < len(data):
         (n,) = struct.unpack_from("<Q", data, i)
-        frames.append(data[i + 8:i + 8 + n])
+        frames.append(data[i + 8 : i + 8 + n])
         i += 8 + n
     return frames
 
@@ -44,7 +44,7 @@ def read_artifacts(s3: Any, uri: str) -> dict[int, tuple[dict[str, Any], list[by
         for name, member in members.items():
             if not (name.startswith("jd/rank-") and name.endswith(".json")):
                 continue
-            rank = int(name[len("jd/rank-"):-len(".json")])
+            rank = int(name[len("jd/rank-") : -len(".json")])
             fields = json.loads(tar.extractfile(member).read())  # type: ignore[union-attr]
             pull = members.get(name[:-5] + ".pull")
             frames = _unframe(tar.extractfile(pull).read()) if pull else []  # type: ignore[union-attr]
@@ -52,8 +52,13 @@ def read_artifacts(s3: Any, uri: str) -> dict[int, tuple[dict[str, Any], list[by
     return out
 
 
-def outcome(status: JobStatus, s3: Any, ranks: tuple[int, ...],
-            failures: list[RankFailure], interrupted: bool) -> RunOutcome:
+def outcome(
+    status: JobStatus,
+    s3: Any,
+    ranks: tuple[int, ...],
+    failures: list[RankFailure],
+    interrupted: bool,
+) -> RunOutcome:
     """Combine the job's final status, what the logs said and what S3 holds."""
     result = RunOutcome(RunState.COMPLETED)
     if status.model_artifacts:
@@ -63,7 +68,9 @@ def outcome(status: JobStatus, s3: Any, ranks: tuple[int, ...],
             if fields.get("pull_errors"):
                 result.pull_errors[rank] = dict(fields["pull_errors"])
             if frames:
-                result.pulled[rank] = pickle.loads(frames[0], buffers=frames[1:])
+                result.pulled[rank] = pickle.loads(  # noqa: S301 (our job's own results)
+                    frames[0], buffers=frames[1:]
+                )
             failure = fields.get("failure")
             if failure and not any(f.rank == rank for f in failures):
                 failure["traceback"] = tuple(failure.get("traceback") or ())
@@ -74,7 +81,12 @@ def outcome(status: JobStatus, s3: Any, ranks: tuple[int, ...],
     elif status.status == "Failed" or result.failures:
         result.state = RunState.FAILED
         if not result.failures:
-            result.failures = [RankFailure(rank=ranks[0] if ranks else 0, t=time.time(),
-                                           ename="TrainingJobFailed",
-                                           evalue=status.failure_reason or "no reason given")]
+            result.failures = [
+                RankFailure(
+                    rank=ranks[0] if ranks else 0,
+                    t=time.time(),
+                    ename="TrainingJobFailed",
+                    evalue=status.failure_reason or "no reason given",
+                )
+            ]
     return result

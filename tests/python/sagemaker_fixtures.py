@@ -18,7 +18,7 @@ SECRET_KEY = "jd-test-secret-never-logged-0123456789"  # noqa: S105 (a fake, for
 IMAGE = f"local/pytorch-training:2.3.0-cpu-py3{sys.version_info[1]}"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSageMaker]:
     with LocalSageMaker(tmp_path_factory.mktemp("sm")).running() as sm:
         sm.s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})

@@ -172,6 +172,9 @@ def test_no_wait_then_attach_after_restart(configured: LocalSageMaker, tmp_path:
     assert ns["y"] == [100, 101]
     assert "[rank 1] done 1" in later.out.getvalue()
     assert store.runs(limit=1)[0].state is RunState.COMPLETED
+    lines = len(store.logs(store.runs(limit=1)[0].id))
+    attach(store, job_name, Recorder(), ns)  # again: nothing recorded twice
+    assert len(store.logs(store.runs(limit=1)[0].id)) == lines == 2
 
 
 def test_cancel_and_warm_pool_release(configured: LocalSageMaker, tmp_path: Path) -> None:
@@ -245,3 +248,12 @@ def test_existing_job_name_refused(configured: LocalSageMaker, tmp_path: Path) -
 def test_clients_are_constructor_parameters(configured: LocalSageMaker) -> None:
     clients = Clients(configured.client("sagemaker"), configured.s3, configured.logs)
     assert SageMakerBackend(clients=clients).clients is clients
+
+
+def test_aws_errors_are_one_line(configured: LocalSageMaker, tmp_path: Path) -> None:
+    from jupyter_distributed.errors import LaunchError
+
+    session = Session(Store(tmp_path / "h.sqlite3"))
+    with pytest.raises(LaunchError, match="NoSuchBucket") as info:
+        session.run_cell(_spec(Layout(), bucket="no-such-bucket-here"), "1", {}, view=Recorder())
+    assert "\n" not in str(info.value)

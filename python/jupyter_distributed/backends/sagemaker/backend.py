@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,17 +161,14 @@ class SageMakerCluster(Cluster):
     def execute(self, request: RunRequest, view: RunView) -> RunOutcome:
         spec, options, sm = self.plan.spec, self.options, self.clients.sagemaker
         job_name = options.job_name or f"jd-{request.run_id}"
-        try:
-            sm.describe_training_job(TrainingJobName=job_name)
-        except sm.exceptions.ClientError:
-            pass  # not found: the name is free
-        else:
-            raise LaunchError(
-                f"a training job named {job_name} already exists; choose another --job-name"
-            )
         body = package.build(spec, request.run_id, request.code, request.push, options.requirements)
-        package.upload(self.clients.s3, options.bucket, code_key(options, job_name), body)
-        sm.create_training_job(**build_request(spec, options, job_name))
+        with aws_errors("creating the training job"):
+            if job_exists(sm, job_name):
+                raise LaunchError(
+                    f"a training job named {job_name} already exists; choose another --job-name"
+                )
+            package.upload(self.clients.s3, options.bucket, code_key(options, job_name), body)
+            sm.create_training_job(**build_request(spec, options, job_name))
         self.job_name = job_name
         self.store.set_external_id(request.run_id, job_name)
         view.notice(
@@ -184,6 +183,35 @@ class SageMakerCluster(Cluster):
         )
 
 
+def job_exists(sm: Any, job_name: str) -> bool:
+    try:
+        sm.describe_training_job(TrainingJobName=job_name)
+    except sm.exceptions.ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ValidationException":
+            return False  # "Could not find training job": the name is free
+        raise
+    return True
+
+
+@contextmanager
+def aws_errors(doing: str) -> Iterator[None]:
+    """AWS failures (credentials, permissions, limits) as one-line LaunchErrors."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        yield
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        raise LaunchError(
+            f"SageMaker: {doing} failed: {error.get('Code', '?')}: {error.get('Message', exc)}"
+        ) from None
+    except BotoCoreError as exc:
+        raise LaunchError(
+            f"SageMaker: {doing} failed: {exc} (configure AWS credentials the usual boto3 "
+            "way: a profile, SSO or an instance role)"
+        ) from None
+
+
 def follow_job(
     clients: Clients,
     job_name: str,
@@ -192,11 +220,18 @@ def follow_job(
     store: Store,
     view: RunView,
     poll: float = 0.5,
+    seen: set[tuple[str, int, float]] | None = None,
 ) -> RunOutcome:
-    """Follow a job to its end, recording its events; Ctrl-C stops it (StopTrainingJob)."""
+    """Follow a job to its end, recording its events; Ctrl-C stops it (StopTrainingJob).
+
+    ``seen`` holds (kind, rank, time) of events already recorded (when attaching again)."""
     failures: list[RankFailure] = []
 
     def on_events(events: list[Event]) -> None:
+        if seen:
+            events = [
+                ev for ev in events if (ev.kind, getattr(ev, "rank", 0), round(ev.t, 3)) not in seen
+            ]
         store.append(events)
         for ev in events:
             if isinstance(ev, ErrorEvent):

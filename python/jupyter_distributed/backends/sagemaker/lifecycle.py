@@ -64,7 +64,11 @@ def attach(
         store.set_external_id(run.id, job_name)
     view.notice(f"attached to {job_name} (run {run.id})")
     ranks = tuple(run.ranks)
-    result = follow_job(clients, job_name, run.id, ranks, store, view, poll)
+    seen = {
+        (str(d["kind"]), int(d.get("rank") or 0), round(float(d["t"]), 3))
+        for _, d in store.events_after(0, run.id, limit=1_000_000)
+    }
+    result = follow_job(clients, job_name, run.id, ranks, store, view, poll, seen)
     message = RunFailed(list(result.failures)).headline if result.failures else ""
     store.append([RunEvent(run.id, time.time(), result.state, message)])
     for name in run.spec.get("pull", []):

@@ -285,6 +285,7 @@ class LocalSageMaker:
         self.jobs: dict[str, Job] = {}
         self.requests: list[dict[str, Any]] = []
         self._log_lock = threading.Lock()
+        self.ingested: dict[str, float] = {}
 
     def free_port(self) -> int:
         import socket
@@ -295,6 +296,7 @@ class LocalSageMaker:
 
     def put_log(self, stream: str, message: str) -> None:
         with self._log_lock:
+            self.ingested[message] = time.monotonic()  # for benchmarks/sagemaker_latency.py
             self.logs.put_log_events(
                 logGroupName=LOG_GROUP,
                 logStreamName=stream,

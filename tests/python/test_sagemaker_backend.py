@@ -257,3 +257,19 @@ def test_aws_errors_are_one_line(configured: LocalSageMaker, tmp_path: Path) -> 
     with pytest.raises(LaunchError, match="NoSuchBucket") as info:
         session.run_cell(_spec(Layout(), bucket="no-such-bucket-here"), "1", {}, view=Recorder())
     assert "\n" not in str(info.value)
+
+
+def test_log_tail_never_reads_another_jobs_streams(configured: LocalSageMaker) -> None:
+    from jupyter_distributed.backends.sagemaker.follow import LOG_GROUP, LogTail
+
+    logs = configured.logs
+    for stream, text in (("jd-tail/algo-1-1", "mine"), ("jd-tail-2/algo-1-1", "other")):
+        logs.create_log_stream(logGroupName=LOG_GROUP, logStreamName=stream)
+        logs.put_log_events(
+            logGroupName=LOG_GROUP,
+            logStreamName=stream,
+            logEvents=[{"timestamp": int(time.time() * 1000), "message": text}],
+        )
+    tail = LogTail(logs, "jd-tail")
+    assert [(h, m) for h, _, m in tail.poll()] == [("algo-1", "mine")]
+    assert tail.poll() == []  # the forward token remembers where it was

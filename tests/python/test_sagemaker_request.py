@@ -156,3 +156,66 @@ def test_mpi_defaults_added_once() -> None:
 
     merged = merge_mpi_options("-verbose -x NCCL_DEBUG=WARN -x A=1", "-verbose -x NCCL_DEBUG=WARN")
     assert merged == "-verbose -x NCCL_DEBUG=WARN -x A=1"
+
+
+def test_torchrun_needs_one_process_per_gpu() -> None:
+    with pytest.raises(SpecError, match=r"ml\.g5\.12xlarge has 4, so use --procs-per-node 4"):
+        _check(
+            Layout(nodes=1, procs_per_node=2, strategy=Strategy.DDP), instance_type="ml.g5.12xlarge"
+        )
+
+
+def test_package_holds_entry_job_runtime_and_requirements(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    from jupyter_distributed.backends.sagemaker import package
+
+    req = tmp_path / "requirements.txt"
+    req.write_text("numpy\n")
+    spec = Spec(
+        layout=Layout(nodes=2),
+        backend="sagemaker",
+        options=SageMakerOptions(),
+        push=("data",),
+        pull=("out",),
+    )
+    body = package.build(spec, "run-1", "print(rank)", {"data": [1, 2]}, str(req))
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
+        names = set(tar.getnames())
+        job = json.loads(tar.extractfile("job.json").read())  # type: ignore[union-attr]
+        assert tar.extractfile("requirements.txt").read() == b"numpy\n"  # type: ignore[union-attr]
+    assert {
+        "jd_entry.py",
+        "push.bin",
+        "jd_runtime/jupyter_distributed/worker/container.py",
+        "jd_runtime/jupyter_distributed/spec.py",
+        "jd_runtime/cloudpickle/__init__.py",
+    } <= names
+    assert not any("backends" in n or "session" in n for n in names)
+    assert job == {
+        "run_id": "run-1",
+        "code": "print(rank)",
+        "pull": ["out"],
+        "layout": spec.layout.to_json(),
+    }
+    with pytest.raises(SpecError, match="--requirements"):
+        package.build(spec, "run-1", "1", {}, str(tmp_path / "missing.txt"))
+
+
+def test_tagged_lines_become_events() -> None:
+    from jupyter_distributed.backends.sagemaker.follow import parse_line
+    from jupyter_distributed.events import ErrorEvent, MetricEvent, OutputEvent
+
+    out = parse_line("r", 5.0, "[1,3]<stdout>:##jd|3|o|12.500|hello | world")
+    assert isinstance(out, OutputEvent) and (out.rank, out.t, out.text) == (
+        3,
+        12.5,
+        "hello | world",
+    )
+    metric = parse_line("r", 5.0, '##jd|2|m|[7.0, {"loss": 0.5}]')
+    assert isinstance(metric, MetricEvent) and metric.values == {"loss": 0.5}
+    err = parse_line("r", 5.0, '##jd|1|x|{"rank": 1, "t": 3.0, "ename": "E", "evalue": "v"}')
+    assert isinstance(err, ErrorEvent) and err.failure.summary == "rank 1 raised E: v"
+    assert parse_line("r", 5.0, "Invoking script with the following command:") is None
+    assert parse_line("r", 5.0, "##jd|1|m|not json") is None

@@ -222,6 +222,13 @@ def check_spec(spec: Spec, options: SageMakerOptions) -> None:
     """Checks that need both the layout and the SageMaker options (before any request)."""
     layout = spec.layout
     layout.check_accelerators(options.accelerators, options.instance_type)
+    per_host = options.accelerators
+    torchrun = layout.strategy in (Strategy.DDP, Strategy.FSDP) and not options.smddp
+    if torchrun and per_host and layout.procs_per_node != per_host:
+        raise SpecError(
+            f"--strategy {layout.strategy.value} runs torchrun with one process per GPU: "
+            f"{options.instance_type} has {per_host}, so use --procs-per-node {per_host}"
+        )
     if options.smddp and layout.strategy is not Strategy.DDP:
         raise SpecError(
             "--smddp (SageMaker's data-parallel library) needs --strategy ddp; "

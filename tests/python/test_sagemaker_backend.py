@@ -82,6 +82,9 @@ def test_cell_runs_as_job_with_live_rank_lines_metrics_pull_and_value(
     assert "Training" in notices and "Completed" in notices
     run = session.store.runs(limit=1)[0]
     assert run.external_id.startswith("jd-") and run.state is RunState.COMPLETED
+    assert run.summary["sagemaker"]["status"] == "Completed"
+    progress = [d.get("message", "") for _, d in session.store.events_after(0, run.id)]
+    assert any("Training" in m for m in progress)
     logs = session.store.logs(run.id)
     assert {line.rank for line in logs} == {0, 1, 2, 3}
     metrics = [m for _, m in session.store.metrics(run.id)]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import LaunchError, RankFailure, SpecError
-from ...events import ErrorEvent, Event, RunState
+from ...events import ErrorEvent, Event, RunEvent, RunState
 from ...spec import Spec
 from ...store import Store
 from ..base import Backend, Cluster, Plan, RankInfo, RankPlan, RunOutcome, RunRequest, RunView
@@ -239,11 +239,21 @@ def follow_job(
             view.on_event(ev)
         view.flush()
 
+    training: list[bool] = []
+
+    def on_status(text: str) -> None:
+        """Show it under the cell and record it, so the panel shows the job's progress."""
+        view.notice(text)
+        if not any(word in text for word in ("Completed", "Failed", "Stopped")):
+            training.append("Training" in text)
+            state = RunState.RUNNING if any(training) else RunState.PENDING
+            store.append([RunEvent(run_id, time.time(), state, f"SageMaker {job_name}: {text}")])
+
     interrupted = False
     while True:
         try:
             status = follow(
-                clients.sagemaker, clients.logs, job_name, run_id, on_events, view.notice, poll
+                clients.sagemaker, clients.logs, job_name, run_id, on_events, on_status, poll
             )
             break
         except KeyboardInterrupt:
@@ -253,6 +263,16 @@ def follow_job(
             clients.sagemaker.stop_training_job(TrainingJobName=job_name)
             view.notice(f"stopping SageMaker training job {job_name} (StopTrainingJob sent)")
     result = outcome(status, clients.s3, ranks, failures, interrupted)
+    store.update_summary(
+        run_id,
+        sagemaker={
+            "job": job_name,
+            "status": status.status,
+            "secondary": status.secondary,
+            "failure_reason": status.failure_reason,
+            "warm_pool": status.warm_pool,
+        },
+    )
     if status.warm_pool:
         view.notice(
             f"warm pool: {status.warm_pool.get('Status', '?')}; %distributed release ends it"

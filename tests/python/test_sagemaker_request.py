@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_distributed.backends.sagemaker.backend import resolve_image
 from jupyter_distributed.backends.sagemaker.options import SageMakerOptions, check_spec
 from jupyter_distributed.backends.sagemaker.request import distribution, training_job_request
 from jupyter_distributed.errors import SpecError
@@ -40,6 +41,7 @@ def test_request_matches_sdk(path: Path) -> None:
     spec, options = _spec(case)
     check_spec(spec, options)
     assert (distribution(spec.layout, options) or None) == case["distribution"]
+    assert resolve_image(options) == case["image"] or not options.framework_version
     request = training_job_request(
         spec,
         options,

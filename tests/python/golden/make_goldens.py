@@ -168,6 +168,15 @@ CASES: dict[str, dict[str, Any]] = {
             "environment": {"MODEL_SIZE": "small"},
         },
     },
+    "framework_version_image": {
+        "layout": {"nodes": 1, "procs_per_node": 1, "strategy": "none"},
+        "options": {
+            "instance_type": "ml.g5.2xlarge",
+            "framework_version": "2.0.1",
+            "py_version": "py310",
+        },
+        "distribution": None,
+    },
 }
 
 
@@ -206,11 +215,17 @@ def capture(case: dict[str, Any]) -> dict[str, Any]:
     kwargs.update(case.get("estimator", {}))
     if case["distribution"] is not None:
         kwargs["distribution"] = case["distribution"]
+    options = case["options"]
+    if "framework_version" in options:  # the SDK resolves the image itself
+        kwargs.update(
+            framework_version=options["framework_version"], py_version=options["py_version"]
+        )
+    else:
+        kwargs["image_uri"] = IMAGE
     estimator = PyTorch(
         entry_point="jd_entry.py",
         source_dir=CODE,
         role=ROLE,
-        image_uri=IMAGE,
         output_path="s3://jd-bucket/jupyter-distributed/",
         sagemaker_session=session,
         disable_profiler=True,
@@ -238,7 +253,11 @@ def main() -> int:
             request = capture(case)
             golden = {k: v for k, v in case.items() if k not in ("estimator", "inputs")}
             golden.update(
-                image=IMAGE, role=ROLE, code_uri=CODE, region="us-west-2", request=request
+                image=request["AlgorithmSpecification"]["TrainingImage"],
+                role=ROLE,
+                code_uri=CODE,
+                region="us-west-2",
+                request=request,
             )
             path = HERE / f"sagemaker_{name}.json"
             path.write_text(json.dumps(golden, indent=1, sort_keys=True, default=str) + "\n")

@@ -132,6 +132,12 @@ def test_layout_rules() -> None:
         _check(Layout(strategy=Strategy.DDP), mpi_options="-x A=1")
 
 
+def test_timeout_points_to_max_run() -> None:
+    opts = SageMakerOptions()
+    with pytest.raises(SpecError, match="use --max-run"):
+        check_spec(Spec(backend="sagemaker", options=opts, timeout=5.0), opts)
+
+
 def test_push_needs_matching_python() -> None:
     with pytest.raises(SpecError, match=r"image runs Python 3\.8"):
         _check(

@@ -94,18 +94,22 @@ class LogTail:
 
     def _streams(self) -> list[str]:
         prefix = self.job_name + "/"
-        try:
-            found = self.logs.describe_log_streams(
-                logGroupName=LOG_GROUP, logStreamNamePrefix=prefix
-            )
-        except self.logs.exceptions.ResourceNotFoundException:
-            return []
-        # Only this job's streams: "JOB/algo-N-EPOCH", never "JOB-other/…".
-        return [
-            s["logStreamName"]
-            for s in found.get("logStreams", [])
-            if s["logStreamName"].startswith(prefix)
-        ]
+        names: list[str] = []
+        kwargs: dict[str, Any] = {"logGroupName": LOG_GROUP, "logStreamNamePrefix": prefix}
+        while True:
+            try:
+                found = self.logs.describe_log_streams(**kwargs)
+            except self.logs.exceptions.ResourceNotFoundException:
+                return names
+            # Only this job's streams: "JOB/algo-N-EPOCH", never "JOB-other/…".
+            names += [
+                s["logStreamName"]
+                for s in found.get("logStreams", [])
+                if s["logStreamName"].startswith(prefix)
+            ]
+            if not found.get("nextToken"):
+                return names
+            kwargs["nextToken"] = found["nextToken"]
 
     def poll(self) -> list[tuple[str, float, str]]:
         """New (host, time, message) tuples since the last call."""

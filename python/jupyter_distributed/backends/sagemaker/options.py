@@ -253,6 +253,11 @@ def check_spec(spec: Spec, options: SageMakerOptions) -> None:
             "--targets is not supported with --backend sagemaker: every job runs "
             "the cell on all ranks"
         )
+    if spec.timeout is not None:
+        raise SpecError(
+            "--timeout is for live clusters; with --backend sagemaker use --max-run "
+            "SECONDS (SageMaker stops the job then)"
+        )
     if len(spec.env) > MAX_ENVIRONMENT:
         raise SpecError(f"--env: {len(spec.env)} variables; SageMaker allows {MAX_ENVIRONMENT}")
     for key, value in spec.env:

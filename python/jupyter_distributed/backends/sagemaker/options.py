@@ -239,14 +239,14 @@ def check_spec(spec: Spec, options: SageMakerOptions) -> None:
             f"--smddp runs on {', '.join(sorted(SMDDP_INSTANCES))} only, not "
             f"{options.instance_type}"
         )
-    if (
-        options.mpi_options
-        and layout.strategy
-        not in (Strategy.MODEL_PARALLEL, Strategy.HOROVOD, Strategy.NONE, Strategy.PARAMETER_SERVER)
-        and not options.smddp
-    ):
+    mpi_launched = (Strategy.MODEL_PARALLEL, Strategy.HOROVOD, Strategy.NONE)
+    if options.mpi_options and layout.strategy not in mpi_launched and not options.smddp:
+        launcher = (
+            "parameter servers" if layout.strategy is Strategy.PARAMETER_SERVER else "torchrun"
+        )
         raise SpecError(
-            f"--mpi-options needs an MPI launcher; --strategy {layout.strategy.value} uses torchrun"
+            f"--mpi-options needs an MPI launcher; --strategy {layout.strategy.value} uses "
+            f"{launcher}"
         )
     if spec.targets is not None and spec.targets != tuple(range(spec.world_size)):
         raise SpecError(

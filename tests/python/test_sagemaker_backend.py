@@ -66,9 +66,7 @@ def test_cell_runs_as_job_with_live_rank_lines_metrics_pull_and_value(
     session = Session(Store(tmp_path / "h.sqlite3"))
     ns: dict[str, Any] = {"offset": 1}
     view = Recorder()
-    spec = _spec(
-        Layout(nodes=2, procs_per_node=2, strategy=Strategy.HOROVOD), pull=("x",), push=("offset",)
-    )
+    spec = _spec(Layout(nodes=2, procs_per_node=2), pull=("x",), push=("offset",))
     outcome = session.run_cell(spec, CELL, ns, view=view)
     assert outcome.state is RunState.COMPLETED
     assert ns["x"] == [1, 11, 21, 31]
@@ -205,7 +203,7 @@ def test_credentials_never_leave_the_kernel(configured: LocalSageMaker, tmp_path
     store_path = tmp_path / "h.sqlite3"
     session = Session(Store(store_path))
     session.run_cell(
-        _spec(Layout(nodes=1, procs_per_node=2, strategy=Strategy.HOROVOD)),
+        _spec(Layout(nodes=1, procs_per_node=2)),
         "import os\nprint(sorted(os.environ))",
         {},
         view=Recorder(),

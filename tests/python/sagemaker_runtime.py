@@ -160,7 +160,14 @@ class Job:
 
         def sm_env(host: str) -> dict[str, str]:
             ml = trees[host]
+            channels = {
+                f"SM_CHANNEL_{c['ChannelName'].upper()}": str(
+                    ml / "input" / "data" / c["ChannelName"]
+                )
+                for c in self.request.get("InputDataConfig", [])
+            }
             return {
+                **channels,
                 "SM_INPUT_CONFIG_DIR": str(ml / "input" / "config"),
                 "SM_MODEL_DIR": str(ml / "model"),
                 "SM_OUTPUT_DIR": str(ml / "output"),

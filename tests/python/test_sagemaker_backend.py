@@ -274,3 +274,21 @@ def test_log_tail_never_reads_another_jobs_streams(configured: LocalSageMaker) -
     tail = LogTail(logs, "jd-tail")
     assert [(h, m) for h, _, m in tail.poll()] == [("algo-1", "mine")]
     assert tail.poll() == []  # the forward token remembers where it was
+
+
+def test_input_channel_sharded_by_key(configured: LocalSageMaker, tmp_path: Path) -> None:
+    for name in ("a.txt", "b.txt", "c.txt", "d.txt"):
+        configured.s3.put_object(Bucket=BUCKET, Key=f"shards/{name}", Body=name.encode())
+    session = Session(Store(tmp_path / "h.sqlite3"))
+    ns: dict[str, Any] = {}
+    spec = _spec(
+        Layout(nodes=2),
+        inputs=(("train", f"s3://{BUCKET}/shards"),),
+        shard_by_key=True,
+        pull=("files",),
+    )
+    code = "import os\nfiles = sorted(os.listdir(os.environ['SM_CHANNEL_TRAIN']))"
+    session.run_cell(spec, code, ns, view=Recorder())
+    assert ns["files"] == [["a.txt", "c.txt"], ["b.txt", "d.txt"]]
+    channel = configured.requests[-1]["InputDataConfig"][0]["DataSource"]["S3DataSource"]
+    assert channel["S3DataDistributionType"] == "ShardedByS3Key"

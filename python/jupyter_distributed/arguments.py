@@ -104,6 +104,85 @@ run_args = _stack(
     ),
 )
 
+sagemaker_args = _stack(
+    argument_group("SageMaker (--backend sagemaker; defaults: JUPYTER_DISTRIBUTED_SAGEMAKER_*)"),
+    argument("--instance-type", metavar="TYPE", help="instance type (default ml.m5.xlarge)"),
+    argument("--role", metavar="ARN", help="execution role ARN"),
+    argument("--bucket", metavar="NAME", help="S3 bucket for code and results"),
+    argument("--region", metavar="NAME", help="AWS region"),
+    argument("--image", metavar="URI", help="training image"),
+    argument("--framework-version", metavar="V", help="PyTorch training image version"),
+    argument("--py-version", metavar="pyXY", help="Python of the image, e.g. py311"),
+    argument("--job-name", metavar="NAME", help="training job name (default jd-RUN)"),
+    argument("--mpi-options", metavar="OPTS", help="custom mpirun options"),
+    argument(
+        "--smddp",
+        action="store_true",
+        help="ddp with SageMaker's data-parallel library instead of torchrun",
+    ),
+    argument("--max-run", type=int, metavar="SECONDS", help="maximum run time"),
+    argument("--keep-alive", type=int, metavar="SECONDS", help="keep a warm pool this long"),
+    argument("--spot", action="store_true", help="managed spot training (needs --max-wait)"),
+    argument("--max-wait", type=int, metavar="SECONDS", help="spot: longest wait + run"),
+    argument("--checkpoint-s3", metavar="URI", help="s3:// URI synced with /opt/ml/checkpoints"),
+    argument("--requirements", metavar="FILE", help="requirements.txt installed in the job"),
+    argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=s3://...",
+        help="data channel (repeatable)",
+    ),
+    argument(
+        "--shard-by-key",
+        action="store_true",
+        help="split the inputs' objects across hosts instead of copying all",
+    ),
+    argument("--no-wait", action="store_true", help="return at once; follow in the panel"),
+)
+
+
+def _sagemaker_options(args: Namespace) -> BackendOptions:
+    from .backends.sagemaker.options import SageMakerOptions
+
+    given = {
+        name: getattr(args, name)
+        for name in (
+            "instance_type",
+            "role",
+            "bucket",
+            "region",
+            "image",
+            "framework_version",
+            "py_version",
+            "job_name",
+            "mpi_options",
+            "max_run",
+            "keep_alive",
+            "max_wait",
+            "checkpoint_s3",
+            "requirements",
+        )
+        if getattr(args, name, None) is not None
+    }
+    inputs = []
+    for item in getattr(args, "input", []):
+        name, eq, uri = item.partition("=")
+        if not eq:
+            raise SpecError(f"--input {item!r} must look like NAME=s3://bucket/prefix")
+        inputs.append((name, uri))
+    return SageMakerOptions(
+        smddp=args.smddp,
+        spot=args.spot,
+        shard_by_key=args.shard_by_key,
+        wait=not args.no_wait,
+        inputs=tuple(inputs),
+        **given,
+    )
+
+
+OPTION_BUILDERS["sagemaker"] = _sagemaker_options
+
 
 mpi_args = _stack(
     argument_group("MPI (--backend mpi)"),

@@ -262,10 +262,10 @@ class Store:
         cluster is not in the history, ValueError for an unknown action."""
         if action not in CONTROL_ACTIONS:
             raise ValueError(f"unknown control action {action!r}; use one of {CONTROL_ACTIONS}")
-        column = "id" if action == "cancel" else "cluster_id"
+        sql = ("SELECT cluster_id FROM runs WHERE id=?" if action == "cancel"
+               else "SELECT cluster_id FROM runs WHERE cluster_id=? LIMIT 1")
         with self._tx() as db:
-            row = db.execute(f"SELECT cluster_id FROM runs WHERE {column}=? LIMIT 1",
-                             (target_id,)).fetchone()
+            row = db.execute(sql, (target_id,)).fetchone()
             if row is None:
                 what = "run" if action == "cancel" else "cluster"
                 raise KeyError(f"no {what} {target_id!r} in the history")

@@ -18,8 +18,15 @@ from tornado.httpclient import HTTPClientError, HTTPResponse
 from tornado.websocket import WebSocketClientConnection
 
 import jupyter_distributed
-from jupyter_distributed.events import MetricEvent, OutputEvent, RankEvent, RankState, RunEvent, \
-    RunState, Stream
+from jupyter_distributed.events import (
+    MetricEvent,
+    OutputEvent,
+    RankEvent,
+    RankState,
+    RunEvent,
+    RunState,
+    Stream,
+)
 from jupyter_distributed.server.wire import API_VERSION
 from jupyter_distributed.store import STORE_ENV, RunRecord, Store
 

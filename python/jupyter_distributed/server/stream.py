@@ -46,7 +46,7 @@ class Tail:
             self._task = asyncio.create_task(self._poll())
         try:
             await asyncio.wait_for(fut, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         finally:
             self._waiters.discard(entry)

@@ -68,6 +68,9 @@ run_args = _stack(
     argument("--dry-run", action="store_true", help="print the resolved plan; start nothing"),
     argument("--quiet", action="store_true",
              help="do not show the ranks' output under the cell (it is still recorded)"),
+    argument("--widget", action="store_true",
+             help="also show rank states, progress and samples/s in widgets under the cell "
+                  "(for front-ends without the Distributed panel)"),
 )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from jupyter_server.auth.decorator import ws_authenticated
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
@@ -20,7 +20,6 @@ from .stream import Tail, encode, pump
 from .wire import StreamMessage
 
 SETTINGS_KEY = "jupyter_distributed"
-T = TypeVar("T")
 
 
 class BaseHandler(APIHandler):
@@ -32,7 +31,8 @@ class BaseHandler(APIHandler):
     def query(self) -> Query:
         return Query({k: self.get_query_arguments(k) for k in self.request.query_arguments})
 
-    async def answer(self, call: Callable[..., T], *args: Any, status: int = 200) -> None:
+    async def answer(self, call: Callable[..., object], *args: Any, status: int = 200) -> None:
+        reply: object
         try:
             reply = await asyncio.to_thread(call, *args)
         except ApiError as exc:

@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_kind ON events (run_id, kind, seq);
 CREATE INDEX IF NOT EXISTS events_rank ON events (run_id, kind, rank, seq);
+CREATE INDEX IF NOT EXISTS events_run ON events (run_id, seq);
 CREATE TABLE IF NOT EXISTS controls (
     id INTEGER PRIMARY KEY AUTOINCREMENT, cluster_id TEXT, target TEXT, action TEXT,
     t REAL, taken REAL

@@ -305,3 +305,17 @@ class TestUnderABaseURL:
                                                        "output"]
         response = await jp_fetch(*API, "runs", "run-a", "cancel", method="POST", body=b"")
         assert response.code == 202
+
+
+def test_wire_types_match_the_json_the_store_produces(store: Store) -> None:
+    from jupyter_distributed.server import wire
+
+    add_run(store, "run-a", 1000.0, lines=1)
+    store.append([MetricEvent("run-a", 0, 1001.0, {"samples": 1.0})])
+    run = store.run("run-a")
+    assert run is not None
+    assert set(wire.RunJSON.__annotations__) == set(run.to_json())
+    assert set(wire.RankJSON.__annotations__) == set(store.ranks("run-a")[0].to_json())
+    assert set(wire.LogLineJSON.__annotations__) == set(store.logs("run-a")[0].to_json())
+    control = store.request_control("run-a", "cancel")
+    assert set(wire.ControlJSON.__annotations__) == set(control.to_json())

@@ -69,39 +69,66 @@ def free_port() -> int:
 def start_server(tmp: Path, port: int) -> subprocess.Popen[bytes]:
     config = tmp / "config"
     config.mkdir()
-    (config / "jupyter_server_config.json").write_text(json.dumps(
-        {"ServerApp": {"jpserver_extensions": {"jupyter_distributed": True}}}))
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_DISTRIBUTED_STORE":
-           str(tmp / "history.sqlite3"), "JUPYTER_RUNTIME_DIR": str(tmp / "runtime")}
+    (config / "jupyter_server_config.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_distributed": True}}})
+    )
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_DISTRIBUTED_STORE": str(tmp / "history.sqlite3"),
+        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+    }
     return subprocess.Popen(  # noqa: S603 - our own interpreter, fixed arguments
-        [sys.executable, "-m", "jupyter_server", "--no-browser", "--ip=127.0.0.1",
-         f"--port={port}", f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={tmp}",
-         "--allow-root"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.root_dir={tmp}",
+            "--allow-root",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 async def wait_ready(base: str) -> None:
     client = AsyncHTTPClient()
     for _ in range(300):
         try:
-            await client.fetch(f"{base}/jupyter-distributed/api/version",
-                               headers={"Authorization": f"token {TOKEN}"})
+            await client.fetch(
+                f"{base}/jupyter-distributed/api/version",
+                headers={"Authorization": f"token {TOKEN}"},
+            )
             return
         except (OSError, HTTPClientError):  # not listening yet, or not serving the API yet
             await asyncio.sleep(0.1)
     raise SystemExit("the server did not start")
 
 
-async def follow(port: int, store: Path, run_id: str, ranks: int, mode: str,
-                 amount: float) -> tuple[list[float], int, float]:
+async def follow(
+    port: int, store: Path, run_id: str, ranks: int, mode: str, amount: float
+) -> tuple[list[float], int, float]:
     """Stream one run while a writer plays it (``mode`` paced or flood), or replay it from the
     start (``mode`` replay): latencies (s), lines, seconds first→last."""
     query = f"run={run_id}" + ("&after=0" if mode == "replay" else "")
-    request = HTTPRequest(f"ws://127.0.0.1:{port}/jupyter-distributed/api/stream?{query}",
-                          headers={"Authorization": f"token {TOKEN}"})
+    request = HTTPRequest(
+        f"ws://127.0.0.1:{port}/jupyter-distributed/api/stream?{query}",
+        headers={"Authorization": f"token {TOKEN}"},
+    )
     ws = await websocket_connect(request, max_message_size=512 * 1024 * 1024)
     start = time.time()
-    writer = None if mode == "replay" else subprocess.Popen(  # noqa: S603 - fixed arguments
-        [sys.executable, "-c", WRITER, str(store), run_id, str(ranks), mode, str(amount)])
+    writer = (
+        None
+        if mode == "replay"
+        else subprocess.Popen(  # noqa: S603 - fixed arguments
+            [sys.executable, "-c", WRITER, str(store), run_id, str(ranks), mode, str(amount)]
+        )
+    )
     latencies: list[float] = []
     lines = 0
     first = last = 0.0

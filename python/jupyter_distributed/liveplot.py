@@ -14,8 +14,18 @@ from typing import Any
 
 MAX_BUCKETS = 600  # seconds of history kept (older ones are dropped)
 MAX_RANK_LINES = 16  # above this many ranks only the total and the mean are drawn
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-           "#7f7f7f", "#bcbd22", "#17becf")
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 
 
 class Throughput:
@@ -45,8 +55,9 @@ class Throughput:
         lines: dict[str, list[float]] = {}
         if len(ranks) <= MAX_RANK_LINES:
             for r in ranks:
-                lines[f"rank {r}"] = [self._counts.get(k, {}).get(r, 0.0) / self.bucket
-                                      for k in keys]
+                lines[f"rank {r}"] = [
+                    self._counts.get(k, {}).get(r, 0.0) / self.bucket for k in keys
+                ]
         totals = [sum(self._counts.get(k, {}).values()) / self.bucket for k in keys]
         lines["total"] = totals
         if len(ranks) > MAX_RANK_LINES:
@@ -62,14 +73,27 @@ class Throughput:
     def figure(self, title: str = "samples/s") -> dict[str, Any]:
         """A plotly figure as JSON (``application/vnd.plotly.v1+json``)."""
         x, lines = self.series()
-        data = [{"type": "scatter", "mode": "lines", "name": name, "x": x, "y": y,
-                 "line": {"width": 3 if name == "total" else 1.5}}
-                for name, y in lines.items()]
-        return {"data": data, "layout": {
-            "title": {"text": title}, "height": 260, "margin": {"l": 50, "r": 10, "t": 30,
-                                                                "b": 35},
-            "xaxis": {"title": {"text": "seconds"}}, "yaxis": {"title": {"text": "samples/s"}},
-        }}
+        data = [
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": name,
+                "x": x,
+                "y": y,
+                "line": {"width": 3 if name == "total" else 1.5},
+            }
+            for name, y in lines.items()
+        ]
+        return {
+            "data": data,
+            "layout": {
+                "title": {"text": title},
+                "height": 260,
+                "margin": {"l": 50, "r": 10, "t": 30, "b": 35},
+                "xaxis": {"title": {"text": "seconds"}},
+                "yaxis": {"title": {"text": "samples/s"}},
+            },
+        }
 
     def svg(self, width: int = 480, height: int = 160) -> str:
         """The same lines as a small self-contained SVG (no script)."""
@@ -85,15 +109,19 @@ class Throughput:
             py = height - 15 - yv / top * (height - 25)
             return f"{px:.1f},{py:.1f}"
 
-        parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-                 f'role="img" aria-label="samples per second">',
-                 f'<text x="2" y="12" font-size="10">{top:.4g}/s</text>',
-                 f'<text x="2" y="{height - 3}" font-size="10">0</text>',
-                 f'<text x="{width - 40}" y="{height - 3}" font-size="10">{x[-1]:.0f}s</text>']
+        parts = [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'role="img" aria-label="samples per second">',
+            f'<text x="2" y="12" font-size="10">{top:.4g}/s</text>',
+            f'<text x="2" y="{height - 3}" font-size="10">0</text>',
+            f'<text x="{width - 40}" y="{height - 3}" font-size="10">{x[-1]:.0f}s</text>',
+        ]
         for i, (name, y) in enumerate(lines.items()):
             color = "#000" if name == "total" else PALETTE[i % len(PALETTE)]
             pts = " ".join(point(a, b) for a, b in zip(x, y, strict=True))
-            parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" '
-                         f'points="{pts}"><title>{html.escape(name)}</title></polyline>')
+            parts.append(
+                f'<polyline fill="none" stroke="{color}" stroke-width="1.5" '
+                f'points="{pts}"><title>{html.escape(name)}</title></polyline>'
+            )
         parts.append("</svg>")
         return "".join(parts)

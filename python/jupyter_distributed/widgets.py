@@ -24,16 +24,28 @@ from .liveplot import Throughput
 
 REFRESH_EVERY = 0.25  # seconds between widget updates
 PLOT_EVERY = 1.0  # seconds between plot updates
-COLORS = {"starting": "#bbb", "running": "#1f77b4", "done": "#2ca02c", "failed": "#d62728",
-          "interrupted": "#ff7f0e", "exited": "#7f7f7f"}
+COLORS = {
+    "starting": "#bbb",
+    "running": "#1f77b4",
+    "done": "#2ca02c",
+    "failed": "#d62728",
+    "interrupted": "#ff7f0e",
+    "exited": "#7f7f7f",
+}
 FINISHED = ("done", "failed", "interrupted", "exited")
 
 
 class WidgetView(CellView):
     """A :class:`CellView` that also draws the run in widgets under the cell."""
 
-    def __init__(self, ranks: Sequence[int], run_id: str = "", out: TextIO | None = None,
-                 err: TextIO | None = None, quiet: bool = False) -> None:
+    def __init__(
+        self,
+        ranks: Sequence[int],
+        run_id: str = "",
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        quiet: bool = False,
+    ) -> None:
         super().__init__(run_id, out, err, quiet)
         self.states: dict[int, str] = dict.fromkeys(ranks, "starting")
         self.progress_values: dict[int, float] = {}
@@ -44,8 +56,7 @@ class WidgetView(CellView):
         self._plot_dirty = False
         self.header = widgets.HTML()
         self.strip = widgets.HTML()
-        self.progress = widgets.FloatProgress(min=0.0, max=1.0, value=0.0,
-                                              description="progress")
+        self.progress = widgets.FloatProgress(min=0.0, max=1.0, value=0.0, description="progress")
         self.plot = widgets.Output()
         self.box = widgets.VBox([self.header, self.strip, self.progress, self.plot])
         self.refresh(force=True)
@@ -104,11 +115,14 @@ class WidgetView(CellView):
         self.header.value = (
             f"<b>run {html.escape(self.run_id)}</b> · {len(self.states)} rank(s) · "
             f"{html.escape(summary)} · {elapsed:.0f}s"
-            + (f" · {rate:.4g} samples/s" if rate else ""))
+            + (f" · {rate:.4g} samples/s" if rate else "")
+        )
         self.strip.value = "".join(
             f'<span title="rank {r}: {s}" data-rank="{r}" data-state="{s}" style="display:'
             f"inline-block;width:10px;height:10px;margin:1px;background:{COLORS.get(s, '#bbb')}"
-            f'"></span>' for r, s in sorted(self.states.items()))
+            f'"></span>'
+            for r, s in sorted(self.states.items())
+        )
         finished = sum(s in FINISHED for s in self.states.values())
         if self.progress_values and not final:
             value = sum(self.progress_values.values()) / max(len(self.states), 1)
@@ -121,7 +135,9 @@ class WidgetView(CellView):
             self.progress.description = "failed" if failed else "done"
 
     def _draw_plot(self) -> None:
-        bundle = {"application/vnd.plotly.v1+json": self.throughput.figure(),
-                  "text/html": self.throughput.svg(),
-                  "text/plain": f"{self.throughput.latest():.4g} samples/s"}
+        bundle = {
+            "application/vnd.plotly.v1+json": self.throughput.figure(),
+            "text/html": self.throughput.svg(),
+            "text/plain": f"{self.throughput.latest():.4g} samples/s",
+        }
         self.plot.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)

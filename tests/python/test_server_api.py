@@ -17,7 +17,6 @@ import pytest
 from tornado.httpclient import HTTPClientError, HTTPResponse
 from tornado.websocket import WebSocketClientConnection
 
-import jupyter_distributed
 from jupyter_distributed.events import (
     MetricEvent,
     OutputEvent,
@@ -51,16 +50,41 @@ def store(store_path: Path) -> Store:
     return Store(store_path)
 
 
-def add_run(store: Store, run_id: str, started: float, *, lines: int = 0, world: int = 2,
-            state: RunState | None = None) -> None:
-    store.create_run(RunRecord(id=run_id, backend="local", world_size=world,
-                               ranks=list(range(world)), cluster_id=f"c-{run_id}",
-                               notebook="train.ipynb", cell_id="cell-1", started=started),
-                     coords={r: {"data_parallel": r, "host": "h"} for r in range(world)})
-    store.append(RankEvent(run_id, r, started, RankState.RUNNING, "h", 100 + r)
-                 for r in range(world))
-    store.append(OutputEvent(run_id, i % world, started + i, Stream.STDERR if i % 5 == 4
-                             else Stream.STDOUT, f"line {i} <b>bold</b>") for i in range(lines))
+def add_run(
+    store: Store,
+    run_id: str,
+    started: float,
+    *,
+    lines: int = 0,
+    world: int = 2,
+    state: RunState | None = None,
+) -> None:
+    store.create_run(
+        RunRecord(
+            id=run_id,
+            backend="local",
+            world_size=world,
+            ranks=list(range(world)),
+            cluster_id=f"c-{run_id}",
+            notebook="train.ipynb",
+            cell_id="cell-1",
+            started=started,
+        ),
+        coords={r: {"data_parallel": r, "host": "h"} for r in range(world)},
+    )
+    store.append(
+        RankEvent(run_id, r, started, RankState.RUNNING, "h", 100 + r) for r in range(world)
+    )
+    store.append(
+        OutputEvent(
+            run_id,
+            i % world,
+            started + i,
+            Stream.STDERR if i % 5 == 4 else Stream.STDOUT,
+            f"line {i} <b>bold</b>",
+        )
+        for i in range(lines)
+    )
     if state is not None:
         store.append([RunEvent(run_id, started + 100, state, "")])
 
@@ -69,11 +93,6 @@ async def get(fetch: Fetch, *path: str, **params: Any) -> Any:
     response = await fetch(*API, *path, params=params)
     assert response.code == 200
     return json.loads(response.body)
-
-
-async def test_version(jp_fetch: Fetch, store: Store) -> None:
-    assert await get(jp_fetch, "version") == {
-        "version": jupyter_distributed.__version__, "api_version": API_VERSION}
 
 
 async def test_runs_newest_first_paged_by_started(jp_fetch: Fetch, store: Store) -> None:
@@ -85,8 +104,7 @@ async def test_runs_newest_first_paged_by_started(jp_fetch: Fetch, store: Store)
     assert [r["id"] for r in page["runs"]] == ["run-4", "run-3", "run-2"]
     first = page["runs"][0]
     assert (first["backend"], first["world_size"], first["state"]) == ("local", 2, "running")
-    assert (first["notebook"], first["cell_id"], first["ended"]) == ("train.ipynb", "cell-1",
-                                                                     None)
+    assert (first["notebook"], first["cell_id"], first["ended"]) == ("train.ipynb", "cell-1", None)
     assert page["runs"][1]["state"] == "completed"
     rest = await get(jp_fetch, "runs", limit="3", before=str(page["runs"][-1]["started"]))
     assert [r["id"] for r in rest["runs"]] == ["run-1", "run-0"]
@@ -96,9 +114,9 @@ async def test_one_run_with_its_ranks(jp_fetch: Fetch, store: Store) -> None:
     add_run(store, "run-a", 1000.0, world=3)
     detail = await get(jp_fetch, "runs", "run-a")
     assert detail["run"]["id"] == "run-a"
-    assert [(r["rank"], r["state"], r["pid"], r["coords"]["data_parallel"])
-            for r in detail["ranks"]] == [(0, "running", 100, 0), (1, "running", 101, 1),
-                                          (2, "running", 102, 2)]
+    assert [
+        (r["rank"], r["state"], r["pid"], r["coords"]["data_parallel"]) for r in detail["ranks"]
+    ] == [(0, "running", 100, 0), (1, "running", 101, 1), (2, "running", 102, 2)]
 
 
 async def test_unknown_run_is_404_json(jp_fetch: Fetch, store: Store) -> None:
@@ -112,10 +130,14 @@ async def test_unknown_run_is_404_json(jp_fetch: Fetch, store: Store) -> None:
 
 async def test_bad_query_is_400_with_a_message(jp_fetch: Fetch, store: Store) -> None:
     add_run(store, "run-a", 1000.0, lines=3)
-    for params, message in [({"limit": "lots"}, "query argument limit='lots' must be an integer"),
-                            ({"stream": "stdin"}, "query argument stream='stdin' must be one of "
-                                                  "stdout, stderr, result"),
-                            ({"rank": "x"}, "query argument rank='x' must be an integer")]:
+    for params, message in [
+        ({"limit": "lots"}, "query argument limit='lots' must be an integer"),
+        (
+            {"stream": "stdin"},
+            "query argument stream='stdin' must be one of stdout, stderr, result",
+        ),
+        ({"rank": "x"}, "query argument rank='x' must be an integer"),
+    ]:
         with pytest.raises(HTTPClientError) as err:
             await jp_fetch(*API, "runs", "run-a", "logs", params=params)
         assert err.value.code == 400
@@ -145,29 +167,46 @@ async def test_logs_paged_by_cursor_and_filtered(jp_fetch: Fetch, store: Store) 
     assert [line["text"].split()[1] for line in errs["lines"]] == ["4", "9", "14", "19", "24"]
     found = await get(jp_fetch, "runs", "run-a", "logs", search="LINE 1")
     assert [line["text"].split()[1] for line in found["lines"]] == [
-        "1", *[str(i) for i in range(10, 20)]]
+        "1",
+        *[str(i) for i in range(10, 20)],
+    ]
     last = await get(jp_fetch, "runs", "run-a", "logs", before=str(2**40), limit="3")
     assert [line["text"].split()[1] for line in last["lines"]] == ["22", "23", "24"]
 
 
 async def test_metrics_paged(jp_fetch: Fetch, store: Store) -> None:
     add_run(store, "run-a", 1000.0)
-    store.append(MetricEvent("run-a", i % 2, 1000.0 + i, {"samples": 64.0, "loss": 1 / (i + 1)})
-                 for i in range(7))
+    store.append(
+        MetricEvent("run-a", i % 2, 1000.0 + i, {"samples": 64.0, "loss": 1 / (i + 1)})
+        for i in range(7)
+    )
     page = await get(jp_fetch, "runs", "run-a", "metrics", limit="4")
     assert [(s["rank"], s["values"]["samples"]) for s in page["samples"]] == [
-        (0, 64.0), (1, 64.0), (0, 64.0), (1, 64.0)]
+        (0, 64.0),
+        (1, 64.0),
+        (0, 64.0),
+        (1, 64.0),
+    ]
     rest = await get(jp_fetch, "runs", "run-a", "metrics", after=str(page["next"]))
     assert len(rest["samples"]) == 3
     assert rest["samples"][0]["seq"] > page["next"]
 
 
-@pytest.mark.parametrize(("method", "path"), [
-    ("GET", ("version",)), ("GET", ("runs",)), ("GET", ("runs", "run-a")),
-    ("GET", ("runs", "run-a", "logs")), ("GET", ("runs", "run-a", "metrics")),
-    ("POST", ("runs", "run-a", "cancel")), ("POST", ("clusters", "c-run-a", "stop"))])
-async def test_refused_without_the_token(jp_fetch: Fetch, store: Store, method: str,
-                                         path: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", ("version",)),
+        ("GET", ("runs",)),
+        ("GET", ("runs", "run-a")),
+        ("GET", ("runs", "run-a", "logs")),
+        ("GET", ("runs", "run-a", "metrics")),
+        ("POST", ("runs", "run-a", "cancel")),
+        ("POST", ("clusters", "c-run-a", "stop")),
+    ],
+)
+async def test_refused_without_the_token(
+    jp_fetch: Fetch, store: Store, method: str, path: tuple[str, ...]
+) -> None:
     add_run(store, "run-a", 1000.0)
     body = b"" if method == "POST" else None
     with pytest.raises(HTTPClientError) as err:
@@ -183,15 +222,21 @@ async def test_cancel_and_stop_queue_a_control(jp_fetch: Fetch, store: Store) ->
     assert response.code == 202
     control = json.loads(response.body)["control"]
     assert (control["action"], control["target"], control["cluster_id"]) == (
-        "cancel", "run-a", "c-run-a")
+        "cancel",
+        "run-a",
+        "c-run-a",
+    )
     response = await jp_fetch(*API, "clusters", "c-run-a", "stop", method="POST", body=b"")
     assert response.code == 202
     taken = store.take_controls("c-run-a")
     assert [(c.action, c.target) for c in taken] == [("cancel", "run-a"), ("stop", "c-run-a")]
     assert store.take_controls("c-run-a") == []
 
-    for path, code in [(("runs", "run-done", "cancel"), 409), (("runs", "nope", "cancel"), 404),
-                       (("clusters", "c-nope", "stop"), 404)]:
+    for path, code in [
+        (("runs", "run-done", "cancel"), 409),
+        (("runs", "nope", "cancel"), 404),
+        (("clusters", "c-nope", "stop"), 404),
+    ]:
         with pytest.raises(HTTPClientError) as err:
             await jp_fetch(*API, *path, method="POST", body=b"")
         assert err.value.code == code
@@ -213,14 +258,17 @@ WRITER = textwrap.dedent("""
 """)
 
 
-def start_writer(store_path: Path, run_id: str, batches: int, per_batch: int
-                 ) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(store_path), run_id,
-                             str(batches), str(per_batch)])
+def start_writer(
+    store_path: Path, run_id: str, batches: int, per_batch: int
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(store_path), run_id, str(batches), str(per_batch)]
+    )
 
 
 async def test_runs_written_by_another_process_are_visible(
-        jp_fetch: Fetch, store_path: Path) -> None:
+    jp_fetch: Fetch, store_path: Path
+) -> None:
     writer = start_writer(store_path, "other", 5, 20)
     assert writer.wait(60) == 0
     runs = (await get(jp_fetch, "runs"))["runs"]
@@ -232,8 +280,11 @@ async def test_runs_written_by_another_process_are_visible(
 Connect = Callable[..., Awaitable[WebSocketClientConnection]]
 
 
-async def receive(ws: WebSocketClientConnection, until: Callable[[list[dict[str, Any]]], bool],
-                  timeout: float = 60.0) -> list[dict[str, Any]]:
+async def receive(
+    ws: WebSocketClientConnection,
+    until: Callable[[list[dict[str, Any]]], bool],
+    timeout: float = 60.0,
+) -> list[dict[str, Any]]:
     """Stream items until ``until(items)`` holds (the timeout only guards against a hang)."""
     items: list[dict[str, Any]] = []
     deadline = time.monotonic() + timeout
@@ -245,12 +296,17 @@ async def receive(ws: WebSocketClientConnection, until: Callable[[list[dict[str,
 
 
 def finished(run_id: str) -> Callable[[list[dict[str, Any]]], bool]:
-    return lambda items: any(i["event"]["kind"] == "run" and i["event"]["run_id"] == run_id
-                             and i["event"]["state"] == "completed" for i in items)
+    return lambda items: any(
+        i["event"]["kind"] == "run"
+        and i["event"]["run_id"] == run_id
+        and i["event"]["state"] == "completed"
+        for i in items
+    )
 
 
 async def test_stream_reconnect_misses_and_repeats_nothing(
-        jp_ws_fetch: Connect, store: Store, store_path: Path) -> None:
+    jp_ws_fetch: Connect, store: Store, store_path: Path
+) -> None:
     add_run(store, "earlier", 1000.0, lines=30)
     writer = start_writer(store_path, "live", 40, 50)
     try:
@@ -264,13 +320,17 @@ async def test_stream_reconnect_misses_and_repeats_nothing(
         assert writer.wait(60) == 0
     seqs = [i["seq"] for i in first + second]
     assert seqs == [seq for seq, _ in store.events_after(0, limit=10**6)]
-    live = [i["event"]["text"] for i in first + second
-            if i["event"]["run_id"] == "live" and i["event"]["kind"] == "output"]
+    live = [
+        i["event"]["text"]
+        for i in first + second
+        if i["event"]["run_id"] == "live" and i["event"]["kind"] == "output"
+    ]
     assert live == [f"{b}:{i}" for b in range(40) for i in range(50)]
 
 
-async def test_stream_of_one_run_from_the_end(jp_ws_fetch: Connect, store: Store,
-                                              store_path: Path) -> None:
+async def test_stream_of_one_run_from_the_end(
+    jp_ws_fetch: Connect, store: Store, store_path: Path
+) -> None:
     add_run(store, "earlier", 1000.0, lines=30)
     ws = await jp_ws_fetch(*API, "stream", params={"run": "live"})
     writer = start_writer(store_path, "live", 5, 10)
@@ -293,16 +353,23 @@ class TestUnderABaseURL:
     def jp_base_url(self) -> str:
         return "/user/some-one/"
 
-    async def test_endpoints_and_stream(self, jp_fetch: Fetch, jp_ws_fetch: Connect,
-                                        store: Store) -> None:
+    async def test_endpoints_and_stream(
+        self, jp_fetch: Fetch, jp_ws_fetch: Connect, store: Store
+    ) -> None:
         add_run(store, "run-a", 1000.0, lines=3)
         assert [r["id"] for r in (await get(jp_fetch, "runs"))["runs"]] == ["run-a"]
         assert len((await get(jp_fetch, "runs", "run-a", "logs"))["lines"]) == 3
         ws = await jp_ws_fetch(*API, "stream", params={"after": "0", "run": "run-a"})
         items = await receive(ws, lambda items: len(items) >= 6)
         ws.close()
-        assert [i["event"]["kind"] for i in items] == ["run", "rank", "rank", "output", "output",
-                                                       "output"]
+        assert [i["event"]["kind"] for i in items] == [
+            "run",
+            "rank",
+            "rank",
+            "output",
+            "output",
+            "output",
+        ]
         response = await jp_fetch(*API, "runs", "run-a", "cancel", method="POST", body=b"")
         assert response.code == 202
 

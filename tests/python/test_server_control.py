@@ -69,13 +69,18 @@ async def running_run(fetch: Fetch) -> dict[str, Any]:
     raise AssertionError("no run started")
 
 
-async def run_and(fetch: Fetch, client: Any, action: Callable[[dict[str, Any]], tuple[str, ...]]
-                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+async def run_and(
+    fetch: Fetch, client: Any, action: Callable[[dict[str, Any]], tuple[str, ...]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run the long cell, POST the action's path while it runs; the reply and the run after."""
     outputs: list[str] = []
-    execution = asyncio.ensure_future(client.execute_interactive(
-        LONG_CELL, timeout=120,
-        output_hook=lambda msg: outputs.append(json.dumps(msg["content"]))))
+    execution = asyncio.ensure_future(
+        client.execute_interactive(
+            LONG_CELL,
+            timeout=120,
+            output_hook=lambda msg: outputs.append(json.dumps(msg["content"])),
+        )
+    )
     run = await running_run(fetch)
     response = await fetch(*API, *action(run), method="POST", body=b"")
     assert response.code == 202
@@ -85,7 +90,8 @@ async def run_and(fetch: Fetch, client: Any, action: Callable[[dict[str, Any]], 
 
 
 async def test_cancel_interrupts_the_cell_and_keeps_the_cluster(
-        jp_fetch: Fetch, store_path: Path) -> None:
+    jp_fetch: Fetch, store_path: Path
+) -> None:
     async with kernel() as client:
         await _cancel(jp_fetch, client)
 
@@ -102,8 +108,7 @@ async def _cancel(jp_fetch: Fetch, kernel: Any) -> None:
     assert "cancelled from the Distributed panel" in result["outputs"]
     assert (run["state"], run["message"]) == ("interrupted", "cancelled from the Distributed panel")
     # the ranks yielded: the same cluster runs the next cell
-    reply = await kernel.execute_interactive("%%distributed -n 2\nprint('again', rank)",
-                                             timeout=60)
+    reply = await kernel.execute_interactive("%%distributed -n 2\nprint('again', rank)", timeout=60)
     assert reply["content"]["status"] == "ok"
     runs = json.loads((await jp_fetch(*API, "runs")).body)["runs"]
     assert runs[0]["state"] == "completed"
@@ -111,8 +116,7 @@ async def _cancel(jp_fetch: Fetch, kernel: Any) -> None:
 
 
 async def _stop(jp_fetch: Fetch, kernel: Any) -> None:
-    result, run = await run_and(jp_fetch, kernel,
-                                lambda r: ("clusters", r["cluster_id"], "stop"))
+    result, run = await run_and(jp_fetch, kernel, lambda r: ("clusters", r["cluster_id"], "stop"))
     assert result["reply"]["status"] == "error"
     assert run["state"] == "stopped"
     assert run["message"] == "a stop request from the Distributed panel"
@@ -122,17 +126,21 @@ async def _stop(jp_fetch: Fetch, kernel: Any) -> None:
     assert runs[0]["cluster_id"] != run["cluster_id"]  # a new cluster
 
     # stopping an idle cluster: the kernel's I/O thread stops it within a moment
-    pids = [r["pid"] for r in json.loads(
-        (await jp_fetch(*API, "runs", runs[0]["id"])).body)["ranks"]]
-    response = await jp_fetch(*API, "clusters", runs[0]["cluster_id"], "stop", method="POST",
-                              body=b"")
+    pids = [
+        r["pid"] for r in json.loads((await jp_fetch(*API, "runs", runs[0]["id"])).body)["ranks"]
+    ]
+    response = await jp_fetch(
+        *API, "clusters", runs[0]["cluster_id"], "stop", method="POST", body=b""
+    )
     assert response.code == 202
     while any(alive(pid) for pid in pids):
         await asyncio.sleep(0.1)  # the test's timeout guards against a hang
     outputs: list[str] = []
     await kernel.execute_interactive(
-        "%distributed status", timeout=30,
-        output_hook=lambda msg: outputs.append(str(msg["content"].get("text", ""))))
+        "%distributed status",
+        timeout=30,
+        output_hook=lambda msg: outputs.append(str(msg["content"].get("text", ""))),
+    )
     assert "lost: a stop request from the Distributed panel" in "".join(outputs)
 
 

@@ -38,19 +38,26 @@ def test_many_ranks_plot_total_and_mean_only() -> None:
 
 
 @pytest.mark.timeout(180)
-def test_widget_state_is_saved_in_the_notebook(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_widget_state_is_saved_in_the_notebook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(STORE_ENV, str(tmp_path / "history.sqlite3"))
     nb = nbformat.read(EXAMPLE, as_version=4)  # type: ignore[no-untyped-call]
-    NotebookClient(nb, timeout=120, kernel_name="python3", store_widget_state=True,
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(
+        nb,
+        timeout=120,
+        kernel_name="python3",
+        store_widget_state=True,
+        resources={"metadata": {"path": str(tmp_path)}},
+    ).execute()
     saved = tmp_path / "saved.ipynb"
     nbformat.write(nb, saved)  # type: ignore[no-untyped-call]
     nb = nbformat.read(saved, as_version=4)  # type: ignore[no-untyped-call]
 
     cell = nb.cells[2]
-    views = [o for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in
-             o.get("data", {})]
+    views = [
+        o for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ]
     assert len(views) == 1
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     box = state[views[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]]

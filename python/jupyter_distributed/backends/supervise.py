@@ -61,8 +61,10 @@ class _Run:
             errors = dict(header.get("pull_errors") or {})
             if buffers:
                 try:
-                    self.outcome.pulled[rank] = pickle.loads(buffers[0], buffers=buffers[1:])
-                except Exception as exc:
+                    self.outcome.pulled[rank] = pickle.loads(  # noqa: S301 (signed by our rank)
+                        buffers[0], buffers=buffers[1:]
+                    )
+                except Exception as exc:  # noqa: BLE001 (any unpickling error is reported)
                     errors["*"] = f"cannot load pulled values here: {type(exc).__name__}: {exc}"
             if errors:
                 self.outcome.pull_errors[rank] = errors
@@ -107,7 +109,8 @@ class _Run:
             self.hinted = True
             self.view.notice(
                 f"rank(s) {sorted(self.pending)} are still running after a failure; they may be "
-                "waiting for a failed rank in a collective. Press stop to interrupt them.")
+                "waiting for a failed rank in a collective. Press stop to interrupt them."
+            )
 
     def stop_pending(self, kind: str, why: str) -> None:
         """Interrupt the pending ranks; kill the cluster if they do not yield in time."""
@@ -116,8 +119,9 @@ class _Run:
         if kind == "timeout":
             for rank in ranks:
                 info = self.cluster.info[rank]
-                self._failed(RankFailure(rank, now, info.host, info.pid, "TimeoutError", why,
-                                         kind="timeout"))
+                self._failed(
+                    RankFailure(rank, now, info.host, info.pid, "TimeoutError", why, kind="timeout")
+                )
         self.cluster.send(ranks, "interrupt", {"run_id": self.request.run_id})
         try:
             done = self.wait(time.monotonic() + INTERRUPT_GRACE)
@@ -125,8 +129,10 @@ class _Run:
             done = False
         if not done and self.pending:
             stuck = sorted(self.pending)
-            self.view.notice(f"rank(s) {stuck} did not stop within {INTERRUPT_GRACE:.0f}s; "
-                             "terminating the cluster (its variables are lost)")
+            self.view.notice(
+                f"rank(s) {stuck} did not stop within {INTERRUPT_GRACE:.0f}s; "
+                "terminating the cluster (its variables are lost)"
+            )
             self.cluster.mark_lost(f"rank(s) {stuck} were killed after not yielding")
             self.cluster.stop()
             self.pending.clear()
@@ -140,9 +146,12 @@ def execute_run(cluster: ProcessCluster, request: RunRequest, view: RunView) -> 
         data = cloudpickle.dumps(request.push, protocol=5, buffer_callback=pickled.append)
         buffers = [data, *(b.raw() for b in pickled)]
     cluster.begin(request.run_id)
-    cluster.send(request.ranks, "execute",
-                 {"run_id": request.run_id, "code": request.code, "pull": list(request.pull)},
-                 buffers)
+    cluster.send(
+        request.ranks,
+        "execute",
+        {"run_id": request.run_id, "code": request.code, "pull": list(request.pull)},
+        buffers,
+    )
     deadline = time.monotonic() + request.timeout if request.timeout else None
     interrupted = False
     try:
@@ -171,6 +180,9 @@ def execute_run(cluster: ProcessCluster, request: RunRequest, view: RunView) -> 
     else:
         outcome.state = RunState.COMPLETED
     timed_out = {f.rank for f in outcome.failures if f.kind == "timeout"}
-    outcome.failures = [f for f in outcome.failures if not (
-        f.kind == "interrupted" and (interrupted or f.rank in timed_out))]
+    outcome.failures = [
+        f
+        for f in outcome.failures
+        if not (f.kind == "interrupted" and (interrupted or f.rank in timed_out))
+    ]
     return outcome

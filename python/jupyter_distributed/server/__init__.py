@@ -50,7 +50,7 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
         (f"clusters/{_ID}/stop", StopHandler),
         ("stream", StreamHandler),
     ]
-    web_app.add_handlers(".*$", [(url_path_join(api, path), handler)
-                                 for path, handler in routes])
-    serverapp.log.info("jupyter_distributed: server extension loaded at %s (history: %s)",
-                       api, store.path)
+    web_app.add_handlers(".*$", [(url_path_join(api, path), handler) for path, handler in routes])
+    serverapp.log.info(
+        "jupyter_distributed: server extension loaded at %s (history: %s)", api, store.path
+    )

@@ -63,8 +63,9 @@ class Query:
         values = self._args.get(name) or []
         return values[-1] if values else None
 
-    def integer(self, name: str, default: int | None = None, lo: int | None = None,
-                hi: int | None = None) -> int | None:
+    def integer(
+        self, name: str, default: int | None = None, lo: int | None = None, hi: int | None = None
+    ) -> int | None:
         raw = self.text(name)
         if raw is None or raw == "":
             return default
@@ -95,8 +96,7 @@ class Query:
                 try:
                     out.append(int(part))
                 except ValueError:
-                    raise BadRequest(
-                        f"query argument {name}={part!r} must be an integer") from None
+                    raise BadRequest(f"query argument {name}={part!r} must be an integer") from None
         return out if values else None
 
 
@@ -113,8 +113,11 @@ class History:
         limit = q.integer("limit", 50, 1, MAX_RUNS) or 50
         last_seq = self.store.last_seq()  # read first: a stream from here misses nothing
         runs = self.store.runs(limit=limit, before=q.number("before"))
-        return {"runs": [cast(RunJSON, r.to_json()) for r in runs], "version": API_VERSION,
-                "last_seq": last_seq}
+        return {
+            "runs": [cast(RunJSON, r.to_json()) for r in runs],
+            "version": API_VERSION,
+            "last_seq": last_seq,
+        }
 
     def run(self, run_id: str) -> RunDetail:
         run = self.store.run(run_id)
@@ -132,24 +135,37 @@ class History:
     def logs(self, run_id: str, q: Query) -> LogsPage:
         stream = q.text("stream") or None
         if stream is not None and stream not in {s.value for s in Stream}:
-            raise BadRequest(f"query argument stream={stream!r} must be one of "
-                             f"{', '.join(s.value for s in Stream)}")
+            raise BadRequest(
+                f"query argument stream={stream!r} must be one of "
+                f"{', '.join(s.value for s in Stream)}"
+            )
         after = q.integer("after", 0, 0) or 0
         before = q.integer("before", None, 0)
         lines = self.store.logs(
-            self._run_id(run_id), ranks=q.integers("rank"), stream=stream,
-            search=q.text("search") or None, after=after, before=before,
-            limit=q.integer("limit", 500, 1, MAX_LINES) or 500)
+            self._run_id(run_id),
+            ranks=q.integers("rank"),
+            stream=stream,
+            search=q.text("search") or None,
+            after=after,
+            before=before,
+            limit=q.integer("limit", 500, 1, MAX_LINES) or 500,
+        )
         cursor = before if before is not None else after
-        return {"lines": [cast(LogLineJSON, line.to_json()) for line in lines],
-                "next": lines[-1].seq if lines else cursor}
+        return {
+            "lines": [cast(LogLineJSON, line.to_json()) for line in lines],
+            "next": lines[-1].seq if lines else cursor,
+        }
 
     def metrics(self, run_id: str, q: Query) -> MetricsPage:
         after = q.integer("after", 0, 0) or 0
-        rows = self.store.metrics(self._run_id(run_id), after=after,
-                                  limit=q.integer("limit", 10_000, 1, MAX_SAMPLES) or 10_000)
+        rows = self.store.metrics(
+            self._run_id(run_id),
+            after=after,
+            limit=q.integer("limit", 10_000, 1, MAX_SAMPLES) or 10_000,
+        )
         samples: list[MetricSampleJSON] = [
-            {"seq": seq, "rank": ev.rank, "t": ev.t, "values": ev.values} for seq, ev in rows]
+            {"seq": seq, "rank": ev.rank, "t": ev.t, "values": ev.values} for seq, ev in rows
+        ]
         return {"samples": samples, "next": rows[-1][0] if rows else after}
 
     def cancel(self, run_id: str) -> ControlReply:

@@ -110,7 +110,8 @@ class StreamHandler(JupyterHandler, websocket.WebSocketHandler):
 
     def open(self, *args: str, **kwargs: str) -> None:
         self._task = asyncio.create_task(
-            pump(self.tail, self._after, self._run, self._send, self._is_closed))
+            pump(self.tail, self._after, self._run, self._send, self._is_closed)
+        )
 
     async def _send(self, message: StreamMessage) -> None:
         await self.write_message(encode(message))

@@ -63,8 +63,9 @@ class Tail:
             await asyncio.sleep(self.interval)
 
 
-def read_slice(store: Store, after: int, run_id: str | None,
-               limit: int = BATCH) -> tuple[int, list[StreamItem]]:
+def read_slice(
+    store: Store, after: int, run_id: str | None, limit: int = BATCH
+) -> tuple[int, list[StreamItem]]:
     """(the cursor to continue from, the events after ``after``); runs in a worker thread.
 
     The store's last seq is read first: when fewer than ``limit`` events come back, none up to
@@ -81,8 +82,9 @@ def read_slice(store: Store, after: int, run_id: str | None,
 Send = Callable[[StreamMessage], Awaitable[Any]]
 
 
-async def pump(tail: Tail, after: int | None, run_id: str | None, send: Send,
-               closed: Callable[[], bool]) -> None:
+async def pump(
+    tail: Tail, after: int | None, run_id: str | None, send: Send, closed: Callable[[], bool]
+) -> None:
     """Send batches to one client until ``closed()``; ``after=None`` starts at the end."""
     store = tail.store
     cursor = after if after is not None else await asyncio.to_thread(store.last_seq)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from tornado.httpclient import HTTPClientError, HTTPResponse
+from tornado.simple_httpclient import HTTPStreamClosedError
 from tornado.websocket import WebSocketClientConnection
 
 from jupyter_distributed.events import (
@@ -196,6 +197,7 @@ async def test_metrics_paged(jp_fetch: Fetch, store: Store) -> None:
     ("method", "path"),
     [
         ("GET", ("version",)),
+        ("GET", ("events",)),
         ("GET", ("runs",)),
         ("GET", ("runs", "run-a")),
         ("GET", ("runs", "run-a", "logs")),
@@ -386,3 +388,51 @@ def test_wire_types_match_the_json_the_store_produces(store: Store) -> None:
     assert set(wire.LogLineJSON.__annotations__) == set(store.logs("run-a")[0].to_json())
     control = store.request_control("run-a", "cancel")
     assert set(wire.ControlJSON.__annotations__) == set(control.to_json())
+
+
+class _Enough(Exception):
+    """Raised from the streaming callback to hang up once the test has what it needs."""
+
+
+async def read_sse(
+    fetch: Fetch, until: Callable[[list[dict[str, Any]]], bool], **kwargs: Any
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The SSE ids and the stream items received until ``until(items)`` holds."""
+    buffer, ids, items = "", [], []
+
+    def chunk(data: bytes) -> None:
+        nonlocal buffer
+        buffer += data.decode()
+        while "\n\n" in buffer:
+            message, buffer = buffer.split("\n\n", 1)
+            fields = dict(line.split(": ", 1) for line in message.splitlines())
+            ids.append(fields["id"])
+            items.extend(json.loads(fields["data"])["events"])
+        if until(items):
+            raise _Enough
+
+    try:
+        await fetch(*API, "events", streaming_callback=chunk, request_timeout=60, **kwargs)
+    except (_Enough, HTTPStreamClosedError):  # tornado reports the hang-up as either
+        pass
+    assert until(items)
+    return ids, items
+
+
+async def test_server_sent_events_resume_from_last_event_id(
+    jp_fetch: Fetch, store: Store, store_path: Path
+) -> None:
+    add_run(store, "earlier", 1000.0, lines=30)
+    writer = start_writer(store_path, "live", 20, 50)
+    try:
+        ids, first = await read_sse(
+            jp_fetch, lambda items: len(items) >= 300, params={"after": "0"}
+        )
+        assert ids[-1] == str(first[-1]["seq"])
+        _, second = await read_sse(
+            jp_fetch, finished("live"), headers={"Last-Event-ID": ids[-1]}, params={"run": "live"}
+        )
+    finally:
+        assert writer.wait(60) == 0
+    seqs = [i["seq"] for i in first + second if i["event"]["run_id"] == "live"]
+    assert seqs == [seq for seq, _ in store.events_after(0, "live", limit=10**6)]

@@ -18,6 +18,7 @@ from .api import History
 from .handlers import (
     SETTINGS_KEY,
     CancelHandler,
+    EventsHandler,
     LogsHandler,
     MetricsHandler,
     RunHandler,
@@ -49,6 +50,7 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
         (f"runs/{_ID}/cancel", CancelHandler),
         (f"clusters/{_ID}/stop", StopHandler),
         ("stream", StreamHandler),
+        ("events", EventsHandler),
     ]
     web_app.add_handlers(".*$", [(url_path_join(api, path), handler) for path, handler in routes])
     serverapp.log.info(

@@ -13,7 +13,7 @@ from typing import Any
 
 from jupyter_server.auth.decorator import ws_authenticated
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
-from tornado import web, websocket
+from tornado import iostream, web, websocket
 
 from .api import ApiError, BadRequest, History, Query
 from .stream import Tail, encode, pump
@@ -86,6 +86,48 @@ class StopHandler(BaseHandler):
     @web.authenticated
     async def post(self, cluster_id: str) -> None:
         await self.answer(self.history.stop, cluster_id, status=202)
+
+
+class EventsHandler(BaseHandler):
+    """``GET events?after=<seq>&run=<id>``: the same stream as Server-Sent Events, one SSE
+    message per batch whose ``id`` is the batch's last seq, so a browser's ``EventSource``
+    resumes from ``Last-Event-ID`` on reconnect."""
+
+    _closed = False
+
+    @property
+    def tail(self) -> Tail:
+        tail: Tail = self.settings[SETTINGS_KEY]["tail"]
+        return tail
+
+    @web.authenticated
+    async def get(self) -> None:
+        query = self.query()
+        try:
+            after = query.integer("after", None, 0)
+            resume = self.request.headers.get("Last-Event-ID")
+            if resume:
+                after = Query({"Last-Event-ID": [resume]}).integer("Last-Event-ID", None, 0)
+        except BadRequest as exc:
+            self.set_status(exc.status)
+            self.finish(json.dumps({"message": exc.message}))
+            return
+        self.set_header("Content-Type", "text/event-stream")
+        self.set_header("Cache-Control", "no-cache")
+        try:
+            await pump(self.tail, after, query.text("run") or None, self._send, self._is_closed)
+        except iostream.StreamClosedError:
+            pass
+
+    async def _send(self, message: StreamMessage) -> None:
+        self.write(f"id: {message['events'][-1]['seq']}\ndata: {encode(message)}\n\n")
+        await self.flush()
+
+    def _is_closed(self) -> bool:
+        return self._closed
+
+    def on_connection_close(self) -> None:
+        self._closed = True
 
 
 class StreamHandler(JupyterHandler, websocket.WebSocketHandler):

@@ -14,6 +14,9 @@ Endpoints, all under ``{base_url}/jupyter-distributed/api/``:
 - ``GET stream?after=<seq>&run=<id>`` (WebSocket) -> :class:`StreamMessage` messages: every event
   with ``seq > after`` in order, then new ones as they are written. Without ``after`` the stream
   starts at the store's current end (``RunsPage.last_seq`` is the cursor that goes with a list).
+- ``GET events?after=<seq>&run=<id>`` (Server-Sent Events): the same messages, one SSE message
+  per batch (``id:`` its last seq, ``data:`` the :class:`StreamMessage`); ``Last-Event-ID``
+  resumes like ``after``.
 - ``POST runs/<id>/cancel``, ``POST clusters/<cluster_id>/stop`` -> :class:`ControlReply` (202)
 - any error -> :class:`ErrorReply` with the HTTP status (400 bad query, 404 unknown, 409 finished)
 """

@@ -4,6 +4,7 @@ written by this process or by another one (no kernel involved)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -411,10 +412,9 @@ async def read_sse(
         if until(items):
             raise _Enough
 
-    try:
+    # tornado reports the hang-up as either
+    with contextlib.suppress(_Enough, HTTPStreamClosedError):
         await fetch(*API, "events", streaming_callback=chunk, request_timeout=60, **kwargs)
-    except (_Enough, HTTPStreamClosedError):  # tornado reports the hang-up as either
-        pass
     assert until(items)
     return ids, items
 

@@ -7,6 +7,7 @@ event loop and is the one place that maps our errors to HTTP statuses.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -114,10 +115,8 @@ class EventsHandler(BaseHandler):
             return
         self.set_header("Content-Type", "text/event-stream")
         self.set_header("Cache-Control", "no-cache")
-        try:
+        with contextlib.suppress(iostream.StreamClosedError):
             await pump(self.tail, after, query.text("run") or None, self._send, self._is_closed)
-        except iostream.StreamClosedError:
-            pass
 
     async def _send(self, message: StreamMessage) -> None:
         self.write(f"id: {message['events'][-1]['seq']}\ndata: {encode(message)}\n\n")

@@ -18,6 +18,7 @@ import cloudpickle
 
 from .backends import get_backend
 from .backends.base import Cluster, Plan, RunOutcome, RunRequest
+from .batch import record_global_batch
 from .display import CellView
 from .errors import RunFailed, SpecError
 from .events import RunEvent, RunState
@@ -106,6 +107,9 @@ class Session:
             RunFailed(list(outcome.failures)).headline if outcome.failures else ""
         )
         self.store.append([RunEvent(run_id, time.time(), outcome.state, message)])
+        warning = record_global_batch(self.store, run_id, code, spec.layout)
+        if warning:
+            view.notice(warning)
         self._set_pulled(spec, outcome, user_ns, view)
         if not cluster.alive:
             view.notice(f"the cluster was stopped ({cluster.lost}); the next cell starts a new one")

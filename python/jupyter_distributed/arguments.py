@@ -102,6 +102,12 @@ run_args = _stack(
         action="store_true",
         help="do not show the ranks' output under the cell (it is still recorded)",
     ),
+    argument(
+        "--widget",
+        action="store_true",
+        help="also show rank states, progress and samples/s in widgets under the cell "
+        "(for front-ends without the Distributed panel)",
+    ),
 )
 
 sagemaker_args = _stack(

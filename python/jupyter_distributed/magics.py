@@ -86,7 +86,7 @@ class DistributedMagics(Magics):
                 cell,
                 self.shell.user_ns,
                 cell_id=self._cell_id(),
-                view=CellView(quiet=args.quiet),
+                view=_view(spec.ranks, args.quiet, args.widget),
             )
         except SpecError as exc:
             raise UsageError(str(exc)) from None
@@ -137,6 +137,14 @@ class DistributedMagics(Magics):
 DistributedMagics.distributed.__doc__ = (
     DistributedMagics.distributed.__doc__ or ""
 ) + LINE_COMMANDS
+
+
+def _view(ranks: tuple[int, ...], quiet: bool, widget: bool) -> CellView:
+    if not widget:
+        return CellView(quiet=quiet)
+    from .widgets import WidgetView  # ipywidgets only when asked for
+
+    return WidgetView(ranks, quiet=quiet)
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -103,7 +103,9 @@ class Session:
                 ]
             )
             raise
-        message = "" if not outcome.failures else RunFailed(list(outcome.failures)).headline
+        message = outcome.message or (
+            RunFailed(list(outcome.failures)).headline if outcome.failures else ""
+        )
         self.store.append([RunEvent(run_id, time.time(), outcome.state, message)])
         warning = record_global_batch(self.store, run_id, code, spec.layout)
         if warning:
@@ -112,7 +114,7 @@ class Session:
         if not cluster.alive:
             view.notice(f"the cluster was stopped ({cluster.lost}); the next cell starts a new one")
         view.finish()
-        if outcome.state is RunState.INTERRUPTED:
+        if outcome.state in (RunState.INTERRUPTED, RunState.STOPPED):
             raise KeyboardInterrupt
         if outcome.failures:
             raise RunFailed(list(outcome.failures), run_id)

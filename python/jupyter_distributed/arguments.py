@@ -120,7 +120,6 @@ sagemaker_args = _stack(
     argument("--framework-version", metavar="V", help="PyTorch training image version"),
     argument("--py-version", metavar="pyXY", help="Python of the image, e.g. py311"),
     argument("--job-name", metavar="NAME", help="training job name (default jd-RUN)"),
-    argument("--mpi-options", metavar="OPTS", help="custom mpirun options"),
     argument(
         "--smddp",
         action="store_true",
@@ -162,7 +161,6 @@ def _sagemaker_options(args: Namespace) -> BackendOptions:
             "framework_version",
             "py_version",
             "job_name",
-            "mpi_options",
             "max_run",
             "keep_alive",
             "max_wait",
@@ -177,7 +175,10 @@ def _sagemaker_options(args: Namespace) -> BackendOptions:
         if not eq:
             raise SpecError(f"--input {item!r} must look like NAME=s3://bucket/prefix")
         inputs.append((name, uri))
+    from .backends.mpi_options import unquote
+
     return SageMakerOptions(
+        mpi_options=unquote(args.mpi_options or ""),
         smddp=args.smddp,
         spot=args.spot,
         shard_by_key=args.shard_by_key,
@@ -191,7 +192,7 @@ OPTION_BUILDERS["sagemaker"] = _sagemaker_options
 
 
 mpi_args = _stack(
-    argument_group("MPI (--backend mpi)"),
+    argument_group("MPI (--backend mpi; --mpi-options also for sagemaker)"),
     argument(
         "--hosts", metavar="h1,h2", help="hosts, one node each in order (default: this machine)"
     ),
@@ -224,18 +225,20 @@ def _mpi_options(args: Namespace) -> BackendOptions:
 
 
 OPTION_BUILDERS["mpi"] = _mpi_options
-# Flags that belong to one backend: given with another, they are refused rather than ignored.
-BACKEND_FLAGS: dict[str, tuple[str, ...]] = {"mpi": ("hosts", "hostfile", "mpi_options")}
+# Flags that belong to some backends: given with another, they are refused rather than ignored.
+BACKEND_FLAGS: dict[str, tuple[str, ...]] = {
+    "hosts": ("mpi",),
+    "hostfile": ("mpi",),
+    "mpi_options": ("mpi", "sagemaker"),
+}
 
 
 def _check_backend_flags(args: Namespace) -> None:
-    for backend, names in BACKEND_FLAGS.items():
-        given = [n for n in names if getattr(args, n, None)]
-        if given and args.backend != backend:
-            flags = ", ".join("--" + n.replace("_", "-") for n in given)
-            raise SpecError(
-                f"{flags} only apply to --backend {backend}; add --backend {backend} or remove them"
-            )
+    for name, backends in BACKEND_FLAGS.items():
+        if getattr(args, name, None) and args.backend not in backends:
+            flag = "--" + name.replace("_", "-")
+            allowed = " or ".join(f"--backend {b}" for b in backends)
+            raise SpecError(f"{flag} only applies to {allowed}; add one or remove {flag}")
 
 
 def spec_from_args(args: Namespace) -> Spec:

@@ -13,7 +13,7 @@ from nbclient import NotebookClient
 from jupyter_distributed.liveplot import MAX_RANK_LINES, Throughput
 from jupyter_distributed.store import STORE_ENV
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "06_inline_widget.ipynb"
+EXAMPLE = Path(__file__).parents[2] / "examples" / "07_inline_widget.ipynb"
 
 
 def test_throughput_buckets_samples_per_second_per_rank() -> None:

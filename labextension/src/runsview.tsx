@@ -4,6 +4,7 @@
 
 import * as React from 'react';
 
+import { formatRunCount } from './format';
 import type { Run } from './tokens';
 
 export function formatTime(t: number): string {
@@ -29,7 +30,7 @@ export function RunsList(props: {
   onSelect: (id: string) => void;
 }): JSX.Element {
   if (!props.runs.length) {
-    return <p className="jp-Distributed-empty">No runs yet</p>;
+    return <p className="jp-Distributed-empty">{formatRunCount(0)}</p>;
   }
   return (
     <ul className="jp-Distributed-runs" role="listbox" aria-label="Runs">

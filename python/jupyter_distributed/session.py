@@ -78,14 +78,15 @@ class Session:
             self.store.append([RunEvent(run_id, time.time(), RunState.FAILED,
                                         "the kernel failed while running the cell")])
             raise
-        message = "" if not outcome.failures else RunFailed(list(outcome.failures)).headline
+        message = outcome.message or (
+            RunFailed(list(outcome.failures)).headline if outcome.failures else "")
         self.store.append([RunEvent(run_id, time.time(), outcome.state, message)])
         self._set_pulled(spec, outcome, user_ns, view)
         if not cluster.alive:
             view.notice(f"the cluster was stopped ({cluster.lost}); the next cell starts a "
                         "new one")
         view.finish()
-        if outcome.state is RunState.INTERRUPTED:
+        if outcome.state in (RunState.INTERRUPTED, RunState.STOPPED):
             raise KeyboardInterrupt
         if outcome.failures:
             raise RunFailed(list(outcome.failures), run_id)

@@ -18,6 +18,8 @@ MAKEFLAGS += --no-builtin-rules
 # Debian packages the tests need, installed (after `apt-get update`) only when
 # one is missing, e.g. APT_PACKAGES += openmpi-bin libopenmpi-dev chromium
 APT_PACKAGES ?=
+# Debian's Chromium for the browser tests (Playwright never downloads one).
+APT_PACKAGES += chromium
 # torch for the tests: the CPU build, pinned. An unpinned or newer torch pulls
 # the CUDA build and its NVIDIA packages.
 TORCH_SPEC ?= torch==2.13.0
@@ -159,9 +161,16 @@ ts-test:
 pytest:
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-# Browser tests (Galata in tests/ui) go here; none yet.
-ui-test:
-	@true
+# Browser tests: Galata/Playwright in ui-tests/ (its own node_modules, ~600 MB) driving
+# Debian's Chromium against a Jupyter server from .venv; screenshots land in
+# ui-tests/test-results/. UI_TEST_ARGS=... passes arguments to `playwright test`.
+UI_TEST_ARGS ?=
+ui-tests/node_modules/.stamp: ui-tests/package.json ui-tests/package-lock.json
+	cd ui-tests && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
+	@touch $@
+
+ui-test: ui-tests/node_modules/.stamp $(STAMPS)/package
+	cd ui-tests && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npx playwright test $(UI_TEST_ARGS)
 
 # ---- helpers -----------------------------------------------------------------
 # A wheel built from scratch: the hatch hook rebuilds the extension with npm.

@@ -13,8 +13,12 @@ here = Path(__file__).resolve().parent
 work = here / ".server"
 root = work / "notebooks"
 root.mkdir(parents=True, exist_ok=True)
-# The kernel (and the ranks it starts) and the server extension share this store.
-os.environ["JUPYTER_DISTRIBUTED_STORE"] = str(work / "runs.sqlite")
+# The kernel (and the ranks it starts) and the server extension share this store; each test
+# session starts with an empty history.
+store = work / "runs.sqlite"
+for old in work.glob("runs.sqlite*"):
+    old.unlink()
+os.environ["JUPYTER_DISTRIBUTED_STORE"] = str(store)
 
 c = get_config()  # type: ignore[name-defined] # noqa: F821
 configure_jupyter_server(c)

@@ -68,7 +68,7 @@ NODE_CHECK := const [a, b] = process.versions.node.split(".").map(Number); \
 	process.exit(a > 22 || (a === 22 && b >= 12) || (a === 20 && b >= 19) ? 0 : 1);
 export NODE_CHECK
 
-.PHONY: help lab test system clean distclean wheel $(TEST_STEPS)
+.PHONY: help lab test system clean distclean wheel bench-panel $(TEST_STEPS)
 
 help:
 	@echo "make lab    set up .venv and open JupyterLab on examples/ (LAB_ARGS=... for more)"
@@ -171,6 +171,12 @@ ui-tests/node_modules/.stamp: ui-tests/package.json ui-tests/package-lock.json
 
 ui-test: ui-tests/node_modules/.stamp $(STAMPS)/package
 	cd ui-tests && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npx playwright test $(UI_TEST_ARGS)
+
+# Not part of `make test`: the panel under a synthetic 256-rank run (latency, long tasks).
+# BENCH_SECONDS, BENCH_LINES_PER_SECOND and BENCH_RANKS change the load.
+bench-panel: ui-tests/node_modules/.stamp $(STAMPS)/package
+	cd ui-tests && NODE_PATH=$(abspath ui-tests/node_modules) PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+	  npx playwright test --config playwright.bench.config.ts
 
 # ---- helpers -----------------------------------------------------------------
 # A wheel built from scratch: the hatch hook rebuilds the extension with npm.

@@ -13,12 +13,11 @@ here = Path(__file__).resolve().parent
 work = here / ".server"
 root = work / "notebooks"
 root.mkdir(parents=True, exist_ok=True)
-# The kernel (and the ranks it starts) and the server extension share this store; each test
-# session starts with an empty history.
-store = work / "runs.sqlite"
-for old in work.glob("runs.sqlite*"):
+# The kernel (and the ranks it starts) and the server extension share this store (named by
+# playwright.config.ts); each test session starts with an empty history.
+store = Path(os.environ.setdefault("JUPYTER_DISTRIBUTED_STORE", str(work / "runs.sqlite")))
+for old in store.parent.glob(store.name + "*"):
     old.unlink()
-os.environ["JUPYTER_DISTRIBUTED_STORE"] = str(store)
 
 c = get_config()  # type: ignore[name-defined] # noqa: F821
 configure_jupyter_server(c)

@@ -3,6 +3,7 @@
  * browser), a Jupyter server started for the run with a fixed token.
  */
 import { defineConfig } from '@playwright/test';
+import * as path from 'path';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
@@ -11,6 +12,9 @@ const port = process.env.UI_TEST_PORT ?? '8931';
 const token = process.env.UI_TEST_TOKEN ?? 'ui-test-token';
 process.env.UI_TEST_PORT = port;
 process.env.UI_TEST_TOKEN = token;
+// The run store shared by the server (and the kernels it starts) and the benchmark's feeder;
+// jupyter_server_test_config.py empties it when the server starts.
+process.env.JUPYTER_DISTRIBUTED_STORE = path.join(__dirname, '.server', 'runs.sqlite');
 
 export default defineConfig({
   ...baseConfig,

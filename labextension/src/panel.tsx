@@ -46,7 +46,8 @@ export function PanelView(props: { model: DistributedModel }): JSX.Element {
       />
     );
   } else {
-    const origin = run?.started ?? 0;
+    // Whole seconds, so that per-second throughput buckets start at 0.
+    const origin = Math.floor(run?.started ?? 0);
     const { perRank, total } = throughputSeries(live, origin);
     body = (
       <ThroughputView

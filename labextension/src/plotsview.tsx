@@ -55,6 +55,7 @@ function Plot(props: IPlotProps): JSX.Element {
           title: { text: props.title, font: { size: 13 } },
           margin: { l: 48, r: 8, t: 32, b: 36 },
           height: 220,
+          autosize: true,
           xaxis: { title: { text: props.xTitle ?? 's since start' } },
           showlegend: props.traces.length <= 16,
           legend: { font: { size: 10 } }

@@ -33,9 +33,8 @@ async function shoot(page: IJupyterLabPageFixture, name: string): Promise<void> 
 
 test.use({ autoGoto: true });
 
-test('a distributed cell shows up in the panel and survives a reload', async ({ page, tmpPath }) => {
-  const name = `${tmpPath}/panel.ipynb`;
-  await page.notebook.createNew(name);
+test('a distributed cell shows up in the panel and survives a reload', async ({ page }) => {
+  await page.notebook.createNew('panel.ipynb');
   await page.notebook.setCell(0, 'code', '%load_ext jupyter_distributed');
   await page.notebook.addCell('code', CELL);
   const p = await openPanel(page);
@@ -44,14 +43,17 @@ test('a distributed cell shows up in the panel and survives a reload', async ({ 
   await page.notebook.runCell(0);
   await page.notebook.runCell(1);
   // The cell's own output, tagged by rank.
-  const output = await page.notebook.getCellOutput(1);
-  await expect(output!).toContainText('<b>bold</b> from rank 1');
+  await expect(page.locator('.jp-OutputArea-output').last()).toContainText(
+    '[rank 1] <b>bold</b> from rank 1'
+  );
 
   // The run just executed is selected and finishes.
   const runs = p.getByRole('listbox', { name: 'Runs' });
   await expect(runs.getByRole('option')).toHaveCount(1);
   await expect(runs.getByRole('option', { selected: true })).toHaveCount(1);
   await expect(p.getByLabel('Run state')).toHaveText('completed', { timeout: 30_000 });
+  const runLabel = await runs.getByRole('option', { selected: true }).getAttribute('aria-label');
+  expect(runLabel).toMatch(/^Run /);
   await shoot(page, '1-runs');
 
   await p.getByRole('tab', { name: 'Ranks' }).click();
@@ -79,10 +81,12 @@ test('a distributed cell shows up in the panel and survives a reload', async ({ 
   await expect(p.getByLabel('loss plot')).toBeVisible();
   await shoot(page, '4-throughput');
 
-  const runLabel = await runs.getByRole('option', { selected: true }).getAttribute('aria-label');
-  expect(runLabel).toMatch(/^Run /);
-
-  await page.reload();
+  // Saved, so that the reloaded notebook starts its kernel without asking.
+  await page.evaluate(() =>
+    (window as unknown as { jupyterapp: { commands: { execute(id: string): Promise<unknown> } } })
+      .jupyterapp.commands.execute('docmanager:save')
+  );
+  await page.reload({ waitForIsReady: false });
   await page.waitForSelector('#jupyterlab-splash', { state: 'detached' });
   const q = (await panel(page).isVisible()) ? panel(page) : await openPanel(page);
   // Same tab, same run, its plot again.

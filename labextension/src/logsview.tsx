@@ -44,34 +44,49 @@ export interface ILogsViewProps {
 
 export function LogsView(props: ILogsViewProps): JSX.Element {
   const scroller = React.useRef<HTMLDivElement>(null);
+  // The scroll position seen last: moving up from it is the user's doing (following only
+  // ever moves down; a shorter, filtered list resets it).
+  const lastTop = React.useRef(0);
   const [scrollTop, setScrollTop] = React.useState(0);
   const [height, setHeight] = React.useState(400);
   const [ranksText, setRanksText] = React.useState(props.filter.ranks.join(','));
   const total = props.lines.length;
 
-  React.useLayoutEffect(() => {
+  // The viewport's height, measured only when it changes size (no forced layout per update).
+  React.useEffect(() => {
     const node = scroller.current;
-    if (!node) {
+    if (!node || typeof ResizeObserver === 'undefined') {
       return;
     }
-    setHeight(node.clientHeight || 400);
-    if (props.follow) {
-      node.scrollTop = node.scrollHeight;
-      setScrollTop(node.scrollTop);
+    const observer = new ResizeObserver(entries => {
+      setHeight(entries[0]?.contentRect.height || 400);
+    });
+    observer.observe(node);
+    return () => observer.disconnect();
+  }, []);
+
+  // Following: scroll to the end, computed from the row count rather than read from the DOM.
+  React.useLayoutEffect(() => {
+    const node = scroller.current;
+    if (node && props.follow) {
+      const end = Math.max(0, total * ROW_HEIGHT - height);
+      lastTop.current = 0;
+      node.scrollTop = total * ROW_HEIGHT; // the browser clamps it to the end
+      setScrollTop(end);
     }
-  }, [props.version, total, props.follow]);
+  }, [props.version, total, props.follow, height]);
 
   const onScroll = (): void => {
     const node = scroller.current;
     if (!node) {
       return;
     }
-    setScrollTop(node.scrollTop);
-    setHeight(node.clientHeight || 400);
-    const atBottom = node.scrollTop + node.clientHeight >= node.scrollHeight - ROW_HEIGHT;
-    if (props.follow && !atBottom) {
-      props.onFollow(false);
+    const top = node.scrollTop;
+    setScrollTop(top);
+    if (props.follow && top < lastTop.current - ROW_HEIGHT) {
+      props.onFollow(false); // the user scrolled up to read: stop following
     }
+    lastTop.current = top;
   };
 
   const first = Math.max(0, Math.floor(scrollTop / ROW_HEIGHT) - OVERSCAN);

@@ -129,7 +129,7 @@ describe('DistributedModel', () => {
     const m = open(new MemoryStorage(), 10);
     await until(() => runsRequests() >= 2);
     m.setHidden(true);
-    await sleep(30);
+    await sleep(100); // a tick already under way may still finish
     const before = runsRequests();
     await sleep(100);
     expect(runsRequests()).toBe(before);

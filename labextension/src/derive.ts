@@ -154,3 +154,37 @@ export function throughputSeries(
     total: { x: seconds.map(s => s - origin), y: seconds.map(s => total.get(s) ?? 0) }
   };
 }
+
+/** Above this many ranks a plot shows min / median / max across ranks instead of one line each. */
+export const MAX_RANK_TRACES = 32;
+
+/**
+ * Per whole second (x relative to `origin`), the min, median and max across ranks of
+ * `byRank`'s values (the last value of each rank in that second).
+ */
+export function acrossRanks(
+  byRank: ReadonlyMap<number, Series>,
+  origin: number
+): { min: Series; median: Series; max: Series } {
+  const perSecond = new Map<number, Map<number, number>>();
+  for (const [rank, series] of byRank) {
+    series.x.forEach((t, i) => {
+      const second = Math.floor(t - origin);
+      let values = perSecond.get(second);
+      if (!values) {
+        values = new Map();
+        perSecond.set(second, values);
+      }
+      values.set(rank, series.y[i] ?? 0);
+    });
+  }
+  const seconds = [...perSecond.keys()].sort((a, b) => a - b);
+  const out = { min: { x: seconds, y: [] as number[] }, median: { x: seconds, y: [] as number[] }, max: { x: seconds, y: [] as number[] } };
+  for (const second of seconds) {
+    const values = [...(perSecond.get(second) as Map<number, number>).values()];
+    out.min.y.push(Math.min(...values));
+    out.median.y.push(median(values));
+    out.max.y.push(Math.max(...values));
+  }
+  return out;
+}

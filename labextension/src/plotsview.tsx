@@ -5,7 +5,11 @@
 
 import * as React from 'react';
 
+import { MAX_RANK_TRACES, acrossRanks } from './derive';
 import type { MetricSeries, Series } from './runstate';
+
+/** The least time between two redraws of one plot, in ms (plotly redraws are costly). */
+const REDRAW_MS = 1000;
 
 type Plotly = typeof import('plotly.js-basic-dist-min');
 
@@ -34,8 +38,17 @@ export interface IPlotProps {
 function Plot(props: IPlotProps): JSX.Element {
   const root = React.useRef<HTMLDivElement>(null);
   const [error, setError] = React.useState('');
+  const lastDraw = React.useRef(-Infinity);
+  const [tick, setTick] = React.useState(0);
 
   React.useEffect(() => {
+    const wait = lastDraw.current + REDRAW_MS - performance.now();
+    if (wait > 0) {
+      // Drawn recently: draw the latest data once the interval is over.
+      const timer = setTimeout(() => setTick(t => t + 1), wait);
+      return () => clearTimeout(timer);
+    }
+    lastDraw.current = performance.now();
     let cancelled = false;
     loadPlotly()
       .then(Plotly => {
@@ -70,7 +83,7 @@ function Plot(props: IPlotProps): JSX.Element {
     return () => {
       cancelled = true;
     };
-  }, [props.version, props.title]);
+  }, [props.version, props.title, tick]);
 
   React.useEffect(
     () => () => {
@@ -90,21 +103,26 @@ function Plot(props: IPlotProps): JSX.Element {
   );
 }
 
+/** One line per rank, or min / median / max across ranks when there are many. */
+function rankTraces(byRank: ReadonlyMap<number, Series>, origin: number): IPlotTrace[] {
+  if (byRank.size > MAX_RANK_TRACES) {
+    const { min, median, max } = acrossRanks(byRank, origin);
+    return [
+      { name: 'max', series: max },
+      { name: 'median', series: median, dash: true },
+      { name: 'min', series: min }
+    ];
+  }
+  return [...byRank.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([rank, s]) => ({ name: `rank ${rank}`, series: { x: s.x.map(t => t - origin), y: s.y } }));
+}
+
 function metricPlots(series: MetricSeries, origin: number, version: number): JSX.Element[] {
   return [...series.entries()]
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([name, byRank]) => (
-      <Plot
-        key={name}
-        title={name}
-        version={version}
-        traces={[...byRank.entries()]
-          .sort(([a], [b]) => a - b)
-          .map(([rank, s]) => ({
-            name: `rank ${rank}`,
-            series: { x: s.x.map(t => t - origin), y: s.y }
-          }))}
-      />
+      <Plot key={name} title={name} version={version} traces={rankTraces(byRank, origin)} />
     ));
 }
 
@@ -125,10 +143,12 @@ export function ThroughputView(props: {
           version={props.version}
           traces={[
             { name: 'total', series: props.total, dash: true },
-            ...[...props.perRank.entries()].map(([rank, series]) => ({
-              name: `rank ${rank}`,
-              series
-            }))
+            ...(props.perRank.size > MAX_RANK_TRACES
+              ? rankTraces(props.perRank, 0).map(t => ({ ...t, name: `${t.name} rank`, dash: false }))
+              : [...props.perRank.entries()].map(([rank, series]) => ({
+                  name: `rank ${rank}`,
+                  series
+                })))
           ]}
         />
       ) : (

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 
-import { currentRate, median, rankGroups, throughputSeries } from '../../labextension/src/derive';
+import {
+  acrossRanks,
+  currentRate,
+  median,
+  rankGroups,
+  throughputSeries
+} from '../../labextension/src/derive';
 import { LogBuffer } from '../../labextension/src/logbuffer';
 import { parseRanks } from '../../labextension/src/logsview';
 import { RunLive } from '../../labextension/src/runstate';
@@ -87,6 +93,18 @@ describe('throughput', () => {
     expect(total).toEqual({ x: [0, 1], y: [25, 5] });
     expect([...live.metrics.keys()]).toEqual(['loss']);
     expect([...live.system.keys()]).toEqual(['sys.cpu_percent']);
+  });
+
+  it('summarises many ranks as min, median and max per second', () => {
+    const byRank = new Map([
+      [0, { x: [T + 0.1, T + 1.2], y: [10, 20] }],
+      [1, { x: [T + 0.5], y: [30] }],
+      [2, { x: [T + 0.9, T + 1.9], y: [50, 40] }]
+    ]);
+    const { min, median: mid, max } = acrossRanks(byRank, T);
+    expect(min).toEqual({ x: [0, 1], y: [10, 20] });
+    expect(mid.y).toEqual([30, 30]);
+    expect(max.y).toEqual([50, 40]);
   });
 
   it('averages the current rate over the reporting window', () => {

@@ -18,6 +18,8 @@ MAKEFLAGS += --no-builtin-rules
 # Debian packages the tests need, installed (after `apt-get update`) only when
 # one is missing, e.g. APT_PACKAGES += openmpi-bin libopenmpi-dev chromium
 APT_PACKAGES ?= openmpi-bin libopenmpi-dev
+# Debian's Chromium for the browser tests (Playwright never downloads one).
+APT_PACKAGES += chromium
 # torch for the tests: the CPU build, pinned. An unpinned or newer torch pulls
 # the CUDA build and its NVIDIA packages.
 TORCH_SPEC ?= torch==2.13.0
@@ -67,7 +69,7 @@ NODE_CHECK := const [a, b] = process.versions.node.split(".").map(Number); \
 	process.exit(a > 22 || (a === 22 && b >= 12) || (a === 20 && b >= 19) ? 0 : 1);
 export NODE_CHECK
 
-.PHONY: help lab test system clean distclean wheel $(TEST_STEPS)
+.PHONY: help lab test system clean distclean wheel bench-panel $(TEST_STEPS)
 
 help:
 	@echo "make lab    set up .venv and open JupyterLab on examples/ (LAB_ARGS=... for more)"
@@ -161,9 +163,22 @@ ts-test:
 pytest:
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-# Browser tests (Galata in tests/ui) go here; none yet.
-ui-test:
-	@true
+# Browser tests: Galata/Playwright in ui-tests/ (its own node_modules, ~600 MB) driving
+# Debian's Chromium against a Jupyter server from .venv; screenshots land in
+# ui-tests/test-results/. UI_TEST_ARGS=... passes arguments to `playwright test`.
+UI_TEST_ARGS ?=
+ui-tests/node_modules/.stamp: ui-tests/package.json ui-tests/package-lock.json
+	cd ui-tests && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
+	@touch $@
+
+ui-test: ui-tests/node_modules/.stamp $(STAMPS)/package
+	cd ui-tests && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npx playwright test $(UI_TEST_ARGS)
+
+# Not part of `make test`: the panel under a synthetic 256-rank run (latency, long tasks).
+# BENCH_SECONDS, BENCH_LINES_PER_SECOND and BENCH_RANKS change the load.
+bench-panel: ui-tests/node_modules/.stamp $(STAMPS)/package
+	cd ui-tests && NODE_PATH=$(abspath ui-tests/node_modules) PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+	  npx playwright test --config playwright.bench.config.ts
 
 # ---- helpers -----------------------------------------------------------------
 # A wheel built from scratch: the hatch hook rebuilds the extension with npm.

@@ -6,6 +6,7 @@ import {
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { IMainMenu } from '@jupyterlab/mainmenu';
 
+import { DistributedModel } from './model';
 import { DistributedPanel, PANEL_ID } from './panel';
 
 namespace CommandIDs {
@@ -27,7 +28,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     mainMenu: IMainMenu | null,
     restorer: ILayoutRestorer | null
   ): void => {
-    const panel = new DistributedPanel();
+    const panel = new DistributedPanel(new DistributedModel());
     // Registered now so that a saved layout can put the panel back where the
     // user left it; the shell only adds it after `app.restored` (see below).
     restorer?.add(panel, PANEL_ID);

@@ -1,0 +1,128 @@
+"""Feed a synthetic 256-rank run into the run store, as a kernel would, for ``bench_panel``.
+
+Usage: ``python benchmarks/feed_panel.py STORE --seconds 20 --ranks 256 --lines-per-second 2000``
+
+Writes one run, its ranks (8 hosts, dp/pp/tp coordinates), then every ``--batch`` seconds a batch
+of output lines spread over the ranks, one ``samples`` metric and one system sample per rank per
+second, and a marker line ``BENCH-MARK <n> <unix time>`` that the browser side looks for to
+measure event-to-screen latency. Prints one JSON line with the run id when the run exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+from pathlib import Path
+from random import Random
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+
+from jupyter_distributed.events import (
+    Event,
+    MetricEvent,
+    OutputEvent,
+    RankEvent,
+    RankState,
+    RunEvent,
+    RunState,
+    Stream,
+)
+from jupyter_distributed.store import RunRecord, Store
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("store")
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--ranks", type=int, default=256)
+    parser.add_argument("--hosts", type=int, default=8)
+    parser.add_argument("--lines-per-second", type=int, default=2000)
+    parser.add_argument("--batch", type=float, default=0.1, help="seconds between writes")
+    args = parser.parse_args()
+
+    store = Store(args.store)
+    rng = Random(0)  # noqa: S311 (synthetic load, reproducible; not security)
+    run_id = f"bench-{uuid.uuid4().hex[:8]}"
+    ranks = list(range(args.ranks))
+    per_host = max(1, args.ranks // args.hosts)
+    now = time.time()
+    store.create_run(
+        RunRecord(
+            id=run_id,
+            backend="local",
+            world_size=args.ranks,
+            ranks=ranks,
+            cluster_id=f"c-{run_id}",
+            notebook="bench.ipynb",
+            host="bench",
+            started=now,
+        ),
+        coords={
+            r: {
+                "rank": r,
+                "node_rank": r // per_host,
+                "local_rank": r % per_host,
+                "data_parallel": r // 4,
+                "pipeline_stage": (r // 2) % 2,
+                "tensor_parallel": r % 2,
+                "role": "worker",
+                "host": f"node{r // per_host}",
+            }
+            for r in ranks
+        },
+    )
+    start: list[Event] = [RunEvent(run_id, now, RunState.RUNNING)]
+    start += [
+        RankEvent(run_id, r, now, RankState.RUNNING, f"node{r // per_host}", 10_000 + r)
+        for r in ranks
+    ]
+    store.append(start)
+    print(json.dumps({"run": run_id}), flush=True)
+
+    lines_per_batch = max(1, int(args.lines_per_second * args.batch))
+    marker = 0
+    next_metrics = now
+    end = now + args.seconds
+    while (t := time.time()) < end:
+        batch: list[Event] = [
+            OutputEvent(
+                run_id,
+                rng.randrange(args.ranks),
+                t,
+                Stream.STDERR if i % 50 == 0 else Stream.STDOUT,
+                f"step {marker} line {i}: loss={rng.random():.4f}",
+            )
+            for i in range(lines_per_batch)
+        ]
+        if t >= next_metrics:
+            next_metrics = t + 1.0
+            batch += [
+                MetricEvent(run_id, r, t, {"samples": 64.0 * rng.uniform(0.9, 1.1)}) for r in ranks
+            ]
+            batch += [
+                MetricEvent(
+                    run_id, r, t, {"sys.cpu_percent": rng.uniform(50, 100), "sys.rss_mb": 500 + r}
+                )
+                for r in ranks
+            ]
+        marker += 1
+        batch.append(
+            OutputEvent(
+                run_id, 0, time.time(), Stream.STDOUT, f"BENCH-MARK {marker} {time.time():.3f}"
+            )
+        )
+        store.append(batch)
+        time.sleep(max(0.0, args.batch - (time.time() - t)))
+    t = time.time()
+    store.append(
+        [RankEvent(run_id, r, t, RankState.DONE) for r in ranks]
+        + [RunEvent(run_id, t, RunState.COMPLETED)]
+    )
+    print(json.dumps({"done": run_id, "markers": marker}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

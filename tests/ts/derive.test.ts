@@ -1,0 +1,158 @@
+import { describe, expect, it } from 'vitest';
+
+import {
+  acrossRanks,
+  currentRate,
+  median,
+  rankGroups,
+  throughputSeries
+} from '../../labextension/src/derive';
+import { LogBuffer } from '../../labextension/src/logbuffer';
+import { parseRanks } from '../../labextension/src/logsview';
+import { RunLive } from '../../labextension/src/runstate';
+import type { DistributedEvent } from '../../labextension/src/tokens';
+import { makeRun } from './fakes';
+
+const T = 2_000_000;
+
+function liveWith(events: DistributedEvent[]): RunLive {
+  const live = new RunLive('r');
+  live.setSnapshot({ run: makeRun('r', T), ranks: [] });
+  live.apply(events.map((event, i) => ({ seq: i + 1, event })));
+  return live;
+}
+
+function rankEvent(rank: number, host: string, t = T): DistributedEvent {
+  return { kind: 'rank', run_id: 'r', rank, t, state: 'running', host, pid: 100 + rank };
+}
+
+function samples(rank: number, t: number, n: number): DistributedEvent {
+  return { kind: 'metric', run_id: 'r', rank, t, values: { samples: n } };
+}
+
+describe('rank tiles', () => {
+  it('groups ranks by host and marks a rank without heartbeat for over 5 s as stalled', () => {
+    const live = liveWith([rankEvent(0, 'b'), rankEvent(1, 'a'), rankEvent(2, 'b'), samples(0, T + 9, 1)]);
+    const groups = rankGroups(live, T + 10);
+    expect(groups.map(g => [g.host, g.tiles.map(t => t.rank)])).toEqual([
+      ['a', [1]],
+      ['b', [0, 2]]
+    ]);
+    const states = Object.fromEntries(groups.flatMap(g => g.tiles).map(t => [t.rank, t.state]));
+    expect(states).toEqual({ 0: 'running', 1: 'stalled', 2: 'stalled' });
+  });
+
+  it('does not call ranks of a finished run stalled', () => {
+    const live = liveWith([rankEvent(0, 'a'), { kind: 'run', run_id: 'r', t: T + 1, state: 'completed', message: '' }]);
+    expect(rankGroups(live, T + 60)[0]?.tiles[0]?.state).toBe('running');
+    expect(live.run?.ended).toBe(T + 1);
+  });
+
+  it('marks a rank far below its peers median throughput as a straggler', () => {
+    const events: DistributedEvent[] = [];
+    for (let s = 0; s < 5; s++) {
+      events.push(samples(0, T + s, 100), samples(1, T + s, 96), samples(2, T + s, 104), samples(3, T + s, 20));
+    }
+    const tiles = rankGroups(liveWith(events), T + 5).flatMap(g => g.tiles);
+    expect(tiles.map(t => t.straggler)).toEqual([false, false, false, true]);
+    expect(tiles[0]?.samplesPerSec).toBe(100);
+  });
+
+  it('takes coordinates from the snapshot', () => {
+    const live = new RunLive('r');
+    live.setSnapshot({
+      run: makeRun('r', T),
+      ranks: [
+        {
+          rank: 3,
+          host: 'n1',
+          pid: 7,
+          state: 'running',
+          coords: { data_parallel: 1, pipeline_stage: 0, tensor_parallel: 1, role: 'worker', node_rank: 1 },
+          updated: T,
+          heartbeat: T
+        }
+      ]
+    });
+    const tile = rankGroups(live, T)[0]?.tiles[0];
+    expect([tile?.dp, tile?.pp, tile?.tp, tile?.role, tile?.pid]).toEqual([1, 0, 1, 'worker', 7]);
+  });
+});
+
+describe('throughput', () => {
+  it('sums samples per second per rank and in total, separating sys.* and other metrics', () => {
+    const live = liveWith([
+      samples(0, T + 0.2, 10),
+      samples(0, T + 0.7, 10),
+      samples(1, T + 0.5, 5),
+      samples(1, T + 1.5, 5),
+      { kind: 'metric', run_id: 'r', rank: 0, t: T + 1, values: { 'sys.cpu_percent': 50, loss: 0.5 } }
+    ]);
+    const { perRank, total } = throughputSeries(live, T);
+    expect(perRank.get(0)).toEqual({ x: [0], y: [20] });
+    expect(total).toEqual({ x: [0, 1], y: [25, 5] });
+    expect([...live.metrics.keys()]).toEqual(['loss']);
+    expect([...live.system.keys()]).toEqual(['sys.cpu_percent']);
+  });
+
+  it('summarises many ranks as min, median and max per second', () => {
+    const byRank = new Map([
+      [0, { x: [T + 0.1, T + 1.2], y: [10, 20] }],
+      [1, { x: [T + 0.5], y: [30] }],
+      [2, { x: [T + 0.9, T + 1.9], y: [50, 40] }]
+    ]);
+    const { min, median: mid, max } = acrossRanks(byRank, T);
+    expect(min).toEqual({ x: [0, 1], y: [10, 20] });
+    expect(mid.y).toEqual([30, 30]);
+    expect(max.y).toEqual([50, 40]);
+  });
+
+  it('averages the current rate over the reporting window', () => {
+    expect(currentRate(new Map([[10, 4], [11, 6]]))).toBe(5);
+    expect(currentRate(new Map([[1, 100], [10, 10]]))).toBe(2);
+    expect(median([3, 1, 2, 10])).toBe(2.5);
+  });
+});
+
+describe('log buffer', () => {
+  const line = (seq: number, rank: number, text: string, stream: 'stdout' | 'stderr' = 'stdout') => ({
+    seq,
+    rank,
+    t: T,
+    stream,
+    text
+  });
+
+  it('filters by rank, stream and text, extending the result as lines arrive', () => {
+    const buffer = new LogBuffer();
+    buffer.push(line(1, 0, 'loss 1'));
+    buffer.push(line(2, 1, 'Warning: slow', 'stderr'));
+    const filter = { ranks: [1], stderrOnly: true, search: 'WARN' };
+    expect(buffer.filtered(filter).map(l => l.seq)).toEqual([2]);
+    buffer.push(line(3, 1, 'another warning', 'stderr'));
+    buffer.push(line(4, 0, 'warning on 0', 'stderr'));
+    expect(buffer.filtered(filter).map(l => l.seq)).toEqual([2, 3]);
+    expect(buffer.filtered({ ranks: [], stderrOnly: false, search: '' }).length).toBe(4);
+  });
+
+  it('keeps at most its capacity, dropping the oldest lines', () => {
+    const buffer = new LogBuffer(1000);
+    const all = { ranks: [], stderrOnly: false, search: '' };
+    for (let seq = 1; seq <= 5000; seq++) {
+      buffer.push(line(seq, 0, `line ${seq}`));
+      if (seq % 700 === 0) {
+        buffer.filtered(all);
+      }
+    }
+    const kept = buffer.filtered(all);
+    expect(kept.length).toBe(1000);
+    expect(kept[0]?.seq).toBe(4001);
+    expect(buffer.dropped).toBe(4000);
+  });
+
+  it('parses rank lists', () => {
+    expect(parseRanks('0, 2-4')).toEqual([0, 2, 3, 4]);
+    expect(parseRanks('')).toEqual([]);
+    expect(parseRanks('x')).toBeNull();
+  });
+});

@@ -1,0 +1,138 @@
+/**
+ * Test doubles for the browser I/O the model uses: a fake server behind
+ * `fetch` and a fake `WebSocket`, handed in through JupyterLab's server settings.
+ */
+
+import { ServerConnection } from '@jupyterlab/services';
+
+import type { DistributedEvent, Run, RunReply } from '../../labextension/src/tokens';
+
+export function makeRun(id: string, started: number, extra: Partial<Run> = {}): Run {
+  return {
+    id,
+    backend: 'local',
+    world_size: 2,
+    ranks: [0, 1],
+    state: 'running',
+    cluster_id: `c-${id}`,
+    spec: {},
+    source: 'print(rank)',
+    notebook: 'demo.ipynb',
+    cell_id: 'cell-1',
+    host: 'localhost',
+    kernel_pid: 42,
+    external_id: '',
+    started,
+    ended: null,
+    message: '',
+    summary: {},
+    ...extra
+  };
+}
+
+export class FakeSocket {
+  static instances: FakeSocket[] = [];
+  readyState = 0;
+  onopen: (() => void) | null = null;
+  onmessage: ((m: { data: string }) => void) | null = null;
+  onclose: (() => void) | null = null;
+
+  constructor(readonly url: string) {
+    FakeSocket.instances.push(this);
+  }
+
+  open(): void {
+    this.readyState = 1;
+    this.onopen?.();
+  }
+
+  send(): void {
+    // The model never sends: the cursor travels in the URL.
+  }
+
+  deliver(events: { seq: number; event: DistributedEvent }[]): void {
+    this.onmessage?.({ data: JSON.stringify({ events }) });
+  }
+
+  close(): void {
+    this.readyState = 3;
+    this.onclose?.();
+  }
+}
+
+export interface IFakeServer {
+  runs: Run[];
+  details: Map<string, RunReply>;
+  requests: { method: string; url: string }[];
+  failWith: number | null;
+  version: number;
+}
+
+export function fakeServer(): IFakeServer {
+  return { runs: [], details: new Map(), requests: [], failWith: null, version: 1 };
+}
+
+export function settingsFor(server: IFakeServer): ServerConnection.ISettings {
+  const fetchFake = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    const request = input instanceof Request ? input : new Request(String(input), init);
+    const url = new URL(request.url);
+    server.requests.push({ method: request.method, url: request.url });
+    if (server.failWith !== null) {
+      return json({ message: 'the store is locked' }, server.failWith);
+    }
+    const path = url.pathname.replace(/^\/lab-base\/jupyter-distributed\/api\//, '');
+    if (path === 'runs') {
+      return json({ runs: server.runs, version: server.version, last_seq: 0 });
+    }
+    const detail = /^runs\/([^/]+)$/.exec(path);
+    if (detail) {
+      const reply = server.details.get(decodeURIComponent(detail[1] ?? ''));
+      return reply ? json(reply) : json({ message: 'no such run' }, 404);
+    }
+    if (/^runs\/[^/]+\/cancel$/.test(path) || /^clusters\/[^/]+\/stop$/.test(path)) {
+      return json({ control: {} }, 202);
+    }
+    return json({ message: `unknown path ${path}` }, 404);
+  };
+  return ServerConnection.makeSettings({
+    baseUrl: 'http://127.0.0.1:8888/lab-base/',
+    wsUrl: 'ws://127.0.0.1:8888/lab-base/',
+    token: 'secret',
+    appendToken: true,
+    fetch: fetchFake as typeof fetch,
+    WebSocket: FakeSocket as unknown as typeof WebSocket
+  });
+}
+
+function json(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'Content-Type': 'application/json' }
+  });
+}
+
+/** Resolve after `ms` milliseconds of real time. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise(resolve => setTimeout(resolve, ms));
+}
+
+/** Wait until `check` holds, polling every few ms; fails after `ms`. */
+export async function until(check: () => boolean, ms = 2000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) {
+      throw new Error('condition not reached');
+    }
+    await sleep(5);
+  }
+}
+
+export class MemoryStorage {
+  items = new Map<string, string>();
+  getItem(key: string): string | null {
+    return this.items.get(key) ?? null;
+  }
+  setItem(key: string, value: string): void {
+    this.items.set(key, value);
+  }
+}

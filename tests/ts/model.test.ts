@@ -1,0 +1,171 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+import { DistributedModel, STATE_KEY } from '../../labextension/src/model';
+import {
+  FakeSocket,
+  MemoryStorage,
+  fakeServer,
+  makeRun,
+  settingsFor,
+  sleep,
+  until,
+  type IFakeServer
+} from './fakes';
+
+let server: IFakeServer;
+let model: DistributedModel | null = null;
+const NOW = 1_000_000;
+
+function open(storage = new MemoryStorage(), interval = 20): DistributedModel {
+  model = new DistributedModel({
+    settings: settingsFor(server),
+    storage,
+    interval,
+    throttle: 10,
+    now: () => NOW
+  });
+  return model;
+}
+
+function runsRequests(): number {
+  return server.requests.filter(r => new URL(r.url).pathname.endsWith('/api/runs')).length;
+}
+
+beforeEach(() => {
+  server = fakeServer();
+  FakeSocket.instances = [];
+});
+
+afterEach(() => {
+  model?.dispose();
+  model = null;
+});
+
+describe('DistributedModel', () => {
+  it('lists runs from the base URL with the token', async () => {
+    server.runs = [makeRun('b', NOW - 10), makeRun('a', NOW - 20)];
+    const m = open();
+    await until(() => m.runs.length === 2);
+    const request = server.requests[0];
+    expect(request?.url).toMatch(/^http:\/\/127\.0\.0\.1:8888\/lab-base\/jupyter-distributed\/api\/runs\?limit=50/);
+    expect(m.runs.map(r => r.id)).toEqual(['b', 'a']);
+    expect(m.selectedId).toBeNull(); // both started before the panel opened
+  });
+
+  it('selects the newest run started since it opened and follows its stream', async () => {
+    server.runs = [makeRun('old', NOW - 100)];
+    const m = open();
+    await until(() => m.runs.length === 1);
+    server.runs = [makeRun('new', NOW + 1), makeRun('old', NOW - 100)];
+    server.details.set('new', {
+      run: makeRun('new', NOW + 1),
+      ranks: [
+        { rank: 0, host: 'h', pid: 10, state: 'running', coords: { data_parallel: 0 }, updated: NOW, heartbeat: NOW },
+        { rank: 1, host: 'h', pid: 11, state: 'running', coords: { data_parallel: 1 }, updated: NOW, heartbeat: NOW }
+      ]
+    });
+    await until(() => m.selectedId === 'new' && m.live?.ranks.size === 2);
+    const socket = FakeSocket.instances[0];
+    expect(socket?.url).toBe(
+      'ws://127.0.0.1:8888/lab-base/jupyter-distributed/api/stream?after=0&run=new&token=secret'
+    );
+    expect(m.live?.ranks.get(1)?.coords.data_parallel).toBe(1);
+  });
+
+  it('folds stream events once each and resumes after the last seq on reconnect', async () => {
+    const m = open();
+    m.select('r1');
+    const first = FakeSocket.instances[0] as FakeSocket;
+    first.open();
+    const line = (seq: number, text: string) => ({
+      seq,
+      event: { kind: 'output' as const, run_id: 'r1', rank: 0, t: NOW, stream: 'stdout' as const, text }
+    });
+    first.deliver([line(1, 'a'), line(2, '<b>bold</b>')]);
+    first.deliver([line(2, '<b>bold</b>'), line(3, 'c')]); // seq 2 again: ignored
+    expect(m.live?.logs.filtered({ ranks: [], stderrOnly: false, search: '' }).map(l => l.text)).toEqual([
+      'a',
+      '<b>bold</b>',
+      'c'
+    ]);
+    first.close();
+    await until(() => FakeSocket.instances.length === 2, 3000);
+    expect(FakeSocket.instances[1]?.url).toContain('after=3&run=r1');
+  });
+
+  it('throttles change signals while events pour in', async () => {
+    const m = open(new MemoryStorage(), 10_000);
+    m.select('r1');
+    const socket = FakeSocket.instances[0] as FakeSocket;
+    let emitted = 0;
+    m.changed.connect(() => emitted++);
+    for (let seq = 1; seq <= 500; seq++) {
+      socket.deliver([
+        { seq, event: { kind: 'metric', run_id: 'r1', rank: seq % 4, t: NOW + seq / 100, values: { samples: 8 } } }
+      ]);
+    }
+    await sleep(40);
+    expect(emitted).toBeGreaterThanOrEqual(1);
+    expect(emitted).toBeLessThanOrEqual(4);
+    expect(m.live?.samples.size).toBe(4);
+  });
+
+  it('saves the selected run and tab, and restores them in a new model', async () => {
+    const storage = new MemoryStorage();
+    server.runs = [makeRun('keep', NOW - 50)];
+    server.details.set('keep', { run: makeRun('keep', NOW - 50, { state: 'completed' }), ranks: [] });
+    const m = open(storage);
+    m.select('keep');
+    m.setTab('logs');
+    m.dispose();
+    expect(JSON.parse(storage.getItem(STATE_KEY) ?? '{}')).toEqual({ run: 'keep', tab: 'logs' });
+    const again = open(storage);
+    expect(again.tab).toBe('logs');
+    expect(again.selectedId).toBe('keep');
+    await until(() => again.live?.run?.state === 'completed');
+  });
+
+  it('stands by while hidden and resumes when shown', async () => {
+    const m = open(new MemoryStorage(), 10);
+    await until(() => runsRequests() >= 2);
+    m.setHidden(true);
+    await sleep(100); // a tick already under way may still finish
+    const before = runsRequests();
+    await sleep(100);
+    expect(runsRequests()).toBe(before);
+    m.setHidden(false);
+    await until(() => runsRequests() > before);
+  });
+
+  it('shows a one-line error and backs off when the server fails', async () => {
+    server.failWith = 500;
+    const m = open(new MemoryStorage(), 10);
+    await until(() => m.error !== '');
+    expect(m.error).toBe('GET runs failed: the store is locked');
+    await sleep(200);
+    // Backoff: far fewer than the 20 requests a fixed 10 ms interval would make.
+    expect(runsRequests()).toBeLessThan(12);
+    server.failWith = null;
+  });
+
+  it('refuses a server that speaks another API version', async () => {
+    server.version = 2;
+    const m = open();
+    await until(() => m.error !== '');
+    expect(m.error).toContain('API version 2');
+  });
+
+  it('sends cancel and stop to the selected run and its cluster', async () => {
+    server.details.set('r9', { run: makeRun('r9', NOW), ranks: [] });
+    const m = open();
+    m.select('r9');
+    await until(() => m.live?.run !== null);
+    await m.cancel();
+    await m.stopCluster();
+    const posts = server.requests.filter(r => r.method === 'POST').map(r => new URL(r.url).pathname);
+    expect(posts).toEqual([
+      '/lab-base/jupyter-distributed/api/runs/r9/cancel',
+      '/lab-base/jupyter-distributed/api/clusters/c-r9/stop'
+    ]);
+  });
+});

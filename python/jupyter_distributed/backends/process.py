@@ -224,6 +224,7 @@ class ProcessCluster(Cluster):
 
     def _receive(self) -> None:
         events: list[Event] = []
+        items: list[tuple[Any, ...]] = []
         for _ in range(1000):
             try:
                 frames = self._router.recv_multipart(zmq.NOBLOCK, copy=False)
@@ -238,13 +239,14 @@ class ProcessCluster(Cluster):
                             self.address, identity, exc)
                 continue
             new, control = self._handle(rank, header, buffers)
-            for ev in new:
-                self.inbox.put(("event", ev))
-            if control is not None:
-                self.inbox.put(control)
             events.extend(new)
-        if events:
+            items.extend(("event", ev) for ev in new)
+            if control is not None:
+                items.append(control)
+        if events:  # recorded before anyone is told: the history is never behind the cell
             self.store.append(events)
+        for item in items:
+            self.inbox.put(item)
 
     def _handle(self, rank: int, h: dict[str, Any], buffers: list[Buffer]
                 ) -> tuple[list[Event], tuple[Any, ...] | None]:

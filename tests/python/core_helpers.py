@@ -1,0 +1,40 @@
+"""Shared helpers for the core tests: an IPython shell with the magics on a private store."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.testing import globalipapp
+
+from jupyter_distributed.magics import DistributedMagics
+from jupyter_distributed.session import Session
+from jupyter_distributed.store import Store
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead for our purposes
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+@pytest.fixture
+def shell(tmp_path: Path) -> Iterator[Any]:
+    """The global IPython shell with ``%%distributed`` bound to a fresh session and store."""
+    ip = globalipapp.start_ipython() or globalipapp.get_ipython()
+    magics = DistributedMagics(ip, Session(Store(tmp_path / "history.sqlite3")))
+    ip.register_magics(magics)
+    ip.user_ns["_jd_session"] = magics.session
+    try:
+        yield ip
+    finally:
+        magics.session.shutdown()

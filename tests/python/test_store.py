@@ -1,0 +1,86 @@
+"""The history: durable, paged by cursor, readable by another process while a run writes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from jupyter_distributed.events import MetricEvent, OutputEvent, RankEvent, RankState, Stream
+from jupyter_distributed.store import RunRecord, Store
+
+
+def _run(store: Store, run_id: str = "r1") -> None:
+    store.create_run(RunRecord(id=run_id, backend="local", world_size=2, ranks=[0, 1],
+                               started=time.time()), coords={0: {"host": "h"}, 1: {}})
+
+
+def test_logs_page_filter_and_search(tmp_path: Path) -> None:
+    store = Store(tmp_path / "h.sqlite3")
+    _run(store)
+    store.append(OutputEvent("r1", i % 2, float(i), Stream.STDERR if i % 5 == 0 else Stream.STDOUT,
+                             f"line {i} 100%_done") for i in range(100))
+    page = store.logs("r1", limit=10)
+    assert [ln.text for ln in page][:2] == ["line 0 100%_done", "line 1 100%_done"]
+    nxt = store.logs("r1", after=page[-1].seq, limit=10)
+    assert nxt[0].text == "line 10 100%_done"
+    assert {ln.rank for ln in store.logs("r1", ranks=[1], limit=1000)} == {1}
+    assert len(store.logs("r1", stream="stderr", limit=1000)) == 20
+    assert [ln.text for ln in store.logs("r1", search="LINE 42")] == ["line 42 100%_done"]
+    assert store.logs("r1", search="%_") != []  # wildcards are literal
+    assert store.logs("r1", search="50%") == []
+    tail = store.logs("r1", before=page[-1].seq + 1, limit=3)
+    assert [ln.text for ln in tail] == ["line 7 100%_done", "line 8 100%_done", "line 9 100%_done"]
+
+
+def test_rank_state_and_metrics(tmp_path: Path) -> None:
+    store = Store(tmp_path / "h.sqlite3")
+    _run(store)
+    store.append([RankEvent("r1", 0, 1.0, RankState.RUNNING, "host0", 42),
+                  MetricEvent("r1", 0, 2.0, {"samples": 64.0})])
+    ranks = store.ranks("r1")
+    assert (ranks[0].state, ranks[0].host, ranks[0].pid, ranks[0].heartbeat) == (
+        "running", "host0", 42, 2.0)
+    assert store.metrics("r1")[0][1].values == {"samples": 64.0}
+    kinds = [e["kind"] for _, e in store.events_after(0)]
+    assert kinds == ["run", "rank", "metric"]
+
+
+def test_another_process_reads_while_this_one_writes(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite3"
+    store = Store(path)
+    _run(store)
+    reader = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from jupyter_distributed.store import Store
+        s = Store({str(path)!r})
+        seen, deadline = 0, time.time() + 30
+        while seen < 5000 and time.time() < deadline:
+            seen = len(s.logs("r1", limit=100000))
+            time.sleep(0.01)
+        print(seen)
+    """)], stdout=subprocess.PIPE, text=True)
+    for batch in range(50):
+        store.append(OutputEvent("r1", 0, 0.0, Stream.STDOUT, f"{batch}-{i}") for i in range(100))
+    out, _ = reader.communicate(timeout=60)
+    assert out.strip() == "5000"
+
+
+def test_history_survives_a_writer_that_dies(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite3"
+    code = textwrap.dedent(f"""
+        import os, time
+        from jupyter_distributed.events import OutputEvent, Stream
+        from jupyter_distributed.store import RunRecord, Store
+        s = Store({str(path)!r})
+        s.create_run(RunRecord(id="r9", backend="local", world_size=1, ranks=[0],
+                               started=time.time()))
+        s.append([OutputEvent("r9", 0, 1.0, Stream.STDOUT, "before the crash")])
+        os._exit(9)
+    """)
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 9
+    store = Store(path)
+    assert [ln.text for ln in store.logs("r9")] == ["before the crash"]
+    assert store.run("r9") is not None

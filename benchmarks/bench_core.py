@@ -36,13 +36,13 @@ PUSH_BYTES = 100_000_000
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:
-        with open("/proc/cpuinfo") as f:
+        with Path("/proc/cpuinfo").open() as f:
             names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
         cpu = names[0] if names else cpu
     except OSError:
         pass
     try:
-        with open("/proc/meminfo") as f:
+        with Path("/proc/meminfo").open() as f:
             mem = int(f.readline().split()[1]) / 2**20
     except (OSError, ValueError, IndexError):
         mem = float("nan")
@@ -173,7 +173,7 @@ def main() -> int:
             finally:
                 system.stop()
 
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     table = res.markdown()
     print(table)
     args.out.write_text(

@@ -111,7 +111,6 @@ class JD:
         with capture(sys) as (out, _err):
             t0 = time.perf_counter()
             self.cell(PRINT_CELL.format(count=count))
-            t1 = time.perf_counter()
         run_id = self.last_run()
         want = self.n * count
         deadline = time.monotonic() + 10
@@ -287,8 +286,8 @@ class IPP:
         try:
             ars[1].get(0)
             how = "task finished?"
-        except Exception as exc:  # what ipyparallel raises for a dead engine
-            how = type(exc).__name__
+        except Exception as exc:  # noqa: BLE001 - whatever ipyparallel raises for it
+            how = f"{type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''}"
         return noticed - exited, how
 
     def stop(self) -> None:

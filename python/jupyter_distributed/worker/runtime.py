@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .protocol import Buffer
+from .shared import map_shared
 
 _MAX_REPR = 10_000
 
@@ -180,7 +181,8 @@ class Runtime:
         status, value, failure = "ok", None, None
         try:
             if buffers:
-                self.namespace.update(pickle.loads(buffers[0], buffers=buffers[1:]))
+                extra = map_shared(header["shared"]) if header.get("shared") else buffers[1:]
+                self.namespace.update(pickle.loads(buffers[0], buffers=extra))
             self._executing = True
             try:
                 value = run_cell(str(header["code"]), self.namespace, f"<cell {run_id}>")

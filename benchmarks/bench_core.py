@@ -24,8 +24,7 @@ sys.path.insert(0, str(HERE))
 if importlib.util.find_spec("jupyter_distributed") is None:  # a checkout, not installed
     SOURCE = str(HERE.parent / "python")
     sys.path.insert(0, SOURCE)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [SOURCE,
-                                                             os.environ.get("PYTHONPATH")]))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [SOURCE, os.environ.get("PYTHONPATH")]))
 
 from common import Results, fmt_rate, median, ms, pct, timed_loop  # noqa: E402
 from drivers import IPP, JD  # noqa: E402
@@ -49,9 +48,11 @@ def machine() -> str:
     import ipyparallel
     import zmq
 
-    return (f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM, {platform.system()} "
-            f"{platform.release()}, Python {platform.python_version()}, pyzmq {zmq.__version__}, "
-            f"ipyparallel {ipyparallel.__version__}")
+    return (
+        f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM, {platform.system()} "
+        f"{platform.release()}, Python {platform.python_version()}, pyzmq {zmq.__version__}, "
+        f"ipyparallel {ipyparallel.__version__}"
+    )
 
 
 def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path) -> None:
@@ -65,42 +66,58 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
     for _ in range(3):
         system.trivial()  # warm
     rtts = timed_loop(system.trivial, args.rtt_count, 30)
-    res.put("warm trivial cell, magic (median / p90)", col,
-            f"{ms(median(rtts))} / {ms(pct(rtts, 90))}")
+    res.put(
+        "warm trivial cell, magic (median / p90)", col, f"{ms(median(rtts))} / {ms(pct(rtts, 90))}"
+    )
     res.put("  runs measured", col, str(len(rtts)))
     if isinstance(system, IPP):
         views = timed_loop(system.trivial_view, args.rtt_count, 30)
-        res.put("warm trivial cell, DirectView.execute (median / p90)", col,
-                f"{ms(median(views))} / {ms(pct(views, 90))}")
+        res.put(
+            "warm trivial cell, DirectView.execute (median / p90)",
+            col,
+            f"{ms(median(views))} / {ms(pct(views, 90))}",
+        )
     log(f"rtt median {median(rtts) * 1e3:.2f} ms")
 
     secs, stored, distinct, shown = system.flood(args.lines)
     want = n * args.lines
     res.put("output flood: lines/s (all lines recorded)", col, fmt_rate(stored / secs))
-    res.put("  lines received / printed (loss)", col,
-            f"{distinct:,} / {want:,} ({want - distinct:,} lost)")
+    res.put(
+        "  lines received / printed (loss)",
+        col,
+        f"{distinct:,} / {want:,} ({want - distinct:,} lost)",
+    )
     if isinstance(system, JD):
-        res.put("  lines shown under the cell (rest rate-limited, kept in history)", col,
-                f"{shown:,}")
+        res.put(
+            "  lines shown under the cell (rest rate-limited, kept in history)", col, f"{shown:,}"
+        )
     log(f"flood {stored}/{want} in {secs:.2f}s")
 
     out = system.paced(args.paced_secs, 100_000, 0.002)
     marked = out.marked()
     written = [w - p for _r, _i, p, w, _f in marked]
     flushed = [f - p for _r, _i, p, _w, f in marked]
-    res.put("print → kernel stdout latency p50 / p99 (paced 500 lines/s/rank)", col,
-            f"{ms(median(written))} / {ms(pct(written, 99))}")
+    res.put(
+        "print → kernel stdout latency p50 / p99 (paced 500 lines/s/rank)",
+        col,
+        f"{ms(median(written))} / {ms(pct(written, 99))}",
+    )
     if isinstance(system, JD):
-        res.put("  … until flushed to the notebook p50 / p99", col,
-                f"{ms(median(flushed))} / {ms(pct(flushed, 99))}")
+        res.put(
+            "  … until flushed to the notebook p50 / p99",
+            col,
+            f"{ms(median(flushed))} / {ms(pct(flushed, 99))}",
+        )
     log(f"latency p99 {pct(written, 99) * 1e3:.1f} ms over {len(marked)} lines")
 
     if isinstance(system, JD):
         cost, noop, recorded = system.report_cost(args.reports)
-        res.put("report() cost per call (slowest rank)", col,
-                f"{cost * 1e6:.2f} µs (empty fn call {noop * 1e6:.2f} µs)")
-        res.put("  report() samples recorded / made", col,
-                f"{recorded:,} / {n * args.reports:,}")
+        res.put(
+            "report() cost per call (slowest rank)",
+            col,
+            f"{cost * 1e6:.2f} µs (empty fn call {noop * 1e6:.2f} µs)",
+        )
+        res.put("  report() samples recorded / made", col, f"{recorded:,} / {n * args.reports:,}")
         log(f"report {cost * 1e6:.2f} us")
     else:
         res.put("report() cost per call (slowest rank)", col, "n/a (no equivalent)")
@@ -116,22 +133,30 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
 
     intr = [system.interrupt(20) for _ in range(args.interrupts)]
     res.put("interrupt → cell returned (median)", col, ms(median([i[0] for i in intr])))
-    res.put("interrupt → next cell done, ranks free (median)", col,
-            ms(median([i[1] for i in intr])))
+    res.put(
+        "interrupt → next cell done, ranks free (median)", col, ms(median([i[1] for i in intr]))
+    )
     res.put("  variables kept after interrupt", col, "yes" if all(i[2] for i in intr) else "no")
     log(f"interrupt {intr}")
 
     if isinstance(system, JD):
         shown_after, returned_after = system.dead_rank(tmp, 20)
-        res.put("dead rank (os._exit(3)) → error shown", col,
-                ms(shown_after) if shown_after is not None else "not shown")
-        res.put("  → cell returned", col,
-                ms(returned_after) if returned_after is not None else "n/a")
+        res.put(
+            "dead rank (os._exit(3)) → error shown",
+            col,
+            ms(shown_after) if shown_after is not None else "not shown",
+        )
+        res.put(
+            "  → cell returned", col, ms(returned_after) if returned_after is not None else "n/a"
+        )
         log(f"dead {shown_after} {returned_after}")
     else:
         noticed, how = system.dead_rank(tmp, 20, args.dead_wait)
-        res.put("dead rank (os._exit(3)) → error shown", col,
-                f"{ms(noticed)} ({how})" if noticed is not None else how)
+        res.put(
+            "dead rank (os._exit(3)) → error shown",
+            col,
+            f"{ms(noticed)} ({how})" if noticed is not None else how,
+        )
         log(f"dead {noticed} {how}")
     system.stop()
 
@@ -161,8 +186,7 @@ def main() -> int:
     ip = start_ipython()
     ip.run_line_magic("load_ext", "jupyter_distributed")
 
-    columns = [f"{s} n={n}" for n in args.ranks for s in (["jd"] if args.no_ipp else
-                                                          ["jd", "ipp"])]
+    columns = [f"{s} n={n}" for n in args.ranks for s in (["jd"] if args.no_ipp else ["jd", "ipp"])]
     res = Results(columns)
     started = time.time()
     for n in args.ranks:
@@ -183,7 +207,8 @@ def main() -> int:
         "jd = jupyter-distributed `--backend local` through `%%distributed`; ipp = ipyparallel "
         "`Cluster(n=N)` on 127.0.0.1 through `%%px` (and `DirectView` where named). Both are "
         "driven through the same IPython shell in the same process, one after the other.\n\n"
-        f"{table}\n")
+        f"{table}\n"
+    )
     print(f"wrote {args.out}")
     return 0
 

@@ -111,8 +111,9 @@ class Results:
         head = ["metric", *self.columns]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for metric, cells in self.rows.items():
-            lines.append("| " + " | ".join([metric, *(cells.get(c, "") for c in self.columns)])
-                         + " |")
+            lines.append(
+                "| " + " | ".join([metric, *(cells.get(c, "") for c in self.columns)]) + " |"
+            )
         return "\n".join(lines)
 
 

@@ -16,34 +16,40 @@ from typing import Any
 from common import Arrivals, capture
 
 SLEEP_CELL = "import time\ntime.sleep({secs})"
-PRINT_CELL = ("import time\n"
-              "for i in range({count}):\n"
-              "    print(f'JDB {{rank}} {{i}} {{time.time():.6f}}')")
-PACED_CELL = ("import time\n"
-              "stop = time.time() + {secs}\n"
-              "i = 0\n"
-              "while time.time() < stop and i < {count}:\n"
-              "    print(f'JDB {{rank}} {{i}} {{time.time():.6f}}')\n"
-              "    i += 1\n"
-              "    time.sleep({gap})")
-DIE_CELL = ("import os, time\n"
-            "if rank == 1:\n"
-            "    time.sleep(0.3)\n"
-            "    with open({path!r}, 'w') as f:\n"
-            "        f.write(repr(time.time()))\n"
-            "    os._exit(3)\n"
-            "time.sleep({secs})")
-REPORT_CELL = ("import time\n"
-               "def _noop(**kw):\n"
-               "    pass\n"
-               "t0 = time.perf_counter()\n"
-               "for i in range({count}):\n"
-               "    report(step=i)\n"
-               "t1 = time.perf_counter()\n"
-               "for i in range({count}):\n"
-               "    _noop(step=i)\n"
-               "t2 = time.perf_counter()\n"
-               "report_cost, noop_cost = (t1 - t0) / {count}, (t2 - t1) / {count}")
+PRINT_CELL = (
+    "import time\nfor i in range({count}):\n    print(f'JDB {{rank}} {{i}} {{time.time():.6f}}')"
+)
+PACED_CELL = (
+    "import time\n"
+    "stop = time.time() + {secs}\n"
+    "i = 0\n"
+    "while time.time() < stop and i < {count}:\n"
+    "    print(f'JDB {{rank}} {{i}} {{time.time():.6f}}')\n"
+    "    i += 1\n"
+    "    time.sleep({gap})"
+)
+DIE_CELL = (
+    "import os, time\n"
+    "if rank == 1:\n"
+    "    time.sleep(0.3)\n"
+    "    with open({path!r}, 'w') as f:\n"
+    "        f.write(repr(time.time()))\n"
+    "    os._exit(3)\n"
+    "time.sleep({secs})"
+)
+REPORT_CELL = (
+    "import time\n"
+    "def _noop(**kw):\n"
+    "    pass\n"
+    "t0 = time.perf_counter()\n"
+    "for i in range({count}):\n"
+    "    report(step=i)\n"
+    "t1 = time.perf_counter()\n"
+    "for i in range({count}):\n"
+    "    _noop(step=i)\n"
+    "t2 = time.perf_counter()\n"
+    "report_cost, noop_cost = (t1 - t0) / {count}, (t2 - t1) / {count}"
+)
 
 
 class CellError(RuntimeError):
@@ -116,14 +122,16 @@ class JD:
         deadline = time.monotonic() + 10
         with self._db() as db:
             while True:
-                got = db.execute("SELECT COUNT(*) FROM events WHERE run_id=? AND "
-                                 "kind='output'", (run_id,)).fetchone()[0]
+                got = db.execute(
+                    "SELECT COUNT(*) FROM events WHERE run_id=? AND kind='output'", (run_id,)
+                ).fetchone()[0]
                 if got >= want or time.monotonic() > deadline:
                     break
                 time.sleep(0.005)
             t_all = time.perf_counter()  # the last line is in the store
-            rows = db.execute("SELECT rank, text FROM events WHERE run_id=? AND "
-                              "kind='output'", (run_id,)).fetchall()
+            rows = db.execute(
+                "SELECT rank, text FROM events WHERE run_id=? AND kind='output'", (run_id,)
+            ).fetchall()
         distinct = {(r, text.split(" ")[2]) for r, text in rows if text.startswith("JDB ")}
         return t_all - t0, len(rows), len(distinct), len(out.marked())
 
@@ -141,8 +149,11 @@ class JD:
         want = self.n * count
         with self._db() as db:
             while True:
-                got = db.execute("SELECT COUNT(*) FROM events WHERE run_id=? AND kind='metric' "
-                                 "AND data LIKE '%\"step\"%'", (run_id,)).fetchone()[0]
+                got = db.execute(
+                    "SELECT COUNT(*) FROM events WHERE run_id=? AND kind='metric' "
+                    "AND data LIKE '%\"step\"%'",
+                    (run_id,),
+                ).fetchone()[0]
                 if got >= want or time.monotonic() > deadline:
                     break
                 time.sleep(0.05)
@@ -179,8 +190,9 @@ class JD:
         exited = wait_for_file(path, 1)
         if result.success or exited is None:
             return None, None
-        shown = [w for line, w, _f in err.lines
-                 if "rank 1" in line and "exited with code 3" in line]
+        shown = [
+            w for line, w, _f in err.lines if "rank 1" in line and "exited with code 3" in line
+        ]
         self.session.stop()
         return (shown[0] - exited if shown else None), returned - exited
 
@@ -204,9 +216,13 @@ class IPP:
 
         self.stop()
         t0 = time.perf_counter()
-        self.cluster = ipp.Cluster(n=self.n, controller_ip="127.0.0.1",
-                                   controller_location="127.0.0.1",
-                                   engine_launcher_class="local", log_level=40)
+        self.cluster = ipp.Cluster(
+            n=self.n,
+            controller_ip="127.0.0.1",
+            controller_location="127.0.0.1",
+            engine_launcher_class="local",
+            log_level=40,
+        )
         self.rc = self.cluster.start_and_connect_sync()
         self.rc.wait_for_engines(self.n, timeout=120)
         self.dv = self.rc[:]
@@ -272,8 +288,10 @@ class IPP:
     def dead_rank(self, tmp: Path, secs: float, wait: float) -> tuple[float | None, str]:
         """(rank exit -> its task reported failed, or None if not within ``wait``; how)."""
         path = tmp / f"ipp-exit-{self.n}"
-        ars = [self.rc[eid].execute(DIE_CELL.format(path=str(path), secs=secs), block=False)
-               for eid in self.rc.ids]
+        ars = [
+            self.rc[eid].execute(DIE_CELL.format(path=str(path), secs=secs), block=False)
+            for eid in self.rc.ids
+        ]
         exited = wait_for_file(path, 10)
         if exited is None:
             return None, "the engine did not exit"

@@ -19,8 +19,13 @@ BYTES_PER_SECOND = 256 * 1024  # below jupyter_server's default IOPub data rate 
 
 
 class CellView:
-    def __init__(self, run_id: str = "", out: TextIO | None = None,
-                 err: TextIO | None = None, quiet: bool = False) -> None:
+    def __init__(
+        self,
+        run_id: str = "",
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        quiet: bool = False,
+    ) -> None:
         self.run_id = run_id
         self._out = out or sys.stdout
         self._err = err or sys.stderr
@@ -61,8 +66,10 @@ class CellView:
 
     def finish(self) -> None:
         if self.suppressed:
-            self.notice(f"{self.suppressed} line(s) were not shown to keep the notebook "
-                        f"responsive; all are kept: %distributed logs {self.run_id}")
+            self.notice(
+                f"{self.suppressed} line(s) were not shown to keep the notebook "
+                f"responsive; all are kept: %distributed logs {self.run_id}"
+            )
             self.suppressed = 0
         self.flush()
 

@@ -7,7 +7,7 @@ JSON changes shape.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any, ClassVar
 
 from .errors import RankFailure
@@ -15,7 +15,7 @@ from .errors import RankFailure
 EVENT_VERSION = 1
 
 
-class RunState(str, Enum):
+class RunState(StrEnum):
     PENDING = "pending"
     RUNNING = "running"
     COMPLETED = "completed"
@@ -28,7 +28,7 @@ class RunState(str, Enum):
         return self not in (RunState.PENDING, RunState.RUNNING)
 
 
-class RankState(str, Enum):
+class RankState(StrEnum):
     STARTING = "starting"
     RUNNING = "running"
     DONE = "done"
@@ -37,7 +37,7 @@ class RankState(str, Enum):
     EXITED = "exited"
 
 
-class Stream(str, Enum):
+class Stream(StrEnum):
     STDOUT = "stdout"
     STDERR = "stderr"
     RESULT = "result"  # the repr of the cell's last expression
@@ -52,8 +52,13 @@ class RunEvent:
     message: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "run_id": self.run_id, "t": self.t,
-                "state": self.state.value, "message": self.message}
+        return {
+            "kind": self.kind,
+            "run_id": self.run_id,
+            "t": self.t,
+            "state": self.state.value,
+            "message": self.message,
+        }
 
 
 @dataclass(frozen=True)
@@ -67,8 +72,15 @@ class RankEvent:
     pid: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "run_id": self.run_id, "rank": self.rank, "t": self.t,
-                "state": self.state.value, "host": self.host, "pid": self.pid}
+        return {
+            "kind": self.kind,
+            "run_id": self.run_id,
+            "rank": self.rank,
+            "t": self.t,
+            "state": self.state.value,
+            "host": self.host,
+            "pid": self.pid,
+        }
 
 
 @dataclass(frozen=True)
@@ -83,8 +95,14 @@ class OutputEvent:
     text: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "run_id": self.run_id, "rank": self.rank, "t": self.t,
-                "stream": self.stream.value, "text": self.text}
+        return {
+            "kind": self.kind,
+            "run_id": self.run_id,
+            "rank": self.rank,
+            "t": self.t,
+            "stream": self.stream.value,
+            "text": self.text,
+        }
 
 
 @dataclass(frozen=True)
@@ -98,8 +116,13 @@ class MetricEvent:
     values: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "run_id": self.run_id, "rank": self.rank, "t": self.t,
-                "values": self.values}
+        return {
+            "kind": self.kind,
+            "run_id": self.run_id,
+            "rank": self.rank,
+            "t": self.t,
+            "values": self.values,
+        }
 
 
 @dataclass(frozen=True)
@@ -117,8 +140,13 @@ class ErrorEvent:
         return self.failure.t
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "run_id": self.run_id, "rank": self.rank, "t": self.t,
-                "failure": self.failure.to_json()}
+        return {
+            "kind": self.kind,
+            "run_id": self.run_id,
+            "rank": self.rank,
+            "t": self.t,
+            "failure": self.failure.to_json(),
+        }
 
 
 Event = RunEvent | RankEvent | OutputEvent | MetricEvent | ErrorEvent
@@ -130,8 +158,14 @@ def event_from_json(data: dict[str, Any]) -> Event:
     if kind == "run":
         return RunEvent(run_id, t, RunState(data["state"]), str(data.get("message", "")))
     if kind == "rank":
-        return RankEvent(run_id, int(data["rank"]), t, RankState(data["state"]),
-                         str(data.get("host", "")), data.get("pid"))
+        return RankEvent(
+            run_id,
+            int(data["rank"]),
+            t,
+            RankState(data["state"]),
+            str(data.get("host", "")),
+            data.get("pid"),
+        )
     if kind == "output":
         return OutputEvent(run_id, int(data["rank"]), t, Stream(data["stream"]), str(data["text"]))
     if kind == "metric":

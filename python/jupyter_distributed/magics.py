@@ -65,8 +65,14 @@ class DistributedMagics(Magics):
             if args.dry_run:
                 print(self.session.plan(spec).render())
                 return
-            self.session.run_cell(spec, cell, self.shell.user_ns, cell_id=self._cell_id(),
-                                  view=CellView(quiet=args.quiet))
+            assert self.shell is not None  # noqa: S101 (IPython always binds magics to a shell)
+            self.session.run_cell(
+                spec,
+                cell,
+                self.shell.user_ns,
+                cell_id=self._cell_id(),
+                view=CellView(quiet=args.quiet),
+            )
         except SpecError as exc:
             raise UsageError(str(exc)) from None
 
@@ -96,8 +102,9 @@ class DistributedMagics(Magics):
             return ""
 
 
-DistributedMagics.distributed.__doc__ = (DistributedMagics.distributed.__doc__ or "") + \
-    LINE_COMMANDS
+DistributedMagics.distributed.__doc__ = (
+    DistributedMagics.distributed.__doc__ or ""
+) + LINE_COMMANDS
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -52,8 +52,14 @@ class Session:
 
     # -- running a cell ------------------------------------------------------------------
 
-    def run_cell(self, spec: Spec, code: str, user_ns: dict[str, Any],
-                 cell_id: str = "", view: CellView | None = None) -> RunOutcome:
+    def run_cell(
+        self,
+        spec: Spec,
+        code: str,
+        user_ns: dict[str, Any],
+        cell_id: str = "",
+        view: CellView | None = None,
+    ) -> RunOutcome:
         """Run ``code`` on the spec's ranks. Pulled names are set in ``user_ns``. Raises
         :class:`RunFailed` when a rank failed and KeyboardInterrupt when interrupted."""
         push = self._push_values(spec, user_ns)
@@ -63,27 +69,44 @@ class Session:
         view.run_id = run_id
         self.store.create_run(
             RunRecord(
-                id=run_id, backend=spec.backend, world_size=spec.world_size,
-                ranks=list(spec.ranks), cluster_id=cluster.id, spec=spec.to_json(),
-                source=code, notebook=os.environ.get("JPY_SESSION_NAME", ""),
-                cell_id=cell_id, host=socket.gethostname(), kernel_pid=os.getpid(),
-                started=time.time()),
-            coords={r.rank: {**r.coords.to_json(), "host": r.host, "pid": r.pid}
-                    for r in cluster.ranks()},
+                id=run_id,
+                backend=spec.backend,
+                world_size=spec.world_size,
+                ranks=list(spec.ranks),
+                cluster_id=cluster.id,
+                spec=spec.to_json(),
+                source=code,
+                notebook=os.environ.get("JPY_SESSION_NAME", ""),
+                cell_id=cell_id,
+                host=socket.gethostname(),
+                kernel_pid=os.getpid(),
+                started=time.time(),
+            ),
+            coords={
+                r.rank: {**r.coords.to_json(), "host": r.host, "pid": r.pid}
+                for r in cluster.ranks()
+            },
         )
         request = RunRequest(run_id, code, spec.ranks, push, spec.pull, spec.timeout)
         try:
             outcome = cluster.execute(request, view)
         except BaseException:
-            self.store.append([RunEvent(run_id, time.time(), RunState.FAILED,
-                                        "the kernel failed while running the cell")])
+            self.store.append(
+                [
+                    RunEvent(
+                        run_id,
+                        time.time(),
+                        RunState.FAILED,
+                        "the kernel failed while running the cell",
+                    )
+                ]
+            )
             raise
         message = "" if not outcome.failures else RunFailed(list(outcome.failures)).headline
         self.store.append([RunEvent(run_id, time.time(), outcome.state, message)])
         self._set_pulled(spec, outcome, user_ns, view)
         if not cluster.alive:
-            view.notice(f"the cluster was stopped ({cluster.lost}); the next cell starts a "
-                        "new one")
+            view.notice(f"the cluster was stopped ({cluster.lost}); the next cell starts a new one")
         view.finish()
         if outcome.state is RunState.INTERRUPTED:
             raise KeyboardInterrupt
@@ -98,22 +121,28 @@ class Session:
                 raise SpecError(f"--push: name {name!r} is not defined in the notebook")
             try:
                 cloudpickle.dumps(user_ns[name], protocol=5, buffer_callback=lambda b: None)
-            except Exception as exc:
-                raise SpecError(f"--push: cannot send {name!r} to the ranks: "
-                                f"{type(exc).__name__}: {exc}") from None
+            except Exception as exc:  # noqa: BLE001 (any pickling error is the user's to see)
+                raise SpecError(
+                    f"--push: cannot send {name!r} to the ranks: {type(exc).__name__}: {exc}"
+                ) from None
             values[name] = user_ns[name]
         return values
 
-    def _set_pulled(self, spec: Spec, outcome: RunOutcome, user_ns: dict[str, Any],
-                    view: CellView) -> None:
+    def _set_pulled(
+        self, spec: Spec, outcome: RunOutcome, user_ns: dict[str, Any], view: CellView
+    ) -> None:
         for name in spec.pull:
-            problems = [f"rank {r}: {e.get(name) or e.get('*')}"
-                        for r, e in sorted(outcome.pull_errors.items())
-                        if name in e or "*" in e]
+            problems = [
+                f"rank {r}: {e.get(name) or e.get('*')}"
+                for r, e in sorted(outcome.pull_errors.items())
+                if name in e or "*" in e
+            ]
             missing = [r for r in spec.ranks if name not in outcome.pulled.get(r, {})]
             if problems or missing:
-                view.notice(f"--pull {name}: not set; " + "; ".join(
-                    problems or [f"ranks {missing} did not finish"]))
+                view.notice(
+                    f"--pull {name}: not set; "
+                    + "; ".join(problems or [f"ranks {missing} did not finish"])
+                )
                 continue
             user_ns[name] = [outcome.pulled[r][name] for r in spec.ranks]
 
@@ -123,11 +152,13 @@ class Session:
             if live.cluster.alive and live.spec.cluster_key() == spec.cluster_key():
                 return live.cluster
             if not live.cluster.alive:
-                view.notice(f"the previous cluster was lost ({live.cluster.lost}); "
-                            "starting a new one")
+                view.notice(
+                    f"the previous cluster was lost ({live.cluster.lost}); starting a new one"
+                )
             else:
-                view.notice(f"settings changed ({spec.describe_change(live.spec)}); "
-                            "restarting the cluster")
+                view.notice(
+                    f"settings changed ({spec.describe_change(live.spec)}); restarting the cluster"
+                )
             self.stop(spec.backend)
         backend = get_backend(spec.backend)
         plan = backend.plan(spec)

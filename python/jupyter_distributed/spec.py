@@ -10,13 +10,13 @@ import keyword
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any
 
 from .errors import SpecError
 
 
-class Strategy(str, Enum):
+class Strategy(StrEnum):
     NONE = "none"
     DDP = "ddp"
     FSDP = "fsdp"
@@ -29,22 +29,22 @@ class Strategy(str, Enum):
         return self in (Strategy.DDP, Strategy.FSDP, Strategy.MODEL_PARALLEL)
 
 
-class Pipeline(str, Enum):
+class Pipeline(StrEnum):
     SIMPLE = "simple"
     INTERLEAVED = "interleaved"
 
 
-class Placement(str, Enum):
+class Placement(StrEnum):
     SPREAD = "spread"
     CLUSTER = "cluster"
 
 
-class Optimize(str, Enum):
+class Optimize(StrEnum):
     SPEED = "speed"
     MEMORY = "memory"
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     WORKER = "worker"
     PARAMETER_SERVER = "ps"
 
@@ -75,7 +75,7 @@ def enum_value(enum: type[Enum], flag: str, value: Any) -> Any:
     try:
         return enum(value)
     except ValueError:
-        choices = ", ".join(str(m.value) for m in enum)  # type: ignore[var-annotated]
+        choices = ", ".join(str(m.value) for m in enum)
         raise SpecError(f"{flag} must be one of {choices}; got {value!r}") from None
 
 
@@ -204,7 +204,8 @@ class Layout:
         return RankCoords(rank, local, node, dp, pp, tp, role)
 
     def to_json(self) -> dict[str, Any]:
-        return dict(_jsonable(self))
+        data: dict[str, Any] = _jsonable(self)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Layout:
@@ -296,9 +297,11 @@ class Spec:
 
     def describe_change(self, other: Spec) -> str:
         """Name the cluster settings that differ between ``other`` (old) and ``self`` (new)."""
-        changed = [f.name for f in fields(Layout) if getattr(self.layout, f.name) != getattr(
-            other.layout, f.name
-        )]
+        changed = [
+            f.name
+            for f in fields(Layout)
+            if getattr(self.layout, f.name) != getattr(other.layout, f.name)
+        ]
         if self.backend != other.backend:
             changed.append("backend")
         if self.env != other.env:
@@ -308,7 +311,8 @@ class Spec:
         return ", ".join(changed) or "nothing"
 
     def to_json(self) -> dict[str, Any]:
-        return _jsonable(self)
+        data: dict[str, Any] = _jsonable(self)
+        return data
 
 
 def _jsonable(value: Any) -> Any:

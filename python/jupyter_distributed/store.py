@@ -74,12 +74,23 @@ class RunRecord:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "id": self.id, "backend": self.backend, "world_size": self.world_size,
-            "ranks": self.ranks, "state": self.state.value, "cluster_id": self.cluster_id,
-            "spec": self.spec, "source": self.source, "notebook": self.notebook,
-            "cell_id": self.cell_id, "host": self.host, "kernel_pid": self.kernel_pid,
-            "external_id": self.external_id, "started": self.started, "ended": self.ended,
-            "message": self.message, "summary": self.summary,
+            "id": self.id,
+            "backend": self.backend,
+            "world_size": self.world_size,
+            "ranks": self.ranks,
+            "state": self.state.value,
+            "cluster_id": self.cluster_id,
+            "spec": self.spec,
+            "source": self.source,
+            "notebook": self.notebook,
+            "cell_id": self.cell_id,
+            "host": self.host,
+            "kernel_pid": self.kernel_pid,
+            "external_id": self.external_id,
+            "started": self.started,
+            "ended": self.ended,
+            "message": self.message,
+            "summary": self.summary,
         }
 
 
@@ -94,8 +105,15 @@ class RankRecord:
     heartbeat: float | None
 
     def to_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "host": self.host, "pid": self.pid, "state": self.state,
-                "coords": self.coords, "updated": self.updated, "heartbeat": self.heartbeat}
+        return {
+            "rank": self.rank,
+            "host": self.host,
+            "pid": self.pid,
+            "state": self.state,
+            "coords": self.coords,
+            "updated": self.updated,
+            "heartbeat": self.heartbeat,
+        }
 
 
 @dataclass
@@ -107,8 +125,13 @@ class LogLine:
     text: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"seq": self.seq, "rank": self.rank, "t": self.t, "stream": self.stream,
-                "text": self.text}
+        return {
+            "seq": self.seq,
+            "rank": self.rank,
+            "t": self.t,
+            "stream": self.stream,
+            "text": self.text,
+        }
 
 
 class Store:
@@ -118,8 +141,9 @@ class Store:
         self.path = Path(path) if path is not None else default_store_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=10, check_same_thread=False,
-                                   isolation_level=None)
+        self._db = sqlite3.connect(
+            self.path, timeout=10, check_same_thread=False, isolation_level=None
+        )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         with self._tx() as db:
@@ -151,22 +175,49 @@ class Store:
         with self._tx() as db:
             db.execute(
                 "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run.id, run.cluster_id, run.backend, run.world_size, json.dumps(run.ranks),
-                 run.state.value, json.dumps(run.spec), run.source, run.notebook, run.cell_id,
-                 run.host, run.kernel_pid, run.external_id, run.started, run.ended,
-                 run.message, json.dumps(run.summary)),
+                (
+                    run.id,
+                    run.cluster_id,
+                    run.backend,
+                    run.world_size,
+                    json.dumps(run.ranks),
+                    run.state.value,
+                    json.dumps(run.spec),
+                    run.source,
+                    run.notebook,
+                    run.cell_id,
+                    run.host,
+                    run.kernel_pid,
+                    run.external_id,
+                    run.started,
+                    run.ended,
+                    run.message,
+                    json.dumps(run.summary),
+                ),
             )
             for rank in run.ranks:
                 c = (coords or {}).get(rank, {})
                 db.execute(
                     "INSERT INTO ranks VALUES (?,?,?,?,?,?,?,?)",
-                    (run.id, rank, c.get("host", ""), c.get("pid"), "starting",
-                     json.dumps(c), run.started, None),
+                    (
+                        run.id,
+                        rank,
+                        c.get("host", ""),
+                        c.get("pid"),
+                        "starting",
+                        json.dumps(c),
+                        run.started,
+                        None,
+                    ),
                 )
             db.execute(
                 "INSERT INTO events (run_id, kind, t, data) VALUES (?,?,?,?)",
-                (run.id, "run", run.started, json.dumps(
-                    RunEvent(run.id, run.started, run.state).to_json())),
+                (
+                    run.id,
+                    "run",
+                    run.started,
+                    json.dumps(RunEvent(run.id, run.started, run.state).to_json()),
+                ),
             )
 
     def update_summary(self, run_id: str, **values: Any) -> None:
@@ -259,9 +310,13 @@ class Store:
     def ranks(self, run_id: str) -> list[RankRecord]:
         rows = self._query(
             "SELECT rank, host, pid, state, coords, updated, heartbeat FROM ranks"
-            " WHERE run_id=? ORDER BY rank", (run_id,))
-        return [RankRecord(r[0], r[1] or "", r[2], r[3], json.loads(r[4] or "{}"), r[5], r[6])
-                for r in rows]
+            " WHERE run_id=? ORDER BY rank",
+            (run_id,),
+        )
+        return [
+            RankRecord(r[0], r[1] or "", r[2], r[3], json.loads(r[4] or "{}"), r[5], r[6])
+            for r in rows
+        ]
 
     def logs(
         self,
@@ -299,11 +354,14 @@ class Store:
             rows = self._query(sql, args)
         return [LogLine(*row) for row in rows]
 
-    def metrics(self, run_id: str, after: int = 0, limit: int = 10_000) -> list[
-            tuple[int, MetricEvent]]:
+    def metrics(
+        self, run_id: str, after: int = 0, limit: int = 10_000
+    ) -> list[tuple[int, MetricEvent]]:
         rows = self._query(
             "SELECT seq, data FROM events WHERE run_id=? AND kind='metric' AND seq > ?"
-            " ORDER BY seq LIMIT ?", (run_id, after, limit))
+            " ORDER BY seq LIMIT ?",
+            (run_id, after, limit),
+        )
         out: list[tuple[int, MetricEvent]] = []
         for seq, data in rows:
             d = json.loads(data)
@@ -314,12 +372,15 @@ class Store:
         from .errors import RankFailure
 
         rows = self._query(
-            "SELECT data FROM events WHERE run_id=? AND kind='error' ORDER BY t", (run_id,))
-        return [ErrorEvent(run_id, RankFailure.from_json(json.loads(r[0])["failure"]))
-                for r in rows]
+            "SELECT data FROM events WHERE run_id=? AND kind='error' ORDER BY t", (run_id,)
+        )
+        return [
+            ErrorEvent(run_id, RankFailure.from_json(json.loads(r[0])["failure"])) for r in rows
+        ]
 
-    def events_after(self, seq: int, run_id: str | None = None, limit: int = 1000) -> list[
-            tuple[int, dict[str, Any]]]:
+    def events_after(
+        self, seq: int, run_id: str | None = None, limit: int = 1000
+    ) -> list[tuple[int, dict[str, Any]]]:
         """Every kind of event after ``seq``, as JSON dicts (the live stream's source)."""
         sql = "SELECT seq, run_id, kind, rank, t, stream, text, data FROM events WHERE seq > ?"
         args: list[Any] = [seq]
@@ -331,8 +392,19 @@ class Store:
         out: list[tuple[int, dict[str, Any]]] = []
         for s, rid, kind, rank, t, stream, text, data in self._query(sql, args):
             if kind == "output":
-                out.append((s, {"kind": kind, "run_id": rid, "rank": rank, "t": t,
-                                "stream": stream, "text": text}))
+                out.append(
+                    (
+                        s,
+                        {
+                            "kind": kind,
+                            "run_id": rid,
+                            "rank": rank,
+                            "t": t,
+                            "stream": stream,
+                            "text": text,
+                        },
+                    )
+                )
             else:
                 out.append((s, json.loads(data)))
         return out
@@ -343,12 +415,41 @@ class Store:
 
 
 def _run(row: tuple[Any, ...]) -> RunRecord:
-    (id_, cluster_id, backend, world_size, ranks, state, spec, source, notebook, cell_id, host,
-     kernel_pid, external_id, started, ended, message, summary) = row
+    (
+        id_,
+        cluster_id,
+        backend,
+        world_size,
+        ranks,
+        state,
+        spec,
+        source,
+        notebook,
+        cell_id,
+        host,
+        kernel_pid,
+        external_id,
+        started,
+        ended,
+        message,
+        summary,
+    ) = row
     return RunRecord(
-        id=id_, cluster_id=cluster_id or "", backend=backend, world_size=world_size,
-        ranks=json.loads(ranks or "[]"), state=RunState(state), spec=json.loads(spec or "{}"),
-        source=source or "", notebook=notebook or "", cell_id=cell_id or "", host=host or "",
-        kernel_pid=kernel_pid, external_id=external_id or "", started=started, ended=ended,
-        message=message or "", summary=json.loads(summary or "{}"),
+        id=id_,
+        cluster_id=cluster_id or "",
+        backend=backend,
+        world_size=world_size,
+        ranks=json.loads(ranks or "[]"),
+        state=RunState(state),
+        spec=json.loads(spec or "{}"),
+        source=source or "",
+        notebook=notebook or "",
+        cell_id=cell_id or "",
+        host=host or "",
+        kernel_pid=kernel_pid,
+        external_id=external_id or "",
+        started=started,
+        ended=ended,
+        message=message or "",
+        summary=json.loads(summary or "{}"),
     )

@@ -22,15 +22,20 @@ def status(session: Session) -> str:
         c = live.cluster
         layout = live.spec.layout
         state = "alive" if c.alive else f"lost: {c.lost}"
-        out.append(f"cluster {c.id} ({backend}): {layout.world_size} rank(s), "
-                   f"strategy {layout.strategy.value}, {state}")
-        out.append(f"  {'rank':>4}  {'host':<16} {'pid':>7}  {'state':<9} dp pp tp  role    "
-                   "last seen")
+        out.append(
+            f"cluster {c.id} ({backend}): {layout.world_size} rank(s), "
+            f"strategy {layout.strategy.value}, {state}"
+        )
+        out.append(
+            f"  {'rank':>4}  {'host':<16} {'pid':>7}  {'state':<9} dp pp tp  role    last seen"
+        )
         for r in c.ranks():
             k = r.coords
-            out.append(f"  {r.rank:>4}  {r.host[:16]:<16} {r.pid or '-':>7}  {r.state:<9} "
-                       f"{k.data_parallel:>2} {k.pipeline_stage:>2} {k.tensor_parallel:>2}  "
-                       f"{k.role.value:<7} {_age(r.last_seen)}")
+            out.append(
+                f"  {r.rank:>4}  {r.host[:16]:<16} {r.pid or '-':>7}  {r.state:<9} "
+                f"{k.data_parallel:>2} {k.pipeline_stage:>2} {k.tensor_parallel:>2}  "
+                f"{k.role.value:<7} {_age(r.last_seen)}"
+            )
     return "\n".join(out)
 
 
@@ -38,26 +43,37 @@ def runs(store: Store, limit: int = 20) -> str:
     records = store.runs(limit=limit)
     if not records:
         return "No runs recorded yet."
-    out = [f"{'run':<21} {'backend':<9} {'ranks':>5}  {'state':<11} {'started':<19} "
-           f"{'duration':>9}  cell"]
+    out = [
+        f"{'run':<21} {'backend':<9} {'ranks':>5}  {'state':<11} {'started':<19} "
+        f"{'duration':>9}  cell"
+    ]
     for r in records:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started))
         duration = f"{(r.ended or time.time()) - r.started:.2f}s"
         first = (r.source.strip().splitlines() or [""])[0][:40]
-        out.append(f"{r.id:<21} {r.backend:<9} {len(r.ranks):>5}  {r.state.value:<11} "
-                   f"{started:<19} {duration:>9}  {first}")
+        out.append(
+            f"{r.id:<21} {r.backend:<9} {len(r.ranks):>5}  {r.state.value:<11} "
+            f"{started:<19} {duration:>9}  {first}"
+        )
         if r.message:
             out.append(f"{'':<21} {r.message}")
     return "\n".join(out)
 
 
-def logs(store: Store, run_id: str, rank: int | None = None, search: str | None = None,
-         limit: int = 10_000) -> str:
+def logs(
+    store: Store,
+    run_id: str,
+    rank: int | None = None,
+    search: str | None = None,
+    limit: int = 10_000,
+) -> str:
     record = store.run(run_id)
     if record is None:
         raise KeyError(f"no run {run_id!r}; %distributed runs lists them")
-    lines = store.logs(record.id, ranks=None if rank is None else [rank], search=search,
-                       limit=limit)
-    out = [f"[rank {ln.rank}{' stderr' if ln.stream == 'stderr' else ''}] {ln.text}"
-           for ln in lines]
+    lines = store.logs(
+        record.id, ranks=None if rank is None else [rank], search=search, limit=limit
+    )
+    out = [
+        f"[rank {ln.rank}{' stderr' if ln.stream == 'stderr' else ''}] {ln.text}" for ln in lines
+    ]
     return "\n".join(out) if out else f"run {record.id}: no output lines match"

@@ -21,7 +21,7 @@ def pid_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     try:  # a zombie is dead for our purposes
-        with open(f"/proc/{pid}/stat") as f:
+        with Path(f"/proc/{pid}/stat").open() as f:
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return True
@@ -30,7 +30,7 @@ def pid_alive(pid: int) -> bool:
 @pytest.fixture
 def shell(tmp_path: Path) -> Iterator[Any]:
     """The global IPython shell with ``%%distributed`` bound to a fresh session and store."""
-    ip = globalipapp.start_ipython() or globalipapp.get_ipython()
+    ip = globalipapp.start_ipython() or globalipapp.get_ipython()  # type: ignore[no-untyped-call]
     magics = DistributedMagics(ip, Session(Store(tmp_path / "history.sqlite3")))
     ip.register_magics(magics)
     ip.user_ns["_jd_session"] = magics.session

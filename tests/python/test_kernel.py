@@ -27,14 +27,17 @@ def store_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _text(cell: Any) -> str:
-    return "".join(o.get("text", "") or "".join(o.get("data", {}).get("text/plain", ""))
-                   for o in cell.get("outputs", []))
+    return "".join(
+        o.get("text", "") or "".join(o.get("data", {}).get("text/plain", ""))
+        for o in cell.get("outputs", [])
+    )
 
 
 def test_quickstart_notebook_runs_as_it_is(store_env: Path) -> None:
-    nb = nbformat.read(EXAMPLES / "01_quickstart.ipynb", as_version=4)
-    NotebookClient(nb, timeout=120, kernel_name="python3",
-                   resources={"metadata": {"path": str(EXAMPLES)}}).execute()
+    nb = nbformat.read(EXAMPLES / "01_quickstart.ipynb", as_version=4)  # type: ignore[no-untyped-call]
+    NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(EXAMPLES)}}
+    ).execute()
     texts = [_text(c) for c in nb.cells if c.cell_type == "code"]
     everything = "\n".join(texts)
     for r in range(4):
@@ -53,9 +56,11 @@ def _start_ranks(km: KernelManager, n: int) -> list[int]:
     kc = km.client()
     kc.start_channels()
     kc.wait_for_ready(timeout=60)
-    code = (f"%load_ext jupyter_distributed\n"
-            f"get_ipython().run_cell_magic('distributed', '-n {n} --pull pid', "
-            f"'import os\\npid = os.getpid()')\nprint('PIDS', pid)")
+    code = (
+        f"%load_ext jupyter_distributed\n"
+        f"get_ipython().run_cell_magic('distributed', '-n {n} --pull pid', "
+        f"'import os\\npid = os.getpid()')\nprint('PIDS', pid)"
+    )
     reply = kc.execute_interactive(code, timeout=120, output_hook=lambda msg: outputs.append(msg))
     assert reply["content"]["status"] == "ok", reply["content"]
     text = "".join(m["content"].get("text", "") for m in outputs)

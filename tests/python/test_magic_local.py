@@ -15,7 +15,7 @@ from IPython.core.error import UsageError
 
 from jupyter_distributed.errors import RunFailed
 
-from .core_helpers import pid_alive, shell  # noqa: F401
+from .core_helpers import pid_alive
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -50,16 +50,22 @@ def test_push_pull_and_targets(shell: Any) -> None:
 
     shell.user_ns["arr"] = np.arange(1_000_000, dtype=np.float64)
     shell.user_ns["scale"] = 3
-    assert run(shell, "-n 4 --push arr,scale --pull part --targets 1,3",
-               "part = float(arr[rank::world_size].sum()) * scale").success
+    assert run(
+        shell,
+        "-n 4 --push arr,scale --pull part --targets 1,3",
+        "part = float(arr[rank::world_size].sum()) * scale",
+    ).success
     arr = shell.user_ns["arr"]
     assert shell.user_ns["part"] == [float(arr[1::4].sum()) * 3, float(arr[3::4].sum()) * 3]
 
 
 def test_torchrun_environment(shell: Any) -> None:
-    run(shell, "--nodes 2 --procs-per-node 2 --env FOO=bar --pull env",
+    run(
+        shell,
+        "--nodes 2 --procs-per-node 2 --env FOO=bar --pull env",
         "import os\nenv = {k: os.environ[k] for k in ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', "
-        "'LOCAL_WORLD_SIZE', 'GROUP_RANK', 'MASTER_ADDR', 'MASTER_PORT', 'FOO')}")
+        "'LOCAL_WORLD_SIZE', 'GROUP_RANK', 'MASTER_ADDR', 'MASTER_PORT', 'FOO')}",
+    )
     envs = shell.user_ns["env"]
     assert [e["RANK"] for e in envs] == ["0", "1", "2", "3"]
     assert [e["GROUP_RANK"] for e in envs] == ["0", "0", "1", "1"]
@@ -70,14 +76,18 @@ def test_torchrun_environment(shell: Any) -> None:
 
 
 def test_exception_root_cause_first_and_kernel_stays_usable(shell: Any, capsys: Any) -> None:
-    res = run(shell, "-n 3", "import time\nif rank == 2:\n    raise ValueError('bad input')\n"
-                             "time.sleep(0.3)\nif rank == 0:\n    raise KeyError('later')")
+    res = run(
+        shell,
+        "-n 3",
+        "import time\nif rank == 2:\n    raise ValueError('bad input')\n"
+        "time.sleep(0.3)\nif rank == 0:\n    raise KeyError('later')",
+    )
     assert isinstance(res.error_in_exec, RunFailed)
     failure = res.error_in_exec
     assert [f.rank for f in failure.failures] == [2, 0]
     assert failure.root.ename == "ValueError" and "bad input" in failure.root.evalue
     rendered = "\n".join(failure._render_traceback_())
-    assert "root cause" in rendered and 'raise ValueError' in rendered
+    assert "root cause" in rendered and "raise ValueError" in rendered
     assert "runtime.py" not in rendered
     assert run(shell, "-n 3", "rank").success
 
@@ -89,8 +99,9 @@ def test_dead_rank_is_reported_with_exit_code_and_signal(shell: Any) -> None:
     assert isinstance(res.error_in_exec, RunFailed)
     assert "rank 1" in res.error_in_exec.root.summary
     assert "exited with code 3" in res.error_in_exec.root.summary
-    res = run(shell, "-n 2", "import os, signal\nif rank == 0:\n    os.kill(os.getpid(), "
-                             "signal.SIGKILL)")
+    res = run(
+        shell, "-n 2", "import os, signal\nif rank == 0:\n    os.kill(os.getpid(), signal.SIGKILL)"
+    )
     assert "rank 0" in str(res.error_in_exec) and "killed by SIGKILL" in str(res.error_in_exec)
     assert run(shell, "-n 2", "rank").success  # a new cluster
 
@@ -111,8 +122,12 @@ def test_rank_that_ignores_interrupt_is_killed(shell: Any, capsys: Any) -> None:
     run(shell, "-n 2 --pull pid", "import os\npid = os.getpid()")
     pids = shell.user_ns["pid"]
     threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
-    res = run(shell, "-n 2", "import time\nwhile True:\n    try:\n        time.sleep(0.1)\n"
-                             "    except KeyboardInterrupt:\n        pass")
+    res = run(
+        shell,
+        "-n 2",
+        "import time\nwhile True:\n    try:\n        time.sleep(0.1)\n"
+        "    except KeyboardInterrupt:\n        pass",
+    )
     assert isinstance(res.error_in_exec, KeyboardInterrupt)
     assert "did not stop within" in capsys.readouterr().err
     assert not any(pid_alive(p) for p in pids)
@@ -127,11 +142,14 @@ def test_timeout(shell: Any) -> None:
 
 def test_fd_level_output_and_stderr_flood_never_blocks(shell: Any, capsys: Any) -> None:
     session = shell.user_ns["_jd_session"]
-    res = run(shell, "-n 2 --quiet",
-              "import os, sys\nos.system('echo from a child process')\n"
-              "os.write(2, b'raw fd write\\n')\n"
-              "for i in range(100_000):\n    sys.stderr.write(f'noise {i} ' + 'x' * 40 + '\\n')\n"
-              "print('end')")
+    res = run(
+        shell,
+        "-n 2 --quiet",
+        "import os, sys\nos.system('echo from a child process')\n"
+        "os.write(2, b'raw fd write\\n')\n"
+        "for i in range(100_000):\n    sys.stderr.write(f'noise {i} ' + 'x' * 40 + '\\n')\n"
+        "print('end')",
+    )
     assert res.success
     run_id = session.store.runs(limit=1)[0].id
     for rank in (0, 1):
@@ -152,7 +170,8 @@ def test_display_is_rate_limited_but_nothing_is_lost(shell: Any, capsys: Any) ->
 
 def test_report_is_recorded(shell: Any) -> None:
     session = shell.user_ns["_jd_session"]
-    assert run(shell, "-n 2", "for i in range(10):\n    report(samples=32, loss=1 / (i + 1))").success
+    cell = "for i in range(10):\n    report(samples=32, loss=1 / (i + 1))"
+    assert run(shell, "-n 2", cell).success
     run_id = session.store.runs(limit=1)[0].id
     samples = [m for _, m in session.store.metrics(run_id) if "samples" in m.values]
     assert len(samples) == 20 and {m.rank for m in samples} == {0, 1}
@@ -178,8 +197,12 @@ def test_bad_input_is_one_line(shell: Any) -> None:
 
 
 def test_dry_run_starts_nothing(shell: Any, capsys: Any) -> None:
-    shell.run_cell_magic("distributed", "--nodes 2 --procs-per-node 4 --strategy model-parallel "
-                         "--partitions 2 --tensor-parallel 2 --microbatches 4 --dry-run", "pass")
+    shell.run_cell_magic(
+        "distributed",
+        "--nodes 2 --procs-per-node 4 --strategy model-parallel "
+        "--partitions 2 --tensor-parallel 2 --microbatches 4 --dry-run",
+        "pass",
+    )
     out = capsys.readouterr().out
     assert "world size:   8 = 2 node(s) × 4 process(es) per node" in out
     assert "2 pipeline stage(s) × 2-way tensor × 2-way data; 4 microbatch(es)" in out

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_distributed.worker.protocol import Buffer
 from jupyter_distributed.worker.shared import (
     SHARED_MIN_BYTES,
     map_shared,
@@ -21,11 +22,13 @@ from .core_helpers import shell  # noqa: F401
 pytestmark = pytest.mark.timeout(120)
 
 # On a rank: where the pushed array's memory comes from.
-ORIGIN = ("import mmap\n"
-          "base = x.base\n"
-          "while getattr(base, 'base', None) is not None:\n"
-          "    base = base.base\n"
-          "origin = 'mapped' if isinstance(getattr(base, 'obj', None), mmap.mmap) else 'copied'")
+ORIGIN = (
+    "import mmap\n"
+    "base = x.base\n"
+    "while getattr(base, 'base', None) is not None:\n"
+    "    base = base.base\n"
+    "origin = 'mapped' if isinstance(getattr(base, 'obj', None), mmap.mmap) else 'copied'"
+)
 
 
 def leftovers() -> set[str]:
@@ -33,7 +36,12 @@ def leftovers() -> set[str]:
 
 
 def test_round_trip_is_private_and_owner_only(tmp_path: Path) -> None:
-    buffers = [b"abc", bytearray(range(256)) * 300, memoryview(b"")[:0], b"z" * 65]
+    buffers: list[Buffer] = [
+        b"abc",
+        memoryview(bytearray(range(256)) * 300),
+        memoryview(b"")[:0],
+        b"z" * 65,
+    ]
     field = write_shared(buffers, tmp_path)
     path = Path(field["path"])
     assert path.parent == tmp_path

@@ -25,25 +25,40 @@ def test_world_size_and_default_layout() -> None:
 def test_model_parallel_coordinates_tensor_fastest_then_pipeline_then_data() -> None:
     layout = Layout(1, 8, Strategy.MODEL_PARALLEL, ModelParallel(partitions=2, tensor_parallel=2))
     assert layout.data_parallel_degree == 2
-    got = [(c.data_parallel, c.pipeline_stage, c.tensor_parallel)
-           for c in map(layout.coords, range(8))]
-    assert got == [(0, 0, 0), (0, 0, 1), (0, 1, 0), (0, 1, 1),
-                   (1, 0, 0), (1, 0, 1), (1, 1, 0), (1, 1, 1)]
+    got = [
+        (c.data_parallel, c.pipeline_stage, c.tensor_parallel) for c in map(layout.coords, range(8))
+    ]
+    assert got == [
+        (0, 0, 0),
+        (0, 0, 1),
+        (0, 1, 0),
+        (0, 1, 1),
+        (1, 0, 0),
+        (1, 0, 1),
+        (1, 1, 0),
+        (1, 1, 1),
+    ]
 
 
 def test_indivisible_world_size_names_both_numbers() -> None:
-    with pytest.raises(SpecError, match=r"world size 6 is not divisible by partitions × "
-                                        r"tensor-parallel = 4"):
-        Layout(1, 6, "model-parallel", ModelParallel(partitions=2, tensor_parallel=2))
+    with pytest.raises(
+        SpecError,
+        match=r"world size 6 is not divisible by partitions × "
+        r"tensor-parallel = 4",
+    ):
+        Layout(1, 6, Strategy.MODEL_PARALLEL, ModelParallel(partitions=2, tensor_parallel=2))
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"partitions": 0}, "--partitions must be a positive integer"),
-    ({"microbatches": -1}, "--microbatches must be a positive integer"),
-    ({"pipeline": "zigzag"}, "--pipeline must be one of simple, interleaved"),
-    ({"placement": "far"}, "--placement must be one of spread, cluster"),
-    ({"optimize": "size"}, "--optimize must be one of speed, memory"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"partitions": 0}, "--partitions must be a positive integer"),
+        ({"microbatches": -1}, "--microbatches must be a positive integer"),
+        ({"pipeline": "zigzag"}, "--pipeline must be one of simple, interleaved"),
+        ({"placement": "far"}, "--placement must be one of spread, cluster"),
+        ({"optimize": "size"}, "--optimize must be one of speed, memory"),
+    ],
+)
 def test_model_parallel_settings_are_validated(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(SpecError, match=message):
         ModelParallel(**kwargs)  # type: ignore[arg-type]
@@ -51,24 +66,24 @@ def test_model_parallel_settings_are_validated(kwargs: dict[str, object], messag
 
 def test_model_parallel_flags_need_the_strategy() -> None:
     with pytest.raises(SpecError, match="need --strategy model-parallel"):
-        Layout(1, 2, "ddp", ModelParallel(partitions=2))
+        Layout(1, 2, Strategy.DDP, ModelParallel(partitions=2))
 
 
 def test_unknown_strategy_lists_the_choices() -> None:
     with pytest.raises(SpecError, match="--strategy must be one of none, ddp, fsdp"):
-        Layout(strategy="pipedream")
+        Layout(strategy="pipedream")  # type: ignore[arg-type]
 
 
 def test_parameter_server_roles() -> None:
-    layout = Layout(1, 4, "parameter-server", parameter_servers=1)
+    layout = Layout(1, 4, Strategy.PARAMETER_SERVER, parameter_servers=1)
     assert [layout.coords(r).role for r in range(4)] == [Role.PARAMETER_SERVER] + [Role.WORKER] * 3
     assert layout.data_parallel_degree == 3
     with pytest.raises(SpecError, match="leaves no worker"):
-        Layout(1, 2, "parameter-server", parameter_servers=2)
+        Layout(1, 2, Strategy.PARAMETER_SERVER, parameter_servers=2)
 
 
 def test_accelerator_limit_names_both_numbers() -> None:
-    with pytest.raises(SpecError, match="8 processes per node but ml.g5.xlarge has 1"):
+    with pytest.raises(SpecError, match=r"8 processes per node but ml\.g5\.xlarge has 1"):
         Layout(1, 8).check_accelerators(1, "ml.g5.xlarge")
 
 

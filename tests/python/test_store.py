@@ -13,15 +13,25 @@ from jupyter_distributed.store import RunRecord, Store
 
 
 def _run(store: Store, run_id: str = "r1") -> None:
-    store.create_run(RunRecord(id=run_id, backend="local", world_size=2, ranks=[0, 1],
-                               started=time.time()), coords={0: {"host": "h"}, 1: {}})
+    store.create_run(
+        RunRecord(id=run_id, backend="local", world_size=2, ranks=[0, 1], started=time.time()),
+        coords={0: {"host": "h"}, 1: {}},
+    )
 
 
 def test_logs_page_filter_and_search(tmp_path: Path) -> None:
     store = Store(tmp_path / "h.sqlite3")
     _run(store)
-    store.append(OutputEvent("r1", i % 2, float(i), Stream.STDERR if i % 5 == 0 else Stream.STDOUT,
-                             f"line {i} 100%_done") for i in range(100))
+    store.append(
+        OutputEvent(
+            "r1",
+            i % 2,
+            float(i),
+            Stream.STDERR if i % 5 == 0 else Stream.STDOUT,
+            f"line {i} 100%_done",
+        )
+        for i in range(100)
+    )
     page = store.logs("r1", limit=10)
     assert [ln.text for ln in page][:2] == ["line 0 100%_done", "line 1 100%_done"]
     nxt = store.logs("r1", after=page[-1].seq, limit=10)
@@ -38,11 +48,19 @@ def test_logs_page_filter_and_search(tmp_path: Path) -> None:
 def test_rank_state_and_metrics(tmp_path: Path) -> None:
     store = Store(tmp_path / "h.sqlite3")
     _run(store)
-    store.append([RankEvent("r1", 0, 1.0, RankState.RUNNING, "host0", 42),
-                  MetricEvent("r1", 0, 2.0, {"samples": 64.0})])
+    store.append(
+        [
+            RankEvent("r1", 0, 1.0, RankState.RUNNING, "host0", 42),
+            MetricEvent("r1", 0, 2.0, {"samples": 64.0}),
+        ]
+    )
     ranks = store.ranks("r1")
     assert (ranks[0].state, ranks[0].host, ranks[0].pid, ranks[0].heartbeat) == (
-        "running", "host0", 42, 2.0)
+        "running",
+        "host0",
+        42,
+        2.0,
+    )
     assert store.metrics("r1")[0][1].values == {"samples": 64.0}
     kinds = [e["kind"] for _, e in store.events_after(0)]
     assert kinds == ["run", "rank", "metric"]
@@ -52,7 +70,11 @@ def test_another_process_reads_while_this_one_writes(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite3"
     store = Store(path)
     _run(store)
-    reader = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import time
         from jupyter_distributed.store import Store
         s = Store({str(path)!r})
@@ -61,7 +83,11 @@ def test_another_process_reads_while_this_one_writes(tmp_path: Path) -> None:
             seen = len(s.logs("r1", limit=100000))
             time.sleep(0.01)
         print(seen)
-    """)], stdout=subprocess.PIPE, text=True)
+    """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     for batch in range(50):
         store.append(OutputEvent("r1", 0, 0.0, Stream.STDOUT, f"{batch}-{i}") for i in range(100))
     out, _ = reader.communicate(timeout=60)

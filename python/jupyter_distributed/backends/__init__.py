@@ -20,8 +20,7 @@ def get_backend(name: str) -> Backend:
     try:
         target = _REGISTRY[name]
     except KeyError:
-        raise SpecError(
-            f"unknown --backend {name!r}; choose one of {', '.join(names())}") from None
+        raise SpecError(f"unknown --backend {name!r}; choose one of {', '.join(names())}") from None
     module, _, attr = target.partition(":")
     cls = getattr(importlib.import_module(module), attr)
     backend: Backend = cls()

@@ -53,8 +53,10 @@ class Plan:
                 f"optimize {mp.optimize.value}"
             )
         elif layout.parameter_servers:
-            lines.append(f"roles:        {layout.parameter_servers} parameter server(s), "
-                         f"{layout.data_parallel_degree} worker(s)")
+            lines.append(
+                f"roles:        {layout.parameter_servers} parameter server(s), "
+                f"{layout.data_parallel_degree} worker(s)"
+            )
         lines.append(f"runs on:      ranks {_ranges(spec.ranks)}")
         for key, value in self.extra:
             lines.append(f"{key + ':':<14}{value}")
@@ -72,8 +74,10 @@ class Plan:
                     where += f" role={c.role.value}"
                 lines.append(f"    rank {r.rank:<3} local {c.local_rank:<3} {where}")
         if self.ranks:
-            lines.append("environment (rank 0): " + " ".join(
-                f"{k}={v}" for k, v in (*self.env, *self.ranks[0].env)))
+            lines.append(
+                "environment (rank 0): "
+                + " ".join(f"{k}={v}" for k, v in (*self.env, *self.ranks[0].env))
+            )
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -25,9 +26,12 @@ def rank_env(spec: Spec, rank: int, master_port: str) -> tuple[tuple[str, str], 
     layout = spec.layout
     c = layout.coords(rank)
     return (
-        ("RANK", str(rank)), ("WORLD_SIZE", str(layout.world_size)),
-        ("LOCAL_RANK", str(c.local_rank)), ("LOCAL_WORLD_SIZE", str(layout.procs_per_node)),
-        ("GROUP_RANK", str(c.node_rank)), ("MASTER_ADDR", "127.0.0.1"),
+        ("RANK", str(rank)),
+        ("WORLD_SIZE", str(layout.world_size)),
+        ("LOCAL_RANK", str(c.local_rank)),
+        ("LOCAL_WORLD_SIZE", str(layout.procs_per_node)),
+        ("GROUP_RANK", str(c.node_rank)),
+        ("MASTER_ADDR", "127.0.0.1"),
         ("MASTER_PORT", master_port),
     )
 
@@ -49,10 +53,15 @@ class LocalProcesses:
         base = {**os.environ, **dict(plan.env), **boot_env}
         for r in plan.ranks:
             env = {**base, **{k: (port if v == "<free port>" else v) for k, v in r.env}}
-            with open(self.logdir / f"rank-{r.rank}.log", "wb") as log:
-                self.procs[r.rank] = subprocess.Popen(
-                    plan.command, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, start_new_session=True)
+            with (self.logdir / f"rank-{r.rank}.log").open("wb") as log:
+                self.procs[r.rank] = subprocess.Popen(  # noqa: S603 (our own worker command)
+                    plan.command,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
 
     def exited(self) -> list[tuple[int | None, int]]:
         out: list[tuple[int | None, int]] = []
@@ -77,10 +86,8 @@ class LocalProcesses:
 
     def _signal(self, sig: int) -> None:
         for proc in self.procs.values():
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, sig)  # the rank and anything it started
-            except (ProcessLookupError, PermissionError):
-                pass
 
     def log_tail(self, rank: int | None) -> str:
         path = self.logdir / f"rank-{rank}.log"
@@ -98,14 +105,17 @@ class LocalBackend(Backend):
         host = socket.gethostname()
         ranks = tuple(
             RankPlan(rank, host, spec.layout.coords(rank), rank_env(spec, rank, "<free port>"))
-            for rank in range(spec.world_size))
+            for rank in range(spec.world_size)
+        )
         env: tuple[tuple[str, str], ...] = (*spec.env, ("PYTHONUNBUFFERED", "1"))
         if sys.platform.startswith("linux") and spec.layout.strategy.uses_torch:
             env = (*env, ("GLOO_SOCKET_IFNAME", "lo"))
         notes: tuple[str, ...] = ()
         if spec.layout.nodes > 1:
-            notes = (f"local backend: the {spec.layout.nodes} nodes are process groups on this "
-                     "machine (GROUP_RANK differs); use --backend mpi for real hosts",)
+            notes = (
+                f"local backend: the {spec.layout.nodes} nodes are process groups on this "
+                "machine (GROUP_RANK differs); use --backend mpi for real hosts",
+            )
         return Plan(spec, ranks, WORKER_COMMAND, env, notes)
 
     def launch(self, plan: Plan, store: Store, view: RunView) -> ProcessCluster:

@@ -8,6 +8,7 @@ the processes, and forwards what the running cell must show to the main thread.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -54,8 +55,15 @@ StartProcesses = Callable[[dict[str, str]], Processes]
 class ProcessCluster(Cluster):
     start_timeout = 120.0
 
-    def __init__(self, plan: Plan, store: Store, start: StartProcesses, view: RunView,
-                 bind_host: str = "127.0.0.1", connect_host: str | None = None) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        store: Store,
+        start: StartProcesses,
+        view: RunView,
+        bind_host: str = "127.0.0.1",
+        connect_host: str | None = None,
+    ) -> None:
         self.plan = plan
         self.store = store
         self.id = f"c-{secrets.token_hex(4)}"
@@ -77,13 +85,19 @@ class ProcessCluster(Cluster):
         self.run_id = ""
         self._early: list[tuple[int, str, float, str]] = []
         self.info: dict[int, RankInfo] = {
-            r.rank: RankInfo(r.rank, r.host, None, "starting", r.coords) for r in plan.ranks}
+            r.rank: RankInfo(r.rank, r.host, None, "starting", r.coords) for r in plan.ranks
+        }
         self._lost = ""
         self._thread = threading.Thread(target=self._loop, daemon=True, name=f"jd-{self.id}")
         self._thread.start()
-        boot = {"address": self.address, "key": self._signer._key.hex(), "cluster_id": self.id,
-                "layout": plan.spec.layout.to_json(), "kernel_pid": os.getpid(),
-                "kernel_host": socket.gethostname()}
+        boot = {
+            "address": self.address,
+            "key": self._signer._key.hex(),
+            "cluster_id": self.id,
+            "layout": plan.spec.layout.to_json(),
+            "kernel_pid": os.getpid(),
+            "kernel_host": socket.gethostname(),
+        }
         try:
             self.processes = start({BOOTSTRAP_ENV: json.dumps(boot)})
             self._wait_ready(view)
@@ -107,8 +121,13 @@ class ProcessCluster(Cluster):
     def execute(self, request: Any, view: RunView) -> Any:
         return execute_run(self, request, view)
 
-    def send(self, ranks: Sequence[int], msg_type: str, fields: dict[str, Any] | None = None,
-             buffers: Sequence[Buffer] = ()) -> None:
+    def send(
+        self,
+        ranks: Sequence[int],
+        msg_type: str,
+        fields: dict[str, Any] | None = None,
+        buffers: Sequence[Buffer] = (),
+    ) -> None:
         digests = [digest(b) for b in buffers]
         for rank in ranks:
             frames = self._signer.pack(msg_type, fields, buffers, digests)
@@ -155,8 +174,8 @@ class ProcessCluster(Cluster):
             except queue.Empty:
                 if time.monotonic() > deadline:
                     raise LaunchError(
-                        f"rank(s) {sorted(waiting)} did not start within "
-                        f"{self.start_timeout:.0f}s") from None
+                        f"rank(s) {sorted(waiting)} did not start within {self.start_timeout:.0f}s"
+                    ) from None
                 continue
             kind = item[0]
             if kind == "hello":
@@ -166,16 +185,15 @@ class ProcessCluster(Cluster):
             elif kind == "exit":
                 failure: RankFailure = item[1]
                 tail = self.processes.log_tail(failure.rank if failure.rank >= 0 else None)
-                raise LaunchError(f"{failure.summary} before it was ready"
-                                  + (f": {tail}" if tail else ""))
+                raise LaunchError(
+                    f"{failure.summary} before it was ready" + (f": {tail}" if tail else "")
+                )
 
     # -- the I/O thread ------------------------------------------------------------------
 
     def _wake(self) -> None:
-        try:
+        with contextlib.suppress(BlockingIOError, OSError):
             os.write(self._wake_w, b"\0")
-        except (BlockingIOError, OSError):
-            pass
 
     def _loop(self) -> None:
         poller = zmq.Poller()
@@ -186,10 +204,8 @@ class ProcessCluster(Cluster):
             while not self._stopping.is_set():
                 ready = dict(poller.poll(50))
                 if self._wake_r in ready:
-                    try:
+                    with contextlib.suppress(BlockingIOError):
                         os.read(self._wake_r, 65536)
-                    except BlockingIOError:
-                        pass
                 self._drain_out()
                 if ready.get(self._router):
                     self._receive()
@@ -217,8 +233,9 @@ class ProcessCluster(Cluster):
                 self._router.send_multipart([item[1], *item[2]], copy=False)
             elif item[0] == "begin":
                 early, self._early = self._early, []
-                self.store.append(OutputEvent(item[1], r, t, Stream(s), text)
-                                  for r, s, t, text in early)
+                self.store.append(
+                    OutputEvent(item[1], r, t, Stream(s), text) for r, s, t, text in early
+                )
                 for r, s, t, text in early:
                     self.inbox.put(("event", OutputEvent(item[1], r, t, Stream(s), text)))
 
@@ -235,8 +252,12 @@ class ProcessCluster(Cluster):
                 header, buffers = self._signer.unpack([f.buffer for f in frames[1:]])
                 rank = int(identity.removeprefix("rank-"))
             except (BadMessage, ValueError) as exc:
-                log.warning("jupyter-distributed: rejected a message on %s from %r: %s",
-                            self.address, identity, exc)
+                log.warning(
+                    "jupyter-distributed: rejected a message on %s from %r: %s",
+                    self.address,
+                    identity,
+                    exc,
+                )
                 continue
             new, control = self._handle(rank, header, buffers)
             events.extend(new)
@@ -248,8 +269,9 @@ class ProcessCluster(Cluster):
         for item in items:
             self.inbox.put(item)
 
-    def _handle(self, rank: int, h: dict[str, Any], buffers: list[Buffer]
-                ) -> tuple[list[Event], tuple[Any, ...] | None]:
+    def _handle(
+        self, rank: int, h: dict[str, Any], buffers: list[Buffer]
+    ) -> tuple[list[Event], tuple[Any, ...] | None]:
         """Events to record and show, and a control item for the main thread, in order."""
         kind = h["type"]
         info = self.info.get(rank)
@@ -266,12 +288,16 @@ class ProcessCluster(Cluster):
         if kind == "metrics" and run_id:
             return [MetricEvent(run_id, rank, t, v) for t, v in h["samples"]], None
         if kind == "heartbeat" and run_id and self.run_id:
-            return [MetricEvent(run_id, rank, h["t"],
-                                {"sys.cpu_percent": h["cpu"], "sys.rss_mb": h["rss_mb"]})], None
+            return [
+                MetricEvent(
+                    run_id, rank, h["t"], {"sys.cpu_percent": h["cpu"], "sys.rss_mb": h["rss_mb"]}
+                )
+            ], None
         if kind == "state":
             info.state = "running"
-            return [RankEvent(run_id, rank, time.time(), RankState.RUNNING, info.host,
-                              info.pid)], None
+            return [
+                RankEvent(run_id, rank, time.time(), RankState.RUNNING, info.host, info.pid)
+            ], None
         if kind == "done":
             return self._done(rank, info, h, buffers)
         if kind == "hello":
@@ -281,11 +307,13 @@ class ProcessCluster(Cluster):
             return [], ("fatal", rank, str(h["message"]))
         return [], None
 
-    def _done(self, rank: int, info: RankInfo, h: dict[str, Any],
-              buffers: list[Buffer]) -> tuple[list[Event], tuple[Any, ...]]:
+    def _done(
+        self, rank: int, info: RankInfo, h: dict[str, Any], buffers: list[Buffer]
+    ) -> tuple[list[Event], tuple[Any, ...]]:
         run_id, status = str(h["run_id"]), str(h["status"])
         state = {"ok": RankState.DONE, "interrupted": RankState.INTERRUPTED}.get(
-            status, RankState.FAILED)
+            status, RankState.FAILED
+        )
         info.state = "idle"
         now = time.time()
         events: list[Event] = []
@@ -305,9 +333,14 @@ class ProcessCluster(Cluster):
             r = -1 if rank is None else rank
             info = self.info.get(r)
             failure = RankFailure(
-                rank=r, t=time.time(), host=info.host if info else socket.gethostname(),
-                pid=info.pid if info else None, kind="exit",
-                exit_code=code if code >= 0 else None, signal=-code if code < 0 else None)
+                rank=r,
+                t=time.time(),
+                host=info.host if info else socket.gethostname(),
+                pid=info.pid if info else None,
+                kind="exit",
+                exit_code=code if code >= 0 else None,
+                signal=-code if code < 0 else None,
+            )
             if info is not None:
                 info.state = "exited" if code == 0 else "failed"
             if self._stopping.is_set():

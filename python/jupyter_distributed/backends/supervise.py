@@ -57,8 +57,10 @@ class _Run:
             errors = dict(header.get("pull_errors") or {})
             if buffers:
                 try:
-                    self.outcome.pulled[rank] = pickle.loads(buffers[0], buffers=buffers[1:])
-                except Exception as exc:
+                    self.outcome.pulled[rank] = pickle.loads(  # noqa: S301 (signed by our rank)
+                        buffers[0], buffers=buffers[1:]
+                    )
+                except Exception as exc:  # noqa: BLE001 (any unpickling error is reported)
                     errors["*"] = f"cannot load pulled values here: {type(exc).__name__}: {exc}"
             if errors:
                 self.outcome.pull_errors[rank] = errors
@@ -100,7 +102,8 @@ class _Run:
             self.hinted = True
             self.view.notice(
                 f"rank(s) {sorted(self.pending)} are still running after a failure; they may be "
-                "waiting for a failed rank in a collective. Press stop to interrupt them.")
+                "waiting for a failed rank in a collective. Press stop to interrupt them."
+            )
 
     def stop_pending(self, kind: str, why: str) -> None:
         """Interrupt the pending ranks; kill the cluster if they do not yield in time."""
@@ -109,8 +112,9 @@ class _Run:
         if kind == "timeout":
             for rank in ranks:
                 info = self.cluster.info[rank]
-                self._failed(RankFailure(rank, now, info.host, info.pid, "TimeoutError", why,
-                                         kind="timeout"))
+                self._failed(
+                    RankFailure(rank, now, info.host, info.pid, "TimeoutError", why, kind="timeout")
+                )
         self.cluster.send(ranks, "interrupt", {"run_id": self.request.run_id})
         try:
             done = self.wait(time.monotonic() + INTERRUPT_GRACE)
@@ -118,8 +122,10 @@ class _Run:
             done = False
         if not done and self.pending:
             stuck = sorted(self.pending)
-            self.view.notice(f"rank(s) {stuck} did not stop within {INTERRUPT_GRACE:.0f}s; "
-                             "terminating the cluster (its variables are lost)")
+            self.view.notice(
+                f"rank(s) {stuck} did not stop within {INTERRUPT_GRACE:.0f}s; "
+                "terminating the cluster (its variables are lost)"
+            )
             self.cluster.mark_lost(f"rank(s) {stuck} were killed after not yielding")
             self.cluster.stop()
             self.pending.clear()
@@ -128,8 +134,11 @@ class _Run:
 def _send_execute(cluster: ProcessCluster, request: RunRequest) -> dict[str, Any] | None:
     """Send the cell (and pushed values) to its ranks; returns the shared-memory file that
     carries a large push to ranks on this host, which the caller removes after the run."""
-    fields: dict[str, Any] = {"run_id": request.run_id, "code": request.code,
-                              "pull": list(request.pull)}
+    fields: dict[str, Any] = {
+        "run_id": request.run_id,
+        "code": request.code,
+        "pull": list(request.pull),
+    }
     buffers: list[Any] = []
     shared = None
     if request.push:
@@ -138,13 +147,13 @@ def _send_execute(cluster: ProcessCluster, request: RunRequest) -> dict[str, Any
         raw = [b.raw() for b in pickled]
         buffers = [data, *raw]
         here = socket.gethostname()
-        if (sum(b.nbytes for b in raw) >= SHARED_MIN_BYTES
-                and all(cluster.info[r].host == here for r in request.ranks)):
+        if sum(b.nbytes for b in raw) >= SHARED_MIN_BYTES and all(
+            cluster.info[r].host == here for r in request.ranks
+        ):
             try:
                 shared = write_shared(raw)
             except OSError as exc:  # e.g. /dev/shm is full: send the bytes instead
-                log.warning("jupyter-distributed: push through ZeroMQ, not shared memory: %s",
-                            exc)
+                log.warning("jupyter-distributed: push through ZeroMQ, not shared memory: %s", exc)
             else:
                 fields["shared"] = shared
                 buffers = [data]
@@ -184,6 +193,9 @@ def _supervise(cluster: ProcessCluster, request: RunRequest, view: RunView) -> R
     else:
         outcome.state = RunState.COMPLETED
     timed_out = {f.rank for f in outcome.failures if f.kind == "timeout"}
-    outcome.failures = [f for f in outcome.failures if not (
-        f.kind == "interrupted" and (interrupted or f.rank in timed_out))]
+    outcome.failures = [
+        f
+        for f in outcome.failures
+        if not (f.kind == "interrupted" and (interrupted or f.rank in timed_out))
+    ]
     return outcome

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from ..spec import Layout
@@ -23,10 +25,8 @@ def _die_with_parent() -> None:
     if sys.platform.startswith("linux"):
         import ctypes
 
-        try:
+        with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
 
 
 def _alive(pid: int) -> bool:
@@ -63,13 +63,20 @@ class _Ticker:
             cpu = sum(os.times()[:2])
             self.cpu = (now, cpu)
             percent = 100.0 * (cpu - cpu0) / max(now - wall0, 1e-6)
-            self.channel.send("heartbeat", {"run_id": self.runtime.run_id, "t": time.time(),
-                                            "cpu": round(percent, 1), "rss_mb": _rss_mb()})
+            self.channel.send(
+                "heartbeat",
+                {
+                    "run_id": self.runtime.run_id,
+                    "t": time.time(),
+                    "cpu": round(percent, 1),
+                    "rss_mb": _rss_mb(),
+                },
+            )
 
 
 def _rss_mb() -> float:
     try:
-        with open("/proc/self/statm") as f:
+        with Path("/proc/self/statm").open() as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
     except (OSError, ValueError, IndexError):
         import resource
@@ -84,11 +91,19 @@ def main() -> int:
     env.export()
     runtime = Runtime(env, send=lambda *a: channel.send(*a))
     ticker = _Ticker(runtime, boot)
-    channel = Channel(boot["address"], Signer(bytes.fromhex(boot["key"])),
-                      f"rank-{env.rank}".encode(), runtime.on_message, ticker)
+    channel = Channel(
+        boot["address"],
+        Signer(bytes.fromhex(boot["key"])),
+        f"rank-{env.rank}".encode(),
+        runtime.on_message,
+        ticker,
+    )
     ticker.channel = channel
-    capture = FdCapture(lambda stream, lines: channel.send(
-        "output", {"run_id": runtime.run_id, "stream": stream, "lines": lines}))
+    capture = FdCapture(
+        lambda stream, lines: channel.send(
+            "output", {"run_id": runtime.run_id, "stream": stream, "lines": lines}
+        )
+    )
     channel.start()
     capture.start()
     layout = Layout.from_json(boot["layout"])
@@ -98,13 +113,20 @@ def main() -> int:
         channel.send("fatal", {"message": str(exc)})
         channel.close()
         return 2
-    except Exception as exc:  # report any set-up failure to the kernel, root cause first
+    except Exception as exc:  # noqa: BLE001 (report any set-up failure to the kernel)
         channel.send("fatal", {"message": f"{type(exc).__name__}: {exc}"})
         channel.close()
         return 2
-    channel.send("hello", {"rank": env.rank, "host": runtime.host, "pid": os.getpid(),
-                           "python": sys.version.split()[0],
-                           "coords": layout.coords(env.rank).to_json()})
+    channel.send(
+        "hello",
+        {
+            "rank": env.rank,
+            "host": runtime.host,
+            "pid": os.getpid(),
+            "python": sys.version.split()[0],
+            "coords": layout.coords(env.rank).to_json(),
+        },
+    )
     runtime.serve(capture.sync)
     capture.sync()
     channel.close()

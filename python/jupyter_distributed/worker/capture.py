@@ -9,6 +9,7 @@ written before it has been handed on, so a cell's output always precedes its res
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
 import select
 import sys
@@ -37,24 +38,23 @@ class FdCapture:
             self.saved[stream] = os.dup(fd)
             os.dup2(w, fd)
             os.close(w)
-            t = threading.Thread(target=self._read, args=(r, stream), daemon=True,
-                                 name=f"jd-capture-{stream}")
+            t = threading.Thread(
+                target=self._read, args=(r, stream), daemon=True, name=f"jd-capture-{stream}"
+            )
             t.start()
             self._threads.append(t)
-        for stream in (sys.stdout, sys.stderr):
-            reconfigure = getattr(stream, "reconfigure", None)
+        for out in (sys.stdout, sys.stderr):
+            reconfigure = getattr(out, "reconfigure", None)
             if reconfigure is not None:
                 reconfigure(line_buffering=True, write_through=True)
 
     def sync(self, timeout: float = 5.0) -> None:
         """Wait until everything written so far to fd 1 and 2 has been emitted."""
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 stream.flush()
-            except (OSError, ValueError):
-                pass
         waits = []
-        for fd, stream in ((1, "stdout"), (2, "stderr")):
+        for fd in (1, 2):
             marker = f"\x00jd-sync-{self._token}-{time.monotonic_ns()}\x00"
             event = threading.Event()
             self._acks[marker] = event

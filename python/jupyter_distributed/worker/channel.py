@@ -7,6 +7,7 @@ on the I/O thread; ``tick`` runs there about every 100 ms for periodic work.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
@@ -21,8 +22,14 @@ OnMessage = Callable[[dict[str, Any], list[Buffer]], None]
 
 
 class Channel:
-    def __init__(self, address: str, signer: Signer, identity: bytes, on_message: OnMessage,
-                 tick: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        address: str,
+        signer: Signer,
+        identity: bytes,
+        on_message: OnMessage,
+        tick: Callable[[], None],
+    ) -> None:
         self._signer = signer
         self._on_message = on_message
         self._tick = tick
@@ -34,7 +41,8 @@ class Channel:
         self._sock.setsockopt(zmq.LINGER, 5000)
         self._sock.connect(address)
         self._out: queue.SimpleQueue[tuple[str, dict[str, Any], Sequence[Buffer]] | None] = (
-            queue.SimpleQueue())
+            queue.SimpleQueue()
+        )
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -44,8 +52,9 @@ class Channel:
     def start(self) -> None:
         self._thread.start()
 
-    def send(self, msg_type: str, fields: dict[str, Any] | None = None,
-             buffers: Sequence[Buffer] = ()) -> None:
+    def send(
+        self, msg_type: str, fields: dict[str, Any] | None = None, buffers: Sequence[Buffer] = ()
+    ) -> None:
         """Queue a message; safe from any thread, never blocks."""
         self._out.put((msg_type, fields or {}, buffers))
         self._wake()
@@ -57,10 +66,8 @@ class Channel:
         self._stopped.wait(timeout)
 
     def _wake(self) -> None:
-        try:
+        with contextlib.suppress(BlockingIOError):  # a full pipe: the thread is awake anyway
             os.write(self._wake_w, b"\0")
-        except BlockingIOError:
-            pass  # the pipe is full: the I/O thread is awake anyway
 
     def _run(self) -> None:
         poller = zmq.Poller()
@@ -70,10 +77,8 @@ class Channel:
             while True:
                 ready = dict(poller.poll(100))
                 if self._wake_r in ready:
-                    try:
+                    with contextlib.suppress(BlockingIOError):
                         os.read(self._wake_r, 65536)
-                    except BlockingIOError:
-                        pass
                 if not self._drain():
                     return
                 if ready.get(self._sock):

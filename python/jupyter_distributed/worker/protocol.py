@@ -3,8 +3,9 @@
 A message is a list of frames: ``[signature, header, *buffers]``. The header is JSON with a
 ``type``, a unique ``id`` and the message's fields; buffers carry pickled data out of band. The
 signature is HMAC-SHA256, keyed by the cluster's secret as in Jupyter's own protocol, over the
-header and the SHA-256 digest of every buffer (so one large push is hashed once for all ranks). A message whose signature does not match, or whose id was already seen
-(a replay), is refused.
+header and the SHA-256 digest of every buffer (so one large push is hashed once for all
+ranks). A message whose signature does not match, or whose id was already seen (a replay), is
+refused.
 """
 
 from __future__ import annotations
@@ -49,14 +50,24 @@ class Signer:
             mac.update(d)
         return mac.hexdigest().encode()
 
-    def pack(self, msg_type: str, fields: dict[str, Any] | None = None,
-             buffers: Sequence[Buffer] = (), digests: Sequence[bytes] | None = None,
-             ) -> list[Buffer]:
+    def pack(
+        self,
+        msg_type: str,
+        fields: dict[str, Any] | None = None,
+        buffers: Sequence[Buffer] = (),
+        digests: Sequence[bytes] | None = None,
+    ) -> list[Buffer]:
         """Frames of a signed message. Pass ``digests`` (from :func:`digest`) to sign the
         same large buffers for many ranks without hashing them again."""
-        header = json.dumps({"type": msg_type, "id": f"{self._prefix}-{next(self._counter)}",
-                             "v": PROTOCOL_VERSION, **(fields or {})},
-                            separators=(",", ":")).encode()
+        header = json.dumps(
+            {
+                "type": msg_type,
+                "id": f"{self._prefix}-{next(self._counter)}",
+                "v": PROTOCOL_VERSION,
+                **(fields or {}),
+            },
+            separators=(",", ":"),
+        ).encode()
         if digests is None:
             digests = [digest(b) for b in buffers]
         return [self.sign(header, digests), header, *buffers]

@@ -53,17 +53,22 @@ class RankEnv:
         rank = first("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
         world = first("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
         local = first("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", default="0")
-        local_size = first("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                           default="1")
+        local_size = first(
+            "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", default="1"
+        )
         node = first("GROUP_RANK", "OMPI_COMM_WORLD_NODE_RANK", default=str(rank // local_size))
         return cls(rank, world, local, local_size, node)
 
     def export(self) -> None:
         """Set torchrun's names, so code written for torchrun runs unchanged (under MPI too)."""
-        os.environ.update(RANK=str(self.rank), WORLD_SIZE=str(self.world_size),
-                          LOCAL_RANK=str(self.local_rank),
-                          LOCAL_WORLD_SIZE=str(self.local_world_size),
-                          GROUP_RANK=str(self.node_rank), NODE_RANK=str(self.node_rank))
+        os.environ.update(
+            RANK=str(self.rank),
+            WORLD_SIZE=str(self.world_size),
+            LOCAL_RANK=str(self.local_rank),
+            LOCAL_WORLD_SIZE=str(self.local_world_size),
+            GROUP_RANK=str(self.node_rank),
+            NODE_RANK=str(self.node_rank),
+        )
 
 
 def make_report(samples: deque[tuple[float, dict[str, Any]]]) -> Callable[..., None]:
@@ -82,10 +87,11 @@ def run_cell(code: str, namespace: dict[str, Any], filename: str) -> Any:
     tree = ast.parse(code, filename, "exec")
     last: ast.Expression | None = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
-    exec(compile(tree, filename, "exec"), namespace)
+        last = ast.Expression(tree.body[-1].value)
+        tree.body.pop()
+    exec(compile(tree, filename, "exec"), namespace)  # noqa: S102 (the user's cell)
     if last is not None:
-        return eval(compile(last, filename, "eval"), namespace)
+        return eval(compile(last, filename, "eval"), namespace)  # noqa: S307 (the user's cell)
     return None
 
 
@@ -94,14 +100,17 @@ def format_failure(exc: BaseException) -> list[str]:
     if isinstance(exc, SyntaxError):
         return traceback.format_exception_only(type(exc), exc)
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
-    return ["Traceback (most recent call last):\n", *traceback.format_list(frames),
-            *traceback.format_exception_only(type(exc), exc)]
+    return [
+        "Traceback (most recent call last):\n",
+        *traceback.format_list(frames),
+        *traceback.format_exception_only(type(exc), exc),
+    ]
 
 
 def safe_repr(value: Any) -> str:
     try:
         text = repr(value)
-    except Exception as exc:  # a broken __repr__ must not break the rank
+    except Exception as exc:  # noqa: BLE001 (a broken __repr__ must not break the rank)
         text = f"<repr failed: {type(exc).__name__}: {exc}>"
     return text if len(text) <= _MAX_REPR else text[:_MAX_REPR] + " …"
 
@@ -113,8 +122,7 @@ class Runtime:
         self.env = env
         self.host = socket.gethostname()
         self.send = send
-        self.commands: queue.SimpleQueue[tuple[dict[str, Any], list[Buffer]]] = (
-            queue.SimpleQueue())
+        self.commands: queue.SimpleQueue[tuple[dict[str, Any], list[Buffer]]] = queue.SimpleQueue()
         self.samples: deque[tuple[float, dict[str, Any]]] = deque()
         self.run_id = ""
         self._executing = False
@@ -124,8 +132,11 @@ class Runtime:
         sys.modules["__main__"] = module
         self.namespace: dict[str, Any] = module.__dict__
         self.namespace.update(
-            rank=env.rank, world_size=env.world_size, local_rank=env.local_rank,
-            node_rank=env.node_rank, report=make_report(self.samples),
+            rank=env.rank,
+            world_size=env.world_size,
+            local_rank=env.local_rank,
+            node_rank=env.node_rank,
+            report=make_report(self.samples),
         )
         signal.signal(signal.SIGINT, self._on_sigint)
 
@@ -158,8 +169,9 @@ class Runtime:
     def _warn_bad_metric(self, key: str, value: Any) -> None:
         if not self._bad_metric_warned:
             self._bad_metric_warned = True
-            print(f"report(): {key}={value!r} is not a number; such values are skipped",
-                  file=sys.stderr)
+            sys.stderr.write(
+                f"report(): {key}={value!r} is not a number; such values are skipped\n"
+            )
 
     # -- main thread ----------------------------------------------------------------------
 
@@ -174,15 +186,16 @@ class Runtime:
                 return
             self.execute(header, buffers, sync_output)
 
-    def execute(self, header: dict[str, Any], buffers: list[Buffer],
-                sync_output: Callable[[], None]) -> None:
+    def execute(
+        self, header: dict[str, Any], buffers: list[Buffer], sync_output: Callable[[], None]
+    ) -> None:
         self.run_id = run_id = str(header["run_id"])
         self.send("state", {"run_id": run_id, "state": "running"})
         status, value, failure = "ok", None, None
         try:
             if buffers:
                 extra = map_shared(header["shared"]) if header.get("shared") else buffers[1:]
-                self.namespace.update(pickle.loads(buffers[0], buffers=extra))
+                self.namespace.update(pickle.loads(buffers[0], buffers=extra))  # noqa: S301
             self._executing = True
             try:
                 value = run_cell(str(header["code"]), self.namespace, f"<cell {run_id}>")
@@ -190,12 +203,16 @@ class Runtime:
                 self._executing = False
         except KeyboardInterrupt as exc:
             status, failure = "interrupted", self._failure(exc, "interrupted")
-        except BaseException as exc:  # the user's error, reported to the notebook
+        except BaseException as exc:  # noqa: BLE001 (the user's error, for the notebook)
             status, failure = "error", self._failure(exc, "exception")
         sync_output()
         self.flush_metrics()
-        fields: dict[str, Any] = {"run_id": run_id, "status": status, "failure": failure,
-                                  "value": None if value is None else safe_repr(value)}
+        fields: dict[str, Any] = {
+            "run_id": run_id,
+            "status": status,
+            "failure": failure,
+            "value": None if value is None else safe_repr(value),
+        }
         out_buffers: list[Buffer] = []
         if header.get("pull"):
             pulled, missing = self._pull(list(header["pull"]))
@@ -204,24 +221,34 @@ class Runtime:
         self.send("done", fields, out_buffers)
 
     def _failure(self, exc: BaseException, kind: str) -> dict[str, Any]:
-        return {"rank": self.env.rank, "t": time.time(), "host": self.host, "pid": os.getpid(),
-                "ename": type(exc).__name__, "evalue": str(exc),
-                "traceback": format_failure(exc), "kind": kind}
+        return {
+            "rank": self.env.rank,
+            "t": time.time(),
+            "host": self.host,
+            "pid": os.getpid(),
+            "ename": type(exc).__name__,
+            "evalue": str(exc),
+            "traceback": format_failure(exc),
+            "kind": kind,
+        }
 
     def _pull(self, names: list[str]) -> tuple[list[Buffer], dict[str, str]]:
         import cloudpickle
 
-        errors = {n: f"name {n!r} is not defined on rank {self.env.rank}"
-                  for n in names if n not in self.namespace}
+        errors = {
+            n: f"name {n!r} is not defined on rank {self.env.rank}"
+            for n in names
+            if n not in self.namespace
+        }
         values = {n: self.namespace[n] for n in names if n in self.namespace}
         buffers: list[pickle.PickleBuffer] = []
         try:
             data = cloudpickle.dumps(values, protocol=5, buffer_callback=buffers.append)
-        except Exception:
+        except Exception:  # noqa: BLE001 (find which value cannot be sent)
             for name in list(values):  # find the culprits, keep the rest
                 try:
                     cloudpickle.dumps(values[name], protocol=5)
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001
                     errors[name] = f"cannot send {name!r} back: {type(exc).__name__}: {exc}"
                     del values[name]
             buffers = []

@@ -76,6 +76,6 @@ def map_shared(field: dict[str, Any]) -> list[memoryview]:
     whole = memoryview(mapped)
     out, offset = [], 0
     for size in sizes:
-        out.append(whole[offset:offset + size])
+        out.append(whole[offset : offset + size])
         offset += _padded(size)
     return out

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .metrics import bad_metric_message, pack_samples
 from .protocol import Buffer
 from .shared import map_shared
 
@@ -118,8 +119,13 @@ def safe_repr(value: Any) -> str:
 class Runtime:
     """Executes commands from the kernel on the main thread."""
 
-    def __init__(self, env: RankEnv, send: Callable[..., None]) -> None:
+    def __init__(
+        self, env: RankEnv, send: Callable[..., None], pickled_metrics: bool = False
+    ) -> None:
+        """``pickled_metrics``: ship ``report()`` samples as one binary batch (see
+        :mod:`.metrics`), for a kernel-side receiver that unpacks them; else as JSON."""
         self.env = env
+        self.pickled_metrics = pickled_metrics
         self.host = socket.gethostname()
         self.send = send
         self.commands: queue.SimpleQueue[tuple[dict[str, Any], list[Buffer]]] = queue.SimpleQueue()
@@ -152,6 +158,12 @@ class Runtime:
 
     def flush_metrics(self) -> None:
         with self._flush_lock:
+            if self.pickled_metrics:
+                count, take = len(self.samples), self.samples.popleft
+                if count:
+                    data = pack_samples([take() for _ in range(count)])
+                    self.send("metrics", {"run_id": self.run_id, "count": count}, [data])
+                return
             batch: list[tuple[float, dict[str, float]]] = []
             while self.samples:
                 t, raw = self.samples.popleft()
@@ -169,9 +181,7 @@ class Runtime:
     def _warn_bad_metric(self, key: str, value: Any) -> None:
         if not self._bad_metric_warned:
             self._bad_metric_warned = True
-            sys.stderr.write(
-                f"report(): {key}={value!r} is not a number; such values are skipped\n"
-            )
+            sys.stderr.write(bad_metric_message(key, value) + "\n")
 
     # -- main thread ----------------------------------------------------------------------
 

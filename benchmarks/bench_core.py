@@ -26,7 +26,7 @@ if importlib.util.find_spec("jupyter_distributed") is None:  # a checkout, not i
     sys.path.insert(0, SOURCE)
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [SOURCE, os.environ.get("PYTHONPATH")]))
 
-from common import Results, fmt_rate, median, ms, pct, timed_loop  # noqa: E402
+from common import Results, capture, fmt_rate, median, ms, pct, timed_loop  # noqa: E402
 from drivers import IPP, JD  # noqa: E402
 
 PUSH_BYTES = 100_000_000
@@ -61,6 +61,7 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
 
     starts = [system.start() for _ in range(args.starts)]
     res.put("cluster start → first cell done (median)", col, ms(median(starts)))
+    res.raw[col, "start"] = median(starts)
     log(f"start {[round(s, 2) for s in starts]}")
 
     for _ in range(3):
@@ -70,6 +71,7 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
         "warm trivial cell, magic (median / p90)", col, f"{ms(median(rtts))} / {ms(pct(rtts, 90))}"
     )
     res.put("  runs measured", col, str(len(rtts)))
+    res.raw[col, "rtt"] = median(rtts)
     if isinstance(system, IPP):
         views = timed_loop(system.trivial_view, args.rtt_count, 30)
         res.put(
@@ -91,6 +93,7 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
         res.put(
             "  lines shown under the cell (rest rate-limited, kept in history)", col, f"{shown:,}"
         )
+    res.raw[col, "lost"] = want - distinct
     log(f"flood {stored}/{want} in {secs:.2f}s")
 
     out = system.paced(args.paced_secs, 100_000, 0.002)
@@ -108,19 +111,20 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
             col,
             f"{ms(median(flushed))} / {ms(pct(flushed, 99))}",
         )
+    res.raw[col, "p99"] = pct(written, 99)
+    res.raw[col, "p99_flushed"] = pct(flushed, 99)
     log(f"latency p99 {pct(written, 99) * 1e3:.1f} ms over {len(marked)} lines")
 
-    if isinstance(system, JD):
-        cost, noop, recorded = system.report_cost(args.reports)
-        res.put(
-            "report() cost per call (slowest rank)",
-            col,
-            f"{cost * 1e6:.2f} µs (empty fn call {noop * 1e6:.2f} µs)",
-        )
-        res.put("  report() samples recorded / made", col, f"{recorded:,} / {n * args.reports:,}")
-        log(f"report {cost * 1e6:.2f} us")
-    else:
-        res.put("report() cost per call (slowest rank)", col, "n/a (no equivalent)")
+    for label, calls in (("burst", args.report_burst), ("sustained", args.reports)):
+        metric = f"report() per call, {calls:,} calls in a loop ({label}, slowest rank)"
+        if not isinstance(system, JD):
+            res.put(metric, col, "n/a (no equivalent)")
+            continue
+        cost, noop, recorded = system.report_cost(calls)
+        res.put(metric, col, f"{cost * 1e6:.2f} µs (empty fn call {noop * 1e6:.2f} µs)")
+        res.put(f"  samples recorded / made ({label})", col, f"{recorded:,} / {n * calls:,}")
+        res.raw[col, f"report_{label}"] = cost
+        log(f"report {label} {cost * 1e6:.2f} us")
 
     import numpy as np
 
@@ -128,6 +132,7 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
     array = np.ones(PUSH_BYTES // 8)
     pushes = [system.push(array) for _ in range(args.pushes)]
     res.put("push 100 MB NumPy array to all ranks (median)", col, ms(median(pushes)))
+    res.raw[col, "push"] = median(pushes)
     log(f"push {[round(p, 3) for p in pushes]}")
     del array
 
@@ -137,6 +142,7 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
         "interrupt → next cell done, ranks free (median)", col, ms(median([i[1] for i in intr]))
     )
     res.put("  variables kept after interrupt", col, "yes" if all(i[2] for i in intr) else "no")
+    res.raw[col, "free"] = median([i[1] for i in intr])
     log(f"interrupt {intr}")
 
     if isinstance(system, JD):
@@ -149,6 +155,7 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
         res.put(
             "  → cell returned", col, ms(returned_after) if returned_after is not None else "n/a"
         )
+        res.raw[col, "dead"] = shown_after if shown_after is not None else float("inf")
         log(f"dead {shown_after} {returned_after}")
     else:
         noticed, how = system.dead_rank(tmp, 20, args.dead_wait)
@@ -159,6 +166,34 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
         )
         log(f"dead {noticed} {how}")
     system.stop()
+
+
+def verdicts(res: Results, args: argparse.Namespace) -> list[str]:
+    """One line per target of the issue, for each number of ranks."""
+    out = ["Targets (jd against ipp where relative):", ""]
+    for n in args.ranks:
+        jd, ipp = f"jd n={n}", f"ipp n={n}"
+        got = res.raw
+
+        def check(ok: bool, text: str) -> None:
+            out.append(f"- n={n}: {'met' if ok else 'MISSED'}: {text}")  # noqa: B023
+
+        if (ipp, "rtt") in got:
+            ratio = got[jd, "rtt"] / got[ipp, "rtt"]
+            check(ratio <= 1 / 3, f"warm round trip {ratio:.2f}× of %px's median (≤ 0.33×)")
+            speedup = got[ipp, "push"] / got[jd, "push"]
+            check(speedup >= 3, f"100 MB push {speedup:.1f}× faster than DirectView.push (≥ 3×)")
+        check(got[jd, "dead"] <= 0.5, f"dead rank shown after {ms(got[jd, 'dead'])} (≤ 500 ms)")
+        check(got[jd, "free"] <= 0.5, f"interrupt → ranks free {ms(got[jd, 'free'])} (≤ 500 ms)")
+        check(got[jd, "lost"] == 0, f"{got[jd, 'lost']:.0f} output lines lost (0)")
+        check(
+            got[jd, "p99_flushed"] <= 0.05,
+            f"print → notebook p99 {ms(got[jd, 'p99_flushed'])} until flushed (≤ 50 ms)",
+        )
+        for label in ("burst", "sustained"):
+            cost = got[jd, f"report_{label}"] * 1e6
+            check(cost <= 2, f"report() {cost:.2f} µs per call, {label} (≤ 2 µs)")
+    return out
 
 
 def main() -> int:
@@ -173,7 +208,8 @@ def main() -> int:
     args.rtt_count = 10 if quick else 50
     args.lines = 2_000 if quick else 20_000
     args.paced_secs = 0.5 if quick else 2.0
-    args.reports = 20_000 if quick else 200_000
+    args.report_burst = 20_000
+    args.reports = 50_000 if quick else 200_000
     args.pushes = 1 if quick else 3
     args.interrupts = 1 if quick else 3
     args.dead_wait = 15.0
@@ -189,16 +225,18 @@ def main() -> int:
     columns = [f"{s} n={n}" for n in args.ranks for s in (["jd"] if args.no_ipp else ["jd", "ipp"])]
     res = Results(columns)
     started = time.time()
-    for n in args.ranks:
-        systems: list[Any] = [JD(ip, n)] + ([] if args.no_ipp else [IPP(ip, n)])
-        for system in systems:
-            try:
-                bench(system, n, res, args, tmp)
-            finally:
-                system.stop()
+    with capture(sys):  # the cells' own output is not part of the report
+        ip.run_cell("raise KeyboardInterrupt")  # IPython's one-time traceback set-up, for both
+        for n in args.ranks:
+            systems: list[Any] = [JD(ip, n)] + ([] if args.no_ipp else [IPP(ip, n)])
+            for system in systems:
+                try:
+                    bench(system, n, res, args, tmp)
+                finally:
+                    system.stop()
 
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    table = res.markdown()
+    table = res.markdown() + "\n\n" + "\n".join(verdicts(res, args))
     print(table)
     args.out.write_text(
         "# Core benchmark results\n\n"

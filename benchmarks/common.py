@@ -102,7 +102,7 @@ class Results:
 
     columns: list[str]
     rows: dict[str, dict[str, str]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    raw: dict[tuple[str, str], float] = field(default_factory=dict)  # (column, key) -> value
 
     def put(self, metric: str, column: str, text: str) -> None:
         self.rows.setdefault(metric, {})[column] = text

@@ -305,7 +305,7 @@ class IPP:
             ars[1].get(0)
             how = "task finished?"
         except Exception as exc:  # noqa: BLE001 - whatever ipyparallel raises for it
-            how = f"{type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''}"
+            how = str(getattr(exc, "ename", type(exc).__name__))
         return noticed - exited, how
 
     def stop(self) -> None:

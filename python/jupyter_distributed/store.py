@@ -234,10 +234,18 @@ class Store:
     def append(self, events: Iterable[Event]) -> int:
         """Write a batch of events in one transaction; returns how many."""
         n = 0
+        beats: dict[tuple[str, int], float] = {}
         with self._tx() as db:
             for ev in events:
                 n += 1
+                if isinstance(ev, MetricEvent):  # the ranks' heartbeats: once per batch
+                    key = (ev.run_id, ev.rank)
+                    beats[key] = max(ev.t, beats.get(key, ev.t))
                 self._insert(db, ev)
+            db.executemany(
+                "UPDATE ranks SET heartbeat=? WHERE run_id=? AND rank=?",
+                [(t, run_id, rank) for (run_id, rank), t in beats.items()],
+            )
         return n
 
     def _insert(self, db: sqlite3.Connection, ev: Event) -> None:
@@ -264,11 +272,6 @@ class Store:
                 "UPDATE ranks SET state=?, updated=?, host=CASE WHEN ?='' THEN host ELSE ? END,"
                 " pid=COALESCE(?, pid) WHERE run_id=? AND rank=?",
                 (ev.state.value, ev.t, ev.host, ev.host, ev.pid, ev.run_id, ev.rank),
-            )
-        elif isinstance(ev, MetricEvent):
-            db.execute(
-                "UPDATE ranks SET heartbeat=? WHERE run_id=? AND rank=?",
-                (ev.t, ev.run_id, ev.rank),
             )
         elif isinstance(ev, ErrorEvent):
             db.execute(

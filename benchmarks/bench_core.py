@@ -16,6 +16,7 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,18 +56,26 @@ def machine() -> str:
     )
 
 
-def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path) -> None:
+def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path) -> Iterator[None]:
+    """The measurements of one system, step by step: the caller alternates the steps of the
+    two systems, so that both see the same load on a shared machine."""
     col = f"{'jd' if isinstance(system, JD) else 'ipp'} n={n}"
     log = lambda what: print(f"  [{col}] {what}", file=sys.__stderr__, flush=True)  # noqa: E731
 
-    starts = [system.start() for _ in range(args.starts)]
+    starts = []
+    for _ in range(args.starts):
+        starts.append(system.start())
+        yield
     res.put("cluster start → first cell done (median)", col, ms(median(starts)))
     res.raw[col, "start"] = median(starts)
     log(f"start {[round(s, 2) for s in starts]}")
 
     for _ in range(3):
         system.trivial()  # warm
-    rtts = timed_loop(system.trivial, args.rtt_count, 30)
+    rtts: list[float] = []
+    for _ in range(5):  # in chunks, alternating with the other system
+        rtts += timed_loop(system.trivial, args.rtt_count // 5, 6)
+        yield
     res.put(
         "warm trivial cell, magic (median / p90)", col, f"{ms(median(rtts))} / {ms(pct(rtts, 90))}"
     )
@@ -80,6 +89,7 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
             f"{ms(median(views))} / {ms(pct(views, 90))}",
         )
     log(f"rtt median {median(rtts) * 1e3:.2f} ms")
+    yield
 
     secs, stored, distinct, shown = system.flood(args.lines)
     want = n * args.lines
@@ -95,6 +105,7 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
         )
     res.raw[col, "lost"] = want - distinct
     log(f"flood {stored}/{want} in {secs:.2f}s")
+    yield
 
     out = system.paced(args.paced_secs, 100_000, 0.002)
     marked = out.marked()
@@ -114,6 +125,7 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
     res.raw[col, "p99"] = pct(written, 99)
     res.raw[col, "p99_flushed"] = pct(flushed, 99)
     log(f"latency p99 {pct(written, 99) * 1e3:.1f} ms over {len(marked)} lines")
+    yield
 
     for label, calls in (("burst", args.report_burst), ("sustained", args.reports)):
         metric = f"report() per call, {calls:,} calls in a loop ({label}, slowest rank)"
@@ -134,9 +146,10 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
     res.put("push 100 MB NumPy array to all ranks (median)", col, ms(median(pushes)))
     res.raw[col, "push"] = median(pushes)
     log(f"push {[round(p, 3) for p in pushes]}")
+    yield
     del array
 
-    intr = [system.interrupt(20) for _ in range(args.interrupts)]
+    intr = [system.interrupt(tmp, 20) for _ in range(args.interrupts)]
     res.put("interrupt → cell returned (median)", col, ms(median([i[0] for i in intr])))
     res.put(
         "interrupt → next cell done, ranks free (median)", col, ms(median([i[1] for i in intr]))
@@ -144,6 +157,7 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
     res.put("  variables kept after interrupt", col, "yes" if all(i[2] for i in intr) else "no")
     res.raw[col, "free"] = median([i[1] for i in intr])
     log(f"interrupt {intr}")
+    yield
 
     if isinstance(system, JD):
         shown_after, returned_after = system.dead_rank(tmp, 20)
@@ -224,15 +238,17 @@ def main() -> int:
 
     columns = [f"{s} n={n}" for n in args.ranks for s in (["jd"] if args.no_ipp else ["jd", "ipp"])]
     res = Results(columns)
-    started = time.time()
+    started, load_before = time.time(), os.getloadavg()
     with capture(sys):  # the cells' own output is not part of the report
         ip.run_cell("raise KeyboardInterrupt")  # IPython's one-time traceback set-up, for both
         for n in args.ranks:
             systems: list[Any] = [JD(ip, n)] + ([] if args.no_ipp else [IPP(ip, n)])
-            for system in systems:
-                try:
-                    bench(system, n, res, args, tmp)
-                finally:
+            try:
+                steps = [bench(system, n, res, args, tmp) for system in systems]
+                while steps:
+                    steps = [step for step in steps if next(step, StopIteration) is None]
+            finally:
+                for system in systems:
                     system.stop()
 
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -241,7 +257,8 @@ def main() -> int:
     args.out.write_text(
         "# Core benchmark results\n\n"
         f"Run `{' '.join(['python', 'benchmarks/bench_core.py', *sys.argv[1:]])}` on {when}, "
-        f"{time.time() - started:.0f} s.\n\nMachine: {machine()}.\n\n"
+        f"{time.time() - started:.0f} s.\n\nMachine: {machine()}; load average (1 min) "
+        f"{load_before[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end.\n\n"
         "jd = jupyter-distributed `--backend local` through `%%distributed`; ipp = ipyparallel "
         "`Cluster(n=N)` on 127.0.0.1 through `%%px` (and `DirectView` where named). Both are "
         "driven through the same IPython shell in the same process, one after the other.\n\n"

@@ -15,7 +15,12 @@ from typing import Any
 
 from common import Arrivals, capture
 
-SLEEP_CELL = "import time\ntime.sleep({secs})"
+SLEEP_CELL = (
+    "import time\n"
+    "with open(f'{path}-{{rank}}', 'w') as f:\n"
+    "    f.write('sleeping')\n"
+    "time.sleep({secs})"
+)
 PRINT_CELL = (
     "import time\nfor i in range({count}):\n    print(f'JDB {{rank}} {{i}} {{time.time():.6f}}')"
 )
@@ -56,16 +61,23 @@ class CellError(RuntimeError):
     pass
 
 
-def _interrupt_after(delay: float, fired: list[float]) -> threading.Timer:
-    """SIGINT to this process after ``delay`` (what the notebook's stop button does)."""
+def _interrupt_when_asleep(path: Path, n: int, fired: list[float]) -> threading.Thread:
+    """SIGINT to this process (what the notebook's stop button does) once every rank has
+    written ``path-RANK``, i.e. is inside the sleeping cell; gives up after 30 s."""
 
     def fire() -> None:
-        fired.append(time.perf_counter())
-        os.kill(os.getpid(), signal.SIGINT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if all(Path(f"{path}-{r}").exists() for r in range(n)):
+                time.sleep(0.05)  # well inside time.sleep()
+                fired.append(time.perf_counter())
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.005)
 
-    timer = threading.Timer(delay, fire)
-    timer.start()
-    return timer
+    thread = threading.Thread(target=fire, daemon=True)
+    thread.start()
+    return thread
 
 
 def wait_for_file(path: Path, timeout: float) -> float | None:
@@ -165,17 +177,21 @@ class JD:
         self.cell("x.nbytes", "--push x")
         return time.perf_counter() - t0
 
-    def interrupt(self, secs: float) -> tuple[float, float, bool]:
+    def interrupt(self, tmp: Path, secs: float) -> tuple[float, float, bool]:
         """(SIGINT -> cell returned, SIGINT -> next cell done, variables kept)."""
         self.cell("kept = rank")
         fired: list[float] = []
-        timer = _interrupt_after(0.5, fired)
+        path = tmp / f"jd-asleep-{self.n}-{time.monotonic_ns()}"
+        timer = _interrupt_when_asleep(path, self.n, fired)
         with capture(sys):
-            result = self.cell(SLEEP_CELL.format(secs=secs), expect_error=True)
+            result = self.cell(SLEEP_CELL.format(path=str(path), secs=secs), expect_error=True)
         t1 = time.perf_counter()
         timer.join()
-        if not isinstance(result.error_in_exec, KeyboardInterrupt):
-            raise CellError(f"the interrupted cell ended with {result.error_in_exec!r}")
+        if not fired or not isinstance(result.error_in_exec, KeyboardInterrupt):
+            raise CellError(
+                f"the interrupted cell ended with {result.error_in_exec!r} "
+                f"(before exec: {result.error_before_exec!r})"
+            )
         self.cell("kept", "--pull kept")
         t2 = time.perf_counter()
         kept = self.ip.user_ns.get("kept") == list(range(self.n))
@@ -271,14 +287,17 @@ class IPP:
         self.dv.push({"x": value}, block=True)
         return time.perf_counter() - t0
 
-    def interrupt(self, secs: float) -> tuple[float, float, bool]:
+    def interrupt(self, tmp: Path, secs: float) -> tuple[float, float, bool]:
         self.dv.execute("kept = rank", block=True)
         fired: list[float] = []
-        timer = _interrupt_after(0.5, fired)
+        path = tmp / f"ipp-asleep-{self.n}-{time.monotonic_ns()}"
+        timer = _interrupt_when_asleep(path, self.n, fired)
         with capture(sys):
-            self.px(SLEEP_CELL.format(secs=secs), expect_error=True)
+            self.px(SLEEP_CELL.format(path=str(path), secs=secs), expect_error=True)
         t1 = time.perf_counter()
         timer.join()
+        if not fired:
+            raise CellError("the engines never reached the sleeping cell")
         ar = self.dv.pull("kept", block=False)
         ar.wait(secs + 10)
         t2 = time.perf_counter()

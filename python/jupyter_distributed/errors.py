@@ -139,3 +139,11 @@ class RunFailed(DistributedError):
 
     def __str__(self) -> str:
         return self.headline
+
+
+class Interrupted(KeyboardInterrupt):
+    """The stop button interrupted a cell on its ranks. IPython shows this one line instead
+    of the kernel's own frames (formatting those took hundreds of milliseconds)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"KeyboardInterrupt: {self}"]

@@ -19,7 +19,7 @@ import cloudpickle
 from .backends import get_backend
 from .backends.base import Cluster, Plan, RunOutcome, RunRequest
 from .display import CellView
-from .errors import RunFailed, SpecError
+from .errors import Interrupted, RunFailed, SpecError
 from .events import RunEvent, RunState
 from .spec import Spec
 from .store import RunRecord, Store
@@ -109,7 +109,10 @@ class Session:
             view.notice(f"the cluster was stopped ({cluster.lost}); the next cell starts a new one")
         view.finish()
         if outcome.state is RunState.INTERRUPTED:
-            raise KeyboardInterrupt
+            raise Interrupted(
+                "the cell was interrupted on every rank; "
+                + ("the ranks keep their variables" if cluster.alive else "the cluster was stopped")
+            )
         if outcome.failures:
             raise RunFailed(list(outcome.failures), run_id)
         return outcome

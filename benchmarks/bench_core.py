@@ -28,7 +28,7 @@ if importlib.util.find_spec("jupyter_distributed") is None:  # a checkout, not i
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [SOURCE, os.environ.get("PYTHONPATH")]))
 
 from common import Results, capture, fmt_rate, median, ms, pct, timed_loop  # noqa: E402
-from drivers import IPP, JD  # noqa: E402
+from drivers import IPP, JD, CellError  # noqa: E402
 
 PUSH_BYTES = 100_000_000
 
@@ -149,7 +149,18 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
     yield
     del array
 
-    intr = [system.interrupt(tmp, 20) for _ in range(args.interrupts)]
+    intr, failed = [], []
+    for _ in range(args.interrupts):
+        try:
+            intr.append(system.interrupt(tmp, 20))
+        except CellError as exc:  # recorded, not hidden
+            failed.append(str(exc))
+            log(f"interrupt failed: {exc}")
+    if failed:
+        res.put("  interrupts that failed", col, f"{len(failed)} of {args.interrupts}")
+        res.notes.append(f"{col}: interrupt failed: {failed[0]}")
+    if not intr:
+        intr = [(float("inf"), float("inf"), False)]
     res.put("interrupt → cell returned (median)", col, ms(median([i[0] for i in intr])))
     res.put(
         "interrupt → next cell done, ranks free (median)", col, ms(median([i[1] for i in intr]))
@@ -253,6 +264,8 @@ def main() -> int:
 
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     table = res.markdown() + "\n\n" + "\n".join(verdicts(res, args))
+    if res.notes:
+        table += "\n\nNotes:\n\n" + "\n".join(f"- {note}" for note in res.notes)
     print(table)
     args.out.write_text(
         "# Core benchmark results\n\n"

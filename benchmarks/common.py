@@ -103,6 +103,7 @@ class Results:
     columns: list[str]
     rows: dict[str, dict[str, str]] = field(default_factory=dict)
     raw: dict[tuple[str, str], float] = field(default_factory=dict)  # (column, key) -> value
+    notes: list[str] = field(default_factory=list)
 
     def put(self, metric: str, column: str, text: str) -> None:
         self.rows.setdefault(metric, {})[column] = text

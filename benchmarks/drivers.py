@@ -188,9 +188,11 @@ class JD:
         t1 = time.perf_counter()
         timer.join()
         if not fired or not isinstance(result.error_in_exec, KeyboardInterrupt):
+            asleep = sorted(p.name for p in tmp.glob(f"{path.name}-*"))
             raise CellError(
                 f"the interrupted cell ended with {result.error_in_exec!r} "
-                f"(before exec: {result.error_before_exec!r})"
+                f"(before exec: {result.error_before_exec!r}); signal sent: {bool(fired)}; "
+                f"ranks asleep: {asleep}"
             )
         self.cell("kept", "--pull kept")
         t2 = time.perf_counter()

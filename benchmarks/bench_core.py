@@ -13,6 +13,7 @@ import datetime
 import importlib.util
 import os
 import platform
+import signal
 import sys
 import tempfile
 import time
@@ -239,6 +240,9 @@ def main() -> int:
     args.interrupts = 1 if quick else 3
     args.dead_wait = 15.0
 
+    # As in a kernel: SIGINT raises KeyboardInterrupt (a background job of a shell starts
+    # with SIGINT ignored, and Python then keeps it ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     tmp = Path(tempfile.mkdtemp(prefix="jd-bench-"))
     os.environ["JUPYTER_DISTRIBUTED_STORE"] = str(tmp / "history.sqlite3")
     os.environ["IPYTHONDIR"] = str(tmp / "ipython")

@@ -192,7 +192,8 @@ class JD:
             raise CellError(
                 f"the interrupted cell ended with {result.error_in_exec!r} "
                 f"(before exec: {result.error_before_exec!r}); signal sent: {bool(fired)}; "
-                f"ranks asleep: {asleep}"
+                f"ranks asleep: {asleep}; SIGINT handler: {signal.getsignal(signal.SIGINT)}; "
+                f"threads: {[t.name for t in threading.enumerate()]}"
             )
         self.cell("kept", "--pull kept")
         t2 = time.perf_counter()

@@ -278,7 +278,9 @@ def main() -> int:
         f"{load_before[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end.\n\n"
         "jd = jupyter-distributed `--backend local` through `%%distributed`; ipp = ipyparallel "
         "`Cluster(n=N)` on 127.0.0.1 through `%%px` (and `DirectView` where named). Both are "
-        "driven through the same IPython shell in the same process, one after the other.\n\n"
+        "driven through the same IPython shell in the same process; their steps alternate "
+        "(both clusters are up at once), so both see the same load. The machine is shared with "
+        "other jobs: numbers of a few ms or µs move with its load.\n\n"
         f"{table}\n"
     )
     print(f"wrote {args.out}")

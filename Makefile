@@ -17,7 +17,7 @@ MAKEFLAGS += --no-builtin-rules
 # ---- hook points -------------------------------------------------------------
 # Debian packages the tests need, installed (after `apt-get update`) only when
 # one is missing, e.g. APT_PACKAGES += openmpi-bin libopenmpi-dev chromium
-APT_PACKAGES ?=
+APT_PACKAGES ?= openmpi-bin libopenmpi-dev
 # torch for the tests: the CPU build, pinned. An unpinned or newer torch pulls
 # the CUDA build and its NVIDIA packages.
 TORCH_SPEC ?= torch==2.13.0
@@ -35,13 +35,14 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 PIP := $(PY) -m pip
 STAMPS := $(VENV)/.stamps
+TORCH_STAMP := $(STAMPS)/$(subst =,-,$(subst $(eval) ,,$(TORCH_SPEC)))
 LABEXT := python/jupyter_distributed/labextension
 # Tools installed in the venv (jupyter-builder, jupyter, ...) come first on PATH,
 # for npm scripts too.
 export PATH := $(abspath $(BIN)):$(PATH)
 
 # Inputs of each step.
-TS_INPUTS := package.json tsconfig.json $(shell find labextension/src labextension/style -type f)
+TS_INPUTS := package.json tsconfig.json tsconfig.build.json $(shell find labextension/src labextension/style -type f)
 PY_INPUTS := pyproject.toml install.json README.md $(wildcard jupyter-config/*/*.json) \
 	$(shell find python \( -path '$(LABEXT)' -o -name '__pycache__' \) -prune -o -print)
 
@@ -77,7 +78,7 @@ help:
 lab: system $(STAMPS)/deps-lab $(STAMPS)/package
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS) examples/
 
-test: system $(STAMPS)/torch $(STAMPS)/deps-test $(STAMPS)/package $(TEST_STEPS)
+test: system $(TORCH_STAMP) $(STAMPS)/deps-test $(STAMPS)/package $(TEST_STEPS)
 
 # ---- set-up ------------------------------------------------------------------
 # Debian packages (APT_PACKAGES, plus python3-venv where `venv` lacks ensurepip)
@@ -115,14 +116,15 @@ $(STAMPS)/deps-lab: pyproject.toml | $(PY)
 	@touch $@
 
 # Installed after torch, so nothing in it can pull another torch.
-$(STAMPS)/deps-test: pyproject.toml | $(PY) $(STAMPS)/torch
+$(STAMPS)/deps-test: pyproject.toml | $(PY) $(TORCH_STAMP)
 	@mkdir -p $(STAMPS)
 	$(PY) -c "$$REQUIREMENTS" test > $@.txt
 	$(PIP) install -r $@.txt
 	@touch $@
 
 # Plain pip on purpose: the machine's pip configuration finds the CPU wheel.
-$(STAMPS)/torch: Makefile | $(PY)
+# The stamp is named after TORCH_SPEC, so changing the pin reinstalls.
+$(TORCH_STAMP): | $(PY)
 	@mkdir -p $(STAMPS)
 	$(PIP) install "$(TORCH_SPEC)"
 	@touch $@

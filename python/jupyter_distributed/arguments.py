@@ -44,7 +44,9 @@ layout_args = _stack(
         metavar="P",
         help="processes per node; world size = nodes × P (default 1)",
     ),
-    argument("--backend", default="local", metavar="NAME", help="where ranks run: local (default)"),
+    argument(
+        "--backend", default="local", metavar="NAME", help="where ranks run: local (default) or mpi"
+    ),
 )
 
 strategy_args = _stack(
@@ -100,10 +102,144 @@ run_args = _stack(
         action="store_true",
         help="do not show the ranks' output under the cell (it is still recorded)",
     ),
+    argument(
+        "--widget",
+        action="store_true",
+        help="also show rank states, progress and samples/s in widgets under the cell "
+        "(for front-ends without the Distributed panel)",
+    ),
+)
+
+sagemaker_args = _stack(
+    argument_group("SageMaker (--backend sagemaker; defaults: JUPYTER_DISTRIBUTED_SAGEMAKER_*)"),
+    argument("--instance-type", metavar="TYPE", help="instance type (default ml.m5.xlarge)"),
+    argument("--role", metavar="ARN", help="execution role ARN"),
+    argument("--bucket", metavar="NAME", help="S3 bucket for code and results"),
+    argument("--region", metavar="NAME", help="AWS region"),
+    argument("--image", metavar="URI", help="training image"),
+    argument("--framework-version", metavar="V", help="PyTorch training image version"),
+    argument("--py-version", metavar="pyXY", help="Python of the image, e.g. py311"),
+    argument("--job-name", metavar="NAME", help="training job name (default jd-RUN)"),
+    argument("--mpi-options", metavar="OPTS", help="custom mpirun options"),
+    argument(
+        "--smddp",
+        action="store_true",
+        help="ddp with SageMaker's data-parallel library instead of torchrun",
+    ),
+    argument("--max-run", type=int, metavar="SECONDS", help="maximum run time"),
+    argument("--keep-alive", type=int, metavar="SECONDS", help="keep a warm pool this long"),
+    argument("--spot", action="store_true", help="managed spot training (needs --max-wait)"),
+    argument("--max-wait", type=int, metavar="SECONDS", help="spot: longest wait + run"),
+    argument("--checkpoint-s3", metavar="URI", help="s3:// URI synced with /opt/ml/checkpoints"),
+    argument("--requirements", metavar="FILE", help="requirements.txt installed in the job"),
+    argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=s3://...",
+        help="data channel (repeatable)",
+    ),
+    argument(
+        "--shard-by-key",
+        action="store_true",
+        help="split the inputs' objects across hosts instead of copying all",
+    ),
+    argument("--no-wait", action="store_true", help="return at once; follow in the panel"),
 )
 
 
+def _sagemaker_options(args: Namespace) -> BackendOptions:
+    from .backends.sagemaker.options import SageMakerOptions
+
+    given = {
+        name: getattr(args, name)
+        for name in (
+            "instance_type",
+            "role",
+            "bucket",
+            "region",
+            "image",
+            "framework_version",
+            "py_version",
+            "job_name",
+            "mpi_options",
+            "max_run",
+            "keep_alive",
+            "max_wait",
+            "checkpoint_s3",
+            "requirements",
+        )
+        if getattr(args, name, None) is not None
+    }
+    inputs = []
+    for item in getattr(args, "input", []):
+        name, eq, uri = item.partition("=")
+        if not eq:
+            raise SpecError(f"--input {item!r} must look like NAME=s3://bucket/prefix")
+        inputs.append((name, uri))
+    return SageMakerOptions(
+        smddp=args.smddp,
+        spot=args.spot,
+        shard_by_key=args.shard_by_key,
+        wait=not args.no_wait,
+        inputs=tuple(inputs),
+        **given,
+    )
+
+
+OPTION_BUILDERS["sagemaker"] = _sagemaker_options
+
+
+mpi_args = _stack(
+    argument_group("MPI (--backend mpi)"),
+    argument(
+        "--hosts", metavar="h1,h2", help="hosts, one node each in order (default: this machine)"
+    ),
+    argument(
+        "--hostfile",
+        metavar="FILE",
+        help="Open MPI hostfile (one host per line; slots are ignored)",
+    ),
+    argument(
+        "--mpi-options",
+        metavar='"..."',
+        default="",
+        help='extra mpirun options, e.g. --mpi-options "--mca btl tcp,self" (a single '
+        "option: --mpi-options=--report-bindings); ours are never passed twice",
+    ),
+)
+
+
+def _mpi_options(args: Namespace) -> BackendOptions:
+    from .backends.mpi_options import MpiOptions, parse_hostfile, unquote
+
+    if args.hosts and args.hostfile:
+        raise SpecError("give either --hosts or --hostfile, not both")
+    hosts = tuple(h.strip() for h in (args.hosts or "").split(",") if h.strip())
+    if args.hostfile:
+        hosts = parse_hostfile(args.hostfile)
+    return MpiOptions(
+        hosts=hosts, hostfile=args.hostfile, mpi_options=unquote(args.mpi_options or "")
+    )
+
+
+OPTION_BUILDERS["mpi"] = _mpi_options
+# Flags that belong to one backend: given with another, they are refused rather than ignored.
+BACKEND_FLAGS: dict[str, tuple[str, ...]] = {"mpi": ("hosts", "hostfile", "mpi_options")}
+
+
+def _check_backend_flags(args: Namespace) -> None:
+    for backend, names in BACKEND_FLAGS.items():
+        given = [n for n in names if getattr(args, n, None)]
+        if given and args.backend != backend:
+            flags = ", ".join("--" + n.replace("_", "-") for n in given)
+            raise SpecError(
+                f"{flags} only apply to --backend {backend}; add --backend {backend} or remove them"
+            )
+
+
 def spec_from_args(args: Namespace) -> Spec:
+    _check_backend_flags(args)
     if args.nprocs is not None and (args.nodes is not None or args.procs_per_node is not None):
         raise SpecError("give either -n/--nprocs or --nodes/--procs-per-node, not both")
     nodes = args.nodes if args.nodes is not None else 1

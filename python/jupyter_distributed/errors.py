@@ -22,6 +22,10 @@ from typing import Any
 class DistributedError(Exception):
     """Base class; the message is meant for the user as it is."""
 
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows this one line instead of our own frames."""
+        return [f"{type(self).__name__}: {self}"]
+
 
 class SpecError(DistributedError, ValueError):
     """The settings are invalid; the message says what to change."""

@@ -10,7 +10,14 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import MagicArgumentParser, magic_arguments, parse_argstring
 
 from . import textviews
-from .arguments import layout_args, run_args, spec_from_args, strategy_args
+from .arguments import (
+    layout_args,
+    mpi_args,
+    run_args,
+    sagemaker_args,
+    spec_from_args,
+    strategy_args,
+)
 from .display import CellView
 from .errors import SpecError
 from .session import Session
@@ -21,6 +28,9 @@ Line magic (%distributed COMMAND):
   stop                        stop every live cluster
   runs [-n N]                 the history of runs, newest first
   logs RUN [--rank R] [--search TEXT]   all output lines of a run
+  attach JOB                  follow a SageMaker job again and fetch its results
+  cancel RUN                  stop a SageMaker run's job
+  release [JOB]               end a SageMaker warm pool (default: the latest kept one)
 """
 
 
@@ -35,6 +45,9 @@ def _line_parser() -> MagicArgumentParser:
     logs.add_argument("run")
     logs.add_argument("--rank", type=int)
     logs.add_argument("--search")
+    sub.add_parser("attach").add_argument("job")
+    sub.add_parser("cancel").add_argument("run")
+    sub.add_parser("release").add_argument("job", nargs="?")
     return parser
 
 
@@ -48,6 +61,8 @@ class DistributedMagics(Magics):
     @layout_args
     @strategy_args
     @run_args
+    @mpi_args
+    @sagemaker_args
     @line_cell_magic
     def distributed(self, line: str, cell: str | None = None) -> None:
         """Run the cell on every rank; with no cell, manage clusters and runs.
@@ -71,7 +86,7 @@ class DistributedMagics(Magics):
                 cell,
                 self.shell.user_ns,
                 cell_id=self._cell_id(),
-                view=CellView(quiet=args.quiet),
+                view=_view(spec.ranks, args.quiet, args.widget),
             )
         except SpecError as exc:
             raise UsageError(str(exc)) from None
@@ -93,6 +108,23 @@ class DistributedMagics(Magics):
                 print(textviews.logs(self.session.store, args.run, args.rank, args.search))
             except KeyError as exc:
                 raise UsageError(str(exc.args[0])) from None
+        elif args.command in ("attach", "cancel", "release"):
+            self._sagemaker(args)
+
+    def _sagemaker(self, args: Any) -> None:
+        from .backends.sagemaker import lifecycle
+
+        store = self.session.store
+        try:
+            if args.command == "attach":
+                assert self.shell is not None  # noqa: S101 (IPython binds magics to a shell)
+                lifecycle.attach(store, args.job, CellView(), self.shell.user_ns)
+            elif args.command == "cancel":
+                print(lifecycle.cancel(store, args.run))
+            else:
+                print(lifecycle.release(store, args.job))
+        except SpecError as exc:
+            raise UsageError(str(exc)) from None
 
     def _cell_id(self) -> str:
         kernel = getattr(self.shell, "kernel", None)
@@ -105,6 +137,14 @@ class DistributedMagics(Magics):
 DistributedMagics.distributed.__doc__ = (
     DistributedMagics.distributed.__doc__ or ""
 ) + LINE_COMMANDS
+
+
+def _view(ranks: tuple[int, ...], quiet: bool, widget: bool) -> CellView:
+    if not widget:
+        return CellView(quiet=quiet)
+    from .widgets import WidgetView  # ipywidgets only when asked for
+
+    return WidgetView(ranks, quiet=quiet)
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -18,6 +18,7 @@ import cloudpickle
 
 from .backends import get_backend
 from .backends.base import Cluster, Plan, RunOutcome, RunRequest
+from .batch import record_global_batch
 from .display import CellView
 from .errors import Interrupted, RunFailed, SpecError
 from .events import RunEvent, RunState
@@ -102,16 +103,22 @@ class Session:
                 ]
             )
             raise
-        message = "" if not outcome.failures else RunFailed(list(outcome.failures)).headline
+        message = outcome.message or (
+            RunFailed(list(outcome.failures)).headline if outcome.failures else ""
+        )
         self.store.append([RunEvent(run_id, time.time(), outcome.state, message)])
+        warning = record_global_batch(self.store, run_id, code, spec.layout)
+        if warning:
+            view.notice(warning)
         self._set_pulled(spec, outcome, user_ns, view)
         if not cluster.alive:
             view.notice(f"the cluster was stopped ({cluster.lost}); the next cell starts a new one")
         view.finish()
-        if outcome.state is RunState.INTERRUPTED:
+        if outcome.state in (RunState.INTERRUPTED, RunState.STOPPED):
+            kept = cluster.alive and outcome.state is RunState.INTERRUPTED
             raise Interrupted(
                 "the cell was interrupted on every rank; "
-                + ("the ranks keep their variables" if cluster.alive else "the cluster was stopped")
+                + ("the ranks keep their variables" if kept else "the cluster was stopped")
             )
         if outcome.failures:
             raise RunFailed(list(outcome.failures), run_id)

@@ -11,6 +11,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -39,7 +40,15 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_kind ON events (run_id, kind, seq);
 CREATE INDEX IF NOT EXISTS events_rank ON events (run_id, kind, rank, seq);
+CREATE INDEX IF NOT EXISTS events_run ON events (run_id, seq);
+CREATE TABLE IF NOT EXISTS controls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, cluster_id TEXT, target TEXT, action TEXT,
+    t REAL, taken REAL
+);
+CREATE INDEX IF NOT EXISTS controls_open ON controls (cluster_id, taken);
 """
+
+CONTROL_ACTIONS = ("cancel", "stop")
 
 
 def default_store_path() -> Path:
@@ -131,6 +140,27 @@ class LogLine:
             "t": self.t,
             "stream": self.stream,
             "text": self.text,
+        }
+
+
+@dataclass
+class Control:
+    """A request from outside the kernel (the server extension) to a live cluster: ``cancel``
+    a run (``target`` is its id) or ``stop`` the cluster (``target`` is the cluster id)."""
+
+    id: int
+    cluster_id: str
+    target: str
+    action: str
+    t: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "cluster_id": self.cluster_id,
+            "target": self.target,
+            "action": self.action,
+            "t": self.t,
         }
 
 
@@ -318,6 +348,49 @@ class Store:
                 "UPDATE ranks SET heartbeat=? WHERE run_id=? AND rank=?",
                 [(t, run_id, rank) for rank, t in beats.items()],
             )
+
+    def request_control(self, target_id: str, action: str) -> Control:
+        """Queue ``cancel`` (target: a run id) or ``stop`` (target: a cluster id) for the kernel
+        that owns the cluster; it polls :meth:`take_controls`. Raises KeyError if the run or
+        cluster is not in the history, ValueError for an unknown action."""
+        if action not in CONTROL_ACTIONS:
+            raise ValueError(f"unknown control action {action!r}; use one of {CONTROL_ACTIONS}")
+        sql = (
+            "SELECT cluster_id FROM runs WHERE id=?"
+            if action == "cancel"
+            else "SELECT cluster_id FROM runs WHERE cluster_id=? LIMIT 1"
+        )
+        with self._tx() as db:
+            row = db.execute(sql, (target_id,)).fetchone()
+            if row is None:
+                what = "run" if action == "cancel" else "cluster"
+                raise KeyError(f"no {what} {target_id!r} in the history")
+            now = time.time()
+            cur = db.execute(
+                "INSERT INTO controls (cluster_id, target, action, t) VALUES (?,?,?,?)",
+                (row[0], target_id, action, now),
+            )
+            return Control(int(cur.lastrowid or 0), row[0], target_id, action, now)
+
+    def take_controls(self, cluster_id: str) -> list[Control]:
+        """The requests for ``cluster_id`` not taken yet, oldest first; marks them taken.
+        Cheap when there are none (a read, no write lock): kernels poll it."""
+        if not self._query(
+            "SELECT 1 FROM controls WHERE cluster_id=? AND taken IS NULL LIMIT 1", (cluster_id,)
+        ):
+            return []
+        with self._tx() as db:
+            rows = db.execute(
+                "SELECT id, cluster_id, target, action, t FROM controls"
+                " WHERE cluster_id=? AND taken IS NULL ORDER BY id",
+                (cluster_id,),
+            ).fetchall()
+            if rows:
+                db.execute(
+                    "UPDATE controls SET taken=? WHERE cluster_id=? AND taken IS NULL AND id<=?",
+                    (time.time(), cluster_id, rows[-1][0]),
+                )
+        return [Control(*row) for row in rows]
 
     # -- reading ---------------------------------------------------------------------------
 

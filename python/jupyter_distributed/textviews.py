@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from .batch import batch_warning
 from .session import Session
 from .store import Store
 
@@ -57,6 +58,15 @@ def runs(store: Store, limit: int = 20) -> str:
         )
         if r.message:
             out.append(f"{'':<21} {r.message}")
+        if "global_batch" in r.summary:
+            s = r.summary
+            out.append(
+                f"{'':<21} global batch {s['global_batch']} = {s['per_rank_batch']} per "
+                f"rank × {s['data_parallel_degree']} data-parallel"
+            )
+            warning = batch_warning(s)
+            if warning:
+                out.append(f"{'':<21} warning: {warning}")
     return "\n".join(out)
 
 

@@ -10,6 +10,7 @@ import pytest
 from tornado.httpclient import HTTPClientError, HTTPResponse
 
 import jupyter_distributed
+from jupyter_distributed.server.wire import API_VERSION
 
 Fetch = Callable[..., Awaitable[HTTPResponse]]
 
@@ -23,7 +24,10 @@ async def test_version_with_token(jp_fetch: Fetch) -> None:
     response = await jp_fetch("jupyter-distributed", "api", "version")
 
     assert response.code == 200
-    assert json.loads(response.body) == {"version": jupyter_distributed.__version__}
+    assert json.loads(response.body) == {
+        "version": jupyter_distributed.__version__,
+        "api_version": API_VERSION,
+    }
 
 
 async def test_version_refused_without_auth(jp_fetch: Fetch) -> None:

@@ -9,6 +9,8 @@ from .base import Backend
 
 _REGISTRY: dict[str, str] = {
     "local": "jupyter_distributed.backends.local:LocalBackend",
+    "mpi": "jupyter_distributed.backends.mpi:MpiBackend",
+    "sagemaker": "jupyter_distributed.backends.sagemaker.backend:SageMakerBackend",
 }
 
 

@@ -111,6 +111,7 @@ class RunOutcome:
     pulled: dict[int, dict[str, Any]] = field(default_factory=dict)
     pull_errors: dict[int, dict[str, str]] = field(default_factory=dict)
     failures: list[RankFailure] = field(default_factory=list)
+    message: str = ""  # why the run ended early, when not a rank's failure
 
 
 @dataclass

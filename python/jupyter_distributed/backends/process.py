@@ -29,9 +29,11 @@ from ..store import Store
 from ..worker.metrics import bad_metric_message, numeric, unpack_samples
 from ..worker.protocol import BOOTSTRAP_ENV, BadMessage, Buffer, Signer, digest
 from .base import Cluster, Plan, RankInfo, RunView
-from .supervise import execute_run
+from .supervise import STOPPED_REMOTELY, execute_run
 
 log = logging.getLogger("jupyter_distributed")
+
+CONTROL_POLL = 0.25  # seconds between looks at the store for cancel/stop from the server
 
 
 class Processes(Protocol):
@@ -84,6 +86,7 @@ class ProcessCluster(Cluster):
         os.set_blocking(self._wake_w, False)
         self._stopping = threading.Event()
         self._stopped = threading.Event()
+        self._stop_lock = threading.Lock()
         self.run_id = ""
         self._early: list[tuple[int, str, float, str]] = []
         self.info: dict[int, RankInfo] = {
@@ -147,6 +150,10 @@ class ProcessCluster(Cluster):
             self._lost = why
 
     def stop(self, grace: float = 1.0) -> None:
+        with self._stop_lock:
+            self._stop(grace)
+
+    def _stop(self, grace: float) -> None:
         if self._stopped.is_set():
             return
         if hasattr(self, "processes"):
@@ -202,7 +209,7 @@ class ProcessCluster(Cluster):
         poller = zmq.Poller()
         poller.register(self._router, zmq.POLLIN)
         poller.register(self._wake_r, zmq.POLLIN)
-        last_ping = last_watch = 0.0
+        last_ping = last_watch = last_control = 0.0
         try:
             while not self._stopping.is_set():
                 ready = dict(poller.poll(50))
@@ -216,6 +223,9 @@ class ProcessCluster(Cluster):
                 if now - last_watch >= 0.05 and hasattr(self, "processes"):
                     last_watch = now
                     self._watch()
+                if now - last_control >= CONTROL_POLL:
+                    last_control = now
+                    self._take_controls()
                 if now - last_ping >= 2.0:
                     last_ping = now
                     self.send([i for i, r in self.info.items() if r.pid], "ping")
@@ -225,6 +235,17 @@ class ProcessCluster(Cluster):
         finally:
             self._router.close(0)
             self._stopped.set()
+
+    def _take_controls(self) -> None:
+        """Act on cancel/stop requests the server extension queued in the store."""
+        for control in self.store.take_controls(self.id):
+            if control.action == "cancel" and control.target == self.run_id:
+                self.inbox.put(("control", "cancel", control.target))
+            elif control.action == "stop" and not self._lost:
+                # a running cell sees the cluster is no longer alive and records its run as
+                # stopped; stop() cannot run on this thread (it waits for this loop to end)
+                self.mark_lost(STOPPED_REMOTELY)
+                threading.Thread(target=self.stop, daemon=True, name=f"jd-stop-{self.id}").start()
 
     def _drain_out(self) -> None:
         while True:
@@ -368,7 +389,7 @@ class ProcessCluster(Cluster):
             )
             if info is not None:
                 info.state = "exited" if code == 0 else "failed"
-            if self._stopping.is_set():
+            if self._stopping.is_set() or self._lost == STOPPED_REMOTELY:
                 continue
             self.mark_lost(failure.summary)
             if self.run_id:

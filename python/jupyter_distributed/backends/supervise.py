@@ -25,9 +25,17 @@ if TYPE_CHECKING:
     from .process import ProcessCluster
 
 log = logging.getLogger("jupyter_distributed")
+STOPPED_REMOTELY = "a stop request from the Distributed panel"
 
 INTERRUPT_GRACE = 2.0  # seconds a rank gets to yield to KeyboardInterrupt
 STRAGGLER_HINT = 5.0  # seconds after a failure before hinting that others may be blocked
+
+
+CANCELLED = "cancelled from the Distributed panel"
+
+
+class Cancelled(Exception):
+    """The server extension asked to cancel the running cell (handled like the stop button)."""
 
 
 class _Run:
@@ -64,6 +72,9 @@ class _Run:
                     errors["*"] = f"cannot load pulled values here: {type(exc).__name__}: {exc}"
             if errors:
                 self.outcome.pull_errors[rank] = errors
+        elif kind == "control":
+            if item[1] == "cancel" and item[2] == self.request.run_id:
+                raise Cancelled(CANCELLED)
         elif kind == "exit":
             failure: RankFailure = item[1]
             self.view.on_event(ErrorEvent(self.request.run_id, failure))
@@ -118,7 +129,7 @@ class _Run:
         self.cluster.send(ranks, "interrupt", {"run_id": self.request.run_id})
         try:
             done = self.wait(time.monotonic() + INTERRUPT_GRACE)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Cancelled):
             done = False
         if not done and self.pending:
             stuck = sorted(self.pending)
@@ -181,12 +192,20 @@ def _supervise(cluster: ProcessCluster, request: RunRequest, view: RunView) -> R
     except KeyboardInterrupt:
         interrupted = True
         run.stop_pending("interrupted", "interrupted")
+    except Cancelled:
+        interrupted = True
+        run.outcome.message = CANCELLED
+        view.notice(f"the run was {CANCELLED}")
+        run.stop_pending("interrupted", "interrupted")
+    stopped = bool(run.pending) and cluster.lost == STOPPED_REMOTELY
     if not cluster.alive:
         run.pending.clear()  # the cluster was lost: the others are stopped with it
         cluster.stop()
     cluster.run_id = ""
     outcome = run.outcome
-    if interrupted:
+    if stopped:
+        outcome.state, outcome.message, outcome.failures = RunState.STOPPED, STOPPED_REMOTELY, []
+    elif interrupted:
         outcome.state = RunState.INTERRUPTED
     elif outcome.failures:
         outcome.state = RunState.FAILED

@@ -1,7 +1,10 @@
-"""The Jupyter server extension: REST endpoints under ``{base_url}/jupyter-distributed/``.
+"""The Jupyter server extension: REST endpoints and a live stream under
+``{base_url}/jupyter-distributed/api/`` (see :mod:`.wire` for the endpoints and their JSON).
 
 Enabled for every server by ``jupyter-config/jupyter_server_config.d/jupyter_distributed.json``,
 which the wheel installs; ``jupyter_distributed._jupyter_server_extension_points`` points here.
+It reads the run history from the store (``$JUPYTER_DISTRIBUTED_STORE`` or the Jupyter data
+dir), so it works with no kernel running; control actions are queued in the store for the kernel.
 """
 
 from __future__ import annotations
@@ -10,16 +13,46 @@ from typing import Any
 
 from jupyter_server.utils import url_path_join
 
-from .handlers import VersionHandler
+from ..store import Store
+from .api import History
+from .handlers import (
+    SETTINGS_KEY,
+    CancelHandler,
+    EventsHandler,
+    LogsHandler,
+    MetricsHandler,
+    RunHandler,
+    RunsHandler,
+    StopHandler,
+    StreamHandler,
+    VersionHandler,
+)
+from .stream import Tail
 
 #: Every route of the extension lives under ``{base_url}/{URL_PREFIX}/``.
 URL_PREFIX = "jupyter-distributed"
+
+_ID = r"([^/]+)"
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     """Register the extension's handlers with the server's web application."""
     web_app = serverapp.web_app
-    base_url = web_app.settings["base_url"]
-    api = url_path_join(base_url, URL_PREFIX, "api")
-    web_app.add_handlers(".*$", [(url_path_join(api, "version"), VersionHandler)])
-    serverapp.log.info("jupyter_distributed: server extension loaded at %s", api)
+    store = Store()
+    web_app.settings[SETTINGS_KEY] = {"history": History(store), "tail": Tail(store)}
+    api = url_path_join(web_app.settings["base_url"], URL_PREFIX, "api")
+    routes: list[tuple[str, type]] = [
+        ("version", VersionHandler),
+        ("runs", RunsHandler),
+        (f"runs/{_ID}", RunHandler),
+        (f"runs/{_ID}/logs", LogsHandler),
+        (f"runs/{_ID}/metrics", MetricsHandler),
+        (f"runs/{_ID}/cancel", CancelHandler),
+        (f"clusters/{_ID}/stop", StopHandler),
+        ("stream", StreamHandler),
+        ("events", EventsHandler),
+    ]
+    web_app.add_handlers(".*$", [(url_path_join(api, path), handler) for path, handler in routes])
+    serverapp.log.info(
+        "jupyter_distributed: server extension loaded at %s (history: %s)", api, store.path
+    )

@@ -15,6 +15,7 @@ from typing import Any
 from ..spec import Layout
 from .capture import FdCapture
 from .channel import Channel
+from .mpi import MpiSetupError, setup_comm
 from .protocol import BOOTSTRAP_ENV, Signer
 from .runtime import RankEnv, Runtime
 from .strategies import StrategyError, setup
@@ -108,8 +109,9 @@ def main() -> int:
     capture.start()
     layout = Layout.from_json(boot["layout"])
     try:
+        setup_comm(runtime.namespace)
         setup(layout, runtime.namespace)
-    except StrategyError as exc:
+    except (StrategyError, MpiSetupError) as exc:
         channel.send("fatal", {"message": str(exc)})
         channel.close()
         return 2

@@ -57,7 +57,8 @@ class RankEnv:
         local_size = first(
             "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", default="1"
         )
-        node = first("GROUP_RANK", "OMPI_COMM_WORLD_NODE_RANK", default=str(rank // local_size))
+        # (OMPI_COMM_WORLD_NODE_RANK is not the node's index: it counts ranks on the node)
+        node = first("GROUP_RANK", default=str(rank // local_size))
         return cls(rank, world, local, local_size, node)
 
     def export(self) -> None:

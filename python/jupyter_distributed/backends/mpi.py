@@ -1,0 +1,232 @@
+"""``mpi``: ranks started by one real ``mpirun`` (Open MPI), on this machine or on ``--hosts``.
+
+The ranks run the same worker as ``local`` and talk to the kernel over the same signed channel
+(:class:`ProcessCluster`); they differ only in how they start and how a death is seen: mpirun
+reports the first rank that ended the job (exit code or signal) and then ends the job itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO, ClassVar
+
+from ..errors import LaunchError
+from ..spec import Spec
+from ..store import Store
+from ..worker.mpi import MPI_FLAG_ENV
+from .base import Backend, Plan, RankPlan, RunView
+from .local import WORKER_COMMAND, free_port
+from .mpi_options import MpiOptions, default_options, merge_options, user_options
+from .mpirun_log import MpirunLog
+from .process import ProcessCluster
+
+FREE_PORT = "<free port>"
+# Passed to every rank with -x (values come from mpirun's environment, so secrets stay off the
+# command line); besides the user's --env and these, PYTHONPATH travels when the kernel has one.
+FORWARDED = (
+    "JUPYTER_DISTRIBUTED_BOOTSTRAP",
+    MPI_FLAG_ENV,
+    "PYTHONUNBUFFERED",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+)
+
+
+def _as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _options(spec: Spec) -> MpiOptions:
+    return spec.options if isinstance(spec.options, MpiOptions) else MpiOptions()
+
+
+class MpiBackend(Backend):
+    name: ClassVar[str] = "mpi"
+
+    def plan(self, spec: Spec) -> Plan:
+        options = _options(spec)
+        layout = spec.layout
+        hosts = options.hosts_for(layout.nodes)
+        per_node = layout.procs_per_node
+        env: list[tuple[str, str]] = [
+            *spec.env,
+            (MPI_FLAG_ENV, "1"),
+            ("PYTHONUNBUFFERED", "1"),
+            ("MASTER_ADDR", hosts[0] if hosts else "127.0.0.1"),
+            ("MASTER_PORT", FREE_PORT),
+        ]
+        if not hosts and sys.platform.startswith("linux") and layout.strategy.uses_torch:
+            env.append(("GLOO_SOCKET_IFNAME", "lo"))
+        names = [*FORWARDED, *(k for k, _ in env if k not in FORWARDED)]
+        if "PYTHONPATH" in os.environ:
+            names.append("PYTHONPATH")
+        command = [
+            "mpirun",
+            *merge_options(
+                default_options(_as_root(), per_node), user_options(options.mpi_options)
+            ),
+            "-np",
+            str(layout.world_size),
+        ]
+        if hosts:
+            command += ["--host", ",".join(f"{h}:{per_node}" for h in hosts)]
+        for name in dict.fromkeys(names):
+            command += ["-x", name]
+        command += WORKER_COMMAND
+        here = socket.gethostname()
+        ranks = tuple(
+            RankPlan(rank, hosts[rank // per_node] if hosts else here, layout.coords(rank))
+            for rank in range(layout.world_size)
+        )
+        extra = [("hosts", ", ".join(hosts) if hosts else f"{here} (this machine)")]
+        if options.hostfile:
+            extra.append(("hostfile", options.hostfile))
+        return Plan(spec, ranks, tuple(command), tuple(env), extra=tuple(extra))
+
+    def launch(self, plan: Plan, store: Store, view: RunView) -> ProcessCluster:
+        hosts = _options(plan.spec).hosts_for(plan.spec.layout.nodes)
+        bind = control_host(hosts)
+        return ProcessCluster(
+            plan, store, lambda boot: MpiProcesses(plan, boot), view, bind_host=bind
+        )
+
+
+def control_host(hosts: tuple[str, ...]) -> str:
+    """The address to bind the control channel to: loopback when every host is this machine,
+    else this machine's address on the route to the first other host."""
+    for host in hosts:
+        try:
+            target = socket.gethostbyname(host)
+        except OSError:
+            raise LaunchError(f"host {host} has no address; check --hosts/--hostfile") from None
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            try:
+                probe.connect((target, 9))  # UDP: picks the route, sends nothing
+            except OSError as exc:
+                raise LaunchError(f"no route to host {host} ({target}): {exc.strerror}") from None
+            source = str(probe.getsockname()[0])
+        if source != target and not target.startswith("127."):
+            return source
+    return "127.0.0.1"
+
+
+class MpiProcesses:
+    """One ``mpirun`` (its own session); its output is read by a thread into an MpirunLog."""
+
+    def __init__(self, plan: Plan, boot_env: dict[str, str]) -> None:
+        mpirun = shutil.which(plan.command[0])
+        if mpirun is None:
+            raise LaunchError(
+                "mpirun is not on PATH; install Open MPI "
+                "(apt-get install openmpi-bin) or use --backend local"
+            )
+        self.log = MpirunLog()
+        self.logfile = Path(tempfile.mkdtemp(prefix="jupyter-distributed-mpi-")) / "mpirun.log"
+        port = str(free_port())
+        env = {
+            **os.environ,
+            **boot_env,
+            **{k: (port if v == FREE_PORT else v) for k, v in plan.env},
+        }
+        self.proc = subprocess.Popen(  # noqa: S603 (mpirun running our own worker command)
+            (mpirun, *plan.command[1:]),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        stdout = self.proc.stdout
+        if stdout is None:  # pragma: no cover - stdout=PIPE always gives a stream
+            raise LaunchError("mpirun started without an output pipe")
+        self._reader = threading.Thread(
+            target=self._read, args=(stdout,), daemon=True, name="jd-mpirun-log"
+        )
+        self._reader.start()
+        self._reported: set[int] = set()
+        self._ended = False
+
+    def _read(self, stream: IO[bytes]) -> None:
+        with self.logfile.open("wb") as out, stream:
+            for raw in stream:
+                out.write(raw)
+                out.flush()
+                self.log.feed(raw.decode(errors="replace"))
+
+    def exited(self) -> list[tuple[int | None, int]]:
+        code = self.proc.poll()
+        if code is not None and not self._ended:
+            self._reader.join(1.0)  # mpirun's last words name the rank that ended the job
+        out: list[tuple[int | None, int]] = []
+        for rank, rank_code in self.log.failures():
+            if rank not in self._reported:
+                self._reported.add(rank)
+                out.append((rank, rank_code))
+        if code is not None and not self._ended:
+            self._ended = True
+            if not self._reported:  # mpirun ended without naming a rank
+                out.append((None, code))
+        return out
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def terminate(self, grace: float) -> None:
+        """SIGTERM mpirun's group (mpirun ends its ranks), then SIGKILL it and every process
+        it started that is still there (ranks die with mpirun through PDEATHSIG as well)."""
+        family = descendants(self.proc.pid)
+        self._signal(self.proc.pid, signal.SIGTERM, group=True)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            time.sleep(0.01)
+        self._signal(self.proc.pid, signal.SIGKILL, group=True)
+        self.proc.wait()
+        for pid in family:
+            self._signal(pid, signal.SIGKILL)
+        self._reader.join(2.0)
+
+    @staticmethod
+    def _signal(pid: int, sig: int, group: bool = False) -> None:
+        try:
+            if group:
+                os.killpg(pid, sig)
+            else:
+                os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def log_tail(self, rank: int | None) -> str:
+        return self.log.tail(rank, lines=1 if rank is not None else 3)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Linux /proc; elsewhere none are known)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = list(Path("/proc").iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found

@@ -1,0 +1,298 @@
+"""``--backend sagemaker``: each cell becomes a training job, created with boto3 and followed live.
+
+``plan()`` is pure: it resolves the configuration, checks everything and renders the exact
+CreateTrainingJob request (what ``--dry-run`` prints). The cluster holds no machines of its own;
+``execute()`` packages the cell, creates the job and follows it until its results are back.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import LaunchError, RankFailure, SpecError
+from ...events import ErrorEvent, Event, RunEvent, RunState
+from ...spec import Spec
+from ...store import Store
+from ..base import Backend, Cluster, Plan, RankInfo, RankPlan, RunOutcome, RunRequest, RunView
+from . import package
+from .follow import describe, follow
+from .options import SageMakerOptions, check_spec
+from .request import ENTRY_POINT, training_job_request
+from .results import outcome
+
+DRY_RUN_JOB = "jd-dry-run"
+
+
+@dataclass(frozen=True)
+class Clients:
+    """The AWS clients the backend uses; tests pass their own."""
+
+    sagemaker: Any
+    s3: Any
+    logs: Any
+
+    @classmethod
+    def create(cls, options: SageMakerOptions) -> Clients:
+        import boto3
+        from botocore.config import Config
+
+        session = boto3.session.Session(region_name=options.region or None)
+        config = Config(retries={"max_attempts": 3, "mode": "standard"})
+        endpoint = options.endpoint_url or None
+
+        def client(name: str) -> Any:
+            return session.client(name, endpoint_url=endpoint, config=config)
+
+        return cls(client("sagemaker"), client("s3"), client("logs"))
+
+
+def resolve_image(options: SageMakerOptions) -> str:
+    """--image as given, or the PyTorch training image for --framework-version."""
+    if options.image:
+        return options.image
+    if not options.framework_version:
+        raise SpecError(
+            "no training image: give --image or --framework-version, or set "
+            "JUPYTER_DISTRIBUTED_SAGEMAKER_IMAGE"
+        )
+    processor = "gpu" if options.accelerators else "cpu"
+    py = options.py_version or f"py3{sys.version_info[1]}"
+    return (
+        f"763104351884.dkr.ecr.{options.region}.amazonaws.com/pytorch-training:"
+        f"{options.framework_version}-{processor}-{py}"
+    )
+
+
+def resolved_options(spec: Spec) -> SageMakerOptions:
+    options = spec.options if isinstance(spec.options, SageMakerOptions) else SageMakerOptions()
+    options = options.resolved()
+    for name, flag in (("role", "--role"), ("bucket", "--bucket"), ("region", "--region")):
+        if not getattr(options, name):
+            raise SpecError(
+                f"{flag} is not set; pass it or set JUPYTER_DISTRIBUTED_SAGEMAKER_{name.upper()}"
+            )
+    check_spec(spec, options)
+    return options
+
+
+@dataclass(frozen=True)
+class SageMakerPlan(Plan):
+    request: tuple[tuple[str, str], ...] = ()  # ("json", text): frozen and hashable
+
+    @property
+    def request_json(self) -> dict[str, Any]:
+        return dict(json.loads(dict(self.request)["json"]))
+
+    def render(self) -> str:
+        return dict(self.request)["json"]
+
+
+def code_key(options: SageMakerOptions, job_name: str) -> str:
+    return f"{options.prefix}/{job_name}/source/sourcedir.tar.gz"
+
+
+def output_uri(options: SageMakerOptions) -> str:
+    return f"s3://{options.bucket}/{options.prefix}/"
+
+
+def build_request(spec: Spec, options: SageMakerOptions, job_name: str) -> dict[str, Any]:
+    code = f"s3://{options.bucket}/{code_key(options, job_name)}"
+    return training_job_request(
+        spec, options, resolve_image(options), job_name, code, output_uri(options)
+    )
+
+
+class SageMakerBackend(Backend):
+    name = "sagemaker"
+
+    def __init__(self, clients: Clients | None = None, poll: float = 0.5) -> None:
+        self.clients = clients
+        self.poll = poll
+
+    def plan(self, spec: Spec) -> Plan:
+        options = resolved_options(spec)
+        job = options.job_name or DRY_RUN_JOB
+        request = build_request(spec, options, job)
+        ranks = tuple(
+            RankPlan(r, f"algo-{spec.layout.coords(r).node_rank + 1}", spec.layout.coords(r))
+            for r in range(spec.world_size)
+        )
+        return SageMakerPlan(
+            spec=spec,
+            ranks=ranks,
+            command=(ENTRY_POINT,),
+            extra=(("instance", options.instance_type),),
+            request=(("json", json.dumps(request, indent=2)),),
+        )
+
+    def launch(self, plan: Plan, store: Store, view: RunView) -> Cluster:
+        options = resolved_options(plan.spec)
+        clients = self.clients or Clients.create(options)
+        return SageMakerCluster(plan, store, clients, options, self.poll)
+
+
+class SageMakerCluster(Cluster):
+    """One training job per cell; nothing stays running between cells (warm pools aside)."""
+
+    def __init__(
+        self, plan: Plan, store: Store, clients: Clients, options: SageMakerOptions, poll: float
+    ) -> None:
+        self.plan, self.store, self.clients, self.options = plan, store, clients, options
+        self.poll = poll
+        self.id = f"sagemaker-{int(time.time())}"
+        self.job_name = ""
+
+    def ranks(self) -> list[RankInfo]:
+        return [RankInfo(r.rank, r.host, None, "planned", r.coords) for r in self.plan.ranks]
+
+    @property
+    def alive(self) -> bool:
+        return True
+
+    def stop(self) -> None:
+        """Nothing to stop between cells; a running job is stopped by its cell's interrupt."""
+
+    def execute(self, request: RunRequest, view: RunView) -> RunOutcome:
+        spec, options, sm = self.plan.spec, self.options, self.clients.sagemaker
+        job_name = options.job_name or f"jd-{request.run_id}"
+        body = package.build(spec, request.run_id, request.code, request.push, options.requirements)
+        with aws_errors("creating the training job"):
+            if job_exists(sm, job_name):
+                raise LaunchError(
+                    f"a training job named {job_name} already exists; choose another --job-name"
+                )
+            package.upload(self.clients.s3, options.bucket, code_key(options, job_name), body)
+            sm.create_training_job(**build_request(spec, options, job_name))
+        self.job_name = job_name
+        self.store.set_external_id(request.run_id, job_name)
+        view.notice(
+            f"SageMaker training job {job_name} created ({spec.layout.nodes} × "
+            f"{options.instance_type})"
+        )
+        if not options.wait:
+            view.notice(f"--no-wait: follow it in the panel or with %distributed attach {job_name}")
+            return RunOutcome(RunState.RUNNING)
+        return follow_job(
+            self.clients, job_name, request.run_id, spec.ranks, self.store, view, self.poll
+        )
+
+
+def job_exists(sm: Any, job_name: str) -> bool:
+    try:
+        sm.describe_training_job(TrainingJobName=job_name)
+    except sm.exceptions.ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ValidationException":
+            return False  # "Could not find training job": the name is free
+        raise
+    return True
+
+
+@contextmanager
+def aws_errors(doing: str) -> Iterator[None]:
+    """AWS failures (credentials, permissions, limits) as one-line LaunchErrors."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        yield
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        raise LaunchError(
+            f"SageMaker: {doing} failed: {error.get('Code', '?')}: {error.get('Message', exc)}"
+        ) from None
+    except BotoCoreError as exc:
+        raise LaunchError(
+            f"SageMaker: {doing} failed: {exc} (configure AWS credentials the usual boto3 "
+            "way: a profile, SSO or an instance role)"
+        ) from None
+
+
+def follow_job(
+    clients: Clients,
+    job_name: str,
+    run_id: str,
+    ranks: tuple[int, ...],
+    store: Store,
+    view: RunView,
+    poll: float = 0.5,
+    seen: set[tuple[str, int, float]] | None = None,
+) -> RunOutcome:
+    """Follow a job to its end, recording its events; Ctrl-C stops it (StopTrainingJob).
+
+    ``seen`` holds (kind, rank, time) of events already recorded (when attaching again)."""
+    failures: list[RankFailure] = []
+
+    def on_events(events: list[Event]) -> None:
+        if seen:
+            events = [
+                ev for ev in events if (ev.kind, getattr(ev, "rank", 0), round(ev.t, 3)) not in seen
+            ]
+        store.append(events)
+        for ev in events:
+            if isinstance(ev, ErrorEvent):
+                failures.append(ev.failure)
+            view.on_event(ev)
+        view.flush()
+
+    training: list[bool] = []
+
+    def on_status(text: str) -> None:
+        """Show it under the cell and record it, so the panel shows the job's progress."""
+        view.notice(text)
+        if not any(word in text for word in ("Completed", "Failed", "Stopped")):
+            training.append("Training" in text)
+            state = RunState.RUNNING if any(training) else RunState.PENDING
+            store.append([RunEvent(run_id, time.time(), state, f"SageMaker {job_name}: {text}")])
+
+    interrupted = False
+    while True:
+        try:
+            status = follow(
+                clients.sagemaker, clients.logs, job_name, run_id, on_events, on_status, poll
+            )
+            break
+        except KeyboardInterrupt:
+            if interrupted:
+                raise
+            interrupted = True
+            clients.sagemaker.stop_training_job(TrainingJobName=job_name)
+            view.notice(f"stopping SageMaker training job {job_name} (StopTrainingJob sent)")
+    result = outcome(status, clients.s3, ranks, failures, interrupted)
+    store.update_summary(
+        run_id,
+        sagemaker={
+            "job": job_name,
+            "status": status.status,
+            "secondary": status.secondary,
+            "failure_reason": status.failure_reason,
+            "warm_pool": status.warm_pool,
+        },
+    )
+    if status.warm_pool:
+        view.notice(
+            f"warm pool: {status.warm_pool.get('Status', '?')}; %distributed release ends it"
+        )
+    return result
+
+
+def stop_job(clients: Clients, job_name: str) -> str:
+    status = describe(clients.sagemaker, job_name)
+    if status.finished:
+        return f"{job_name} already ended ({status.status})"
+    clients.sagemaker.stop_training_job(TrainingJobName=job_name)
+    return f"stopping {job_name} (StopTrainingJob sent)"
+
+
+def release_pool(clients: Clients, job_name: str) -> str:
+    status = describe(clients.sagemaker, job_name)
+    if status.warm_pool.get("Status") not in ("Available", "InUse"):
+        return f"{job_name} keeps no warm pool ({status.warm_pool.get('Status', 'none')})"
+    clients.sagemaker.update_training_job(
+        TrainingJobName=job_name, ResourceConfig={"KeepAlivePeriodInSeconds": 0}
+    )
+    return f"released the warm pool of {job_name}"

@@ -1,0 +1,103 @@
+"""Line-magic actions on SageMaker jobs: attach (after a kernel restart), cancel, release."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import Any
+
+from ...errors import RunFailed, SpecError
+from ...events import RunEvent, RunState
+from ...store import RunRecord, Store
+from ..base import RunOutcome, RunView
+from .backend import Clients, follow_job, release_pool, stop_job
+from .follow import describe
+from .options import SageMakerOptions
+
+
+def default_clients() -> Clients:
+    options = SageMakerOptions().resolved()
+    if not options.region:
+        raise SpecError(
+            "no AWS region: set JUPYTER_DISTRIBUTED_SAGEMAKER_REGION or AWS_DEFAULT_REGION"
+        )
+    return Clients.create(options)
+
+
+def _run_for_job(store: Store, job_name: str) -> RunRecord | None:
+    for run in store.runs(limit=1000):
+        if run.backend == "sagemaker" and run.external_id == job_name:
+            return run
+    return None
+
+
+def attach(
+    store: Store,
+    job_name: str,
+    view: RunView,
+    user_ns: dict[str, Any],
+    clients: Clients | None = None,
+    poll: float = 0.5,
+) -> RunOutcome:
+    """Follow ``job_name`` again, record it, set its pulled names; raise its failures."""
+    clients = clients or default_clients()
+    try:
+        describe(clients.sagemaker, job_name)
+    except clients.sagemaker.exceptions.ClientError:
+        raise SpecError(f"no SageMaker training job named {job_name}") from None
+    run = _run_for_job(store, job_name)
+    if run is None:
+        from ...session import new_run_id
+
+        run = RunRecord(
+            id=new_run_id(),
+            backend="sagemaker",
+            world_size=0,
+            ranks=[],
+            external_id=job_name,
+            host=socket.gethostname(),
+            kernel_pid=os.getpid(),
+            started=time.time(),
+        )
+        store.create_run(run)
+        store.set_external_id(run.id, job_name)
+    view.notice(f"attached to {job_name} (run {run.id})")
+    ranks = tuple(run.ranks)
+    seen = {
+        (str(d["kind"]), int(d.get("rank") or 0), round(float(d["t"]), 3))
+        for _, d in store.events_after(0, run.id, limit=1_000_000)
+    }
+    result = follow_job(clients, job_name, run.id, ranks, store, view, poll, seen)
+    message = RunFailed(list(result.failures)).headline if result.failures else ""
+    store.append([RunEvent(run.id, time.time(), result.state, message)])
+    for name in run.spec.get("pull", []):
+        if result.pulled and all(name in result.pulled.get(r, {}) for r in ranks):
+            user_ns[name] = [result.pulled[r][name] for r in ranks]
+    if result.failures:
+        raise RunFailed(list(result.failures), run.id)
+    if result.state is RunState.INTERRUPTED:
+        raise KeyboardInterrupt
+    return result
+
+
+def cancel(store: Store, run_id: str, clients: Clients | None = None) -> str:
+    run = store.run(run_id) or _run_for_job(store, run_id)
+    if run is None or run.backend != "sagemaker" or not run.external_id:
+        raise SpecError(f"{run_id} is not a SageMaker run in the history; see %distributed runs")
+    return stop_job(clients or default_clients(), run.external_id)
+
+
+def release(store: Store, job_name: str | None = None, clients: Clients | None = None) -> str:
+    if job_name is None:
+        runs = [
+            r
+            for r in store.runs(limit=1000)
+            if r.backend == "sagemaker"
+            and r.external_id
+            and (r.spec.get("options") or {}).get("keep_alive")
+        ]
+        if not runs:
+            return "no SageMaker run kept a warm pool"
+        job_name = runs[0].external_id
+    return release_pool(clients or default_clients(), job_name)

@@ -1,0 +1,279 @@
+"""SageMaker settings of a cell, with every check the service would make, before anything starts.
+
+Defaults come from the user's configuration (environment variables
+``JUPYTER_DISTRIBUTED_SAGEMAKER_<NAME>``), so a cell names only what changes. This module imports
+no AWS library: validation is pure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ...errors import SpecError
+from ...spec import BackendOptions, Spec, Strategy
+
+CONFIG_PREFIX = "JUPYTER_DISTRIBUTED_SAGEMAKER_"
+
+# Accelerators per instance type (GPUs, or Trainium/Inferentia chips); CPU types are absent.
+INSTANCE_ACCELERATORS: dict[str, int] = {
+    "ml.p2.xlarge": 1,
+    "ml.p2.8xlarge": 8,
+    "ml.p2.16xlarge": 16,
+    "ml.p3.2xlarge": 1,
+    "ml.p3.8xlarge": 4,
+    "ml.p3.16xlarge": 8,
+    "ml.p3dn.24xlarge": 8,
+    "ml.p4d.24xlarge": 8,
+    "ml.p4de.24xlarge": 8,
+    "ml.p5.48xlarge": 8,
+    "ml.p5e.48xlarge": 8,
+    "ml.p5en.48xlarge": 8,
+    "ml.g4dn.xlarge": 1,
+    "ml.g4dn.2xlarge": 1,
+    "ml.g4dn.4xlarge": 1,
+    "ml.g4dn.8xlarge": 1,
+    "ml.g4dn.16xlarge": 1,
+    "ml.g4dn.12xlarge": 4,
+    "ml.g5.xlarge": 1,
+    "ml.g5.2xlarge": 1,
+    "ml.g5.4xlarge": 1,
+    "ml.g5.8xlarge": 1,
+    "ml.g5.16xlarge": 1,
+    "ml.g5.12xlarge": 4,
+    "ml.g5.24xlarge": 4,
+    "ml.g5.48xlarge": 8,
+    "ml.g6.xlarge": 1,
+    "ml.g6.2xlarge": 1,
+    "ml.g6.4xlarge": 1,
+    "ml.g6.8xlarge": 1,
+    "ml.g6.16xlarge": 1,
+    "ml.g6.12xlarge": 4,
+    "ml.g6.24xlarge": 4,
+    "ml.g6.48xlarge": 8,
+    "ml.trn1.2xlarge": 1,
+    "ml.trn1.32xlarge": 16,
+    "ml.trn1n.32xlarge": 16,
+}
+# smdistributed data parallel runs on these types only (the SDK refuses others).
+SMDDP_INSTANCES = frozenset(
+    {"ml.p3.16xlarge", "ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge"}
+)
+
+INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
+JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
+REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
+S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")
+CHANNEL = re.compile(r"^[A-Za-z0-9\.\-_]{1,64}$")
+PY_VERSION = re.compile(r"^py3(\d{1,2})$")
+IMAGE_PY = re.compile(r"[-:]py3(\d{1,2})(?:-|$)")
+
+MAX_RUN_LIMIT = 28 * 24 * 3600
+KEEP_ALIVE_LIMIT = 3600
+MAX_HYPERPARAMETERS = 100
+MAX_HYPERPARAMETER_KEY = 256
+MAX_HYPERPARAMETER_VALUE = 2500
+MAX_ENVIRONMENT = 100
+MAX_ENV_VALUE = 512
+
+_SECRET_KEY = re.compile(
+    r"SECRET|PASSW|TOKEN|CREDENTIAL|PRIVATE|API_?KEY|ACCESS_?KEY|AUTH", re.IGNORECASE
+)
+_SECRET_VALUE = re.compile(r"^(AKIA|ASIA)[A-Z0-9]{16}$|^-----BEGIN|^(ghp|gho|xox[bp]|sk)[-_]")
+
+
+def config(name: str, environ: Mapping[str, str] | None = None) -> str:
+    """The user's configured default for ``name`` (e.g. ``ROLE``), or ``""``."""
+    return (os.environ if environ is None else environ).get(CONFIG_PREFIX + name, "")
+
+
+@dataclass(frozen=True)
+class SageMakerOptions(BackendOptions):
+    """``--backend sagemaker`` flags; empty strings mean "from configuration"."""
+
+    backend: str = field(default="sagemaker", init=False)
+    instance_type: str = "ml.m5.xlarge"
+    role: str = ""
+    bucket: str = ""
+    prefix: str = "jupyter-distributed"
+    region: str = ""
+    image: str = ""
+    framework_version: str = ""
+    py_version: str = ""
+    endpoint_url: str = ""
+    job_name: str = ""
+    mpi_options: str = ""
+    smddp: bool = False
+    max_run: int = 24 * 3600
+    keep_alive: int = 0
+    spot: bool = False
+    max_wait: int | None = None
+    checkpoint_s3: str = ""
+    requirements: str = ""
+    volume_size: int = 30
+    inputs: tuple[tuple[str, str], ...] = ()
+    shard_by_key: bool = False
+    wait: bool = True
+
+    def __post_init__(self) -> None:
+        if not INSTANCE_TYPE.match(self.instance_type):
+            raise SpecError(
+                f"--instance-type {self.instance_type!r} is not a SageMaker "
+                "instance type like ml.p4d.24xlarge"
+            )
+        if self.role and not ROLE_ARN.match(self.role):
+            raise SpecError(
+                f"--role {self.role!r} must be an IAM role ARN like "
+                "arn:aws:iam::123456789012:role/SageMakerRole"
+            )
+        if self.bucket and not BUCKET.match(self.bucket):
+            raise SpecError(f"--bucket {self.bucket!r} is not a valid S3 bucket name")
+        if self.region and not REGION.match(self.region):
+            raise SpecError(f"--region {self.region!r} is not an AWS region like us-west-2")
+        if self.job_name and not JOB_NAME.match(self.job_name):
+            raise SpecError(
+                f"--job-name {self.job_name!r}: use 1-63 letters, digits and "
+                "hyphens, starting with a letter or digit"
+            )
+        if self.py_version and not PY_VERSION.match(self.py_version):
+            raise SpecError(f"--py-version {self.py_version!r} must look like py311")
+        if self.image and self.framework_version:
+            raise SpecError("give either --image or --framework-version, not both")
+        if not 1 <= self.max_run <= MAX_RUN_LIMIT:
+            raise SpecError(f"--max-run must be 1-{MAX_RUN_LIMIT} seconds, got {self.max_run}")
+        if not 0 <= self.keep_alive <= KEEP_ALIVE_LIMIT:
+            raise SpecError(
+                f"--keep-alive must be 0-{KEEP_ALIVE_LIMIT} seconds, got {self.keep_alive}"
+            )
+        if self.volume_size < 1:
+            raise SpecError(f"--volume-size must be at least 1 GB, got {self.volume_size}")
+        self._check_spot()
+        if self.checkpoint_s3 and not S3_URI.match(self.checkpoint_s3):
+            raise SpecError(f"--checkpoint-s3 {self.checkpoint_s3!r} must be an s3://bucket/path")
+        seen: set[str] = set()
+        for name, uri in self.inputs:
+            if not CHANNEL.match(name):
+                raise SpecError(
+                    f"--input {name!r}: channel names are 1-64 letters, digits, '.', '-' or '_'"
+                )
+            if name in seen or name == "code":
+                raise SpecError(f"--input {name} is given twice or reserved; rename it")
+            seen.add(name)
+            if not S3_URI.match(uri):
+                raise SpecError(f"--input {name}={uri!r} must be an s3:// URI")
+        if self.shard_by_key and not self.inputs:
+            raise SpecError("--shard-by-key needs at least one --input NAME=s3://...")
+
+    def _check_spot(self) -> None:
+        if self.max_wait is not None and not self.spot:
+            raise SpecError("--max-wait applies to spot training only; add --spot")
+        if not self.spot:
+            return
+        if self.max_wait is None:
+            raise SpecError(f"--spot needs --max-wait SECONDS (at least --max-run {self.max_run})")
+        if self.max_wait < self.max_run:
+            raise SpecError(
+                f"--max-wait {self.max_wait} is shorter than --max-run "
+                f"{self.max_run}; spot training needs max-wait ≥ max-run"
+            )
+        if self.keep_alive:
+            raise SpecError(
+                "--spot and --keep-alive do not combine: warm pools need "
+                "on-demand instances; drop one"
+            )
+
+    # -- resolved values (configuration fills what the cell left out) ---------------------
+
+    def resolved(self, environ: Mapping[str, str] | None = None) -> SageMakerOptions:
+        """A copy with role, bucket, region, image and endpoint from configuration."""
+        from dataclasses import replace
+
+        def pick(value: str, name: str) -> str:
+            return value or config(name, environ)
+
+        region = pick(self.region, "REGION") or (os.environ if environ is None else environ).get(
+            "AWS_DEFAULT_REGION", ""
+        )
+        return replace(
+            self,
+            role=pick(self.role, "ROLE"),
+            bucket=pick(self.bucket, "BUCKET"),
+            region=region,
+            image=self.image or ("" if self.framework_version else config("IMAGE", environ)),
+            endpoint_url=pick(self.endpoint_url, "ENDPOINT_URL"),
+        )
+
+    @property
+    def accelerators(self) -> int | None:
+        return INSTANCE_ACCELERATORS.get(self.instance_type)
+
+    def image_python(self) -> tuple[int, int] | None:
+        """The Python version of the training image, where the tag or --py-version says it."""
+        match = PY_VERSION.match(self.py_version) or IMAGE_PY.search(self.image)
+        return (3, int(match.group(1))) if match else None
+
+
+def check_spec(spec: Spec, options: SageMakerOptions) -> None:
+    """Checks that need both the layout and the SageMaker options (before any request)."""
+    layout = spec.layout
+    layout.check_accelerators(options.accelerators, options.instance_type)
+    per_host = options.accelerators
+    torchrun = layout.strategy in (Strategy.DDP, Strategy.FSDP) and not options.smddp
+    if torchrun and per_host and layout.procs_per_node != per_host:
+        raise SpecError(
+            f"--strategy {layout.strategy.value} runs torchrun with one process per GPU: "
+            f"{options.instance_type} has {per_host}, so use --procs-per-node {per_host}"
+        )
+    if options.smddp and layout.strategy is not Strategy.DDP:
+        raise SpecError(
+            "--smddp (SageMaker's data-parallel library) needs --strategy ddp; "
+            "model-parallel and data-parallel libraries do not combine"
+        )
+    if options.smddp and options.instance_type not in SMDDP_INSTANCES:
+        raise SpecError(
+            f"--smddp runs on {', '.join(sorted(SMDDP_INSTANCES))} only, not "
+            f"{options.instance_type}"
+        )
+    mpi_launched = (Strategy.MODEL_PARALLEL, Strategy.HOROVOD, Strategy.NONE)
+    if options.mpi_options and layout.strategy not in mpi_launched and not options.smddp:
+        launcher = (
+            "parameter servers" if layout.strategy is Strategy.PARAMETER_SERVER else "torchrun"
+        )
+        raise SpecError(
+            f"--mpi-options needs an MPI launcher; --strategy {layout.strategy.value} uses "
+            f"{launcher}"
+        )
+    if spec.targets is not None and spec.targets != tuple(range(spec.world_size)):
+        raise SpecError(
+            "--targets is not supported with --backend sagemaker: every job runs "
+            "the cell on all ranks"
+        )
+    if spec.timeout is not None:
+        raise SpecError(
+            "--timeout is for live clusters; with --backend sagemaker use --max-run "
+            "SECONDS (SageMaker stops the job then)"
+        )
+    if len(spec.env) > MAX_ENVIRONMENT:
+        raise SpecError(f"--env: {len(spec.env)} variables; SageMaker allows {MAX_ENVIRONMENT}")
+    for key, value in spec.env:
+        if _SECRET_KEY.search(key) or _SECRET_VALUE.search(value):
+            raise SpecError(
+                f"--env {key} looks like a secret and would be visible in "
+                "DescribeTrainingJob; use the job role or AWS Secrets Manager"
+            )
+        if len(value) > MAX_ENV_VALUE:
+            raise SpecError(
+                f"--env {key}: value is {len(value)} characters; SageMaker allows {MAX_ENV_VALUE}"
+            )
+    theirs = options.image_python()
+    if spec.push and theirs is not None and theirs != sys.version_info[:2]:
+        raise SpecError(
+            f"--push pickles values with Python {sys.version_info[0]}."
+            f"{sys.version_info[1]} but the image runs Python {theirs[0]}."
+            f"{theirs[1]}; use a matching --image/--py-version or drop --push"
+        )

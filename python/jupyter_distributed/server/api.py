@@ -1,0 +1,187 @@
+"""What the REST endpoints answer, independent of tornado: query checks and store reads.
+
+Every function here is synchronous and may touch the SQLite file: handlers call them through
+``asyncio.to_thread`` so the server's event loop never waits on the disk. Problems are raised as
+:class:`ApiError` with the HTTP status and a one-line message that says what to change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import cast
+
+from .. import __version__
+from ..events import Stream
+from ..store import Store
+from .wire import (
+    API_VERSION,
+    ControlJSON,
+    ControlReply,
+    LogLineJSON,
+    LogsPage,
+    MetricSampleJSON,
+    MetricsPage,
+    RankJSON,
+    RunDetail,
+    RunJSON,
+    RunsPage,
+    VersionReply,
+)
+
+MAX_RUNS = 500
+MAX_LINES = 5000
+MAX_SAMPLES = 20_000
+
+
+class ApiError(Exception):
+    status = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class BadRequest(ApiError):
+    status = 400
+
+
+class NotFound(ApiError):
+    status = 404
+
+
+class Conflict(ApiError):
+    status = 409
+
+
+class Query:
+    """The query arguments of a request (each name may repeat), read with checks."""
+
+    def __init__(self, args: Mapping[str, Sequence[str]]) -> None:
+        self._args = args
+
+    def text(self, name: str) -> str | None:
+        values = self._args.get(name) or []
+        return values[-1] if values else None
+
+    def integer(
+        self, name: str, default: int | None = None, lo: int | None = None, hi: int | None = None
+    ) -> int | None:
+        raw = self.text(name)
+        if raw is None or raw == "":
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise BadRequest(f"query argument {name}={raw!r} must be an integer") from None
+        if lo is not None and value < lo:
+            raise BadRequest(f"query argument {name}={value} must be at least {lo}")
+        if hi is not None and value > hi:
+            raise BadRequest(f"query argument {name}={value} must be at most {hi}")
+        return value
+
+    def number(self, name: str) -> float | None:
+        raw = self.text(name)
+        if raw is None or raw == "":
+            return None
+        try:
+            return float(raw)
+        except ValueError:
+            raise BadRequest(f"query argument {name}={raw!r} must be a number") from None
+
+    def integers(self, name: str) -> list[int] | None:
+        values = self._args.get(name) or []
+        out: list[int] = []
+        for raw in values:
+            for part in raw.split(","):
+                try:
+                    out.append(int(part))
+                except ValueError:
+                    raise BadRequest(f"query argument {name}={part!r} must be an integer") from None
+        return out if values else None
+
+
+class History:
+    """The run history behind the endpoints; one per server, over one :class:`Store`."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def version(self) -> VersionReply:
+        return {"version": __version__, "api_version": API_VERSION}
+
+    def runs(self, q: Query) -> RunsPage:
+        limit = q.integer("limit", 50, 1, MAX_RUNS) or 50
+        last_seq = self.store.last_seq()  # read first: a stream from here misses nothing
+        runs = self.store.runs(limit=limit, before=q.number("before"))
+        return {
+            "runs": [cast(RunJSON, r.to_json()) for r in runs],
+            "version": API_VERSION,
+            "last_seq": last_seq,
+        }
+
+    def run(self, run_id: str) -> RunDetail:
+        run = self.store.run(run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r} in the history")
+        ranks = [cast(RankJSON, r.to_json()) for r in self.store.ranks(run.id)]
+        return {"run": cast(RunJSON, run.to_json()), "ranks": ranks}
+
+    def _run_id(self, run_id: str) -> str:
+        run = self.store.run(run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r} in the history")
+        return run.id
+
+    def logs(self, run_id: str, q: Query) -> LogsPage:
+        stream = q.text("stream") or None
+        if stream is not None and stream not in {s.value for s in Stream}:
+            raise BadRequest(
+                f"query argument stream={stream!r} must be one of "
+                f"{', '.join(s.value for s in Stream)}"
+            )
+        after = q.integer("after", 0, 0) or 0
+        before = q.integer("before", None, 0)
+        lines = self.store.logs(
+            self._run_id(run_id),
+            ranks=q.integers("rank"),
+            stream=stream,
+            search=q.text("search") or None,
+            after=after,
+            before=before,
+            limit=q.integer("limit", 500, 1, MAX_LINES) or 500,
+        )
+        cursor = before if before is not None else after
+        return {
+            "lines": [cast(LogLineJSON, line.to_json()) for line in lines],
+            "next": lines[-1].seq if lines else cursor,
+        }
+
+    def metrics(self, run_id: str, q: Query) -> MetricsPage:
+        after = q.integer("after", 0, 0) or 0
+        rows = self.store.metrics(
+            self._run_id(run_id),
+            after=after,
+            limit=q.integer("limit", 10_000, 1, MAX_SAMPLES) or 10_000,
+        )
+        samples: list[MetricSampleJSON] = [
+            {"seq": seq, "rank": ev.rank, "t": ev.t, "values": ev.values} for seq, ev in rows
+        ]
+        return {"samples": samples, "next": rows[-1][0] if rows else after}
+
+    def cancel(self, run_id: str) -> ControlReply:
+        run = self.store.run(run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r} in the history")
+        if run.state.finished:
+            raise Conflict(f"run {run.id} already ended ({run.state.value}); nothing to cancel")
+        return {"control": self._control(run.id, "cancel")}
+
+    def stop(self, cluster_id: str) -> ControlReply:
+        return {"control": self._control(cluster_id, "stop")}
+
+    def _control(self, target: str, action: str) -> ControlJSON:
+        try:
+            control = self.store.request_control(target, action)
+        except KeyError as exc:
+            raise NotFound(str(exc.args[0])) from None
+        return cast(ControlJSON, control.to_json())

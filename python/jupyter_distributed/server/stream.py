@@ -1,0 +1,100 @@
+"""The live stream: every event after a client's cursor, then new ones as kernels write them.
+
+Snapshot-then-subscribe over one cursor, the store's global event ``seq``: a client says the
+last seq it has, gets everything after it in order (batched), then follows the tail. Because
+writers commit one at a time, once the store's last seq is ``top`` every event up to ``top`` is
+visible, so a reconnect with the last seq received neither misses nor repeats an event.
+
+One :class:`Tail` per server looks at the store's last seq every ``interval`` seconds (only
+while someone listens) and wakes the streams; each stream then reads its own slice off the event
+loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..store import Store
+from .wire import StreamItem, StreamMessage
+
+BATCH = 1000  # events per message at most
+POLL_INTERVAL = 0.1  # seconds between looks at the store while a stream is open
+IDLE_WAKE = 5.0  # a stream re-reads at least this often even without news
+
+
+class Tail:
+    """Watches the store's last seq for every open stream of one server."""
+
+    def __init__(self, store: Store, interval: float = POLL_INTERVAL) -> None:
+        self.store = store
+        self.interval = interval
+        self.seq = -1
+        self._waiters: set[tuple[int, asyncio.Future[None]]] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    async def wait_beyond(self, seq: int, timeout: float = IDLE_WAKE) -> None:
+        """Return once the store holds an event after ``seq``, or after ``timeout``."""
+        if self.seq > seq:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (seq, fut)
+        self._waiters.add(entry)
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._poll())
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            pass
+        finally:
+            self._waiters.discard(entry)
+            if not self._waiters and self._task is not None:
+                self._task.cancel()  # nobody listens: stop looking
+                self._task = None
+
+    async def _poll(self) -> None:
+        while self._waiters:
+            self.seq = await asyncio.to_thread(self.store.last_seq)
+            for seq, fut in list(self._waiters):
+                if self.seq > seq and not fut.done():
+                    fut.set_result(None)
+            await asyncio.sleep(self.interval)
+
+
+def read_slice(
+    store: Store, after: int, run_id: str | None, limit: int = BATCH
+) -> tuple[int, list[StreamItem]]:
+    """(the cursor to continue from, the events after ``after``); runs in a worker thread.
+
+    The store's last seq is read first: when fewer than ``limit`` events come back, none up to
+    it is left unread, so the cursor moves past other runs' events too."""
+    top = store.last_seq()
+    rows = store.events_after(after, run_id, limit)
+    items: list[StreamItem] = [{"seq": seq, "event": event} for seq, event in rows]
+    cursor = items[-1]["seq"] if items else after
+    if len(items) < limit:
+        cursor = max(cursor, top)
+    return cursor, items
+
+
+Send = Callable[[StreamMessage], Awaitable[Any]]
+
+
+async def pump(
+    tail: Tail, after: int | None, run_id: str | None, send: Send, closed: Callable[[], bool]
+) -> None:
+    """Send batches to one client until ``closed()``; ``after=None`` starts at the end."""
+    store = tail.store
+    cursor = after if after is not None else await asyncio.to_thread(store.last_seq)
+    while not closed():
+        cursor, items = await asyncio.to_thread(read_slice, store, cursor, run_id)
+        if items:
+            await send({"events": items})
+        if len(items) < BATCH:
+            await tail.wait_beyond(cursor)
+
+
+def encode(message: StreamMessage) -> str:
+    return json.dumps(message, separators=(",", ":"))

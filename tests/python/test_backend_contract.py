@@ -1,0 +1,252 @@
+"""One contract, every backend: the same tests run on each case of ``backend_cases.CASES``.
+
+Everything is real: rank processes (and mpirun for ``mpi``), the signed control channel and the
+SQLite history. A backend that cannot run here (no mpirun, no mpi4py) is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_distributed.backends.mpi import descendants
+from jupyter_distributed.display import CellView
+from jupyter_distributed.errors import RunFailed
+from jupyter_distributed.session import Session
+from jupyter_distributed.spec import Layout, Spec
+from jupyter_distributed.store import Store
+
+from .backend_cases import CASES, BackendCase
+from .core_helpers import pid_alive
+
+
+def wait_gone(pids: set[int], within: float = 15.0) -> set[int]:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
+        time.sleep(0.05)
+    return {p for p in pids if pid_alive(p)}
+
+
+@dataclass
+class Harness:
+    """A Session on a fresh store, running cells on one backend with captured output."""
+
+    case: BackendCase
+    session: Session
+    store: Store
+    user_ns: dict[str, Any] = field(default_factory=dict)
+    out: io.StringIO = field(default_factory=io.StringIO)
+
+    def spec(self, n: int = 2, **kwargs: Any) -> Spec:
+        return Spec(
+            layout=Layout(procs_per_node=n),
+            backend=self.case.name,
+            options=self.case.options(),
+            **kwargs,
+        )
+
+    def run(self, code: str, n: int = 2, **kwargs: Any) -> Any:
+        view = CellView(out=self.out, err=self.out)
+        return self.session.run_cell(
+            self.spec(n, **kwargs), textwrap.dedent(code), self.user_ns, view=view
+        )
+
+    def processes(self) -> set[int]:
+        """Every process the session started (launchers and ranks)."""
+        return set(descendants(os.getpid()))
+
+
+@pytest.fixture(params=CASES, ids=lambda c: c.name)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
+    case: BackendCase = request.param
+    if reason := case.missing():
+        pytest.skip(f"{case.name} backend unavailable: {reason}")
+    store = Store(tmp_path / "history.sqlite")
+    session = Session(store)
+    harness = Harness(case, session, store)
+    try:
+        yield harness
+    finally:
+        session.shutdown()
+        store.close()
+
+
+def test_output_is_tagged_per_rank_and_recorded(backend: Harness) -> None:
+    outcome = backend.run("print(f'hello from {rank} of {world_size}')", n=3)
+    shown = backend.out.getvalue()
+    for r in range(3):
+        assert f"[rank {r}] hello from {r} of 3" in shown
+    run = backend.store.runs(limit=1)[0]
+    assert run.backend == backend.case.name
+    lines = {(line.rank, line.text) for line in backend.store.logs(run.id)}
+    assert lines == {(r, f"hello from {r} of 3") for r in range(3)}
+    assert outcome.state.value == "completed"
+
+
+def test_variables_persist_between_cells(backend: Harness) -> None:
+    backend.run("x = rank * 10")
+    outcome = backend.run("x + 1")
+    assert outcome.values == {0: "1", 1: "11"}
+
+
+def test_push_and_pull(backend: Harness) -> None:
+    backend.user_ns["base"] = {"offset": 5}
+    backend.run("y = base['offset'] + rank", push=("base",), pull=("y",))
+    assert backend.user_ns["y"] == [5, 6]
+
+
+def test_targets_run_on_selected_ranks_only(backend: Harness) -> None:
+    backend.run("z = 'set'", n=3)
+    outcome = backend.run("print('picked', rank); z", n=3, targets=(0, 2))
+    assert set(outcome.values) == {0, 2}
+    shown = backend.out.getvalue()
+    assert "[rank 2] picked 2" in shown and "[rank 1] picked" not in shown
+
+
+def test_error_reports_the_root_cause_first(backend: Harness) -> None:
+    with pytest.raises(RunFailed) as info:
+        backend.run("""
+            import time
+            if rank == 1:
+                raise ValueError('bad shard on rank one')
+            time.sleep(0.5)
+            raise RuntimeError('rank zero gave up later')
+        """)
+    failed = info.value
+    assert failed.root.rank == 1
+    assert failed.root.ename == "ValueError"
+    assert any("bad shard on rank one" in line for line in failed.root.traceback)
+    assert [f.rank for f in failed.failures] == [1, 0]
+    assert backend.run("rank").values == {0: "0", 1: "1"}  # the ranks survive an exception
+
+
+@pytest.mark.parametrize(
+    ("death", "expected"),
+    [
+        ("os._exit(3)", {"exit_code": 3, "signal": None}),
+        ("os.kill(os.getpid(), signal.SIGKILL)", {"exit_code": None, "signal": 9}),
+    ],
+)
+def test_dead_rank_is_named_with_its_exit(
+    backend: Harness, death: str, expected: dict[str, Any]
+) -> None:
+    backend.run("pass", n=3)
+    started = backend.processes()
+    with pytest.raises(RunFailed) as info:
+        backend.run(
+            f"""
+            import os, signal, time
+            if rank == 1:
+                time.sleep(0.2)
+                {death}
+            time.sleep(120)
+        """,
+            n=3,
+        )
+    root = info.value.root
+    assert (root.rank, root.kind) == (1, "exit")
+    assert {"exit_code": root.exit_code, "signal": root.signal} == expected
+    assert not wait_gone(started), "processes left after a rank died"
+    assert backend.run("rank", n=3).values == {0: "0", 1: "1", 2: "2"}  # a new cluster starts
+
+
+def _interrupt_when(marker: Path) -> threading.Thread:
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def fire() -> None:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    thread = threading.Thread(target=fire, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_interrupt_stops_the_cell_and_keeps_the_ranks(backend: Harness, tmp_path: Path) -> None:
+    backend.run("kept = rank + 100")
+    marker = tmp_path / "started"
+    thread = _interrupt_when(marker)
+    with pytest.raises(KeyboardInterrupt):
+        backend.run(f"""
+            import pathlib, time
+            pathlib.Path({str(marker)!r}).touch()
+            time.sleep(120)
+        """)
+    thread.join()
+    assert backend.run("kept").values == {0: "100", 1: "101"}
+
+
+def test_timeout_interrupts_and_keeps_the_ranks(backend: Harness) -> None:
+    backend.run("kept = rank")
+    with pytest.raises(RunFailed) as info:
+        backend.run("import time; time.sleep(120)", timeout=0.5)
+    assert {f.kind for f in info.value.failures} == {"timeout"}
+    assert backend.run("kept").values == {0: "0", 1: "1"}
+
+
+def test_no_process_left_after_stop(backend: Harness) -> None:
+    backend.run("pass", n=3)
+    started = backend.processes()
+    assert len(started) >= 3
+    backend.session.stop()
+    assert not wait_gone(started, within=5.0)
+
+
+KERNEL = """
+import os, sys
+from jupyter_distributed.display import CellView
+from jupyter_distributed.session import Session
+from jupyter_distributed.spec import Layout, Spec
+from jupyter_distributed.store import Store
+sys.path.insert(0, {tests!r})
+from backend_cases import CASES
+case = next(c for c in CASES if c.name == {name!r})
+session = Session(Store({store!r}))
+spec = Spec(layout=Layout(procs_per_node=2), backend=case.name, options=case.options())
+session.run_cell(spec, "import os; print('pid', os.getpid())", {{}}, view=CellView())
+print("ready", flush=True)
+sys.stdin.readline()
+if sys.argv[1] == "kill":
+    os.kill(os.getpid(), 9)
+"""
+
+
+@pytest.mark.parametrize("how", ["exit", "kill"])
+def test_no_process_left_after_the_kernel_ends(backend: Harness, tmp_path: Path, how: str) -> None:
+    script = KERNEL.format(
+        tests=str(Path(__file__).parent),
+        name=backend.case.name,
+        store=str(tmp_path / "kernel.sqlite"),
+    )
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", script, how],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert kernel.stdout is not None and kernel.stdin is not None
+    family: set[int] = set()
+    for line in kernel.stdout:
+        if line.startswith("ready"):
+            family = set(descendants(kernel.pid))
+            break
+    assert family, "the kernel did not start its ranks"
+    kernel.stdin.write("go\n")
+    kernel.stdin.close()
+    kernel.wait(30)
+    assert not wait_gone(family), "processes outlived the kernel"

@@ -1,0 +1,185 @@
+"""``--backend mpi`` across two hosts made on this machine with a network namespace.
+
+Host 1 is this machine's side of a veth pair, host 2 a network namespace on the other side, each
+with its own address in a private /24. mpirun's remote-launch agent is a small script that enters
+the namespace instead of using ssh, so the ranks on host 2 reach the kernel's control channel
+and the other ranks only across the veth link.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from jupyter_distributed.backends.mpi_options import MpiOptions
+from jupyter_distributed.display import CellView
+from jupyter_distributed.errors import RunFailed
+from jupyter_distributed.session import Session
+from jupyter_distributed.spec import Layout, Spec
+from jupyter_distributed.store import Store
+
+from .backend_cases import mpi_missing
+
+AGENT = """#!/bin/sh
+# mpirun's remote-launch agent: "agent HOST COMMAND..." runs COMMAND in HOST's namespace
+host=$1; shift
+case "$host" in
+  {address}) exec ip netns exec {netns} /bin/sh -c "$*" ;;
+esac
+echo "no network namespace for host $host" >&2
+exit 1
+"""
+
+
+@dataclass(frozen=True)
+class TwoHosts:
+    here: str  # this machine's end of the link
+    there: str  # the namespace's address
+    veth: str  # this machine's veth interface
+    subnet: str
+    agent: Path
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+
+def _cannot_make_namespaces() -> str:
+    if missing := mpi_missing():
+        return missing
+    if shutil.which("ip") is None:
+        return "the ip command (iproute2) is not installed"
+    if os.geteuid() != 0:
+        return "making network namespaces needs root"
+    return ""
+
+
+@pytest.fixture(scope="module")
+def two_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
+    if reason := _cannot_make_namespaces():
+        pytest.skip(f"two-host MPI test skipped: {reason}")
+    tag = f"{os.getpid() % 100000}"
+    netns, veth, peer = f"jdmpi-{tag}", f"jdv{tag}a", f"jdv{tag}b"
+    octet = 100 + os.getpid() % 150
+    subnet = f"10.231.{octet}.0/24"
+    here, there = f"10.231.{octet}.1", f"10.231.{octet}.2"
+    try:
+        _ip("netns", "add", netns)
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(
+            f"two-host MPI test skipped: cannot make a network namespace: {exc.stderr.strip()}"
+        )
+    try:
+        _ip("link", "add", veth, "type", "veth", "peer", "name", peer)
+        _ip("link", "set", peer, "netns", netns)
+        _ip("addr", "add", f"{here}/24", "dev", veth)
+        _ip("link", "set", veth, "up")
+        _ip("-n", netns, "addr", "add", f"{there}/24", "dev", peer)
+        _ip("-n", netns, "link", "set", peer, "up")
+        _ip("-n", netns, "link", "set", "lo", "up")
+        agent = tmp_path_factory.mktemp("agent") / "netns-agent"
+        agent.write_text(AGENT.format(address=there, netns=netns))
+        agent.chmod(0o755)
+        yield TwoHosts(here, there, veth, subnet, agent)
+    finally:
+        subprocess.run(["ip", "link", "del", veth], capture_output=True)
+        subprocess.run(["ip", "netns", "del", netns], capture_output=True)
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Iterator[Session]:
+    store = Store(tmp_path / "history.sqlite")
+    session = Session(store)
+    yield session
+    session.shutdown()
+    store.close()
+
+
+def _spec(hosts: TwoHosts) -> Spec:
+    # no shared-memory transport: both hosts have the same hostname and /dev/shm, so Open MPI's
+    # vader segments of the two "hosts" would collide (real hosts do not share them)
+    mpi_options = (
+        f"--mca plm_rsh_agent {hosts.agent} --mca oob_tcp_if_include {hosts.subnet} "
+        f"--mca btl_tcp_if_include {hosts.subnet} --mca btl self,tcp"
+    )
+    return Spec(
+        layout=Layout(nodes=2, procs_per_node=2),
+        backend="mpi",
+        options=MpiOptions(hosts=(hosts.here, hosts.there), mpi_options=mpi_options),
+    )
+
+
+def _counter(veth: str, name: str) -> int:
+    return int(Path(f"/sys/class/net/{veth}/statistics/{name}").read_text())
+
+
+def _run(session: Session, spec: Spec, code: str) -> dict[int, str]:
+    outcome = session.run_cell(spec, textwrap.dedent(code), {}, view=CellView(out=io.StringIO()))
+    return outcome.values
+
+
+def test_ranks_span_two_hosts_across_the_veth_link(two_hosts: TwoHosts, session: Session) -> None:
+    spec = _spec(two_hosts)
+    values = _run(
+        session,
+        spec,
+        """
+        devices = sorted(line.split(':')[0].strip()
+                         for line in open('/proc/self/net/dev').readlines()[2:])
+        (node_rank, local_rank, comm.rank, comm.size, 'eth0' in devices)
+    """,
+    )
+    # ranks 2 and 3 live in the namespace: no eth0 there, and their hello crossed the link
+    assert {r: v.rsplit(",", 1)[0] for r, v in values.items()} == {
+        0: "(0, 0, 0, 4",
+        1: "(0, 1, 1, 4",
+        2: "(1, 0, 2, 4",
+        3: "(1, 1, 3, 4",
+    }
+    assert values[2].endswith("False)") and values[3].endswith("False)")
+    received = _counter(two_hosts.veth, "rx_bytes")
+    values = _run(
+        session,
+        spec,
+        """
+        payload = bytes(8_000_000)
+        if rank == 0:
+            got = comm.sendrecv(payload, dest=2, source=2)
+        elif rank == 2:
+            got = comm.sendrecv(payload, dest=0, source=0)
+        else:
+            got = payload
+        total = comm.allreduce(len(got))
+        total
+    """,
+    )
+    assert set(values.values()) == {str(4 * 8_000_000)}
+    assert _counter(two_hosts.veth, "rx_bytes") - received > 8_000_000  # MPI crossed the link
+    plan = session.live["mpi"].cluster.plan
+    assert [r.host for r in plan.ranks] == [two_hosts.here] * 2 + [two_hosts.there] * 2
+
+
+def test_a_rank_dying_on_the_other_host_is_named(two_hosts: TwoHosts, session: Session) -> None:
+    spec = _spec(two_hosts)
+    _run(session, spec, "pass")
+    with pytest.raises(RunFailed) as info:
+        _run(
+            session,
+            spec,
+            """
+            import os, time
+            if rank == 3:
+                os._exit(7)
+            time.sleep(120)
+        """,
+        )
+    assert (info.value.root.rank, info.value.root.exit_code) == (3, 7)
+    assert _run(session, spec, "rank") == {0: "0", 1: "1", 2: "2", 3: "3"}

@@ -145,9 +145,10 @@ class RunFailed(DistributedError):
         return self.headline
 
 
-class Interrupted(KeyboardInterrupt):
-    """The stop button interrupted a cell on its ranks. IPython shows this one line instead
-    of the kernel's own frames (formatting those took hundreds of milliseconds)."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"KeyboardInterrupt: {self}"]
+def interrupted(message: str) -> KeyboardInterrupt:
+    """The KeyboardInterrupt of a cell that the stop button interrupted on its ranks. It stays a
+    plain KeyboardInterrupt (``ename`` in Jupyter), and IPython shows its one line instead of
+    the kernel's own frames (formatting those took hundreds of milliseconds)."""
+    exc = KeyboardInterrupt(message)
+    exc._render_traceback_ = lambda: [f"KeyboardInterrupt: {message}"]  # type: ignore[attr-defined]
+    return exc

@@ -20,7 +20,7 @@ from .backends import get_backend
 from .backends.base import Cluster, Plan, RunOutcome, RunRequest
 from .batch import record_global_batch
 from .display import CellView
-from .errors import Interrupted, RunFailed, SpecError
+from .errors import RunFailed, SpecError, interrupted
 from .events import RunEvent, RunState
 from .spec import Spec
 from .store import RunRecord, Store
@@ -116,7 +116,7 @@ class Session:
         view.finish()
         if outcome.state in (RunState.INTERRUPTED, RunState.STOPPED):
             kept = cluster.alive and outcome.state is RunState.INTERRUPTED
-            raise Interrupted(
+            raise interrupted(
                 "the cell was interrupted on every rank; "
                 + ("the ranks keep their variables" if kept else "the cluster was stopped")
             )

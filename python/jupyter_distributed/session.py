@@ -20,7 +20,7 @@ from .backends import get_backend
 from .backends.base import Cluster, Plan, RunOutcome, RunRequest
 from .batch import record_global_batch
 from .display import CellView
-from .errors import RunFailed, SpecError
+from .errors import RunFailed, SpecError, interrupted
 from .events import RunEvent, RunState
 from .spec import Spec
 from .store import RunRecord, Store
@@ -115,7 +115,11 @@ class Session:
             view.notice(f"the cluster was stopped ({cluster.lost}); the next cell starts a new one")
         view.finish()
         if outcome.state in (RunState.INTERRUPTED, RunState.STOPPED):
-            raise KeyboardInterrupt
+            kept = cluster.alive and outcome.state is RunState.INTERRUPTED
+            raise interrupted(
+                "the cell was interrupted on every rank; "
+                + ("the ranks keep their variables" if kept else "the cluster was stopped")
+            )
         if outcome.failures:
             raise RunFailed(list(outcome.failures), run_id)
         return outcome

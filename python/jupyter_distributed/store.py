@@ -264,11 +264,52 @@ class Store:
     def append(self, events: Iterable[Event]) -> int:
         """Write a batch of events in one transaction; returns how many."""
         n = 0
+        beats: dict[tuple[str, int], float] = {}
+        lines: list[tuple[str, str, int, float, str, str]] = []
+        samples: list[tuple[str, str, int, float, str]] = []
         with self._tx() as db:
             for ev in events:
                 n += 1
+                # Output lines and metric samples, the bulk of a batch, are inserted in
+                # runs (executemany), in order with the other events.
+                if isinstance(ev, OutputEvent):
+                    if samples:
+                        self._insert_samples(db, samples)
+                    lines.append((ev.run_id, ev.kind, ev.rank, ev.t, ev.stream.value, ev.text))
+                    continue
+                if lines:
+                    self._insert_lines(db, lines)
+                if isinstance(ev, MetricEvent):  # the ranks' heartbeats: once per batch
+                    key = (ev.run_id, ev.rank)
+                    beats[key] = max(ev.t, beats.get(key, ev.t))
+                    samples.append((ev.run_id, ev.kind, ev.rank, ev.t, json.dumps(ev.to_json())))
+                    continue
+                if samples:
+                    self._insert_samples(db, samples)
                 self._insert(db, ev)
+            self._insert_lines(db, lines)
+            self._insert_samples(db, samples)
+            db.executemany(
+                "UPDATE ranks SET heartbeat=? WHERE run_id=? AND rank=?",
+                [(t, run_id, rank) for (run_id, rank), t in beats.items()],
+            )
         return n
+
+    @staticmethod
+    def _insert_lines(
+        db: sqlite3.Connection, rows: list[tuple[str, str, int, float, str, str]]
+    ) -> None:
+        db.executemany(
+            "INSERT INTO events (run_id, kind, rank, t, stream, text) VALUES (?,?,?,?,?,?)", rows
+        )
+        rows.clear()
+
+    @staticmethod
+    def _insert_samples(
+        db: sqlite3.Connection, rows: list[tuple[str, str, int, float, str]]
+    ) -> None:
+        db.executemany("INSERT INTO events (run_id, kind, rank, t, data) VALUES (?,?,?,?,?)", rows)
+        rows.clear()
 
     def _insert(self, db: sqlite3.Connection, ev: Event) -> None:
         if isinstance(ev, OutputEvent):
@@ -294,11 +335,6 @@ class Store:
                 "UPDATE ranks SET state=?, updated=?, host=CASE WHEN ?='' THEN host ELSE ? END,"
                 " pid=COALESCE(?, pid) WHERE run_id=? AND rank=?",
                 (ev.state.value, ev.t, ev.host, ev.host, ev.pid, ev.run_id, ev.rank),
-            )
-        elif isinstance(ev, MetricEvent):
-            db.execute(
-                "UPDATE ranks SET heartbeat=? WHERE run_id=? AND rank=?",
-                (ev.t, ev.run_id, ev.rank),
             )
         elif isinstance(ev, ErrorEvent):
             db.execute(

@@ -113,6 +113,9 @@ def test_stop_button_interrupts_every_rank(shell: Any, capsys: Any) -> None:
     res = run(shell, "-n 2", "import time\nfor _ in range(600):\n    time.sleep(0.1)")
     assert isinstance(res.error_in_exec, KeyboardInterrupt)
     assert time.monotonic() - t0 < 30
+    shown = capsys.readouterr().out
+    assert "KeyboardInterrupt: the cell was interrupted on every rank; the ranks keep" in shown
+    assert "supervise.py" not in shown  # no frames of the kernel's own code
     # the ranks yielded: same processes, variables kept
     run(shell, "-n 2 --pull keep", "keep")
     assert shell.user_ns["keep"] == ["kept", "kept"]

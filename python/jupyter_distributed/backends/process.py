@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 import os
+import pickle
 import queue
 import secrets
 import socket
@@ -25,6 +26,7 @@ import zmq
 from ..errors import LaunchError, RankFailure
 from ..events import ErrorEvent, Event, MetricEvent, OutputEvent, RankEvent, RankState, Stream
 from ..store import Store
+from ..worker.metrics import bad_metric_message, numeric, unpack_samples
 from ..worker.protocol import BOOTSTRAP_ENV, BadMessage, Buffer, Signer, digest
 from .base import Cluster, Plan, RankInfo, RunView
 from .supervise import STOPPED_REMOTELY, execute_run
@@ -91,6 +93,7 @@ class ProcessCluster(Cluster):
             r.rank: RankInfo(r.rank, r.host, None, "starting", r.coords) for r in plan.ranks
         }
         self._lost = ""
+        self._bad_metric_warned: set[int] = set()
         self._thread = threading.Thread(target=self._loop, daemon=True, name=f"jd-{self.id}")
         self._thread.start()
         boot = {
@@ -307,7 +310,7 @@ class ProcessCluster(Cluster):
             stream = Stream(h["stream"])
             return [OutputEvent(run_id, rank, t, stream, text) for t, text in h["lines"]], None
         if kind == "metrics" and run_id:
-            return [MetricEvent(run_id, rank, t, v) for t, v in h["samples"]], None
+            return self._metrics(run_id, rank, h, buffers), None
         if kind == "heartbeat" and run_id and self.run_id:
             return [
                 MetricEvent(
@@ -327,6 +330,28 @@ class ProcessCluster(Cluster):
         if kind == "fatal":
             return [], ("fatal", rank, str(h["message"]))
         return [], None
+
+    def _metrics(
+        self, run_id: str, rank: int, h: dict[str, Any], buffers: list[Buffer]
+    ) -> list[Event]:
+        """``report()`` samples: a binary batch from our worker, or JSON (already numbers)."""
+        if not buffers:
+            return [MetricEvent(run_id, rank, t, v) for t, v in h["samples"]]
+        try:
+            samples = unpack_samples(buffers[0])
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as exc:
+            log.warning("jupyter-distributed: dropped a metrics batch from rank %s: %s", rank, exc)
+            return []
+        events: list[Event] = []
+        for t, raw in samples:
+            values, bad = numeric(raw)
+            if bad and rank not in self._bad_metric_warned:
+                self._bad_metric_warned.add(rank)
+                text = bad_metric_message(*bad[0])
+                events.append(OutputEvent(run_id, rank, time.time(), Stream.STDERR, text))
+            if values:
+                events.append(MetricEvent(run_id, rank, float(t), values))
+        return events
 
     def _done(
         self, rank: int, info: RankInfo, h: dict[str, Any], buffers: list[Buffer]

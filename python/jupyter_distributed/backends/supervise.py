@@ -7,8 +7,10 @@ kill when a rank does not yield within a short grace.
 
 from __future__ import annotations
 
+import logging
 import pickle
 import queue
+import socket
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -16,11 +18,13 @@ import cloudpickle
 
 from ..errors import RankFailure
 from ..events import ErrorEvent, RunState
+from ..worker.shared import SHARED_MIN_BYTES, remove_shared, write_shared
 from .base import RunOutcome, RunRequest, RunView
 
 if TYPE_CHECKING:
     from .process import ProcessCluster
 
+log = logging.getLogger("jupyter_distributed")
 STOPPED_REMOTELY = "a stop request from the Distributed panel"
 
 INTERRUPT_GRACE = 2.0  # seconds a rank gets to yield to KeyboardInterrupt
@@ -138,20 +142,48 @@ class _Run:
             self.pending.clear()
 
 
-def execute_run(cluster: ProcessCluster, request: RunRequest, view: RunView) -> RunOutcome:
-    run = _Run(cluster, request, view)
+def _send_execute(cluster: ProcessCluster, request: RunRequest) -> dict[str, Any] | None:
+    """Send the cell (and pushed values) to its ranks; returns the shared-memory file that
+    carries a large push to ranks on this host, which the caller removes after the run."""
+    fields: dict[str, Any] = {
+        "run_id": request.run_id,
+        "code": request.code,
+        "pull": list(request.pull),
+    }
     buffers: list[Any] = []
+    shared = None
     if request.push:
         pickled: list[pickle.PickleBuffer] = []
         data = cloudpickle.dumps(request.push, protocol=5, buffer_callback=pickled.append)
-        buffers = [data, *(b.raw() for b in pickled)]
+        raw = [b.raw() for b in pickled]
+        buffers = [data, *raw]
+        here = socket.gethostname()
+        if sum(b.nbytes for b in raw) >= SHARED_MIN_BYTES and all(
+            cluster.info[r].host == here for r in request.ranks
+        ):
+            try:
+                shared = write_shared(raw)
+            except OSError as exc:  # e.g. /dev/shm is full: send the bytes instead
+                log.warning("jupyter-distributed: push through ZeroMQ, not shared memory: %s", exc)
+            else:
+                fields["shared"] = shared
+                buffers = [data]
     cluster.begin(request.run_id)
-    cluster.send(
-        request.ranks,
-        "execute",
-        {"run_id": request.run_id, "code": request.code, "pull": list(request.pull)},
-        buffers,
-    )
+    cluster.send(request.ranks, "execute", fields, buffers)
+    return shared
+
+
+def execute_run(cluster: ProcessCluster, request: RunRequest, view: RunView) -> RunOutcome:
+    shared = _send_execute(cluster, request)
+    try:
+        return _supervise(cluster, request, view)
+    finally:
+        if shared is not None:
+            remove_shared(shared)
+
+
+def _supervise(cluster: ProcessCluster, request: RunRequest, view: RunView) -> RunOutcome:
+    run = _Run(cluster, request, view)
     deadline = time.monotonic() + request.timeout if request.timeout else None
     interrupted = False
     try:

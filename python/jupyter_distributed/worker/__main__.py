@@ -90,7 +90,7 @@ def main() -> int:
     _die_with_parent()
     env = RankEnv.from_environ()
     env.export()
-    runtime = Runtime(env, send=lambda *a: channel.send(*a))
+    runtime = Runtime(env, send=lambda *a: channel.send(*a), pickled_metrics=True)
     ticker = _Ticker(runtime, boot)
     channel = Channel(
         boot["address"],

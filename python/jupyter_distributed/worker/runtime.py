@@ -24,7 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .metrics import bad_metric_message, pack_samples
 from .protocol import Buffer
+from .shared import map_shared
 
 _MAX_REPR = 10_000
 
@@ -118,8 +120,13 @@ def safe_repr(value: Any) -> str:
 class Runtime:
     """Executes commands from the kernel on the main thread."""
 
-    def __init__(self, env: RankEnv, send: Callable[..., None]) -> None:
+    def __init__(
+        self, env: RankEnv, send: Callable[..., None], pickled_metrics: bool = False
+    ) -> None:
+        """``pickled_metrics``: ship ``report()`` samples as one binary batch (see
+        :mod:`.metrics`), for a kernel-side receiver that unpacks them; else as JSON."""
         self.env = env
+        self.pickled_metrics = pickled_metrics
         self.host = socket.gethostname()
         self.send = send
         self.commands: queue.SimpleQueue[tuple[dict[str, Any], list[Buffer]]] = queue.SimpleQueue()
@@ -152,6 +159,12 @@ class Runtime:
 
     def flush_metrics(self) -> None:
         with self._flush_lock:
+            if self.pickled_metrics:
+                count, take = len(self.samples), self.samples.popleft
+                if count:
+                    data = pack_samples([take() for _ in range(count)])
+                    self.send("metrics", {"run_id": self.run_id, "count": count}, [data])
+                return
             batch: list[tuple[float, dict[str, float]]] = []
             while self.samples:
                 t, raw = self.samples.popleft()
@@ -169,9 +182,7 @@ class Runtime:
     def _warn_bad_metric(self, key: str, value: Any) -> None:
         if not self._bad_metric_warned:
             self._bad_metric_warned = True
-            sys.stderr.write(
-                f"report(): {key}={value!r} is not a number; such values are skipped\n"
-            )
+            sys.stderr.write(bad_metric_message(key, value) + "\n")
 
     # -- main thread ----------------------------------------------------------------------
 
@@ -194,7 +205,8 @@ class Runtime:
         status, value, failure = "ok", None, None
         try:
             if buffers:
-                self.namespace.update(pickle.loads(buffers[0], buffers=buffers[1:]))  # noqa: S301
+                extra = map_shared(header["shared"]) if header.get("shared") else buffers[1:]
+                self.namespace.update(pickle.loads(buffers[0], buffers=extra))  # noqa: S301
             self._executing = True
             try:
                 value = run_cell(str(header["code"]), self.namespace, f"<cell {run_id}>")

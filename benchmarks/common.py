@@ -1,0 +1,126 @@
+"""Shared pieces of the core benchmark: statistics, an stdout that stamps arrivals, the table."""
+
+from __future__ import annotations
+
+import io
+import re
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+# Lines the ranks print carry this marker: "JDB <rank> <i> <time.time()>"
+MARK = re.compile(r"JDB (\d+) (\d+) (\d+\.\d+)")
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def pct(xs: list[float], q: float) -> float:
+    """The q-th percentile (nearest rank) of xs."""
+    if not xs:
+        return float("nan")
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, round(q / 100 * len(s)) - 1))]
+
+
+def timed_loop(fn: Callable[[], Any], count: int, budget_s: float) -> list[float]:
+    """Call fn up to ``count`` times within ``budget_s`` seconds; the duration of each call."""
+    out: list[float] = []
+    stop = time.monotonic() + budget_s
+    while len(out) < count and time.monotonic() < stop:
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+class Arrivals(io.TextIOBase):
+    """A text stream that records when each line was written and when it was flushed (the moment
+    a kernel's stdout would send it to the notebook)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._partial = ""
+        self._pending: list[tuple[str, float]] = []
+        self.lines: list[tuple[str, float, float]] = []  # text, written, flushed
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        now = time.time()
+        text = self._partial + s
+        *complete, self._partial = text.split("\n")
+        self._pending.extend((line, now) for line in complete)
+        return len(s)
+
+    def flush(self) -> None:
+        now = time.time()
+        self.lines.extend((line, t, now) for line, t in self._pending)
+        self._pending.clear()
+
+    def close_out(self) -> None:
+        if self._partial:
+            self._pending.append((self._partial, time.time()))
+            self._partial = ""
+        self.flush()
+
+    def marked(self) -> list[tuple[int, int, float, float, float]]:
+        """(rank, i, printed at, written at, flushed at) of every marked line, once each."""
+        seen: set[tuple[int, int]] = set()
+        out = []
+        for line, written, flushed in self.lines:
+            for m in MARK.finditer(line):
+                key = (int(m.group(1)), int(m.group(2)))
+                if key not in seen:
+                    seen.add(key)
+                    out.append((key[0], key[1], float(m.group(3)), written, flushed))
+        return out
+
+
+@contextmanager
+def capture(module: Any) -> Iterator[tuple[Arrivals, Arrivals]]:
+    """Replace module.stdout/stderr (``sys``) by :class:`Arrivals` while the block runs."""
+    out, err = Arrivals(), Arrivals()
+    saved = module.stdout, module.stderr
+    module.stdout, module.stderr = out, err
+    try:
+        yield out, err
+    finally:
+        module.stdout, module.stderr = saved
+        out.close_out()
+        err.close_out()
+
+
+@dataclass
+class Results:
+    """Rows of the table: metric -> {column -> text}."""
+
+    columns: list[str]
+    rows: dict[str, dict[str, str]] = field(default_factory=dict)
+    raw: dict[tuple[str, str], float] = field(default_factory=dict)  # (column, key) -> value
+    notes: list[str] = field(default_factory=list)
+
+    def put(self, metric: str, column: str, text: str) -> None:
+        self.rows.setdefault(metric, {})[column] = text
+
+    def markdown(self) -> str:
+        head = ["metric", *self.columns]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for metric, cells in self.rows.items():
+            lines.append(
+                "| " + " | ".join([metric, *(cells.get(c, "") for c in self.columns)]) + " |"
+            )
+        return "\n".join(lines)
+
+
+def ms(x: float) -> str:
+    return "n/a" if x != x else f"{x * 1e3:.1f} ms"
+
+
+def fmt_rate(x: float) -> str:
+    return f"{x:,.0f}"

@@ -63,7 +63,7 @@ r = hvd.rank()
 parts = [r, hvd.size(), hvd.transport, hvd.allreduce(float(r)),
          hvd.allreduce(np.array([1.0, r]), op=hvd.Sum).tolist(),
          hvd.broadcast(np.array([r, r]), root_rank=1).tolist(), hvd.allgather(r)]
-os.write(1, (" ".join(map(str, parts)) + "\n").encode())  # one write: ranks never interleave
+os.write(1, (" ".join(map(str, parts)) + "\\n").encode())  # one write: ranks never interleave
 """
 
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from jupyter_distributed.backends.mpi_options import MpiOptions
 from jupyter_distributed.spec import BackendOptions
 
-
 #: What a contract test may need beyond "run a cell on N ranks and report what happened".
 CAPABILITIES = {
     "persistent": "rank namespaces persist from one cell to the next",

@@ -194,7 +194,7 @@ def _interrupt_when(marker: Path, backend: Harness, running: set[int]) -> thread
 
 
 def test_interrupt_stops_the_cell(backend: Harness, tmp_path: Path) -> None:
-    """Ranks of a live cluster survive an interrupt; a job-shaped run is stopped, leaving nothing."""
+    """A live cluster keeps its ranks; a job-shaped run is stopped and leaves nothing."""
     persistent = "persistent" not in backend.case.lacks
     if persistent:
         backend.run("kept = rank + 100")

@@ -49,7 +49,31 @@ CREATE TABLE IF NOT EXISTS controls (
     t REAL, taken REAL
 );
 CREATE INDEX IF NOT EXISTS controls_open ON controls (cluster_id, taken);
+CREATE TABLE IF NOT EXISTS follows (
+    run_id TEXT PRIMARY KEY, host TEXT, pid INTEGER, heartbeat REAL
+);
 """
+
+#: A follow lease whose holder has not renewed it for this long may be taken over.
+LEASE_STALE_AFTER = 30.0
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Whether process ``pid`` exists on this host (a zombie counts as gone)."""
+    if not pid or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True  # no /proc: kill(0) said it exists
+
 
 CONTROL_ACTIONS = ("cancel", "stop")
 
@@ -160,6 +184,40 @@ class Store(Queries):
     def set_external_id(self, run_id: str, external_id: str) -> None:
         with self._tx() as db:
             db.execute("UPDATE runs SET external_id=? WHERE id=?", (external_id, run_id))
+
+    # -- who follows an external job (one follower per run: a kernel or the server) -------
+
+    def claim_follow(
+        self, run_id: str, host: str, pid: int, stale_after: float = LEASE_STALE_AFTER
+    ) -> tuple[str, int] | None:
+        """Take (or renew) the lease on following ``run_id``, atomically. Returns None when
+        ``(host, pid)`` holds it now, else the live holder's ``(host, pid)``."""
+        now = time.time()
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT host, pid, heartbeat FROM follows WHERE run_id=?", (run_id,)
+            ).fetchone()
+            if row is not None and (row[0], row[1]) != (host, pid):
+                stale = now - float(row[2]) > stale_after
+                dead = row[0] == host and not pid_alive(int(row[1]))
+                if not (stale or dead):
+                    return str(row[0]), int(row[1])
+            db.execute(
+                "INSERT OR REPLACE INTO follows (run_id, host, pid, heartbeat) VALUES (?,?,?,?)",
+                (run_id, host, pid, now),
+            )
+        return None
+
+    def release_follow(self, run_id: str, host: str, pid: int) -> None:
+        with self._tx() as db:
+            db.execute(
+                "DELETE FROM follows WHERE run_id=? AND host=? AND pid=?", (run_id, host, pid)
+            )
+
+    def follower(self, run_id: str) -> tuple[str, int, float] | None:
+        """``(host, pid, heartbeat)`` of the lease on ``run_id``, if any."""
+        rows = self._query("SELECT host, pid, heartbeat FROM follows WHERE run_id=?", (run_id,))
+        return (str(rows[0][0]), int(rows[0][1]), float(rows[0][2])) if rows else None
 
     def append(self, events: Iterable[Event]) -> int:
         """Write a batch of events in one transaction; returns how many."""

@@ -1,7 +1,9 @@
 """One contract, every backend: the same tests run on each case of ``backend_cases.CASES``.
 
-Everything is real: rank processes (and mpirun for ``mpi``), the signed control channel and the
-SQLite history. A backend that cannot run here (no mpirun, no mpi4py) is skipped with the reason.
+Everything is real: rank processes (and mpirun for ``mpi``; moto's server and the local training
+platform for ``sagemaker``), the signed control channel and the SQLite history. A backend that
+cannot run here (no mpirun, no mpi4py) is skipped with the reason; a test that needs a capability
+a backend lacks by design (``BackendCase.lacks``) is skipped for it with that reason.
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ import pytest
 
 from jupyter_distributed.backends.mpi import descendants
 from jupyter_distributed.display import CellView
-from jupyter_distributed.errors import RunFailed
+from jupyter_distributed.errors import RunFailed, SpecError
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Layout, Spec
 from jupyter_distributed.store import Store
 
-from .backend_cases import CASES, BackendCase
+from .backend_cases import CAPABILITIES, CASES, BackendCase
 from .core_helpers import pid_alive
 
 
@@ -48,6 +50,12 @@ class Harness:
     store: Store
     user_ns: dict[str, Any] = field(default_factory=dict)
     out: io.StringIO = field(default_factory=io.StringIO)
+    platform: Any = None  # the value of the case's first fixture (sagemaker: LocalSageMaker)
+
+    def needs(self, capability: str) -> None:
+        """Skip, with the case's reason, a test that does not apply to this backend by design."""
+        if reason := self.case.lacks.get(capability):
+            pytest.skip(f"not for {self.case.name} ({CAPABILITIES[capability]}): {reason}")
 
     def spec(self, n: int = 2, **kwargs: Any) -> Spec:
         return Spec(
@@ -73,9 +81,10 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]
     case: BackendCase = request.param
     if reason := case.missing():
         pytest.skip(f"{case.name} backend unavailable: {reason}")
+    platforms = [request.getfixturevalue(name) for name in case.fixtures]
     store = Store(tmp_path / "history.sqlite")
     session = Session(store)
-    harness = Harness(case, session, store)
+    harness = Harness(case, session, store, platform=platforms[0] if platforms else None)
     try:
         yield harness
     finally:
@@ -96,6 +105,7 @@ def test_output_is_tagged_per_rank_and_recorded(backend: Harness) -> None:
 
 
 def test_variables_persist_between_cells(backend: Harness) -> None:
+    backend.needs("persistent")
     backend.run("x = rank * 10")
     outcome = backend.run("x + 1")
     assert outcome.values == {0: "1", 1: "11"}
@@ -108,6 +118,7 @@ def test_push_and_pull(backend: Harness) -> None:
 
 
 def test_targets_run_on_selected_ranks_only(backend: Harness) -> None:
+    backend.needs("targets")
     backend.run("z = 'set'", n=3)
     outcome = backend.run("print('picked', rank); z", n=3, targets=(0, 2))
     assert set(outcome.values) == {0, 2}
@@ -127,6 +138,8 @@ def test_error_reports_the_root_cause_first(backend: Harness) -> None:
     failed = info.value
     assert failed.root.rank == 1
     assert failed.root.ename == "ValueError"
+    assert failed.run_id == backend.store.runs(limit=1)[0].id
+    assert backend.store.runs(limit=1)[0].state.value == "failed"
     assert any("bad shard on rank one" in line for line in failed.root.traceback)
     assert [f.rank for f in failed.failures] == [1, 0]
     assert backend.run("rank").values == {0: "0", 1: "1"}  # the ranks survive an exception
@@ -142,6 +155,7 @@ def test_error_reports_the_root_cause_first(backend: Harness) -> None:
 def test_dead_rank_is_named_with_its_exit(
     backend: Harness, death: str, expected: dict[str, Any]
 ) -> None:
+    backend.needs("local_ranks")
     backend.run("pass", n=3)
     started = backend.processes()
     with pytest.raises(RunFailed) as info:
@@ -162,7 +176,8 @@ def test_dead_rank_is_named_with_its_exit(
     assert backend.run("rank", n=3).values == {0: "0", 1: "1", 2: "2"}  # a new cluster starts
 
 
-def _interrupt_when(marker: Path) -> threading.Thread:
+def _interrupt_when(marker: Path, backend: Harness, running: set[int]) -> threading.Thread:
+    """Interrupt the main thread once the cell has started, noting the processes running it."""
     main = threading.main_thread().ident
     assert main is not None
 
@@ -170,6 +185,7 @@ def _interrupt_when(marker: Path) -> threading.Thread:
         deadline = time.monotonic() + 60
         while not marker.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
+        running.update(backend.processes())
         signal.pthread_kill(main, signal.SIGINT)
 
     thread = threading.Thread(target=fire, daemon=True)
@@ -177,10 +193,13 @@ def _interrupt_when(marker: Path) -> threading.Thread:
     return thread
 
 
-def test_interrupt_stops_the_cell_and_keeps_the_ranks(backend: Harness, tmp_path: Path) -> None:
-    backend.run("kept = rank + 100")
-    marker = tmp_path / "started"
-    thread = _interrupt_when(marker)
+def test_interrupt_stops_the_cell(backend: Harness, tmp_path: Path) -> None:
+    """A live cluster keeps its ranks; a job-shaped run is stopped and leaves nothing."""
+    persistent = "persistent" not in backend.case.lacks
+    if persistent:
+        backend.run("kept = rank + 100")
+    marker, running = tmp_path / "started", set[int]()
+    thread = _interrupt_when(marker, backend, running)
     with pytest.raises(KeyboardInterrupt):
         backend.run(f"""
             import pathlib, time
@@ -188,10 +207,20 @@ def test_interrupt_stops_the_cell_and_keeps_the_ranks(backend: Harness, tmp_path
             time.sleep(120)
         """)
     thread.join()
-    assert backend.run("kept").values == {0: "100", 1: "101"}
+    run = backend.store.runs(limit=1)[0]
+    assert run.state.value in ("interrupted", "stopped")
+    if persistent:
+        assert backend.run("kept").values == {0: "100", 1: "101"}
+        return
+    assert running, "no process ran the cell"
+    assert not wait_gone(running), "processes left after the run was stopped"
+    if backend.case.name == "sagemaker":
+        assert backend.platform.jobs[run.external_id].fake.training_job_status == "Stopped"
+    assert backend.run("rank").values == {0: "0", 1: "1"}
 
 
 def test_timeout_interrupts_and_keeps_the_ranks(backend: Harness) -> None:
+    backend.needs("timeout")
     backend.run("kept = rank")
     with pytest.raises(RunFailed) as info:
         backend.run("import time; time.sleep(120)", timeout=0.5)
@@ -199,7 +228,18 @@ def test_timeout_interrupts_and_keeps_the_ranks(backend: Harness) -> None:
     assert backend.run("kept").values == {0: "0", 1: "1"}
 
 
+@pytest.mark.parametrize("flag", ["targets", "timeout"])
+def test_flags_a_backend_lacks_are_refused_in_one_line(backend: Harness, flag: str) -> None:
+    if flag not in backend.case.lacks:
+        pytest.skip(f"{backend.case.name} supports --{flag}")
+    with pytest.raises(SpecError, match=f"--{flag}") as info:
+        backend.run("rank", **({"targets": (0,)} if flag == "targets" else {"timeout": 5.0}))
+    assert "\n" not in str(info.value)
+    assert backend.store.runs(limit=1) == []  # refused before anything was started
+
+
 def test_no_process_left_after_stop(backend: Harness) -> None:
+    backend.needs("local_ranks")
     backend.run("pass", n=3)
     started = backend.processes()
     assert len(started) >= 3
@@ -228,6 +268,7 @@ if sys.argv[1] == "kill":
 
 @pytest.mark.parametrize("how", ["exit", "kill"])
 def test_no_process_left_after_the_kernel_ends(backend: Harness, tmp_path: Path, how: str) -> None:
+    backend.needs("local_ranks")
     script = KERNEL.format(
         tests=str(Path(__file__).parent),
         name=backend.case.name,

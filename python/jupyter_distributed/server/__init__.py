@@ -5,16 +5,19 @@ Enabled for every server by ``jupyter-config/jupyter_server_config.d/jupyter_dis
 which the wheel installs; ``jupyter_distributed._jupyter_server_extension_points`` points here.
 It reads the run history from the store (``$JUPYTER_DISTRIBUTED_STORE`` or the Jupyter data
 dir), so it works with no kernel running; control actions are queued in the store for the kernel.
+SageMaker runs whose kernel is gone are followed by the server itself (:mod:`.follower`).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from jupyter_server.utils import url_path_join
 
 from ..store import Store
 from .api import History
+from .follower import Follower
 from .handlers import (
     SETTINGS_KEY,
     CancelHandler,
@@ -56,3 +59,17 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     serverapp.log.info(
         "jupyter_distributed: server extension loaded at %s (history: %s)", api, store.path
     )
+    _start_follower(serverapp, Follower(store.path))
+
+
+def _start_follower(serverapp: Any, follower: Follower) -> None:
+    """Follow orphaned SageMaker runs until the server shuts down (its extension clean-up)."""
+    follower.start()
+    serverapp.web_app.settings[SETTINGS_KEY]["follower"] = follower
+    cleanup = serverapp.cleanup_extensions
+
+    async def cleanup_extensions() -> None:
+        await asyncio.to_thread(follower.stop)
+        await cleanup()
+
+    serverapp.cleanup_extensions = cleanup_extensions

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +21,7 @@ from ...spec import Spec
 from ...store import Store
 from ..base import Backend, Cluster, Plan, RankInfo, RankPlan, RunOutcome, RunRequest, RunView
 from . import package
-from .follow import describe, follow
+from .follow import describe, follow, follow_lease
 from .options import SageMakerOptions, check_spec
 from .request import ENTRY_POINT, training_job_request
 from .results import outcome
@@ -221,10 +221,28 @@ def follow_job(
     view: RunView,
     poll: float = 0.5,
     seen: set[tuple[str, int, float]] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> RunOutcome:
     """Follow a job to its end, recording its events; Ctrl-C stops it (StopTrainingJob).
 
-    ``seen`` holds (kind, rank, time) of events already recorded (when attaching again)."""
+    ``seen`` holds (kind, rank, time) of events already recorded (when attaching again).
+    Only the holder of the run's follow lease in the store follows it (a kernel or the Jupyter
+    server, never both); this waits for a live holder to finish, then takes the lease."""
+    with follow_lease(store, run_id, job_name, view, poll, sleep) as pause:
+        return _follow_job(clients, job_name, run_id, ranks, store, view, poll, seen, pause)
+
+
+def _follow_job(
+    clients: Clients,
+    job_name: str,
+    run_id: str,
+    ranks: tuple[int, ...],
+    store: Store,
+    view: RunView,
+    poll: float,
+    seen: set[tuple[str, int, float]] | None,
+    sleep: Callable[[float], None],
+) -> RunOutcome:
     failures: list[RankFailure] = []
 
     def on_events(events: list[Event]) -> None:
@@ -253,7 +271,7 @@ def follow_job(
     while True:
         try:
             status = follow(
-                clients.sagemaker, clients.logs, job_name, run_id, on_events, on_status, poll
+                clients.sagemaker, clients.logs, job_name, run_id, on_events, on_status, poll, sleep
             )
             break
         except KeyboardInterrupt:

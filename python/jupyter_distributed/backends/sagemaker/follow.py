@@ -8,15 +8,20 @@ the same events as a local run's: output lines per rank, ``report()`` metrics, f
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from ...errors import RankFailure
 from ...events import Event, MetricEvent, OutputEvent, RankEvent, RankState, Stream
+from ...store import Store
+from ..base import RunView
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 TERMINAL = ("Completed", "Failed", "Stopped")
@@ -174,3 +179,34 @@ def follow(
                 on_events(events)
             return status
         sleep(poll)
+
+
+@contextmanager
+def follow_lease(
+    store: Store,
+    run_id: str,
+    job_name: str,
+    view: RunView,
+    poll: float,
+    sleep: Callable[[float], None],
+) -> Iterator[Callable[[float], None]]:
+    """Hold the run's follow lease; yields a ``sleep`` that also renews it."""
+    host, pid = socket.gethostname(), os.getpid()
+    told = False
+    while (holder := store.claim_follow(run_id, host, pid)) is not None:
+        if not told:
+            view.notice(
+                f"{job_name} is being followed by process {holder[1]} on {holder[0]} "
+                "(the Jupyter server or another kernel); waiting for it to finish"
+            )
+            told = True
+        sleep(max(poll, 1.0))
+
+    def pause(seconds: float) -> None:
+        sleep(seconds)
+        store.claim_follow(run_id, host, pid)  # renews our own lease (heartbeat)
+
+    try:
+        yield pause
+    finally:
+        store.release_follow(run_id, host, pid)

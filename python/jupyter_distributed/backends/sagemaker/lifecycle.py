@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ...errors import RunFailed, SpecError
@@ -39,8 +40,11 @@ def attach(
     user_ns: dict[str, Any],
     clients: Clients | None = None,
     poll: float = 0.5,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> RunOutcome:
-    """Follow ``job_name`` again, record it, set its pulled names; raise its failures."""
+    """Follow ``job_name`` again, record it, set its pulled names; raise its failures.
+
+    Also how the Jupyter server follows a run whose kernel is gone (``server/follower.py``)."""
     clients = clients or default_clients()
     try:
         describe(clients.sagemaker, job_name)
@@ -68,7 +72,7 @@ def attach(
         (str(d["kind"]), int(d.get("rank") or 0), round(float(d["t"]), 3))
         for _, d in store.events_after(0, run.id, limit=1_000_000)
     }
-    result = follow_job(clients, job_name, run.id, ranks, store, view, poll, seen)
+    result = follow_job(clients, job_name, run.id, ranks, store, view, poll, seen, sleep)
     message = RunFailed(list(result.failures)).headline if result.failures else ""
     store.append([RunEvent(run.id, time.time(), result.state, message)])
     for name in run.spec.get("pull", []):

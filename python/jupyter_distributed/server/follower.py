@@ -1,0 +1,138 @@
+"""The server keeps following SageMaker runs whose kernel is gone.
+
+A run started with ``--no-wait`` (or whose kernel exited or was restarted mid-run) has nobody
+recording its logs, metrics and end. The :class:`Follower` thread looks for such runs in the store
+(backend ``sagemaker``, not finished, started on this host by a kernel that no longer exists),
+takes the run's follow lease and follows the job with the same code as ``%distributed attach``,
+so the panel shows it like any other run. Everything here runs in threads, never on the server's
+event loop. A kernel and the server never both follow one job: both hold the lease while
+following (``Store.claim_follow``), renewed at every poll.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import DistributedError, RunFailed
+from ..events import Event
+from ..store import RunRecord, Store, pid_alive
+
+#: How often the store is scanned for runs nobody follows, in seconds.
+SCAN_INTERVAL = 2.0
+
+log = logging.getLogger(__name__)
+
+
+class Stopping(Exception):
+    """Raised inside a follow when the server shuts down; the job itself keeps running."""
+
+
+class _Quiet:
+    """The RunView of a follow with nobody watching: everything goes to the store only."""
+
+    def on_event(self, event: Event) -> None:
+        pass
+
+    def notice(self, text: str) -> None:
+        log.debug("jupyter_distributed follower: %s", text)
+
+    def flush(self) -> None:
+        pass
+
+
+def orphaned(run: RunRecord, host: str) -> bool:
+    """A SageMaker run that has not ended and whose kernel (on this host) is gone.
+
+    Runs started on another host are left to that host's server: their kernel cannot be seen."""
+    return (
+        run.backend == "sagemaker"
+        and bool(run.external_id)
+        and not run.state.finished
+        and run.host == host
+        and not pid_alive(run.kernel_pid)
+    )
+
+
+class Follower:
+    """Scans the store every ``interval`` seconds and follows each orphaned run in a thread."""
+
+    def __init__(
+        self,
+        store_path: Path,
+        interval: float = SCAN_INTERVAL,
+        clients: Callable[[], Any] | None = None,
+        poll: float = 0.5,
+    ) -> None:
+        self.store_path, self.interval, self.poll = store_path, interval, poll
+        self._clients = clients
+        self._stop = threading.Event()
+        self._following: dict[str, threading.Thread] = {}
+        self._gave_up: set[str] = set()  # runs that cannot be followed (e.g. the job is gone)
+        self._thread = threading.Thread(target=self._scan_loop, name="jd-follower", daemon=True)
+        self.host = socket.gethostname()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop following (the jobs keep running) and release the leases; blocks: call it
+        from a thread."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        for thread in list(self._following.values()):
+            thread.join(timeout)
+
+    @property
+    def following(self) -> list[str]:
+        return [run_id for run_id, t in self._following.items() if t.is_alive()]
+
+    def _sleep(self, seconds: float) -> None:
+        if self._stop.wait(seconds):
+            raise Stopping
+
+    def _scan_loop(self) -> None:
+        store = Store(self.store_path)
+        try:
+            while not self._stop.is_set():
+                self.scan(store)
+                self._stop.wait(self.interval)
+        finally:
+            store.close()
+
+    def scan(self, store: Store) -> None:
+        for run in store.runs(limit=200):
+            if run.id in self.following or run.id in self._gave_up or not orphaned(run, self.host):
+                continue
+            if store.claim_follow(run.id, self.host, os.getpid()) is not None:
+                continue  # a live follower (another server, an attached kernel) has it
+            thread = threading.Thread(
+                target=self._follow, args=(run,), name=f"jd-follow-{run.id}", daemon=True
+            )
+            self._following[run.id] = thread
+            thread.start()
+
+    def _follow(self, run: RunRecord) -> None:
+        from ..backends.sagemaker.lifecycle import attach, default_clients
+
+        store = Store(self.store_path)
+        try:
+            clients = (self._clients or default_clients)()
+            log.info("jupyter_distributed: following %s (run %s)", run.external_id, run.id)
+            attach(store, run.external_id, _Quiet(), {}, clients, self.poll, self._sleep)
+        except (Stopping, RunFailed):
+            pass  # shutting down / the run failed: recorded in the store either way
+        except DistributedError as exc:
+            self._gave_up.add(run.id)
+            log.warning("jupyter_distributed: cannot follow run %s: %s", run.id, exc)
+        except Exception:  # a thread boundary: log whatever AWS or SQLite raised, keep serving
+            log.exception("jupyter_distributed: following run %s failed", run.id)
+        finally:
+            store.release_follow(run.id, self.host, os.getpid())
+            store.close()

@@ -260,3 +260,13 @@ def test_launch_failure_is_one_line(shell: Any) -> None:
 
     err = LaunchError("rank 0 could not start: boom")
     assert err._render_traceback_() == ["LaunchError: rank 0 could not start: boom"]
+
+
+def test_ranks_sample_cpu_and_memory_while_a_cell_runs(shell: Any) -> None:
+    session = shell.user_ns["_jd_session"]
+    assert run(shell, "-n 2", "import time\ntime.sleep(2.5)").success
+    run_id = session.store.runs(limit=1)[0].id
+    system = [m for _, m in session.store.metrics(run_id) if "sys.rss_mb" in m.values]
+    assert {m.rank for m in system} == {0, 1}
+    assert all(m.values["sys.rss_mb"] > 1 and "sys.cpu_percent" in m.values for m in system)
+    assert all(not k.startswith("sys.gpu") for m in system for k in m.values)  # no GPU here

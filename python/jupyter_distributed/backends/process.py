@@ -312,11 +312,11 @@ class ProcessCluster(Cluster):
         if kind == "metrics" and run_id:
             return self._metrics(run_id, rank, h, buffers), None
         if kind == "heartbeat" and run_id and self.run_id:
-            return [
-                MetricEvent(
-                    run_id, rank, h["t"], {"sys.cpu_percent": h["cpu"], "sys.rss_mb": h["rss_mb"]}
-                )
-            ], None
+            values = {"sys.cpu_percent": h["cpu"], "sys.rss_mb": h["rss_mb"]}
+            for key in ("gpu_util", "gpu_mem_mb"):
+                if key in h:
+                    values[f"sys.{key}"] = h[key]
+            return [MetricEvent(run_id, rank, h["t"], values)], None
         if kind == "state":
             info.state = "running"
             return [

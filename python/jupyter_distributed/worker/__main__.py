@@ -71,6 +71,7 @@ class _Ticker:
                     "t": time.time(),
                     "cpu": round(percent, 1),
                     "rss_mb": _rss_mb(),
+                    **_gpu_sample(),
                 },
             )
 
@@ -83,6 +84,18 @@ def _rss_mb() -> float:
         import resource
 
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _gpu_sample() -> dict[str, float]:
+    """GPU memory (and utilisation where NVML answers) of this rank's device, once the cell
+    has put torch on a GPU; nothing otherwise, and never an import of torch."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return {}
+    sample = {"gpu_mem_mb": torch.cuda.memory_allocated() / 2**20}
+    with contextlib.suppress(Exception):  # utilization() needs pynvml; memory is enough
+        sample["gpu_util"] = float(torch.cuda.utilization())
+    return sample
 
 
 def main() -> int:

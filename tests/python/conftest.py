@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from jupyter_distributed.store import STORE_ENV
+
 # jp_fetch, jp_serverapp and friends: a real Jupyter server per test, on loopback.
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -10,3 +17,17 @@ from .core_helpers import shell  # noqa: E402, F401
 
 # `platform`, `configured`: moto's server with the local SageMaker platform (SageMaker tests).
 from .sagemaker_fixtures import configured, platform  # noqa: E402, F401
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No test writes into the developer's own history: the default store is a temporary one
+    (kernels and servers the tests start inherit it; a test may still set its own)."""
+    path = tmp_path_factory.mktemp("history") / "history.sqlite3"
+    old = os.environ.get(STORE_ENV)
+    os.environ[STORE_ENV] = str(path)
+    yield
+    if old is None:
+        os.environ.pop(STORE_ENV, None)
+    else:
+        os.environ[STORE_ENV] = old

@@ -71,7 +71,7 @@ class _Ticker:
                     "t": time.time(),
                     "cpu": round(percent, 1),
                     "rss_mb": _rss_mb(),
-                    **_gpu_sample(),
+                    **_gpu_sample(self.runtime.gpu_device),
                 },
             )
 
@@ -86,15 +86,16 @@ def _rss_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _gpu_sample() -> dict[str, float]:
-    """GPU memory (and utilisation where NVML answers) of this rank's device, once the cell
-    has put torch on a GPU; nothing otherwise, and never an import of torch."""
+def _gpu_sample(device: int | None) -> dict[str, float]:
+    """GPU memory (and utilisation where NVML answers) of this rank's device. ``device`` is set
+    by the main thread once a cell has used CUDA, so torch is fully imported by then: this
+    thread never imports torch (that could deadlock with an import on the main thread)."""
     torch = sys.modules.get("torch")
-    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+    if device is None or torch is None:
         return {}
-    sample = {"gpu_mem_mb": torch.cuda.memory_allocated() / 2**20}
+    sample = {"gpu_mem_mb": torch.cuda.memory_allocated(device) / 2**20}
     with contextlib.suppress(Exception):  # utilization() needs pynvml; memory is enough
-        sample["gpu_util"] = float(torch.cuda.utilization())
+        sample["gpu_util"] = float(torch.cuda.utilization(device))
     return sample
 
 

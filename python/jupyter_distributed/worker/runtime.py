@@ -132,6 +132,7 @@ class Runtime:
         self.commands: queue.SimpleQueue[tuple[dict[str, Any], list[Buffer]]] = queue.SimpleQueue()
         self.samples: deque[tuple[float, dict[str, Any]]] = deque()
         self.run_id = ""
+        self.gpu_device: int | None = None  # set once a cell has used CUDA (for heartbeats)
         self._executing = False
         self._flush_lock = threading.Lock()
         self._bad_metric_warned = False
@@ -217,6 +218,7 @@ class Runtime:
         except BaseException as exc:  # noqa: BLE001 (the user's error, for the notebook)
             status, failure = "error", self._failure(exc, "exception")
         sync_output()
+        self._note_gpu()
         self.flush_metrics()
         fields: dict[str, Any] = {
             "run_id": run_id,
@@ -230,6 +232,11 @@ class Runtime:
             fields["pull_errors"] = missing
             out_buffers = pulled
         self.send("done", fields, out_buffers)
+
+    def _note_gpu(self) -> None:
+        cuda = sys.modules.get("torch.cuda")
+        if self.gpu_device is None and cuda is not None and cuda.is_initialized():
+            self.gpu_device = int(cuda.current_device())
 
     def _failure(self, exc: BaseException, kind: str) -> dict[str, Any]:
         return {

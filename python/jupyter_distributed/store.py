@@ -18,10 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from .events import ErrorEvent, Event, MetricEvent, OutputEvent, RankEvent, RunEvent
+from .pids import pid_alive
 from .queries import Queries
 from .records import Control, LogLine, RankRecord, RunRecord
 
-__all__ = ["Control", "LogLine", "RankRecord", "RunRecord", "Store", "default_store_path"]
+__all__ = [
+    "Control",
+    "LogLine",
+    "RankRecord",
+    "RunRecord",
+    "Store",
+    "default_store_path",
+    "pid_alive",
+]
 
 STORE_ENV = "JUPYTER_DISTRIBUTED_STORE"
 
@@ -56,23 +65,6 @@ CREATE TABLE IF NOT EXISTS follows (
 
 #: A follow lease whose holder has not renewed it for this long may be taken over.
 LEASE_STALE_AFTER = 30.0
-
-
-def pid_alive(pid: int | None) -> bool:
-    """Whether process ``pid`` exists on this host (a zombie counts as gone)."""
-    if not pid or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return True  # no /proc: kill(0) said it exists
 
 
 CONTROL_ACTIONS = ("cancel", "stop")

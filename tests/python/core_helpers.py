@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,18 +12,6 @@ from IPython.testing import globalipapp
 from jupyter_distributed.magics import DistributedMagics
 from jupyter_distributed.session import Session
 from jupyter_distributed.store import Store
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead for our purposes
-        with Path(f"/proc/{pid}/stat").open() as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 @pytest.fixture

@@ -26,12 +26,12 @@ import pytest
 from jupyter_distributed.backends.mpi import descendants
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed, SpecError
+from jupyter_distributed.pids import pid_alive
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Layout, Spec
 from jupyter_distributed.store import Store
 
 from .backend_cases import CAPABILITIES, CASES, BackendCase
-from .core_helpers import pid_alive
 
 
 def wait_gone(pids: set[int], within: float = 15.0) -> set[int]:

@@ -13,7 +13,7 @@ import pytest
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
-from .core_helpers import pid_alive
+from jupyter_distributed.pids import pid_alive
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 pytestmark = pytest.mark.timeout(300)

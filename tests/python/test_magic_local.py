@@ -14,8 +14,7 @@ import zmq
 from IPython.core.error import UsageError
 
 from jupyter_distributed.errors import RunFailed
-
-from .core_helpers import pid_alive
+from jupyter_distributed.pids import pid_alive
 
 pytestmark = pytest.mark.timeout(120)
 

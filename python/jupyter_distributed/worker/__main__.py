@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..pids import pid_alive
 from ..spec import Layout
 from .capture import FdCapture
 from .channel import Channel
@@ -28,16 +29,6 @@ def _die_with_parent() -> None:
 
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class _Ticker:
@@ -58,7 +49,7 @@ class _Ticker:
             self.runtime.flush_metrics()
         if now - self.last_beat >= 1.0 and self.channel is not None:
             self.last_beat = now
-            if self.same_host and self.kernel_pid and not _alive(self.kernel_pid):
+            if self.same_host and self.kernel_pid and not pid_alive(self.kernel_pid):
                 os._exit(0)
             wall0, cpu0 = self.cpu
             cpu = sum(os.times()[:2])

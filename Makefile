@@ -18,6 +18,9 @@ MAKEFLAGS += --no-builtin-rules
 # Debian packages the tests need, installed (after `apt-get update`) only when
 # one is missing, e.g. APT_PACKAGES += openmpi-bin libopenmpi-dev chromium
 APT_PACKAGES ?= openmpi-bin libopenmpi-dev
+# Slurm for the slurm backend's tests (they start their own daemons, on loopback, in a
+# network namespace they create; iproute2 for the namespace).
+APT_PACKAGES += slurmctld slurmd slurm-client munge iproute2
 # Debian's Chromium for the browser tests (Playwright never downloads one).
 APT_PACKAGES += chromium
 # torch for the tests: the CPU build, pinned. An unpinned or newer torch pulls
@@ -27,7 +30,7 @@ TORCH_SPEC ?= torch==2.13.0
 LAB_ARGS ?=
 PYTEST_ARGS ?=
 # The steps of `make test`, in order; the first failure stops the run. A new
-# step (say the Galata UI tests in tests/ui) is a target here plus its name below.
+# step is a target here plus its name below.
 TEST_STEPS ?= ruff mypy ts-lint ts-test pytest ui-test
 
 # ---- paths -------------------------------------------------------------------
@@ -44,7 +47,7 @@ LABEXT := python/jupyter_distributed/labextension
 export PATH := $(abspath $(BIN)):$(PATH)
 
 # Inputs of each step.
-TS_INPUTS := package.json tsconfig.json tsconfig.build.json $(shell find labextension/src labextension/style -type f)
+TS_INPUTS := package.json tsconfig.json tsconfig.build.json $(shell find labextension/src labextension/style labextension/schema -type f)
 PY_INPUTS := pyproject.toml install.json README.md $(wildcard jupyter-config/*/*.json) \
 	$(shell find python \( -path '$(LABEXT)' -o -name '__pycache__' \) -prune -o -print)
 
@@ -69,12 +72,13 @@ NODE_CHECK := const [a, b] = process.versions.node.split(".").map(Number); \
 	process.exit(a > 22 || (a === 22 && b >= 12) || (a === 20 && b >= 19) ? 0 : 1);
 export NODE_CHECK
 
-.PHONY: help lab test system clean distclean wheel bench-panel $(TEST_STEPS)
+.PHONY: help lab test system clean distclean wheel bench-panel wire-fixtures $(TEST_STEPS)
 
 help:
 	@echo "make lab    set up .venv and open JupyterLab on examples/ (LAB_ARGS=... for more)"
 	@echo "make test   set up .venv, build the extension, run all checks (PYTEST_ARGS=...)"
 	@echo "helpers:    system, wheel (to dist/), clean (build outputs), distclean (+ .venv, node_modules)"
+	@echo "            wire-fixtures (rewrite tests/wire/ from the Python code)"
 
 # ---- the two user commands ---------------------------------------------------
 lab: system $(STAMPS)/deps-lab $(STAMPS)/package
@@ -160,8 +164,10 @@ ts-lint:
 ts-test:
 	npm test
 
+# `make test` runs everything, the full contract suite on Ray included (--slow); a bare
+# `pytest` skips the tests marked slow, for a quicker loop while developing.
 pytest:
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest --slow $(PYTEST_ARGS)
 
 # Browser tests: Galata/Playwright in ui-tests/ (its own node_modules, ~600 MB) driving
 # Debian's Chromium against a Jupyter server from .venv; screenshots land in
@@ -181,6 +187,11 @@ bench-panel: ui-tests/node_modules/.stamp $(STAMPS)/package
 	  npx playwright test --config playwright.bench.config.ts
 
 # ---- helpers -----------------------------------------------------------------
+# Rewrite the shared wire fixtures (tests/wire/*.json and tests/ts/wire.fixtures.ts) from the
+# Python code after a deliberate change of the JSON; `npm run lint` then type-checks them.
+wire-fixtures: $(STAMPS)/deps-test
+	UPDATE_WIRE_FIXTURES=1 $(BIN)/pytest tests/python/test_wire.py -q
+
 # A wheel built from scratch: the hatch hook rebuilds the extension with npm.
 wheel: $(STAMPS)/build-tools
 	npm run clean

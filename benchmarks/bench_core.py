@@ -119,6 +119,7 @@ def bench(system: Any, n: int, res: Results, args: argparse.Namespace, tmp: Path
             "  lines shown under the cell (rest rate-limited, kept in history)", col, f"{shown:,}"
         )
     res.raw[col, "lost"] = want - distinct
+    res.raw[col, "flood"] = stored / secs
     log(f"flood {stored}/{want} in {secs:.2f}s")
     yield
 
@@ -218,17 +219,28 @@ def verdicts(res: Results, args: argparse.Namespace) -> list[str]:
         def check(ok: bool, text: str) -> None:
             out.append(f"- n={n}: {'met' if ok else 'MISSED'}: {text}")  # noqa: B023
 
+        rtt_goal = 0.001 if n <= 2 else 0.0015  # issue 12: on a quiet machine
+        rtt = got[jd, "rtt"]
+        check(rtt <= rtt_goal, f"warm round trip {ms(rtt)} (≤ {ms(rtt_goal)}, quiet machine)")
         if (ipp, "rtt") in got:
             ratio = got[jd, "rtt"] / got[ipp, "rtt"]
-            check(ratio <= 1 / 3, f"warm round trip {ratio:.2f}× of %px's median (≤ 0.33×)")
+            check(ratio <= 0.15, f"warm round trip {ratio:.2f}× of %px's median (≤ 0.15×)")
             speedup = got[ipp, "push"] / got[jd, "push"]
             check(speedup >= 3, f"100 MB push {speedup:.1f}× faster than DirectView.push (≥ 3×)")
-        check(got[jd, "dead"] <= 0.5, f"dead rank shown after {ms(got[jd, 'dead'])} (≤ 500 ms)")
+            flood, ipp_flood = got[jd, "flood"], got[ipp, "flood"]
+            check(
+                flood >= ipp_flood,
+                f"output flood {fmt_rate(flood)} lines/s, ipyparallel {fmt_rate(ipp_flood)} (≥)",
+            )
+        if n >= 8:
+            rate = got[jd, "flood"]
+            check(rate >= 150_000, f"output flood {fmt_rate(rate)} lines/s (≥ 150,000)")
+        check(got[jd, "dead"] <= 0.015, f"dead rank shown after {ms(got[jd, 'dead'])} (≤ 15 ms)")
         check(got[jd, "free"] <= 0.5, f"interrupt → ranks free {ms(got[jd, 'free'])} (≤ 500 ms)")
         check(got[jd, "lost"] == 0, f"{got[jd, 'lost']:.0f} output lines lost (0)")
         check(
-            got[jd, "p99_flushed"] <= 0.05,
-            f"print → notebook p99 {ms(got[jd, 'p99_flushed'])} until flushed (≤ 50 ms)",
+            got[jd, "p99_flushed"] <= 0.02,
+            f"print → notebook p99 {ms(got[jd, 'p99_flushed'])} until flushed (≤ 20 ms)",
         )
         for label in ("burst", "sustained"):
             cost = got[jd, f"report_{label}"] * 1e6

@@ -37,9 +37,19 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def bench_magic(n: int, tmp: Path) -> float:
+def bench_import(n: int, tmp: Path) -> float:
+    """One ``import torch`` in a fresh interpreter (the yardstick of the first ddp cell)."""
+    start = time.time()
+    subprocess.run([sys.executable, "-c", "import torch"], check=True)
+    return time.time() - start
+
+
+def bench_magic(n: int, tmp: Path, warm: bool = False) -> float:
+    """The first ddp cell of a kernel: no fork server yet (it is stopped first), unless
+    ``warm`` (a later torch cluster of the same kernel, whose fork server is up)."""
     from IPython.testing.globalipapp import get_ipython, start_ipython
 
+    from jupyter_distributed.backends.zygote import stop_fork_servers
     from jupyter_distributed.magics import DistributedMagics
     from jupyter_distributed.session import Session
     from jupyter_distributed.store import Store
@@ -47,6 +57,8 @@ def bench_magic(n: int, tmp: Path) -> float:
     ip = start_ipython() or get_ipython()  # type: ignore[no-untyped-call]
     magics = DistributedMagics(ip, Session(Store(tmp / "bench.sqlite3")))
     ip.register_magics(magics)
+    if not warm:
+        stop_fork_servers()
     try:
         start = time.time()
         result = ip.run_cell(
@@ -116,7 +128,9 @@ def main() -> None:
     import torch
 
     methods: dict[str, Callable[[int, Path], float]] = {
-        "%%distributed --strategy ddp": bench_magic,
+        "import torch (one fresh interpreter)": bench_import,
+        "%%distributed --strategy ddp (first)": bench_magic,
+        "  … a later cluster, fork server up": lambda n, tmp: bench_magic(n, tmp, warm=True),
         "torchrun --standalone": bench_torchrun,
     }
     try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import sys
 import threading
 import time
@@ -120,9 +119,6 @@ class JD:
     def last_run(self) -> str:
         return self.session.store.runs(limit=1)[0].id
 
-    def _db(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.session.store.path, timeout=10)
-
     def flood(self, count: int) -> tuple[float, int, int, int]:
         """Each rank prints ``count`` lines as fast as it can. Returns (seconds until every line
         is in the store, lines in the store, distinct marked lines there, lines shown)."""
@@ -132,18 +128,16 @@ class JD:
         run_id = self.last_run()
         want = self.n * count
         deadline = time.monotonic() + 10
-        with self._db() as db:
-            while True:
-                got = db.execute(
-                    "SELECT COUNT(*) FROM events WHERE run_id=? AND kind='output'", (run_id,)
-                ).fetchone()[0]
-                if got >= want or time.monotonic() > deadline:
-                    break
-                time.sleep(0.005)
-            t_all = time.perf_counter()  # the last line is in the store
-            rows = db.execute(
-                "SELECT rank, text FROM events WHERE run_id=? AND kind='output'", (run_id,)
-            ).fetchall()
+        store, seq = self.session.store, 0
+        rows: list[tuple[int, str]] = []
+        while True:  # the lines as they reach the store, each read once
+            lines = store.logs(run_id, after=seq, limit=100_000)
+            rows += [(ln.rank, ln.text) for ln in lines if ln.stream == "stdout"]
+            seq = lines[-1].seq if lines else seq
+            if len(rows) >= want or time.monotonic() > deadline:
+                break
+            time.sleep(0.005)
+        t_all = time.perf_counter()  # the last line is in the store
         distinct = {(r, text.split(" ")[2]) for r, text in rows if text.startswith("JDB ")}
         return t_all - t0, len(rows), len(distinct), len(out.marked())
 
@@ -159,16 +153,14 @@ class JD:
         run_id = self.last_run()
         deadline = time.monotonic() + 20
         want = self.n * count
-        with self._db() as db:
-            while True:
-                got = db.execute(
-                    "SELECT COUNT(*) FROM events WHERE run_id=? AND kind='metric' "
-                    "AND data LIKE '%\"step\"%'",
-                    (run_id,),
-                ).fetchone()[0]
-                if got >= want or time.monotonic() > deadline:
-                    break
-                time.sleep(0.05)
+        store, seq, got = self.session.store, 0, 0
+        while True:  # the samples as they reach the store, each read once
+            samples = store.metrics(run_id, after=seq, limit=100_000)
+            got += sum("step" in m.values for _, m in samples)
+            seq = samples[-1][0] if samples else seq
+            if got >= want or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         return max(costs), max(noops), int(got)
 
     def push(self, value: Any) -> float:

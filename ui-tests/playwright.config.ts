@@ -2,8 +2,9 @@
  * Galata/Playwright configuration: Debian's Chromium (never a downloaded
  * browser), a Jupyter server started for the run with a fixed token.
  */
+
+import * as path from 'node:path';
 import { defineConfig } from '@playwright/test';
-import * as path from 'path';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const baseConfig = require('@jupyterlab/galata/lib/playwright-config');

@@ -6,7 +6,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import { API_PATH, API_VERSION, type RunReply, type RunsReply } from './tokens';
+import { API_PATH, API_VERSION, type RunReply, type RunsReply } from './wire';
 
 /**
  * A request to the server extension failed; `message` says what happened.
@@ -49,6 +49,11 @@ export class DistributedApi {
     await this.request<unknown>(`runs/${encodeURIComponent(runId)}/cancel`, {}, 'POST');
   }
 
+  /** Ask the kernel running the run for every rank's stacks; they arrive on the stream. */
+  async requestStacks(runId: string): Promise<void> {
+    await this.request<unknown>(`runs/${encodeURIComponent(runId)}/stacks`, {}, 'POST');
+  }
+
   async stopCluster(clusterId: string): Promise<void> {
     await this.request<unknown>(`clusters/${encodeURIComponent(clusterId)}/stop`, {}, 'POST');
   }
@@ -74,8 +79,7 @@ export class DistributedApi {
     query: Record<string, string> = {},
     method: 'GET' | 'POST' = 'GET'
   ): Promise<T> {
-    const url =
-      URLExt.join(this.settings.baseUrl, API_PATH, path) + URLExt.objectToQueryString(query);
+    const url = URLExt.join(this.settings.baseUrl, API_PATH, path) + URLExt.objectToQueryString(query);
     let response: Response;
     try {
       response = await ServerConnection.makeRequest(url, { method }, this.settings);

@@ -6,12 +6,13 @@
 
 import {
   RATE_WINDOW_SECONDS,
-  STALL_SECONDS,
-  STRAGGLER_FRACTION,
   type RankLive,
   type RunLive,
-  type Series
+  type Series,
+  STALL_SECONDS,
+  STRAGGLER_FRACTION
 } from './runstate';
+import { isRunActive } from './wire';
 
 export type TileState = 'starting' | 'running' | 'done' | 'failed' | 'interrupted' | 'stalled';
 
@@ -24,6 +25,8 @@ export interface RankTile {
   heartbeatAge: number | null;
   /** Mean samples/s over the rank's last few reporting seconds, or null if it reports none. */
   samplesPerSec: number | null;
+  /** The rank's last `progress` (0-1: `report(progress=...)` or its tqdm bar), or null. */
+  progress: number | null;
   straggler: boolean;
   dp: number | null;
   pp: number | null;
@@ -36,9 +39,12 @@ export interface HostGroup {
   tiles: RankTile[];
 }
 
-/** The rank tiles of a run, grouped by host (node rank order, then name), ranks ascending. */
-export function rankGroups(live: RunLive, now: number): HostGroup[] {
-  const runActive = live.run === null || live.run.state === 'running' || live.run.state === 'pending';
+/**
+ * The rank tiles of a run, grouped by host (node rank order, then name), ranks ascending.
+ * A rank below `stragglerThreshold` of its peers' median samples/s is a straggler.
+ */
+export function rankGroups(live: RunLive, now: number, stragglerThreshold = STRAGGLER_FRACTION): HostGroup[] {
+  const runActive = live.run === null || isRunActive(live.run.state);
   const rates = new Map<number, number>();
   for (const [rank, perSecond] of live.samples) {
     rates.set(rank, currentRate(perSecond));
@@ -47,7 +53,10 @@ export function rankGroups(live: RunLive, now: number): HostGroup[] {
   const med = median(peers);
   const tiles = [...live.ranks.values()]
     .sort((a, b) => a.rank - b.rank)
-    .map(rank => tile(rank, rates.get(rank.rank) ?? null, med, peers.length, runActive, now));
+    .map(rank => ({
+      ...tile(rank, rates.get(rank.rank) ?? null, med, peers.length, runActive, now, stragglerThreshold),
+      progress: lastValue(live.metrics.get(PROGRESS_METRIC)?.get(rank.rank)?.y)
+    }));
   const groups = new Map<string, { node: number; tiles: RankTile[] }>();
   for (const t of tiles) {
     const live_ = live.ranks.get(t.rank);
@@ -65,21 +74,24 @@ export function rankGroups(live: RunLive, now: number): HostGroup[] {
     .map(([host, group]) => ({ host, tiles: group.tiles }));
 }
 
+/** The metric a rank's progress bar reports (0-1). */
+export const PROGRESS_METRIC = 'progress';
+
+function lastValue(values: number[] | undefined): number | null {
+  return values && values.length > 0 ? (values[values.length - 1] ?? null) : null;
+}
+
 function tile(
   rank: RankLive,
   rate: number | null,
   med: number,
   reporting: number,
   runActive: boolean,
-  now: number
-): RankTile {
+  now: number,
+  stragglerThreshold: number
+): Omit<RankTile, 'progress'> {
   const age = rank.heartbeat === null ? null : Math.max(0, now - rank.heartbeat);
-  let state: TileState;
-  if (rank.state === 'exited') {
-    state = 'failed';
-  } else {
-    state = rank.state;
-  }
+  let state: TileState = rank.state;
   if (state === 'running' && runActive && age !== null && age > STALL_SECONDS) {
     state = 'stalled';
   }
@@ -90,7 +102,7 @@ function tile(
     state,
     heartbeatAge: age,
     samplesPerSec: rate,
-    straggler: rate !== null && reporting >= 2 && med > 0 && rate < STRAGGLER_FRACTION * med,
+    straggler: rate !== null && reporting >= 2 && med > 0 && rate < stragglerThreshold * med,
     dp: rank.coords.data_parallel ?? null,
     pp: rank.coords.pipeline_stage ?? null,
     tp: rank.coords.tensor_parallel ?? null,
@@ -132,10 +144,7 @@ export function median(values: readonly number[]): number {
  * Samples/s per rank and in total, one point per second, x in seconds since
  * `origin` (the run's start).
  */
-export function throughputSeries(
-  live: RunLive,
-  origin: number
-): { perRank: Map<number, Series>; total: Series } {
+export function throughputSeries(live: RunLive, origin: number): { perRank: Map<number, Series>; total: Series } {
   const perRank = new Map<number, Series>();
   const total = new Map<number, number>();
   for (const [rank, perSecond] of [...live.samples.entries()].sort(([a], [b]) => a - b)) {
@@ -179,7 +188,11 @@ export function acrossRanks(
     });
   }
   const seconds = [...perSecond.keys()].sort((a, b) => a - b);
-  const out = { min: { x: seconds, y: [] as number[] }, median: { x: seconds, y: [] as number[] }, max: { x: seconds, y: [] as number[] } };
+  const out = {
+    min: { x: seconds, y: [] as number[] },
+    median: { x: seconds, y: [] as number[] },
+    max: { x: seconds, y: [] as number[] }
+  };
   for (const second of seconds) {
     const values = [...(perSecond.get(second) as Map<number, number>).values()];
     out.min.y.push(Math.min(...values));
@@ -187,4 +200,26 @@ export function acrossRanks(
     out.max.y.push(Math.max(...values));
   }
   return out;
+}
+
+/**
+ * The part of each series within the last `seconds` of the latest point of any of them
+ * (the plot window); `seconds <= 0` keeps everything.
+ */
+export function lastSeconds(series: readonly Series[], seconds: number): Series[] {
+  if (seconds <= 0) {
+    return [...series];
+  }
+  let end = -Infinity;
+  for (const s of series) {
+    end = Math.max(end, s.x[s.x.length - 1] ?? -Infinity);
+  }
+  const from = end - seconds;
+  return series.map(s => {
+    let i = 0;
+    while (i < s.x.length && (s.x[i] ?? 0) < from) {
+      i++;
+    }
+    return i === 0 ? s : { x: s.x.slice(i), y: s.y.slice(i) };
+  });
 }

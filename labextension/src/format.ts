@@ -2,15 +2,37 @@
  * Pure text formatting for the panel's views: no DOM, no I/O.
  */
 
+import { nullTranslator, type TranslationBundle } from '@jupyterlab/translation';
+
 /**
  * The panel's headline for a history of `count` runs.
  */
-export function formatRunCount(count: number): string {
+export function formatRunCount(
+  count: number,
+  trans: TranslationBundle = nullTranslator.load('jupyter_distributed')
+): string {
   if (!Number.isInteger(count) || count < 0) {
     throw new RangeError(`run count must be a non-negative integer, got ${count}`);
   }
   if (count === 0) {
-    return 'No runs yet';
+    return trans.__('No runs yet');
   }
-  return count === 1 ? '1 run' : `${count} runs`;
+  return trans._n('%1 run', '%1 runs', count);
+}
+
+const PLOTLY_ENTITIES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;'
+};
+
+/**
+ * `text` as plotly shows it literally. Plotly reads titles, trace names and
+ * hover text as a small HTML dialect (`<b>`, `<br>`, `<a href>`), so a
+ * metric named `<a href=...>` would otherwise become a link.
+ */
+export function plotlyText(text: string): string {
+  return text.replace(/[&<>"']/g, c => PLOTLY_ENTITIES[c] ?? c);
 }

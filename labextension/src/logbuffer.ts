@@ -4,7 +4,7 @@
  * at the lines added since, so a million lines stay cheap to follow.
  */
 
-import type { LogLine } from './tokens';
+import type { LogLine } from './wire';
 
 export interface ILogFilter {
   /** Ranks to show; empty shows all. */

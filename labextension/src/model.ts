@@ -8,29 +8,25 @@
 import { ServerConnection } from '@jupyterlab/services';
 import type { IDisposable } from '@lumino/disposable';
 import { Poll } from '@lumino/polling';
-import { Signal, type ISignal } from '@lumino/signaling';
+import { type ISignal, Signal } from '@lumino/signaling';
 
 import { DistributedApi } from './api';
+import { DEFAULT_CONFIG, type IPanelConfig } from './config';
 import { ALL_LINES, type ILogFilter } from './logbuffer';
+import { type IStateStore, loadPanelState, savePanelState } from './panelstate';
 import { RunLive } from './runstate';
 import { EventStream, type ISeqEvent } from './stream';
-import type { Run } from './tokens';
+import type { Tab } from './tabs';
+import { Throttle } from './throttle';
+import { isRunActive, type Run } from './wire';
 
-export type Tab = 'runs' | 'ranks' | 'logs' | 'throughput';
-
-export const TABS: readonly Tab[] = ['runs', 'ranks', 'logs', 'throughput'];
-
-/** The key under which the panel state (selected run, tab) is saved. */
-export const STATE_KEY = 'jupyter-distributed:panel';
-
-/** Where the panel state is saved: `localStorage` in the browser. */
-export type StateStorage = Pick<Storage, 'getItem' | 'setItem'>;
+export { type IStateStore, STATE_KEY } from './panelstate';
 
 export interface IModelOptions {
   settings?: ServerConnection.ISettings;
-  storage?: StateStorage | null;
-  /** Runs-list refresh interval in ms (backs off on errors up to 30 s). */
-  interval?: number;
+  state?: IStateStore | null;
+  /** The user's settings; `setConfig` changes them later. */
+  config?: IPanelConfig;
   /** Least time between two `changed` signals, in ms. */
   throttle?: number;
   /** The clock, Unix seconds. */
@@ -42,20 +38,27 @@ export class DistributedModel implements IDisposable {
     const settings = options.settings ?? ServerConnection.makeSettings();
     this.api = new DistributedApi(settings);
     this._WebSocket = settings.WebSocket;
-    this._storage = options.storage === undefined ? defaultStorage() : options.storage;
-    this._throttle = options.throttle ?? 250;
+    this._state = options.state ?? null;
+    this._config = options.config ?? DEFAULT_CONFIG;
+    this._throttle = new Throttle(() => this._changed.emit(), options.throttle ?? 250);
     this.now = options.now ?? (() => Date.now() / 1000);
     this._openedAt = this.now();
-    this._restore();
-    const interval = options.interval ?? 2000;
     this._poll = new Poll({
       name: 'jupyter-distributed:runs',
       factory: () => this.refresh(),
-      frequency: { interval, backoff: true, max: 30 * 1000 },
+      frequency: frequency(this._config),
       standby: () => this._hidden || 'when-hidden'
     });
-    void this._poll.start();
+    // The saved state first, so that the first list already shows the saved run.
+    this.restored = this._restore().then(() => {
+      if (!this._disposed) {
+        void this._poll.start();
+      }
+    });
   }
+
+  /** Settled once the saved panel state is applied and polling has started. */
+  readonly restored: Promise<void>;
 
   readonly api: DistributedApi;
   readonly now: () => number;
@@ -91,6 +94,24 @@ export class DistributedModel implements IDisposable {
     return this._tab;
   }
 
+  /** The user's settings in effect. */
+  get config(): IPanelConfig {
+    return this._config;
+  }
+
+  /** Follow changed settings: the refresh interval and list length at once, the rest on the next render. */
+  setConfig(config: IPanelConfig): void {
+    const old = this._config;
+    this._config = config;
+    if (old.refreshInterval !== config.refreshInterval) {
+      this._poll.frequency = frequency(config);
+    }
+    if (old.runListLength !== config.runListLength && !this._disposed) {
+      void this._poll.refresh();
+    }
+    this._throttle.now();
+  }
+
   get logFilter(): ILogFilter {
     return this._logFilter;
   }
@@ -116,18 +137,18 @@ export class DistributedModel implements IDisposable {
     if (tab !== this._tab) {
       this._tab = tab;
       this._save();
-      this._emitNow();
+      this._throttle.now();
     }
   }
 
   setLogFilter(filter: Partial<ILogFilter>): void {
     this._logFilter = { ...this._logFilter, ...filter };
-    this._emitNow();
+    this._throttle.now();
   }
 
   setFollowLogs(follow: boolean): void {
     this._followLogs = follow;
-    this._emitNow();
+    this._throttle.now();
   }
 
   /** Show one run: its ranks snapshot, then every event of it through the live stream. */
@@ -151,18 +172,18 @@ export class DistributedModel implements IDisposable {
       stream.received.connect(this._onEvents, this);
       this._stream = stream;
     }
-    this._emitNow();
+    this._throttle.now();
   }
 
   /** Refresh the runs list (the poll calls this); selects a run started since the panel opened. */
   async refresh(): Promise<void> {
     try {
-      const reply = await this.api.runs();
+      const reply = await this.api.runs(this._config.runListLength);
       this._runs = reply.runs;
       this._error = '';
     } catch (error) {
       this._error = (error as Error).message;
-      this._emit();
+      this._throttle.soon();
       throw error; // Let the poll back off.
     }
     const newest = this._runs[0];
@@ -173,14 +194,18 @@ export class DistributedModel implements IDisposable {
       this.select(this._selectedId);
     }
     const live = this._live;
-    if (live?.run && (live.run.state === 'running' || live.run.state === 'pending')) {
+    if (live?.run && isRunActive(live.run.state)) {
       await this._loadRun(live);
     }
-    this._emit();
+    this._throttle.soon();
   }
 
   async cancel(): Promise<void> {
     await this._act(run => this.api.cancel(run.id));
+  }
+
+  async requestStacks(): Promise<void> {
+    await this._act(run => this.api.requestStacks(run.id));
   }
 
   async stopCluster(): Promise<void> {
@@ -194,9 +219,7 @@ export class DistributedModel implements IDisposable {
     this._disposed = true;
     this._poll.dispose();
     this._stream?.dispose();
-    if (this._timer !== null) {
-      clearTimeout(this._timer);
-    }
+    this._throttle.stop();
     Signal.clearData(this);
   }
 
@@ -212,7 +235,7 @@ export class DistributedModel implements IDisposable {
       this._error = (error as Error).message;
     }
     await this._poll.refresh();
-    this._emit();
+    this._throttle.soon();
   }
 
   private async _loadRun(live: RunLive): Promise<void> {
@@ -220,66 +243,33 @@ export class DistributedModel implements IDisposable {
       const reply = await this.api.run(live.runId);
       if (live === this._live) {
         live.setSnapshot(reply);
-        this._emit();
+        this._throttle.soon();
       }
     } catch (error) {
       this._error = (error as Error).message;
-      this._emit();
+      this._throttle.soon();
     }
   }
 
   private _onEvents(_: EventStream, items: ISeqEvent[]): void {
     this._live?.apply(items);
-    this._emit();
+    this._throttle.soon();
   }
 
-  /** Signal views soon, at most once per throttle interval. */
-  private _emit(): void {
-    if (this._timer !== null || this._disposed) {
-      return;
+  private async _restore(): Promise<void> {
+    const saved = await loadPanelState(this._state);
+    // A choice the user made before the state arrived wins.
+    if (saved.tab && this._tab === 'runs') {
+      this._tab = saved.tab;
     }
-    const wait = Math.max(0, this._lastEmit + this._throttle - performanceNow());
-    this._timer = setTimeout(() => {
-      this._timer = null;
-      this._lastEmit = performanceNow();
-      this._changed.emit();
-    }, wait);
-  }
-
-  /** Signal views at once (user actions). */
-  private _emitNow(): void {
-    if (this._disposed) {
-      return;
-    }
-    if (this._timer !== null) {
-      clearTimeout(this._timer);
-      this._timer = null;
-    }
-    this._lastEmit = performanceNow();
-    this._changed.emit();
-  }
-
-  private _restore(): void {
-    let saved: { run?: unknown; tab?: unknown } = {};
-    try {
-      saved = JSON.parse(this._storage?.getItem(STATE_KEY) ?? '{}') as typeof saved;
-    } catch {
-      saved = {};
-    }
-    if (typeof saved.tab === 'string' && (TABS as readonly string[]).includes(saved.tab)) {
-      this._tab = saved.tab as Tab;
-    }
-    if (typeof saved.run === 'string') {
+    if (saved.run && this._selectedId === null) {
       this._selectedId = saved.run; // Loaded once the runs list arrives.
     }
+    this._throttle.now();
   }
 
   private _save(): void {
-    try {
-      this._storage?.setItem(STATE_KEY, JSON.stringify({ run: this._selectedId, tab: this._tab }));
-    } catch {
-      // Storage full or disabled: the state just does not survive a reload.
-    }
+    savePanelState(this._state, { run: this._selectedId, tab: this._tab });
   }
 
   private _runs: Run[] = [];
@@ -296,21 +286,13 @@ export class DistributedModel implements IDisposable {
   private _stream: EventStream | null = null;
   private _poll: Poll;
   private _WebSocket: typeof WebSocket;
-  private _storage: StateStorage | null;
-  private _throttle: number;
-  private _timer: ReturnType<typeof setTimeout> | null = null;
-  private _lastEmit = -Infinity;
+  private _state: IStateStore | null;
+  private _config: IPanelConfig;
   private _changed = new Signal<this, void>(this);
+  /** Signals views: `soon()` (throttled) when data changed, `now()` for user actions. */
+  private _throttle: Throttle;
 }
 
-function performanceNow(): number {
-  return typeof performance !== 'undefined' ? performance.now() : Date.now();
-}
-
-function defaultStorage(): StateStorage | null {
-  try {
-    return typeof localStorage !== 'undefined' ? localStorage : null;
-  } catch {
-    return null;
-  }
+function frequency(config: IPanelConfig): { interval: number; backoff: boolean; max: number } {
+  return { interval: config.refreshInterval, backoff: true, max: Math.max(30 * 1000, config.refreshInterval) };
 }

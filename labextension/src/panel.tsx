@@ -1,65 +1,29 @@
 import { ReactWidget } from '@jupyterlab/apputils';
+import { type ITranslator, nullTranslator, type TranslationBundle } from '@jupyterlab/translation';
 import type { Message } from '@lumino/messaging';
 import * as React from 'react';
 
-import { rankGroups, throughputSeries } from './derive';
-import { LogsView } from './logsview';
-import { TABS, type DistributedModel, type Tab } from './model';
-import { ThroughputView } from './plotsview';
-import { RanksView } from './ranksview';
-import { RunHeader, RunsList } from './runsview';
+import type { DistributedModel } from './model';
+import { RunHeader, StacksView } from './runsview';
+import { TABS } from './tabs';
+import { TAB_VIEWS } from './tabviews';
+import { DOMAIN, TransContext, useTrans } from './translate';
 
 /**
  * The DOM id of the side panel; also its name for the layout restorer.
  */
 export const PANEL_ID = 'jupyter-distributed:panel';
 
-const TAB_LABELS: Record<Tab, string> = {
-  runs: 'Runs',
-  ranks: 'Ranks',
-  logs: 'Logs',
-  throughput: 'Throughput'
-};
-
 /**
- * Render-only view of the model: tabs for runs, ranks, logs and throughput.
+ * Render-only view of the model: the selected run's header, then the tabs of `tabs.ts`.
  */
 export function PanelView(props: { model: DistributedModel }): JSX.Element {
   const { model } = props;
+  const trans = useTrans();
   const live = model.live;
   const run = model.selectedRun;
-  const version = live?.version ?? 0;
-  let body: JSX.Element;
-  if (model.tab === 'runs' || !live) {
-    body = <RunsList runs={model.runs} selectedId={model.selectedId} onSelect={id => model.select(id)} />;
-  } else if (model.tab === 'ranks') {
-    body = <RanksView groups={rankGroups(live, model.now())} />;
-  } else if (model.tab === 'logs') {
-    body = (
-      <LogsView
-        lines={live.logs.filtered(model.logFilter)}
-        version={version}
-        filter={model.logFilter}
-        follow={model.followLogs}
-        onFilter={filter => model.setLogFilter(filter)}
-        onFollow={follow => model.setFollowLogs(follow)}
-      />
-    );
-  } else {
-    // Whole seconds, so that per-second throughput buckets start at 0.
-    const origin = Math.floor(run?.started ?? 0);
-    const { perRank, total } = throughputSeries(live, origin);
-    body = (
-      <ThroughputView
-        version={version}
-        origin={origin}
-        perRank={perRank}
-        total={total}
-        metrics={live.metrics}
-        system={live.system}
-      />
-    );
-  }
+  const current = TABS.find(t => t.id === model.tab) ?? TABS[0];
+  const shown = current.needsRun && !live ? TABS[0] : current;
   return (
     <div className="jp-Distributed-body">
       {model.error ? (
@@ -68,24 +32,31 @@ export function PanelView(props: { model: DistributedModel }): JSX.Element {
         </p>
       ) : null}
       {run ? (
-        <RunHeader run={run} onCancel={() => void model.cancel()} onStop={() => void model.stopCluster()} />
+        <RunHeader
+          run={run}
+          onCancel={() => void model.cancel()}
+          onStop={() => void model.stopCluster()}
+          onStacks={() => void model.requestStacks()}
+        />
       ) : null}
-      <div role="tablist" aria-label="Distributed views" className="jp-Distributed-tabs">
+      {live?.stacks ? <StacksView stacks={live.stacks} /> : null}
+      <div role="tablist" aria-label={trans.__('Distributed views')} className="jp-Distributed-tabs">
         {TABS.map(tab => (
           <button
-            key={tab}
+            type="button"
+            key={tab.id}
             role="tab"
-            aria-selected={model.tab === tab}
-            disabled={tab !== 'runs' && !live}
+            aria-selected={model.tab === tab.id}
+            disabled={tab.needsRun && !live}
             className="jp-Distributed-tab"
-            onClick={() => model.setTab(tab)}
+            onClick={() => model.setTab(tab.id)}
           >
-            {TAB_LABELS[tab]}
+            {trans.__(tab.label)}
           </button>
         ))}
       </div>
-      <div role="tabpanel" aria-label={TAB_LABELS[model.tab]} className="jp-Distributed-tabBody">
-        {body}
+      <div role="tabpanel" aria-label={trans.__(shown.label)} className="jp-Distributed-tabBody">
+        {TAB_VIEWS[shown.id](model, live)}
       </div>
     </div>
   );
@@ -96,11 +67,15 @@ export function PanelView(props: { model: DistributedModel }): JSX.Element {
  * throttles), and tells the model when it is hidden so polling stands by.
  */
 export class DistributedPanel extends ReactWidget {
-  constructor(readonly model: DistributedModel) {
+  constructor(
+    readonly model: DistributedModel,
+    translator: ITranslator = nullTranslator
+  ) {
     super();
+    this._trans = translator.load(DOMAIN);
     this.id = PANEL_ID;
-    this.title.label = 'Distributed';
-    this.title.caption = 'Distributed runs';
+    this.title.label = this._trans.__('Distributed');
+    this.title.caption = this._trans.__('Distributed runs');
     this.addClass('jp-Distributed-panel');
     model.setHidden(true); // until shown
     model.changed.connect(this._onChanged, this);
@@ -126,8 +101,14 @@ export class DistributedPanel extends ReactWidget {
   }
 
   protected render(): JSX.Element {
-    return <PanelView model={this.model} />;
+    return (
+      <TransContext.Provider value={this._trans}>
+        <PanelView model={this.model} />
+      </TransContext.Provider>
+    );
   }
+
+  private readonly _trans: TranslationBundle;
 
   private _onChanged(): void {
     if (this.isVisible) {

@@ -1,6 +1,7 @@
 /**
- * The small part of plotly.js that the Throughput view uses (the basic bundle
- * ships no types).
+ * The small part of plotly.js that the Throughput and Scaling views use (the
+ * basic bundle ships no types; its scatter traces with coloured square markers
+ * draw the probe's heatmap).
  */
 declare module 'plotly.js-basic-dist-min' {
   export interface Trace {
@@ -8,8 +9,11 @@ declare module 'plotly.js-basic-dist-min' {
     y: number[];
     name: string;
     type: 'scatter';
-    mode: 'lines' | 'lines+markers';
+    mode: 'lines' | 'lines+markers' | 'markers';
     line?: { width?: number; dash?: string };
+    marker?: Record<string, unknown>;
+    text?: string[];
+    hovertemplate?: string;
   }
   export function react(
     root: HTMLElement,

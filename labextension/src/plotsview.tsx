@@ -5,8 +5,10 @@
 
 import * as React from 'react';
 
-import { MAX_RANK_TRACES, acrossRanks } from './derive';
+import { acrossRanks, lastSeconds, MAX_RANK_TRACES } from './derive';
+import { plotlyText } from './format';
 import type { MetricSeries, Series } from './runstate';
+import { useTrans } from './translate';
 
 /** The least time between two redraws of one plot, in ms (plotly redraws are costly). */
 const REDRAW_MS = 1000;
@@ -32,7 +34,28 @@ export interface IPlotProps {
   /** Changes whenever the traces changed. */
   version: number;
   traces: IPlotTrace[];
+  /** Show only the last this-many seconds; 0 shows everything. */
+  window: number;
   xTitle?: string;
+}
+
+/** The theme's colours (JupyterLab's CSS variables), so plots follow light and dark themes. */
+function themeColors(node: HTMLElement): { font: string; grid: string; colorway: string[] } {
+  const style = getComputedStyle(node);
+  const v = (name: string): string => style.getPropertyValue(name).trim();
+  const colorway = [
+    '--jp-brand-color1',
+    '--jp-warn-color1',
+    '--jp-success-color1',
+    '--jp-error-color1',
+    '--jp-accent-color1',
+    '--jp-brand-color3',
+    '--jp-warn-color3',
+    '--jp-success-color3'
+  ]
+    .map(v)
+    .filter(Boolean);
+  return { font: v('--jp-ui-font-color1'), grid: v('--jp-border-color2'), colorway };
 }
 
 function Plot(props: IPlotProps): JSX.Element {
@@ -40,6 +63,17 @@ function Plot(props: IPlotProps): JSX.Element {
   const [error, setError] = React.useState('');
   const lastDraw = React.useRef(-Infinity);
   const [tick, setTick] = React.useState(0);
+  const trans = useTrans();
+  // Redrawn in the new colours when the user switches theme (JupyterLab names it on <body>).
+  React.useEffect(() => {
+    if (typeof MutationObserver === 'undefined') {
+      return;
+    }
+    const observer = new MutationObserver(() => setTick(t => t + 1));
+    observer.observe(document.body, { attributes: true, attributeFilter: ['data-jp-theme-name'] });
+    return () => observer.disconnect();
+  }, []);
+  const xTitle = props.xTitle ?? trans.__('s since start');
 
   React.useEffect(() => {
     const wait = lastDraw.current + REDRAW_MS - performance.now();
@@ -56,20 +90,32 @@ function Plot(props: IPlotProps): JSX.Element {
         if (cancelled || !node) {
           return;
         }
-        const data = props.traces.map(t => ({
-          x: t.series.x,
-          y: t.series.y,
-          name: t.name,
+        const shown = lastSeconds(
+          props.traces.map(t => t.series),
+          props.window
+        );
+        const data = props.traces.map((t, i) => ({
+          x: (shown[i] as Series).x,
+          y: (shown[i] as Series).y,
+          name: plotlyText(t.name),
           type: 'scatter' as const,
           mode: 'lines' as const,
           line: { width: t.dash ? 3 : 1.5, dash: t.dash ? 'dot' : 'solid' }
         }));
+        const theme = themeColors(node);
+        const axis = { gridcolor: theme.grid || undefined, zerolinecolor: theme.grid || undefined };
         const layout = {
-          title: { text: props.title, font: { size: 13 } },
+          paper_bgcolor: 'rgba(0,0,0,0)',
+          plot_bgcolor: 'rgba(0,0,0,0)',
+          font: theme.font ? { color: theme.font } : {},
+          ...(theme.colorway.length ? { colorway: theme.colorway } : {}),
+          // Metric names are the user's: shown as text, never as plotly's HTML.
+          title: { text: plotlyText(props.title), font: { size: 13 } },
           margin: { l: 48, r: 8, t: 32, b: 36 },
           height: 220,
           autosize: true,
-          xaxis: { title: { text: props.xTitle ?? 's since start' } },
+          xaxis: { ...axis, title: { text: plotlyText(xTitle) } },
+          yaxis: axis,
           showlegend: props.traces.length <= 16,
           legend: { font: { size: 10 } }
         };
@@ -77,13 +123,13 @@ function Plot(props: IPlotProps): JSX.Element {
       })
       .catch((e: unknown) => {
         if (!cancelled) {
-          setError(`cannot draw the plot: ${String(e)}`);
+          setError(trans.__('cannot draw the plot: %1', String(e)));
         }
       });
     return () => {
       cancelled = true;
     };
-  }, [props.version, props.title, tick]);
+  }, [props.version, props.title, props.window, tick]);
 
   React.useEffect(
     () => () => {
@@ -96,7 +142,7 @@ function Plot(props: IPlotProps): JSX.Element {
   );
 
   return (
-    <figure className="jp-Distributed-plot" aria-label={`${props.title} plot`}>
+    <figure className="jp-Distributed-plot" aria-label={trans.__('%1 plot', props.title)}>
       {error ? <p className="jp-Distributed-error">{error}</p> : null}
       <div ref={root} />
     </figure>
@@ -118,11 +164,11 @@ function rankTraces(byRank: ReadonlyMap<number, Series>, origin: number): IPlotT
     .map(([rank, s]) => ({ name: `rank ${rank}`, series: { x: s.x.map(t => t - origin), y: s.y } }));
 }
 
-function metricPlots(series: MetricSeries, origin: number, version: number): JSX.Element[] {
+function metricPlots(series: MetricSeries, origin: number, version: number, window: number): JSX.Element[] {
   return [...series.entries()]
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([name, byRank]) => (
-      <Plot key={name} title={name} version={version} traces={rankTraces(byRank, origin)} />
+      <Plot key={name} title={name} version={version} window={window} traces={rankTraces(byRank, origin)} />
     ));
 }
 
@@ -133,14 +179,18 @@ export function ThroughputView(props: {
   total: Series;
   metrics: MetricSeries;
   system: MetricSeries;
+  /** Seconds of the run shown (the plot window setting); 0 shows all of it. */
+  window: number;
 }): JSX.Element {
+  const trans = useTrans();
   const hasThroughput = props.perRank.size > 0;
   return (
-    <div className="jp-Distributed-plots" aria-label="Throughput">
+    <div className="jp-Distributed-plots" role="group" aria-label={trans.__('Throughput')}>
       {hasThroughput ? (
         <Plot
           title="samples/s"
           version={props.version}
+          window={props.window}
           traces={[
             { name: 'total', series: props.total, dash: true },
             ...(props.perRank.size > MAX_RANK_TRACES
@@ -152,12 +202,10 @@ export function ThroughputView(props: {
           ]}
         />
       ) : (
-        <p className="jp-Distributed-empty">
-          No throughput yet: call report(samples=n) in the cell
-        </p>
+        <p className="jp-Distributed-empty">{trans.__('No throughput yet: call report(samples=n) in the cell')}</p>
       )}
-      {metricPlots(props.metrics, props.origin, props.version)}
-      {metricPlots(props.system, props.origin, props.version)}
+      {metricPlots(props.metrics, props.origin, props.version, props.window)}
+      {metricPlots(props.system, props.origin, props.version, props.window)}
     </div>
   );
 }

@@ -2,15 +2,16 @@
  * Render-only: one tile per rank, grouped by host.
  */
 
+import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
-
 import type { HostGroup, RankTile } from './derive';
+import { useTrans } from './translate';
 
-function formatAge(age: number | null): string {
+function formatAge(age: number | null, trans: TranslationBundle): string {
   if (age === null) {
     return '–';
   }
-  return age < 1 ? 'now' : `${Math.round(age)} s ago`;
+  return age < 1 ? trans.__('now') : trans.__('%1 s ago', Math.round(age));
 }
 
 function formatRate(rate: number | null): string {
@@ -39,7 +40,10 @@ function coordsText(tile: RankTile): string {
 
 function Tile(props: { tile: RankTile }): JSX.Element {
   const { tile } = props;
-  const label = `Rank ${tile.rank}: ${tile.state}${tile.straggler ? ', straggler' : ''}`;
+  const trans = useTrans();
+  const label = tile.straggler
+    ? trans.__('Rank %1: %2, straggler', tile.rank, tile.state)
+    : trans.__('Rank %1: %2', tile.rank, tile.state);
   return (
     <div
       role="listitem"
@@ -48,30 +52,37 @@ function Tile(props: { tile: RankTile }): JSX.Element {
       className={`jp-Distributed-tile jp-mod-${tile.state}${tile.straggler ? ' jp-mod-straggler' : ''}`}
     >
       <div className="jp-Distributed-tileHead">
-        <strong>rank {tile.rank}</strong>
+        <strong>{trans.__('rank %1', tile.rank)}</strong>
         <span className="jp-Distributed-tileState">
           {tile.state}
-          {tile.straggler ? ' · straggler' : ''}
+          {tile.straggler ? ` · ${trans.__('straggler')}` : ''}
         </span>
       </div>
-      <div>pid {tile.pid ?? '–'}</div>
-      <div>heartbeat {formatAge(tile.heartbeatAge)}</div>
-      <div>{formatRate(tile.samplesPerSec)} samples/s</div>
+      <div>{trans.__('pid %1', tile.pid ?? '–')}</div>
+      <div>{trans.__('heartbeat %1', formatAge(tile.heartbeatAge, trans))}</div>
+      <div>{trans.__('%1 samples/s', formatRate(tile.samplesPerSec))}</div>
+      {tile.progress !== null ? (
+        <div className="jp-Distributed-tileProgress">
+          <progress max={1} value={tile.progress} aria-label={trans.__('rank %1 progress', tile.rank)} />{' '}
+          {trans.__('%1 %', Math.round(tile.progress * 100))}
+        </div>
+      ) : null}
       <div className="jp-Distributed-coords">{coordsText(tile)}</div>
     </div>
   );
 }
 
 export function RanksView(props: { groups: readonly HostGroup[] }): JSX.Element {
+  const trans = useTrans();
   if (!props.groups.length) {
-    return <p className="jp-Distributed-empty">No ranks reported yet</p>;
+    return <p className="jp-Distributed-empty">{trans.__('No ranks reported yet')}</p>;
   }
   return (
-    <div className="jp-Distributed-ranks" aria-label="Ranks">
+    <div className="jp-Distributed-ranks" role="group" aria-label={trans.__('Ranks')}>
       {props.groups.map(group => (
-        <section key={group.host} aria-label={`Host ${group.host || 'unknown'}`}>
+        <section key={group.host} aria-label={trans.__('Host %1', group.host || trans.__('unknown'))}>
           <h3 className="jp-Distributed-host">
-            {group.host || 'unknown host'} ({group.tiles.length})
+            {group.host || trans.__('unknown host')} ({group.tiles.length})
           </h3>
           <div role="list" className="jp-Distributed-tiles">
             {group.tiles.map(tile => (

@@ -6,7 +6,16 @@
 
 import { LogBuffer } from './logbuffer';
 import type { ISeqEvent } from './stream';
-import type { RankCoords, RankFailure, RankState, Run, RunReply, RunState } from './tokens';
+import {
+  isRunActive,
+  type RankCoords,
+  type RankFailure,
+  type RankState,
+  type Run,
+  type RunReply,
+  type RunState,
+  type StacksEvent
+} from './wire';
 
 /** How long a running rank may go without a heartbeat before it is marked stalled. */
 export const STALL_SECONDS = 5;
@@ -54,6 +63,8 @@ export class RunLive {
   readonly metrics: MetricSeries = new Map();
   /** `sys.*` system samples (CPU percent, RSS in MB, GPU where present). */
   readonly system: MetricSeries = new Map();
+  /** The latest stacks of the run's ranks (on request, a timeout, before a kill). */
+  stacks: StacksEvent | null = null;
   /** Bumped on every change; views compare it to skip work. */
   version = 0;
 
@@ -101,7 +112,12 @@ export class RunLive {
           this._metric(event.rank, event.t, event.values);
           break;
         case 'error':
+          // As the store does: a rank that reported an error has failed.
           this.failures.push(event.failure);
+          this._rank(event.rank).state = 'failed';
+          break;
+        case 'stacks':
+          this.stacks = event;
           break;
       }
     }
@@ -114,7 +130,7 @@ export class RunLive {
         ...this.run,
         state,
         message: message || this.run.message,
-        ended: state === 'pending' || state === 'running' ? null : t
+        ended: isRunActive(state) ? null : t
       };
     }
   }

@@ -5,7 +5,8 @@
 import * as React from 'react';
 
 import { formatRunCount } from './format';
-import type { Run } from './tokens';
+import { useTrans } from './translate';
+import { isRunActive, type Run, type StacksEvent } from './wire';
 
 export function formatTime(t: number): string {
   return new Date(t * 1000).toLocaleString();
@@ -21,7 +22,9 @@ export function formatDuration(seconds: number): string {
 
 function runTitle(run: Run): string {
   const where = run.notebook ? run.notebook.split('/').pop() : run.host;
-  return `${run.backend} × ${run.world_size}${where ? ` · ${where}` : ''}`;
+  // The inline widget's run has no backend name: just the world size then.
+  const what = run.backend ? `${run.backend} × ${run.world_size}` : `× ${run.world_size}`;
+  return `${what}${where ? ` · ${where}` : ''}`;
 }
 
 export function RunsList(props: {
@@ -29,17 +32,18 @@ export function RunsList(props: {
   selectedId: string | null;
   onSelect: (id: string) => void;
 }): JSX.Element {
+  const trans = useTrans();
   if (!props.runs.length) {
-    return <p className="jp-Distributed-empty">{formatRunCount(0)}</p>;
+    return <p className="jp-Distributed-empty">{formatRunCount(0, trans)}</p>;
   }
   return (
-    <ul className="jp-Distributed-runs" role="listbox" aria-label="Runs">
+    <div className="jp-Distributed-runs" role="listbox" aria-label={trans.__('Runs')}>
       {props.runs.map(run => (
-        <li
+        <div
           key={run.id}
           role="option"
           aria-selected={run.id === props.selectedId}
-          aria-label={`Run ${run.id}`}
+          aria-label={trans.__('Run %1', run.id)}
           tabIndex={0}
           className={`jp-Distributed-run jp-mod-${run.state}`}
           onClick={() => props.onSelect(run.id)}
@@ -55,34 +59,64 @@ export function RunsList(props: {
             {formatTime(run.started)}
             {run.ended !== null ? ` · ${formatDuration(run.ended - run.started)}` : ''}
           </span>
-        </li>
+        </div>
       ))}
-    </ul>
+    </div>
   );
 }
 
+/** The latest stacks of a run: the diagnosis (root cause first) and each group's stack, as text. */
+export function StacksView(props: { stacks: StacksEvent }): JSX.Element {
+  const trans = useTrans();
+  const { stacks } = props;
+  return (
+    <details className="jp-Distributed-stacks" open>
+      <summary>{trans.__('Stacks (%1)', stacks.reason)}</summary>
+      <pre role="log" aria-label={trans.__('Stacks of the ranks')}>
+        {stacks.diagnosis}
+      </pre>
+    </details>
+  );
+}
+
+/** The run's title, state and message, with Cancel / Stop buttons where the actions are given. */
 export function RunHeader(props: {
   run: Run;
-  onCancel: () => void;
-  onStop: () => void;
+  onCancel?: () => void;
+  onStop?: () => void;
+  onStacks?: () => void;
 }): JSX.Element {
   const { run } = props;
-  const active = run.state === 'running' || run.state === 'pending';
+  const trans = useTrans();
+  const active = isRunActive(run.state);
   return (
-    <div className="jp-Distributed-header" aria-label="Selected run">
+    <div className="jp-Distributed-header" role="group" aria-label={trans.__('Selected run')}>
       <span className="jp-Distributed-runTitle">{runTitle(run)}</span>
-      <span className={`jp-Distributed-state jp-mod-${run.state}`} aria-label="Run state">
+      <span className={`jp-Distributed-state jp-mod-${run.state}`} role="status" aria-label={trans.__('Run state')}>
         {run.state}
       </span>
       {run.message ? <span className="jp-Distributed-message">{run.message}</span> : null}
-      <span className="jp-Distributed-actions">
-        <button className="jp-Button" disabled={!active} onClick={props.onCancel}>
-          Cancel run
-        </button>
-        <button className="jp-Button" disabled={!run.cluster_id} onClick={props.onStop}>
-          Stop cluster
-        </button>
-      </span>
+      {props.onCancel && props.onStop ? (
+        <span className="jp-Distributed-actions">
+          <button type="button" className="jp-Button" disabled={!active} onClick={props.onCancel}>
+            {trans.__('Cancel run')}
+          </button>
+          {props.onStacks ? (
+            <button
+              type="button"
+              className="jp-Button"
+              disabled={run.state !== 'running'}
+              title={trans.__('Where every rank is now: the stack of each thread')}
+              onClick={props.onStacks}
+            >
+              {trans.__('Stacks')}
+            </button>
+          ) : null}
+          <button type="button" className="jp-Button" disabled={!run.cluster_id} onClick={props.onStop}>
+            {trans.__('Stop cluster')}
+          </button>
+        </span>
+      ) : null}
     </div>
   );
 }

@@ -4,9 +4,9 @@
  * so that nothing is missed or duplicated across a reconnect.
  */
 
-import { Signal, type ISignal } from '@lumino/signaling';
+import { type ISignal, Signal } from '@lumino/signaling';
 
-import type { DistributedEvent, StreamMessage } from './tokens';
+import type { DistributedEvent, StreamMessage } from './wire';
 
 export interface IEventStreamOptions {
   /** The URL to connect to, resuming after `after`. */

@@ -1,22 +1,42 @@
 """The flags of ``%%distributed``, as reusable argument groups, and their translation to a Spec.
 
-Backends that take their own flags add a group here and a builder in ``OPTION_BUILDERS``.
+The general flags are written here; each backend's flags are generated from its options
+dataclass (:func:`backend_args`, see :mod:`.backends.plugin`), so no backend is named here.
 """
 
 from __future__ import annotations
 
-from argparse import Namespace
-from collections.abc import Callable
+import math
+from argparse import SUPPRESS, Namespace
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from IPython.core.magic_arguments import argument, argument_group
 
+from .backends import names, plugin, plugins
+from .backends.plugin import Flag
 from .errors import SpecError
+from .settings import Distributed
 from .spec import BackendOptions, Layout, ModelParallel, Spec, parse_env, parse_names, parse_targets
+from .sweeps import parse_sweep
 
 Decorator = Callable[[Any], Any]
+MAX_INT = 2**31 - 1  # no count, rank or number of seconds a user means is larger
 
-OPTION_BUILDERS: dict[str, Callable[[Namespace], BackendOptions | None]] = {}
+
+def bounded_int(text: str) -> int:
+    """argparse's ``int`` with the bounds every integer flag shares (no 2**64 reaches a spec)."""
+    value = int(text)
+    if not -MAX_INT <= value <= MAX_INT:
+        raise ValueError(text)
+    return value
+
+
+def finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
 
 
 def _stack(*decorators: Decorator) -> Decorator:
@@ -33,19 +53,22 @@ layout_args = _stack(
     argument(
         "-n",
         "--nprocs",
-        type=int,
+        type=bounded_int,
         metavar="N",
-        help="ranks on this one node (same as --nodes 1 --procs-per-node N)",
+        help="ranks on this one node (same as --nodes 1 --procs-per-node N; default: "
+        "Distributed.nprocs, 1)",
     ),
-    argument("--nodes", type=int, metavar="N", help="number of nodes (default 1)"),
+    argument("--nodes", type=bounded_int, metavar="N", help="number of nodes (default 1)"),
     argument(
         "--procs-per-node",
-        type=int,
+        type=bounded_int,
         metavar="P",
         help="processes per node; world size = nodes × P (default 1)",
     ),
     argument(
-        "--backend", default="local", metavar="NAME", help="where ranks run: local (default) or mpi"
+        "--backend",
+        metavar="NAME",
+        help=f"where ranks run: {', '.join(names())} (default: Distributed.default_backend, local)",
     ),
 )
 
@@ -57,17 +80,27 @@ strategy_args = _stack(
         metavar="NAME",
         help="none, ddp, fsdp, model-parallel, parameter-server or horovod",
     ),
-    argument("--partitions", type=int, metavar="K", help="model parallel: pipeline stages"),
-    argument("--microbatches", type=int, metavar="M", help="model parallel: microbatches"),
+    argument("--partitions", type=bounded_int, metavar="K", help="model parallel: pipeline stages"),
+    argument("--microbatches", type=bounded_int, metavar="M", help="model parallel: microbatches"),
     argument("--pipeline", metavar="KIND", help="model parallel: simple or interleaved"),
     argument("--placement", metavar="KIND", help="model parallel: spread or cluster"),
     argument("--optimize", metavar="GOAL", help="model parallel: speed or memory"),
     argument(
-        "--tensor-parallel", type=int, metavar="T", help="model parallel: tensor-parallel degree"
+        "--tensor-parallel",
+        type=bounded_int,
+        metavar="T",
+        help="model parallel: tensor-parallel degree",
+    ),
+    argument(
+        "--dist-backend",
+        default="auto",
+        metavar="NAME",
+        help="torch strategies: the process group, nccl or gloo (default auto: nccl when "
+        "every local rank has its own GPU, else gloo)",
     ),
     argument(
         "--parameter-servers",
-        type=int,
+        type=bounded_int,
         metavar="S",
         help="parameter-server: how many ranks serve parameters (default 1)",
     ),
@@ -88,7 +121,9 @@ run_args = _stack(
         help="after the cell, set each name in the notebook to a list, one value per rank",
     ),
     argument("--targets", metavar="0,2-3", help="run on these ranks only"),
-    argument("--timeout", type=float, metavar="SECONDS", help="interrupt the cell after this"),
+    argument(
+        "--timeout", type=finite_float, metavar="SECONDS", help="interrupt the cell after this"
+    ),
     argument(
         "--env",
         action="append",
@@ -96,7 +131,35 @@ run_args = _stack(
         metavar="K=V",
         help="environment variable for every rank (repeatable)",
     ),
+    argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="NAME=v1,v2",
+        help="run the cell once per combination of the swept values (repeatable; each run "
+        "has NAME set on its ranks; --pull gives a dict keyed by the combination)",
+    ),
+    argument(
+        "--sweep-parallel",
+        type=bounded_int,
+        metavar="K",
+        help="combinations running at once, each on its own ranks (default: as many as this "
+        "machine's cores allow for local/mpi, 1 elsewhere); the rest wait",
+    ),
     argument("--dry-run", action="store_true", help="print the resolved plan; start nothing"),
+    argument(
+        "--display",
+        metavar="all|0,2",
+        help="which ranks show rich displays (figures, tables, display()): all, or ranks "
+        "(default all; every rank's are recorded)",
+    ),
+    argument(
+        "--display-max-mb",
+        type=finite_float,
+        metavar="MB",
+        help="largest rich display a rank sends; a larger one becomes a one-line note "
+        "(default: Distributed.display_max_mb, 10)",
+    ),
     argument(
         "--quiet",
         action="store_true",
@@ -110,143 +173,90 @@ run_args = _stack(
     ),
 )
 
-sagemaker_args = _stack(
-    argument_group("SageMaker (--backend sagemaker; defaults: JUPYTER_DISTRIBUTED_SAGEMAKER_*)"),
-    argument("--instance-type", metavar="TYPE", help="instance type (default ml.m5.xlarge)"),
-    argument("--role", metavar="ARN", help="execution role ARN"),
-    argument("--bucket", metavar="NAME", help="S3 bucket for code and results"),
-    argument("--region", metavar="NAME", help="AWS region"),
-    argument("--image", metavar="URI", help="training image"),
-    argument("--framework-version", metavar="V", help="PyTorch training image version"),
-    argument("--py-version", metavar="pyXY", help="Python of the image, e.g. py311"),
-    argument("--job-name", metavar="NAME", help="training job name (default jd-RUN)"),
-    argument(
-        "--smddp",
-        action="store_true",
-        help="ddp with SageMaker's data-parallel library instead of torchrun",
-    ),
-    argument("--max-run", type=int, metavar="SECONDS", help="maximum run time"),
-    argument("--keep-alive", type=int, metavar="SECONDS", help="keep a warm pool this long"),
-    argument("--spot", action="store_true", help="managed spot training (needs --max-wait)"),
-    argument("--max-wait", type=int, metavar="SECONDS", help="spot: longest wait + run"),
-    argument("--checkpoint-s3", metavar="URI", help="s3:// URI synced with /opt/ml/checkpoints"),
-    argument("--requirements", metavar="FILE", help="requirements.txt installed in the job"),
-    argument(
-        "--input",
-        action="append",
-        default=[],
-        metavar="NAME=s3://...",
-        help="data channel (repeatable)",
-    ),
-    argument(
-        "--shard-by-key",
-        action="store_true",
-        help="split the inputs' objects across hosts instead of copying all",
-    ),
-    argument("--no-wait", action="store_true", help="return at once; follow in the panel"),
-)
+
+def _flag_owners() -> dict[str, list[str]]:
+    """Options field → the backends that declare it as a flag."""
+    owners: dict[str, list[str]] = {}
+    for entry in plugins():
+        for flag in entry.flags():
+            owners.setdefault(flag.dest, []).append(entry.name)
+    return owners
 
 
-def _sagemaker_options(args: Namespace) -> BackendOptions:
-    from .backends.sagemaker.options import SageMakerOptions
+def _flag_argument(flag: Flag, owners: list[str]) -> Decorator:
+    also = f" (--backend {' or '.join(owners)})" if len(owners) > 1 else ""
+    kwargs: dict[str, Any] = {"dest": flag.dest, "default": SUPPRESS, "help": flag.help + also}
+    if flag.kind is bool:
+        kwargs["action"] = "store_false" if flag.default else "store_true"
+    else:
+        kwargs["metavar"] = flag.metavar or flag.dest.upper()
+        if flag.repeat:
+            kwargs["action"] = "append"
+        if flag.kind in (int, float):
+            kwargs["type"] = bounded_int if flag.kind is int else finite_float
+    return argument(flag.flag, **kwargs)
 
-    given = {
-        name: getattr(args, name)
-        for name in (
-            "instance_type",
-            "role",
-            "bucket",
-            "region",
-            "image",
-            "framework_version",
-            "py_version",
-            "job_name",
-            "max_run",
-            "keep_alive",
-            "max_wait",
-            "checkpoint_s3",
-            "requirements",
+
+def backend_args(func: Any) -> Any:
+    """One argument group per registered backend, generated from its options dataclass;
+    a flag two backends declare is added once, in the first one's group."""
+    owners = _flag_owners()
+    seen: set[str] = set()
+    groups: list[Decorator] = []
+    for entry in plugins():
+        fresh = [f for f in entry.flags() if f.dest not in seen]
+        seen.update(f.dest for f in fresh)
+        if fresh:
+            groups.append(argument_group(entry.title))
+            groups.extend(_flag_argument(f, owners[f.dest]) for f in fresh)
+    return _stack(*groups)(func)
+
+
+def _backend_options(
+    backend: str, args: Namespace, defaults: Mapping[str, Any]
+) -> BackendOptions | None:
+    """The chosen backend's options; a flag of another backend is refused, never ignored."""
+    owners = _flag_owners()
+    given = {dest: value for dest, value in vars(args).items() if dest in owners}
+    foreign = [dest for dest in given if backend not in owners[dest]]
+    if foreign:
+        flags = {f.dest: f.flag for p in plugins() for f in p.flags()}
+        names = ", ".join(flags[d] for d in foreign)
+        others = sorted({b for d in foreign for b in owners[d]})
+        raise SpecError(
+            f"{names} {'applies' if len(foreign) == 1 else 'apply'} to --backend "
+            f"{' or '.join(others)}, not {backend}; add --backend {others[0]} or remove "
+            f"{'it' if len(foreign) == 1 else 'them'}"
         )
-        if getattr(args, name, None) is not None
-    }
-    inputs = []
-    for item in getattr(args, "input", []):
-        name, eq, uri = item.partition("=")
-        if not eq:
-            raise SpecError(f"--input {item!r} must look like NAME=s3://bucket/prefix")
-        inputs.append((name, uri))
-    from .backends.mpi_options import unquote
-
-    return SageMakerOptions(
-        mpi_options=unquote(args.mpi_options or ""),
-        smddp=args.smddp,
-        spot=args.spot,
-        shard_by_key=args.shard_by_key,
-        wait=not args.no_wait,
-        inputs=tuple(inputs),
-        **given,
-    )
+    chosen = plugin(backend)
+    if chosen.options is None:
+        return None
+    return chosen.options.from_flags(given, defaults)
 
 
-OPTION_BUILDERS["sagemaker"] = _sagemaker_options
-
-
-mpi_args = _stack(
-    argument_group("MPI (--backend mpi; --mpi-options also for sagemaker)"),
-    argument(
-        "--hosts", metavar="h1,h2", help="hosts, one node each in order (default: this machine)"
-    ),
-    argument(
-        "--hostfile",
-        metavar="FILE",
-        help="Open MPI hostfile (one host per line; slots are ignored)",
-    ),
-    argument(
-        "--mpi-options",
-        metavar='"..."',
-        default="",
-        help='extra mpirun options, e.g. --mpi-options "--mca btl tcp,self" (a single '
-        "option: --mpi-options=--report-bindings); ours are never passed twice",
-    ),
-)
-
-
-def _mpi_options(args: Namespace) -> BackendOptions:
-    from .backends.mpi_options import MpiOptions, parse_hostfile, unquote
-
-    if args.hosts and args.hostfile:
-        raise SpecError("give either --hosts or --hostfile, not both")
-    hosts = tuple(h.strip() for h in (args.hosts or "").split(",") if h.strip())
-    if args.hostfile:
-        hosts = parse_hostfile(args.hostfile)
-    return MpiOptions(
-        hosts=hosts, hostfile=args.hostfile, mpi_options=unquote(args.mpi_options or "")
-    )
-
-
-OPTION_BUILDERS["mpi"] = _mpi_options
-# Flags that belong to some backends: given with another, they are refused rather than ignored.
-BACKEND_FLAGS: dict[str, tuple[str, ...]] = {
-    "hosts": ("mpi",),
-    "hostfile": ("mpi",),
-    "mpi_options": ("mpi", "sagemaker"),
-}
-
-
-def _check_backend_flags(args: Namespace) -> None:
-    for name, backends in BACKEND_FLAGS.items():
-        if getattr(args, name, None) and args.backend not in backends:
-            flag = "--" + name.replace("_", "-")
-            allowed = " or ".join(f"--backend {b}" for b in backends)
-            raise SpecError(f"{flag} only applies to {allowed}; add one or remove {flag}")
-
-
-def spec_from_args(args: Namespace) -> Spec:
-    _check_backend_flags(args)
+def spec_from_args(
+    args: Namespace,
+    settings: Distributed | None = None,
+    backend_defaults: Callable[[str], Mapping[str, Any]] | None = None,
+) -> Spec:
+    """The spec of a cell; ``settings`` give the general defaults and caps, and
+    ``backend_defaults(name)`` the configured defaults of a backend's options."""
+    settings = settings or Distributed()
+    backend = args.backend or settings.default_backend
     if args.nprocs is not None and (args.nodes is not None or args.procs_per_node is not None):
         raise SpecError("give either -n/--nprocs or --nodes/--procs-per-node, not both")
     nodes = args.nodes if args.nodes is not None else 1
-    per_node = args.nprocs if args.nprocs is not None else (args.procs_per_node or 1)
+    if args.nprocs is not None:
+        per_node = args.nprocs
+    elif args.procs_per_node is not None or args.nodes is not None:
+        per_node = args.procs_per_node if args.procs_per_node is not None else 1
+    else:
+        per_node = settings.nprocs
+    if nodes * per_node > settings.max_world_size and nodes > 0 and per_node > 0:
+        raise SpecError(
+            f"world size {nodes * per_node} is over the cap of {settings.max_world_size} "
+            "ranks (Distributed.max_world_size); use fewer ranks or raise the cap"
+        )
     mp_flags = {
         k: getattr(args, k)
         for k in (
@@ -268,16 +278,30 @@ def spec_from_args(args: Namespace) -> Spec:
         strategy=args.strategy,
         model_parallel=model_parallel,
         parameter_servers=args.parameter_servers or 0,
+        dist_backend=args.dist_backend,
     )
-    builder = OPTION_BUILDERS.get(args.backend)
-    options = builder(args) if builder is not None else None
+    options = _backend_options(backend, args, backend_defaults(backend) if backend_defaults else {})
     return Spec(
         layout=layout,
-        backend=args.backend,
+        backend=backend,
         env=parse_env(args.env),
         options=options,
         push=parse_names("--push", args.push),
         pull=parse_names("--pull", args.pull),
-        targets=parse_targets(args.targets) if args.targets else None,
+        targets=parse_targets(args.targets, layout.world_size) if args.targets else None,
         timeout=args.timeout,
+        display=_display_ranks(args.display, layout.world_size),
+        display_max_mb=(
+            args.display_max_mb if args.display_max_mb is not None else settings.display_max_mb
+        ),
+        sweep=parse_sweep(args.sweep, args.sweep_parallel),
     )
+
+
+def _display_ranks(text: str | None, world_size: int) -> tuple[int, ...] | None:
+    if text is None or text.strip() == "all":
+        return None
+    try:
+        return parse_targets(text, world_size)
+    except SpecError as exc:
+        raise SpecError(str(exc).replace("--targets", "--display")) from None

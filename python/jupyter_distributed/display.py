@@ -1,19 +1,25 @@
-"""Show a run's events under the cell: lines tagged ``[rank N]``, results, failures.
+"""Show a run's events under the cell: lines tagged ``[rank N]``, results, failures, rich
+displays (MIME bundles, as ``display_data`` labelled by rank) and live lines (a rank's progress
+bar, one display per rank updated in place).
 
-Writes go to the kernel's stdout/stderr and are flushed at most every 20 ms, so output arrives
-live without flooding the notebook with messages. A rank that prints faster than a notebook can
-show is rate limited here; every line is still in the history (``%distributed logs RUN``).
+Lines are collected and written to the kernel's stdout/stderr in one write per stream every
+10 ms at most (a failure at once), so output arrives live without flooding the notebook with
+messages, and a flood costs the kernel one write per flush, not one per line. A rank that
+prints faster than a notebook can show is rate limited here; every line is still in the
+history (``%distributed logs RUN``), unless the history store failed, which the closing notice
+then says.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from collections.abc import Collection, Sequence
+from typing import Any, TextIO
 
-from .events import ErrorEvent, Event, OutputEvent, RankEvent, Stream
+from .events import DisplayEvent, ErrorEvent, Event, OutputEvent, RankEvent, StacksEvent, Stream
 
-FLUSH_EVERY = 0.02
+FLUSH_EVERY = 0.01
 BURST_BYTES = 512 * 1024
 BYTES_PER_SECOND = 256 * 1024  # below jupyter_server's default IOPub data rate limit
 
@@ -25,12 +31,17 @@ class CellView:
         out: TextIO | None = None,
         err: TextIO | None = None,
         quiet: bool = False,
+        display_ranks: Collection[int] | None = None,
     ) -> None:
         self.run_id = run_id
+        self.display_ranks = None if display_ranks is None else frozenset(display_ranks)
+        self._live: dict[tuple[int, str], str] = {}  # (rank, stream) -> its display id
+        self._lives = 0
+        self._rich_results: set[int] = set()
         self._out = out or sys.stdout
         self._err = err or sys.stderr
         self._quiet = quiet
-        self._dirty = False
+        self._pending: list[tuple[TextIO, str]] = []  # in order, written at the next flush
         self._last_flush = 0.0
         self._tokens = float(BURST_BYTES)
         self._refilled = time.monotonic()
@@ -38,15 +49,99 @@ class CellView:
 
     def on_event(self, event: Event) -> None:
         if isinstance(event, OutputEvent):
-            if event.stream is Stream.RESULT:
-                self._write(self._out, f"Out[rank {event.rank}]: {event.text}\n", force=True)
+            live = self._live.pop((event.rank, event.stream.value), None)
+            if live is not None and not self._quiet:  # the line's final state
+                self._publish(self._labelled(event.rank, event.text), {}, live, update=True)
+            elif event.stream is Stream.RESULT:
+                if event.rank not in self._rich_results:
+                    self._write(self._out, f"Out[rank {event.rank}]: {event.text}\n", force=True)
             elif not self._quiet:
                 target = self._err if event.stream is Stream.STDERR else self._out
                 self._write(target, f"[rank {event.rank}] {event.text}\n")
         elif isinstance(event, ErrorEvent):
             self._write(self._err, f"[rank {event.rank}] {event.failure.summary}\n", force=True)
+            self.flush()  # a failure is shown at once
+            return
+        elif isinstance(event, DisplayEvent):
+            self._display(event)
+        elif isinstance(event, StacksEvent):
+            # on a timeout each rank's failure shows its stack: the diagnosis' headline is enough
+            text = event.diagnosis
+            if event.reason == "timeout":
+                text = text.split("\n", 1)[0]
+            self._write(self._err, f"[jupyter-distributed] {text}\n", force=True)
         elif isinstance(event, RankEvent):
             return
+        self.maybe_flush()
+
+    def live(self, rank: int, stream: str, text: str) -> None:
+        """A rank's line redrawn in place: one display per rank and stream, updated."""
+        if self._quiet:
+            return
+        key = (rank, stream)
+        if not _rich():  # as text, only the final state is shown
+            self._live.setdefault(key, "")
+            return
+        display_id = self._live.get(key)
+        if display_id is None:
+            self._lives += 1
+            display_id = self._live[key] = f"jd-{self.run_id}-{rank}-{stream}-{self._lives}"
+            self._publish(self._labelled(rank, text), {}, display_id, update=False)
+        else:
+            self._publish(self._labelled(rank, text), {}, display_id, update=True)
+
+    def _display(self, event: DisplayEvent) -> None:
+        if self.display_ranks is not None and event.rank not in self.display_ranks:
+            return
+        display_id = f"jd-{event.rank}-{event.display_id}" if event.display_id else None
+        metadata = {**event.metadata, "jupyter_distributed": {"rank": event.rank}}
+        if not event.update:
+            if event.result:
+                self._rich_results.add(event.rank)
+                self._write(self._out, f"Out[rank {event.rank}]:\n", force=True)
+            elif not self._quiet:
+                self._write(self._out, f"[rank {event.rank}] {event.mark}\n", force=True)
+        self._publish(event.data, metadata, display_id, event.update)
+
+    @staticmethod
+    def _labelled(rank: int, text: str) -> dict[str, Any]:
+        return {"text/plain": f"[rank {rank}] {text}"}
+
+    def _publish(
+        self, data: dict[str, Any], metadata: dict[str, Any], display_id: str | None, update: bool
+    ) -> None:
+        """Through IPython's display publisher under a kernel; as text elsewhere."""
+        self.flush()
+        if not _rich():
+            text = str(data.get("text/plain", ""))
+            self._write(self._out, f"{text}\n", force=True)
+            return
+        from IPython.display import publish_display_data
+
+        transient = {"display_id": display_id} if display_id else None
+        publish_display_data(data, metadata, transient=transient, update=update)  # type: ignore[no-untyped-call]
+
+    def on_events(self, events: Sequence[Event]) -> None:
+        """:meth:`on_event` for each, with output lines (the bulk of a flood) handled in one
+        pass: a line costs a format and a token check, not a call chain."""
+        if type(self).on_event is not CellView.on_event:  # a subclass watches every event
+            for event in events:
+                self.on_event(event)
+            return
+        self._refill()
+        out, err, pending = self._out, self._err, self._pending
+        for event in events:
+            if type(event) is not OutputEvent or event.stream is Stream.RESULT or self._live:
+                self.on_event(event)  # (a line redrawn in place ends through on_event)
+                continue
+            if self._quiet:
+                continue
+            text = f"[rank {event.rank}] {event.text}\n"
+            if self._tokens < len(text):
+                self.suppressed += 1
+                continue
+            self._tokens -= len(text)
+            pending.append((err if event.stream is Stream.STDERR else out, text))
         self.maybe_flush()
 
     def notice(self, text: str) -> None:
@@ -54,32 +149,55 @@ class CellView:
         self.flush()
 
     def maybe_flush(self) -> None:
-        if self._dirty and time.monotonic() - self._last_flush >= FLUSH_EVERY:
+        if self._pending and time.monotonic() - self._last_flush >= FLUSH_EVERY:
             self.flush()
 
     def flush(self) -> None:
-        if self._dirty:
+        if self._pending:
+            pending, self._pending = self._pending, []
+            start = 0
+            for i in range(1, len(pending) + 1):  # one write per run of lines to one stream
+                if i == len(pending) or pending[i][0] is not pending[start][0]:
+                    pending[start][0].write("".join(text for _s, text in pending[start:i]))
+                    start = i
             self._out.flush()
             self._err.flush()
-            self._dirty = False
-        self._last_flush = time.monotonic()
+            self._last_flush = time.monotonic()  # (after a quiet spell the next line goes at once)
 
-    def finish(self) -> None:
+    def finish(self, unrecorded: int = 0) -> None:
+        """End the cell's output; ``unrecorded``: events the history store could not keep
+        (then the notice never claims that every line is kept)."""
+        lost = (
+            f"{unrecorded} event(s) of this run could not be written to the history, "
+            "so its log is incomplete"
+        )
         if self.suppressed:
+            kept = lost if unrecorded else "all are kept"
             self.notice(
                 f"{self.suppressed} line(s) were not shown to keep the notebook "
-                f"responsive; all are kept: %distributed logs {self.run_id}"
+                f"responsive; {kept}: %distributed logs {self.run_id}"
             )
             self.suppressed = 0
+        elif unrecorded:
+            self.notice(f"{lost}; what is shown above is all there is")
         self.flush()
 
-    def _write(self, stream: TextIO, text: str, force: bool = False) -> None:
+    def _refill(self) -> None:
         now = time.monotonic()
         self._tokens = min(BURST_BYTES, self._tokens + (now - self._refilled) * BYTES_PER_SECOND)
         self._refilled = now
+
+    def _write(self, stream: TextIO, text: str, force: bool = False) -> None:
+        self._refill()
         if not force and self._tokens < len(text):
             self.suppressed += 1
             return
         self._tokens -= len(text)
-        stream.write(text)
-        self._dirty = True
+        self._pending.append((stream, text))
+
+
+def _rich() -> bool:
+    """Whether an IPython shell is there to publish displays (else they are shown as text)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    return bool(InteractiveShell.initialized())

@@ -5,8 +5,11 @@
     DistributedError            base of everything we raise on purpose
     ├── SpecError               bad settings; the magic shows it as a one-line UsageError
     ├── LaunchError             a cluster could not start (a rank died or never said hello)
-    ├── ChannelError            a message failed its signature or could not be decoded
-    └── RunFailed               one or more ranks failed; holds every RankFailure, earliest first
+    ├── StoreError              the history store cannot be read or written (names its path)
+    ├── NotFound                no such run, cluster or job (also a LookupError)
+    ├── CloudError              a cloud call (AWS) failed; names the call and the cloud's error
+    └── RunFailed               ranks failed (every RankFailure, earliest first) or the run was
+                                lost (its cause: a full history store, a dead channel)
 
 A :class:`RankFailure` says which rank failed, where, and how: a Python exception with its
 remote traceback, an exit code, a signal, a timeout or an interrupt.
@@ -35,8 +38,16 @@ class LaunchError(DistributedError):
     """A cluster could not be started."""
 
 
-class ChannelError(DistributedError):
-    """A control-channel message was rejected."""
+class StoreError(DistributedError):
+    """The history store failed; the message names its path and what to do."""
+
+
+class NotFound(DistributedError, LookupError):
+    """The run, cluster or job asked for is not there; the message says which."""
+
+
+class CloudError(DistributedError):
+    """A call to the cloud (AWS) failed; the message names it and the cloud's error."""
 
 
 def signal_name(signum: int) -> str:
@@ -111,6 +122,7 @@ class RunFailed(DistributedError):
 
     failures: list[RankFailure] = field(default_factory=list)
     run_id: str = ""
+    cause: str = ""  # why the run failed when no rank did (e.g. the history store is full)
 
     def __post_init__(self) -> None:
         self.failures.sort(key=lambda f: (f.t, f.rank))
@@ -123,7 +135,7 @@ class RunFailed(DistributedError):
     @property
     def headline(self) -> str:
         if not self.failures:
-            return "the run failed"
+            return self.cause or "the run failed"
         more = len(self.failures) - 1
         tail = f" (and {more} more rank{'s' if more > 1 else ''})" if more else ""
         return f"{self.root.summary}{tail}"
@@ -131,6 +143,8 @@ class RunFailed(DistributedError):
     def _render_traceback_(self) -> list[str]:
         """Called by IPython instead of showing our own frames."""
         lines = [f"RunFailed: {self.headline}", ""]
+        if self.cause and self.failures:
+            lines += [f"--- also: {self.cause}", ""]
         for i, f in enumerate(self.failures):
             label = "root cause" if i == 0 else "also"
             lines.append(f"--- [rank {f.rank}] {label}: {f.summary}")

@@ -1,7 +1,8 @@
 """Events: the timestamped records of a run, with their JSON form (the wire and store format).
 
-The TypeScript mirror lives in ``labextension/src/tokens.ts``; bump ``EVENT_VERSION`` when the
-JSON changes shape.
+The TypeScript mirror lives in ``labextension/src/wire.ts``; the shared fixtures in
+``tests/wire/`` (written by ``tests/python/test_wire.py``, type-checked by ``tests/ts``) keep the
+two from drifting. Bump ``server.wire.API_VERSION`` when the JSON changes shape.
 """
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ from typing import Any, ClassVar
 
 from .errors import RankFailure
 
-EVENT_VERSION = 1
-
 
 class RunState(StrEnum):
     PENDING = "pending"
+    QUEUED = "queued"  # waiting in a scheduler's queue (Slurm) for its nodes
     RUNNING = "running"
     COMPLETED = "completed"
     FAILED = "failed"
@@ -25,7 +25,7 @@ class RunState(StrEnum):
 
     @property
     def finished(self) -> bool:
-        return self not in (RunState.PENDING, RunState.RUNNING)
+        return self not in (RunState.PENDING, RunState.QUEUED, RunState.RUNNING)
 
 
 class RankState(StrEnum):
@@ -34,13 +34,20 @@ class RankState(StrEnum):
     DONE = "done"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
-    EXITED = "exited"
+
+
+def done_state(status: str) -> RankState:
+    """The state of a rank whose cell ended with ``status`` (ok, interrupted or error)."""
+    return {"ok": RankState.DONE, "interrupted": RankState.INTERRUPTED}.get(
+        status, RankState.FAILED
+    )
 
 
 class Stream(StrEnum):
     STDOUT = "stdout"
     STDERR = "stderr"
     RESULT = "result"  # the repr of the cell's last expression
+    DISPLAY = "display"  # a rich display's compact mark ("image/png 640×480"), in the logs
 
 
 @dataclass(frozen=True)
@@ -149,28 +156,64 @@ class ErrorEvent:
         }
 
 
-Event = RunEvent | RankEvent | OutputEvent | MetricEvent | ErrorEvent
+@dataclass(frozen=True)
+class DisplayEvent:
+    """A rich display from a rank: a MIME bundle (see :mod:`.protocol.bundles`). The history
+    keeps the bundle; the logs show its :attr:`mark`."""
+
+    kind: ClassVar[str] = "display"
+    run_id: str
+    rank: int
+    t: float
+    data: dict[str, Any]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    display_id: str | None = None
+    update: bool = False
+    result: bool = False
+
+    @property
+    def mark(self) -> str:
+        from .protocol.bundles import mark
+
+        return mark(self.data)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "run_id": self.run_id,
+            "rank": self.rank,
+            "t": self.t,
+            "mark": self.mark,
+            "data": self.data,
+            "metadata": self.metadata,
+            "display_id": self.display_id,
+            "update": self.update,
+            "result": self.result,
+        }
 
 
-def event_from_json(data: dict[str, Any]) -> Event:
-    kind = data["kind"]
-    run_id, t = str(data["run_id"]), float(data["t"])
-    if kind == "run":
-        return RunEvent(run_id, t, RunState(data["state"]), str(data.get("message", "")))
-    if kind == "rank":
-        return RankEvent(
-            run_id,
-            int(data["rank"]),
-            t,
-            RankState(data["state"]),
-            str(data.get("host", "")),
-            data.get("pid"),
-        )
-    if kind == "output":
-        return OutputEvent(run_id, int(data["rank"]), t, Stream(data["stream"]), str(data["text"]))
-    if kind == "metric":
-        values = {str(k): float(v) for k, v in dict(data["values"]).items()}
-        return MetricEvent(run_id, int(data["rank"]), t, values)
-    if kind == "error":
-        return ErrorEvent(run_id, RankFailure.from_json(data["failure"]))
-    raise ValueError(f"unknown event kind {kind!r}")
+@dataclass(frozen=True)
+class StacksEvent:
+    """Where ranks were when their stacks were taken (on a timeout, an interrupt they did not
+    yield to, before they were killed, or on request): the diagnosis, root cause first, and
+    every thread of each rank (:class:`~.protocol.stacks.RankStacks` as JSON)."""
+
+    kind: ClassVar[str] = "stacks"
+    run_id: str
+    t: float
+    reason: str  # timeout | interrupt | killed | straggler | request | launch
+    diagnosis: str
+    ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "run_id": self.run_id,
+            "t": self.t,
+            "reason": self.reason,
+            "diagnosis": self.diagnosis,
+            "ranks": {str(r): s for r, s in self.ranks.items()},
+        }
+
+
+Event = RunEvent | RankEvent | OutputEvent | MetricEvent | ErrorEvent | DisplayEvent | StacksEvent

@@ -1,26 +1,36 @@
-"""``%%distributed`` and ``%distributed``: parse, build the spec, hand off. Nothing else."""
+"""``%%distributed`` and ``%distributed``: parse, build the spec, hand off. Nothing else.
+
+Backend flags and backend line commands come from the registry (:mod:`.backends`); defaults
+come from traitlets settings (:mod:`.settings`) registered with the shell, so ``%config`` and
+``ipython_config.py`` reach them.
+"""
 
 from __future__ import annotations
 
 import shlex
+from argparse import ArgumentTypeError
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import MagicArgumentParser, magic_arguments, parse_argstring
 
-from . import textviews
+from . import probe, scaling, textviews
 from .arguments import (
+    MAX_INT,
+    backend_args,
     layout_args,
-    mpi_args,
     run_args,
-    sagemaker_args,
     spec_from_args,
     strategy_args,
 )
+from .backends import plugin, plugins
+from .backends.plugin import CommandContext, doctor, load
 from .display import CellView
-from .errors import SpecError
+from .errors import CloudError, NotFound, SpecError
+from .probe import ProbeSettings, parse_sizes
 from .session import Session
+from .settings import Distributed, Settings
 
 LINE_COMMANDS = """
 Line magic (%distributed COMMAND):
@@ -28,10 +38,46 @@ Line magic (%distributed COMMAND):
   stop                        stop every live cluster
   runs [-n N]                 the history of runs, newest first
   logs RUN [--rank R] [--search TEXT]   all output lines of a run
-  attach JOB                  follow a SageMaker job again and fetch its results
-  cancel RUN                  stop a SageMaker run's job
-  release [JOB]               end a SageMaker warm pool (default: the latest kept one)
+  config                      the effective settings and where each came from
+  on [SETTINGS]               run every following cell on the ranks (as %%distributed SETTINGS);
+                              line magics (%...) still run in the kernel
+  off                         cells run in the kernel again
+  probe [--quick] [--sizes 1K-256M] [SETTINGS]   bandwidth/latency of every pair of ranks and
+                              an all_reduce curve, on the live cluster or one with SETTINGS
+  compare [RUN ...] [--threshold 0.8]   samples/s against world size, ideal scaling and
+                              efficiency (default: the runs of the last cell that reported)
+  doctor --backend NAME       check what a backend needs here, and say what is missing
+  stacks [RUN] [--rank R]     every thread of each rank, where it waits (RUN: a run that
+                              another kernel, or this one, is running)
 """
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 10_000:
+        raise ArgumentTypeError(f"must be 1-10000, got {text}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 1:
+        raise ArgumentTypeError(f"must be a fraction in (0, 1], got {text}")
+    return value
+
+
+def _probe_parser() -> MagicArgumentParser:
+    parser = MagicArgumentParser(prog="%distributed probe", add_help=False)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--sizes")
+    return parser
+
+
+def _rank(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= MAX_INT:
+        raise ArgumentTypeError(f"must be a rank 0-{MAX_INT}, got {text}")
+    return value
 
 
 def _line_parser() -> MagicArgumentParser:
@@ -39,92 +85,197 @@ def _line_parser() -> MagicArgumentParser:
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("status")
     sub.add_parser("stop")
+    sub.add_parser("config")
+    sub.add_parser("on")  # (its settings are the cell magic's; see DistributedMagics._line)
+    sub.add_parser("off")
+    compare = sub.add_parser("compare")
+    compare.add_argument("runs", nargs="*")
+    compare.add_argument("--threshold", type=_fraction, default=0.8)
     runs = sub.add_parser("runs")
-    runs.add_argument("-n", type=int, default=20)
+    runs.add_argument("-n", type=_count, default=20)
     logs = sub.add_parser("logs")
     logs.add_argument("run")
-    logs.add_argument("--rank", type=int)
+    logs.add_argument("--rank", type=_rank)
     logs.add_argument("--search")
-    sub.add_parser("attach").add_argument("job")
-    sub.add_parser("cancel").add_argument("run")
-    sub.add_parser("release").add_argument("job", nargs="?")
+    doctors = [p.name for p in plugins() if p.doctor]
+    sub.add_parser("doctor").add_argument("--backend", required=True, choices=doctors)
+    stacks = sub.add_parser("stacks")
+    stacks.add_argument("run", nargs="?")
+    stacks.add_argument("--rank", type=_rank)
+    for p in plugins():
+        for command in p.commands:
+            parser_ = sub.add_parser(command.name)
+            for names, kwargs in command.arguments:
+                parser_.add_argument(*names, **kwargs)
     return parser
+
+
+def _split(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"%distributed: {exc} in {line!r}") from None
 
 
 @magics_class
 class DistributedMagics(Magics):
     def __init__(self, shell: Any, session: Session | None = None) -> None:
         super().__init__(shell)
-        self.session = session or Session()
+        self.settings = Distributed(parent=shell)
+        self.backend_settings: dict[str, Settings] = {
+            p.name: p.settings(parent=shell) for p in plugins() if p.settings is not None
+        }
+        self.session = session or Session(settings=self.settings)
+        if self.session.settings is None:  # a session made elsewhere follows %config too
+            self.session.settings = self.settings
+        self.auto: str | None = None  # the settings of %distributed on
+        self._to_ranks = ToRanks()
+        configurables = getattr(shell, "configurables", None)
+        if configurables is not None:  # what %config lists and updates; one of each class
+            mine = [self.settings, *self.backend_settings.values()]
+            kinds = {type(c) for c in mine}
+            configurables[:] = [c for c in configurables if type(c) not in kinds] + mine
 
     @magic_arguments()
     @layout_args
     @strategy_args
     @run_args
-    @mpi_args
-    @sagemaker_args
+    @backend_args
     @line_cell_magic
     def distributed(self, line: str, cell: str | None = None) -> None:
         """Run the cell on every rank; with no cell, manage clusters and runs.
 
         ``%%distributed -n 4`` runs the cell on 4 local ranks. Ranks keep their variables
         between cells with the same settings; each has ``rank``, ``world_size``,
-        ``local_rank``, ``node_rank`` and ``report(**metrics)``.
+        ``local_rank``, ``node_rank`` and ``report(**metrics)``. Rich displays (``display()``,
+        a rich last expression, matplotlib figures) and progress bars (tqdm) from ranks show
+        under the cell as from a local cell, labelled by rank; ``input()`` fails on a rank.
         """
         if cell is None:
             self._line(line)
             return
+        if self.auto is not None and line == self.auto:
+            print(f"[distributed on: {line or 'default settings'}; %distributed off to leave]")
+        _split(line)  # an unbalanced quote is a one-line error, not argparse's traceback
         args = parse_argstring(self.distributed, line)
         try:
-            spec = spec_from_args(args)
+            spec = spec_from_args(args, self.settings, self._backend_defaults)
             if args.dry_run:
-                print(self.session.plan(spec).render())
+                print(textviews.dry_run(self.session, spec))
                 return
             assert self.shell is not None  # noqa: S101 (IPython always binds magics to a shell)
+            if spec.sweep is not None:
+                self.session.run_sweep(spec, cell, self.shell.user_ns, self._cell_id(), args.quiet)
+                return
             self.session.run_cell(
                 spec,
                 cell,
                 self.shell.user_ns,
                 cell_id=self._cell_id(),
-                view=_view(spec.ranks, args.quiet, args.widget),
+                view=_view(spec.ranks, args.quiet, args.widget, spec.display),
             )
         except SpecError as exc:
             raise UsageError(str(exc)) from None
 
-    def _line(self, line: str) -> None:
+    def _auto(self, settings: str | None) -> None:
+        """``%distributed on SETTINGS`` / ``off``: every following cell runs on the ranks."""
+        assert self.shell is not None  # noqa: S101 (IPython binds magics to a shell)
+        transforms = self.shell.input_transformers_cleanup
+        if self._to_ranks in transforms:
+            transforms.remove(self._to_ranks)
+        if settings is None:
+            was, self.auto = self.auto, None
+            print("cells run in the kernel" + ("" if was is not None else " (it was not on)"))
+            return
+        args = parse_argstring(self.distributed, settings)  # bad settings: refused now
         try:
-            args = _line_parser().parse_args(shlex.split(line))
-        except ValueError as exc:
-            raise UsageError(f"%distributed: {exc}") from None
+            spec_from_args(args, self.settings, self._backend_defaults)
+        except SpecError as exc:
+            raise UsageError(str(exc)) from None
+        if args.dry_run:
+            raise UsageError("%distributed on: --dry-run applies to one cell")
+        self.auto = settings
+        self._to_ranks.line = settings
+        transforms.append(self._to_ranks)
+        print(
+            f"distributed on: every cell runs on the ranks ({settings or 'default settings'}); "
+            "%distributed off returns to the kernel"
+        )
+
+    def _probe(self, words: list[str]) -> None:
+        known, rest = _probe_parser().parse_known_args(words)
+        try:
+            settings = ProbeSettings(known.quick, parse_sizes(known.sizes) if known.sizes else None)
+            if rest:
+                args = parse_argstring(self.distributed, shlex.join(rest))
+                spec = spec_from_args(args, self.settings, self._backend_defaults)
+            elif self.session.live:
+                spec = list(self.session.live.values())[-1].spec
+            else:
+                raise SpecError(
+                    "no live cluster to probe: run a cell first or give its settings, "
+                    "e.g. %distributed probe -n 4"
+                )
+            if spec.world_size < 2:
+                raise SpecError("a probe needs at least 2 ranks; e.g. %distributed probe -n 2")
+            result = probe.run(self.session, spec, settings, CellView(quiet=True))
+        except SpecError as exc:
+            raise UsageError(str(exc)) from None
+        print(probe.table(result))
+
+    def _backend_defaults(self, name: str) -> dict[str, Any]:
+        return plugin(name).defaults(self.backend_settings.get(name))
+
+    def _line(self, line: str) -> None:
+        words = _split(line)
+        if words and words[0] in ("on", "off"):
+            if words[0] == "off" and len(words) > 1:
+                raise UsageError("%distributed off takes no settings")
+            self._auto(line.strip()[2:].strip() if words[0] == "on" else None)
+            return
+        if words[:1] == ["probe"]:
+            self._probe(words[1:])
+            return
+        args = _line_parser().parse_args(words)
         if args.command in (None, "status"):
             print(textviews.status(self.session))
         elif args.command == "stop":
             stopped = self.session.stop()
             print(f"stopped {', '.join(stopped)}" if stopped else "no cluster was running")
+        elif args.command == "config":
+            print(textviews.settings([self.settings, *self.backend_settings.values()]))
+        elif args.command == "compare":
+            try:
+                print(scaling.compare(self.session.store, args.runs, args.threshold))
+            except NotFound as exc:
+                raise UsageError(str(exc.args[0])) from None
+        elif args.command == "doctor":
+            print(doctor(plugin(args.backend)))
         elif args.command == "runs":
             print(textviews.runs(self.session.store, args.n))
+        elif args.command == "stacks":
+            try:
+                print(textviews.stacks(self.session, args.run, args.rank))
+            except NotFound as exc:
+                raise UsageError(str(exc)) from None
         elif args.command == "logs":
             try:
                 print(textviews.logs(self.session.store, args.run, args.rank, args.search))
-            except KeyError as exc:
-                raise UsageError(str(exc.args[0])) from None
-        elif args.command in ("attach", "cancel", "release"):
-            self._sagemaker(args)
+            except NotFound as exc:
+                raise UsageError(str(exc)) from None
+        else:
+            self._plugin_command(args)
 
-    def _sagemaker(self, args: Any) -> None:
-        from .backends.sagemaker import lifecycle
-
-        store = self.session.store
+    def _plugin_command(self, args: Any) -> None:
+        command = next(c for p in plugins() for c in p.commands if c.name == args.command)
+        assert self.shell is not None  # noqa: S101 (IPython binds magics to a shell)
+        context = CommandContext(self.session.store, self.shell.user_ns, CellView)
         try:
-            if args.command == "attach":
-                assert self.shell is not None  # noqa: S101 (IPython binds magics to a shell)
-                lifecycle.attach(store, args.job, CellView(), self.shell.user_ns)
-            elif args.command == "cancel":
-                print(lifecycle.cancel(store, args.run))
-            else:
-                print(lifecycle.release(store, args.job))
-        except SpecError as exc:
+            said = load(command.run)(args, context)
+        except (SpecError, NotFound, CloudError) as exc:
             raise UsageError(str(exc)) from None
+        if said:
+            print(said)
 
     def _cell_id(self) -> str:
         kernel = getattr(self.shell, "kernel", None)
@@ -134,17 +285,37 @@ class DistributedMagics(Magics):
             return ""
 
 
+class ToRanks:
+    """IPython input transformer while ``%distributed on``: a cell becomes ``%%distributed``;
+    a cell that starts with a magic (``%...``) or is empty is left to the kernel."""
+
+    line = ""
+
+    def __call__(self, lines: list[str]) -> list[str]:
+        first = next((ln for ln in lines if ln.strip()), "")
+        if not first or first.lstrip().startswith("%"):
+            return lines
+        return [f"%%distributed {self.line}\n", *lines]
+
+
+def _command_help() -> str:
+    lines = [f"  {c.usage:<27} {c.help}" for p in plugins() for c in p.commands]
+    return LINE_COMMANDS + "\n".join(lines) + "\n"
+
+
 DistributedMagics.distributed.__doc__ = (
     DistributedMagics.distributed.__doc__ or ""
-) + LINE_COMMANDS
+) + _command_help()
 
 
-def _view(ranks: tuple[int, ...], quiet: bool, widget: bool) -> CellView:
+def _view(
+    ranks: tuple[int, ...], quiet: bool, widget: bool, display: tuple[int, ...] | None
+) -> CellView:
     if not widget:
-        return CellView(quiet=quiet)
+        return CellView(quiet=quiet, display_ranks=display)
     from .widgets import WidgetView  # ipywidgets only when asked for
 
-    return WidgetView(ranks, quiet=quiet)
+    return WidgetView(ranks, quiet=quiet, display_ranks=display)
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -154,4 +325,9 @@ def load_ipython_extension(ipython: Any) -> None:
 def unload_ipython_extension(ipython: Any) -> None:
     magics = ipython.magics_manager.registry.get("DistributedMagics")
     if magics is not None:
+        if magics._to_ranks in ipython.input_transformers_cleanup:
+            ipython.input_transformers_cleanup.remove(magics._to_ranks)
         magics.session.shutdown()
+        for settings in [magics.settings, *magics.backend_settings.values()]:
+            if settings in ipython.configurables:
+                ipython.configurables.remove(settings)

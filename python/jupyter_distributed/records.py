@@ -28,6 +28,7 @@ class RunRecord:
     ended: float | None = None
     message: str = ""
     summary: dict[str, Any] = field(default_factory=dict)
+    sweep_id: str = ""  # runs of one --sweep cell share it ("" for a cell without --sweep)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -48,6 +49,7 @@ class RunRecord:
             "ended": self.ended,
             "message": self.message,
             "summary": self.summary,
+            "sweep_id": self.sweep_id,
         }
 
 
@@ -131,6 +133,7 @@ def _run(row: tuple[Any, ...]) -> RunRecord:
         ended,
         message,
         summary,
+        sweep_id,
     ) = row
     return RunRecord(
         id=id_,
@@ -150,4 +153,5 @@ def _run(row: tuple[Any, ...]) -> RunRecord:
         ended=ended,
         message=message or "",
         summary=json.loads(summary or "{}"),
+        sweep_id=sweep_id or "",
     )

@@ -8,26 +8,29 @@ from __future__ import annotations
 
 import atexit
 import os
-import secrets
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any
-
-import cloudpickle
+from typing import Any, Protocol
 
 from .backends import get_backend
-from .backends.base import Cluster, Plan, RunOutcome, RunRequest
-from .batch import record_global_batch
+from .backends.base import Cluster, Plan, RunOutcome, RunRequest, RunView
 from .display import CellView
-from .errors import RunFailed, SpecError, interrupted
-from .events import RunEvent, RunState
+from .events import RunState
+from .global_batch import GlobalBatch
+from .push import pickle_push
+from .recorder import CellViewLike, RunRecorder, cluster_coords, new_run_id
+from .scaling import Throughput
+from .settings import Distributed
 from .spec import Spec
 from .store import RunRecord, Store
+from .sweep_runner import SweepOutcome, run_sweep
 
 
-def new_run_id() -> str:
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+class NamedView(CellViewLike, Protocol):
+    """A cell's view that also shows the id of its run."""
+
+    run_id: str
 
 
 @dataclass
@@ -37,15 +40,24 @@ class Live:
 
 
 class Session:
-    def __init__(self, store: Store | None = None) -> None:
+    def __init__(self, store: Store | None = None, settings: Distributed | None = None) -> None:
         self._store = store
+        self.settings = settings
         self.live: dict[str, Live] = {}
+        self._launched: set[str] = set()  # backends this session started clusters with
         atexit.register(self.shutdown)
+
+    @property
+    def interrupt_grace(self) -> float:
+        """Seconds a rank gets to yield to the stop button or --timeout (``%config
+        Distributed.interrupt_grace``) before its cluster is terminated."""
+        return self.settings.interrupt_grace if self.settings is not None else 2.0
 
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store()
+            path = self.settings.store_path if self.settings is not None else ""
+            self._store = Store(path or None)
         return self._store
 
     def plan(self, spec: Spec) -> Plan:
@@ -62,19 +74,64 @@ class Session:
         view: CellView | None = None,
     ) -> RunOutcome:
         """Run ``code`` on the spec's ranks. Pulled names are set in ``user_ns``. Raises
-        :class:`RunFailed` when a rank failed and KeyboardInterrupt when interrupted."""
-        push = self._push_values(spec, user_ns)
+        :class:`RunFailed` when a rank failed and KeyboardInterrupt when interrupted.
+
+        The run is recorded before its cluster starts, so a launch that fails is in the
+        history too; bad settings (the spec, the plan, ``--push``) are refused before that."""
+        push = pickle_push(spec.push, user_ns, spec.params)
         view = view or CellView()
-        cluster = self._cluster_for(spec, view)
+        cluster = self._reusable(spec, view)
+        plan = cluster.plan if cluster is not None else self.plan(spec)
+        recorder = self.record(spec, code, plan, view, cell_id, cluster)
+        run_id = recorder.run_id
+        doing = "starting the cluster"
+        try:
+            if cluster is None:
+                cluster = self._launch(spec, plan, recorder)
+                recorder.launched(cluster)
+            doing = "running the cell"
+            request = RunRequest(
+                run_id, code, spec.ranks, push, spec.pull, spec.timeout,
+                display_max=int(spec.display_max_mb * 2**20),
+                interrupt_grace=self.interrupt_grace,
+            )  # fmt: skip
+            outcome = cluster.execute(request, recorder)
+        except BaseException as exc:
+            recorder.abort(exc, doing)
+            raise
+        if not cluster.alive:
+            view.notice(f"the cluster was stopped ({cluster.lost}); the next cell starts a new one")
+        kept = cluster.alive and outcome.state is RunState.INTERRUPTED
+        return recorder.finish(
+            outcome,
+            spec.pull,
+            spec.ranks,
+            user_ns,
+            after_interrupt="the ranks keep their variables" if kept else "the cluster was stopped",
+        )
+
+    def record(
+        self,
+        spec: Spec,
+        code: str,
+        plan: Plan,
+        view: NamedView,
+        cell_id: str = "",
+        cluster: Cluster | None = None,
+        sweep_id: str = "",
+    ) -> RunRecorder:
+        """Record a new run of ``code`` (before its cluster starts, unless ``cluster`` runs)."""
         run_id = new_run_id()
         view.run_id = run_id
-        self.store.create_run(
+        return RunRecorder.start(
+            self.store,
             RunRecord(
                 id=run_id,
                 backend=spec.backend,
                 world_size=spec.world_size,
                 ranks=list(spec.ranks),
-                cluster_id=cluster.id,
+                state=RunState.RUNNING if cluster is not None else RunState.PENDING,
+                cluster_id=cluster.id if cluster is not None else "",
                 spec=spec.to_json(),
                 source=code,
                 notebook=os.environ.get("JPY_SESSION_NAME", ""),
@@ -82,97 +139,43 @@ class Session:
                 host=socket.gethostname(),
                 kernel_pid=os.getpid(),
                 started=time.time(),
+                summary={"sweep": dict(spec.params)} if spec.params else {},
+                sweep_id=sweep_id,
             ),
-            coords={
-                r.rank: {**r.coords.to_json(), "host": r.host, "pid": r.pid}
-                for r in cluster.ranks()
-            },
+            view,
+            coords=cluster_coords(cluster) if cluster is not None else _planned(plan),
+            observers=[GlobalBatch(code, spec.layout), Throughput()],
         )
-        request = RunRequest(run_id, code, spec.ranks, push, spec.pull, spec.timeout)
-        try:
-            outcome = cluster.execute(request, view)
-        except BaseException:
-            self.store.append(
-                [
-                    RunEvent(
-                        run_id,
-                        time.time(),
-                        RunState.FAILED,
-                        "the kernel failed while running the cell",
-                    )
-                ]
-            )
-            raise
-        message = outcome.message or (
-            RunFailed(list(outcome.failures)).headline if outcome.failures else ""
-        )
-        self.store.append([RunEvent(run_id, time.time(), outcome.state, message)])
-        warning = record_global_batch(self.store, run_id, code, spec.layout)
-        if warning:
-            view.notice(warning)
-        self._set_pulled(spec, outcome, user_ns, view)
-        if not cluster.alive:
-            view.notice(f"the cluster was stopped ({cluster.lost}); the next cell starts a new one")
-        view.finish()
-        if outcome.state in (RunState.INTERRUPTED, RunState.STOPPED):
-            kept = cluster.alive and outcome.state is RunState.INTERRUPTED
-            raise interrupted(
-                "the cell was interrupted on every rank; "
-                + ("the ranks keep their variables" if kept else "the cluster was stopped")
-            )
-        if outcome.failures:
-            raise RunFailed(list(outcome.failures), run_id)
-        return outcome
 
-    def _push_values(self, spec: Spec, user_ns: dict[str, Any]) -> dict[str, Any]:
-        values: dict[str, Any] = {}
-        for name in spec.push:
-            if name not in user_ns:
-                raise SpecError(f"--push: name {name!r} is not defined in the notebook")
-            try:
-                cloudpickle.dumps(user_ns[name], protocol=5, buffer_callback=lambda b: None)
-            except Exception as exc:  # noqa: BLE001 (any pickling error is the user's to see)
-                raise SpecError(
-                    f"--push: cannot send {name!r} to the ranks: {type(exc).__name__}: {exc}"
-                ) from None
-            values[name] = user_ns[name]
-        return values
+    def run_sweep(
+        self,
+        spec: Spec,
+        code: str,
+        user_ns: dict[str, Any],
+        cell_id: str = "",
+        quiet: bool = False,
+    ) -> SweepOutcome:
+        """Run ``code`` once per combination of ``spec.sweep``, each on its own cluster."""
+        return run_sweep(self, spec, code, user_ns, cell_id, quiet)
 
-    def _set_pulled(
-        self, spec: Spec, outcome: RunOutcome, user_ns: dict[str, Any], view: CellView
-    ) -> None:
-        for name in spec.pull:
-            problems = [
-                f"rank {r}: {e.get(name) or e.get('*')}"
-                for r, e in sorted(outcome.pull_errors.items())
-                if name in e or "*" in e
-            ]
-            missing = [r for r in spec.ranks if name not in outcome.pulled.get(r, {})]
-            if problems or missing:
-                view.notice(
-                    f"--pull {name}: not set; "
-                    + "; ".join(problems or [f"ranks {missing} did not finish"])
-                )
-                continue
-            user_ns[name] = [outcome.pulled[r][name] for r in spec.ranks]
-
-    def _cluster_for(self, spec: Spec, view: CellView) -> Cluster:
+    def _reusable(self, spec: Spec, view: CellView) -> Cluster | None:
+        """The live cluster when it matches the spec; else stops it (saying why)."""
         live = self.live.get(spec.backend)
-        if live is not None:
-            if live.cluster.alive and live.spec.cluster_key() == spec.cluster_key():
-                return live.cluster
-            if not live.cluster.alive:
-                view.notice(
-                    f"the previous cluster was lost ({live.cluster.lost}); starting a new one"
-                )
-            else:
-                view.notice(
-                    f"settings changed ({spec.describe_change(live.spec)}); restarting the cluster"
-                )
-            self.stop(spec.backend)
-        backend = get_backend(spec.backend)
-        plan = backend.plan(spec)
-        cluster = backend.launch(plan, self.store, view)
+        if live is None:
+            return None
+        if live.cluster.alive and live.spec.cluster_key() == spec.cluster_key():
+            return live.cluster
+        if not live.cluster.alive:
+            view.notice(f"the previous cluster was lost ({live.cluster.lost}); starting a new one")
+        else:
+            change = spec.describe_change(live.spec)
+            view.notice(f"settings changed ({change}); restarting the cluster")
+        self.stop(spec.backend)
+        return None
+
+    def _launch(self, spec: Spec, plan: Plan, view: RunView) -> Cluster:
+        self._launched.add(spec.backend)
+        cluster = get_backend(spec.backend).launch(plan, self.store, view)
         self.live[spec.backend] = Live(spec, cluster)
         return cluster
 
@@ -188,5 +191,25 @@ class Session:
                 stopped.append(live.cluster.id)
         return stopped
 
+    def stacks(self, rank: int | None = None) -> list[str]:
+        """The stacks of every rank (or ``rank``) of each live cluster, diagnosed."""
+        out = []
+        for name, live in self.live.items():
+            ranks = [r.rank for r in live.cluster.ranks() if rank in (None, r.rank)]
+            if not ranks or not live.cluster.alive:
+                continue
+            event = live.cluster.snapshot(ranks, "request")
+            head = f"{name} cluster {live.cluster.id}:"
+            out.append(f"{head}\n{event.diagnosis}" if event else f"{head} no stacks ({name})")
+        return out
+
     def shutdown(self) -> None:
         self.stop()
+        for name in sorted(self._launched):
+            get_backend(name).shutdown()
+        self._launched.clear()
+
+
+def _planned(plan: Plan) -> dict[int, dict[str, Any]]:
+    """Where each rank will run, recorded before the cluster starts (pids come later)."""
+    return {r.rank: {**r.coords.to_json(), "host": r.host, "pid": None} for r in plan.ranks}

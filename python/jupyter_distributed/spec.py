@@ -14,6 +14,8 @@ from enum import Enum, StrEnum
 from typing import Any
 
 from .errors import SpecError
+from .redact import redact_env
+from .sweeps import Combination, Sweep
 
 
 class Strategy(StrEnum):
@@ -49,7 +51,8 @@ class Role(StrEnum):
     PARAMETER_SERVER = "ps"
 
 
-# Variables that the runtime sets on every rank; a user's --env must not override them.
+# Variables that the runtime sets on every rank; a user's --env must not override them. (The
+# rendezvous point, MASTER_ADDR and MASTER_PORT, may be chosen, as torchrun's --master-addr.)
 RESERVED_ENV = frozenset(
     {
         "RANK",
@@ -58,10 +61,13 @@ RESERVED_ENV = frozenset(
         "LOCAL_WORLD_SIZE",
         "GROUP_RANK",
         "NODE_RANK",
-        "MASTER_ADDR",
-        "MASTER_PORT",
     }
 )
+RENDEZVOUS_ENV = ("MASTER_ADDR", "MASTER_PORT")
+DIST_BACKENDS = ("auto", "nccl", "gloo")
+MAX_TIMEOUT = 365 * 24 * 3600.0
+MAX_DISPLAY_MB = 60.0  # largest cap of one rich display: it travels in one frame (protocol.frames)
+MAX_TEXT = 10_000  # longest --targets/--push/--pull text
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -142,11 +148,19 @@ class Layout:
     strategy: Strategy = Strategy.NONE
     model_parallel: ModelParallel | None = None
     parameter_servers: int = 0
+    dist_backend: str = "auto"  # torch's process group: auto (decided once per cluster), nccl, gloo
 
     def __post_init__(self) -> None:
         _positive("--nodes", self.nodes)
         _positive("--procs-per-node", self.procs_per_node)
         object.__setattr__(self, "strategy", enum_value(Strategy, "--strategy", self.strategy))
+        if self.dist_backend not in DIST_BACKENDS:
+            raise SpecError(
+                f"--dist-backend must be one of {', '.join(DIST_BACKENDS)}, "
+                f"got {self.dist_backend!r}"
+            )
+        if self.dist_backend != "auto" and not self.strategy.uses_torch:
+            raise SpecError("--dist-backend needs a torch strategy (ddp, fsdp, model-parallel)")
         mp = self.model_parallel
         if mp is not None and self.strategy is not Strategy.MODEL_PARALLEL:
             raise SpecError(
@@ -216,6 +230,7 @@ class Layout:
             strategy=Strategy(data["strategy"]),
             model_parallel=ModelParallel(**mp) if mp else None,
             parameter_servers=int(data.get("parameter_servers", 0)),
+            dist_backend=str(data.get("dist_backend", "auto")),
         )
 
     def check_accelerators(self, per_node: int | None, where: str) -> None:
@@ -233,6 +248,14 @@ class BackendOptions:
 
     backend: str = field(default="", init=False)
 
+    @classmethod
+    def from_flags(cls, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> BackendOptions:
+        """Build from the flags the cell gave (by field name) over the configured defaults.
+        Repeatable flags arrive as lists; a backend overrides this to convert its own."""
+        names = {f.name for f in fields(cls) if f.init}
+        values = {k: v for k, v in {**defaults, **given}.items() if k in names}
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+
 
 @dataclass(frozen=True)
 class Spec:
@@ -246,6 +269,10 @@ class Spec:
     pull: tuple[str, ...] = ()
     targets: tuple[int, ...] | None = None
     timeout: float | None = None
+    display: tuple[int, ...] | None = None  # ranks whose rich displays show (None: all)
+    display_max_mb: float = 10.0
+    sweep: Sweep | None = None  # the cell's sweep axes (the session runs each combination)
+    params: Combination = ()  # one combination's values: variables in the ranks' namespace
 
     def __post_init__(self) -> None:
         if not self.backend:
@@ -279,8 +306,20 @@ class Spec:
                     f"--targets: rank {bad[0]} does not exist; ranks are "
                     f"0-{self.layout.world_size - 1}"
                 )
-        if self.timeout is not None and not self.timeout > 0:
-            raise SpecError(f"--timeout must be a positive number of seconds, got {self.timeout}")
+        if not 0 < self.display_max_mb <= MAX_DISPLAY_MB:
+            raise SpecError(
+                f"--display-max-mb must be a positive number up to {MAX_DISPLAY_MB:.0f}, "
+                f"got {self.display_max_mb}"
+            )
+        swept = {n for n, _ in self.params} | set(self.sweep.names if self.sweep else ())
+        both = sorted(swept & set(self.push))
+        if both:
+            raise SpecError(f"--push {both[0]} is also swept; push it or sweep it, not both")
+        if self.timeout is not None and not 0 < self.timeout <= MAX_TIMEOUT:
+            raise SpecError(
+                f"--timeout must be a positive number of seconds up to {MAX_TIMEOUT:.0f}, "
+                f"got {self.timeout}"
+            )
 
     @property
     def world_size(self) -> int:
@@ -311,7 +350,9 @@ class Spec:
         return ", ".join(changed) or "nothing"
 
     def to_json(self) -> dict[str, Any]:
+        """The spec as stored and served; secret-looking ``--env`` values are masked."""
         data: dict[str, Any] = _jsonable(self)
+        data["env"] = [list(pair) for pair in redact_env(self.env)]
         return data
 
 
@@ -327,9 +368,12 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def parse_targets(text: str) -> tuple[int, ...]:
-    """``"0,2-3"`` → ``(0, 2, 3)``."""
+def parse_targets(text: str, world_size: int) -> tuple[int, ...]:
+    """``"0,2-3"`` → ``(0, 2, 3)``; every rank is checked against ``world_size`` before a
+    range is expanded, so a huge range costs nothing."""
     out: list[int] = []
+    if len(text) > MAX_TEXT:
+        raise SpecError(f"--targets is {len(text)} characters long; give ranges like 0-7")
     for part in filter(None, (p.strip() for p in text.split(","))):
         lo, dash, hi = part.partition("-")
         try:
@@ -339,6 +383,11 @@ def parse_targets(text: str) -> tuple[int, ...]:
             raise SpecError(f"--targets: {part!r} is not a rank or a range like 2-3") from None
         if last < first:
             raise SpecError(f"--targets: range {part!r} is empty; write it low-high")
+        if first < 0 or last >= world_size:
+            raise SpecError(
+                f"--targets: rank {last if first >= 0 else first} does not exist; ranks are "
+                f"0-{world_size - 1}"
+            )
         out.extend(range(first, last + 1))
     return tuple(dict.fromkeys(out))
 

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
-from .batch import batch_warning
+from .backends import get_backend
+from .errors import NotFound
+from .events import StacksEvent
+from .global_batch import batch_warning
+from .protocol.stacks import RankStacks
 from .session import Session
+from .settings import Settings
+from .spec import Spec
 from .store import Store
+from .sweeps import label
+
+SHOWN_COMBINATIONS = 20
 
 
 def _age(t: float | None) -> str:
@@ -40,6 +50,22 @@ def status(session: Session) -> str:
     return "\n".join(out)
 
 
+def dry_run(session: Session, spec: Spec) -> str:
+    """``--dry-run``: the plan, and for a sweep its combinations (the first one's plan)."""
+    if spec.sweep is None:
+        return session.plan(spec).render()
+    combos = spec.sweep.combinations()
+    parallel = get_backend(spec.backend).sweep_parallel(spec)
+    head = [
+        f"sweep:        {len(combos)} combination(s), {parallel} at a time, each on its own ranks"
+    ]
+    head += [f"  {label(c)}" for c in combos[:SHOWN_COMBINATIONS]]
+    if len(combos) > SHOWN_COMBINATIONS:
+        head.append(f"  ... {len(combos) - SHOWN_COMBINATIONS} more")
+    first = replace(spec, sweep=None, params=combos[0])
+    return "\n".join([*head, f"plan of {label(combos[0])}:", session.plan(first).render()])
+
+
 def runs(store: Store, limit: int = 20) -> str:
     records = store.runs(limit=limit)
     if not records:
@@ -56,6 +82,9 @@ def runs(store: Store, limit: int = 20) -> str:
             f"{r.id:<21} {r.backend:<9} {len(r.ranks):>5}  {r.state.value:<11} "
             f"{started:<19} {duration:>9}  {first}"
         )
+        if r.sweep_id:
+            swept = " ".join(f"{k}={v!r}" for k, v in r.summary.get("sweep", {}).items())
+            out.append(f"{'':<21} {r.sweep_id}: {swept}")
         if r.message:
             out.append(f"{'':<21} {r.message}")
         if "global_batch" in r.summary:
@@ -79,7 +108,7 @@ def logs(
 ) -> str:
     record = store.run(run_id)
     if record is None:
-        raise KeyError(f"no run {run_id!r}; %distributed runs lists them")
+        raise NotFound(f"no run {run_id!r}; %distributed runs lists them")
     lines = store.logs(
         record.id, ranks=None if rank is None else [rank], search=search, limit=limit
     )
@@ -87,3 +116,48 @@ def logs(
         f"[rank {ln.rank}{' stderr' if ln.stream == 'stderr' else ''}] {ln.text}" for ln in lines
     ]
     return "\n".join(out) if out else f"run {record.id}: no output lines match"
+
+
+def settings(configurables: list[Settings]) -> str:
+    """``%distributed config``: each setting, its effective value and where it came from."""
+    rows = [row for c in configurables for row in c.sources()]
+    width = max((len(name) for name, _, _ in rows), default=0)
+    return "\n".join(f"{name:<{width}}  {value}  ({where})" for name, value, where in rows)
+
+
+STACKS_WAIT = 5.0  # seconds for the kernel running a run to answer a stacks request
+
+
+def stacks(session: Session, run_id: str | None, rank: int | None) -> str:
+    """``%distributed stacks [RUN] [--rank R]``: this kernel's live ranks, or a run's, which may
+    be running in another kernel (asked through the history, as the panel does)."""
+    if run_id is None:
+        return "\n\n".join(session.stacks(rank)) or "no cluster is running"
+    store = session.store
+    run = store.run(run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id!r} in the history")
+    if run.state.finished:
+        old = store.stacks(run.id)
+        if not old:
+            return f"run {run.id} ended ({run.state.value}) without a stack snapshot"
+        return _snapshot_text(old[-1][1], rank, f"run {run.id} ended; its last stacks:")
+    after = old[-1][0] if (old := store.stacks(run.id)) else 0
+    store.request_control(run.id, "stacks")
+    deadline = time.monotonic() + STACKS_WAIT
+    while time.monotonic() < deadline:
+        new = store.stacks(run.id, after)
+        if new:
+            return _snapshot_text(new[-1][1], rank, f"run {run.id}:")
+        time.sleep(0.05)
+    return f"run {run.id}: its kernel did not answer within {STACKS_WAIT:.0f}s"
+
+
+def _snapshot_text(event: StacksEvent, rank: int | None, head: str) -> str:
+    if rank is None:
+        return f"{head}\n{event.diagnosis}"
+    data = event.ranks.get(rank)
+    if data is None:
+        return f"{head} no stack of rank {rank}"
+    lines = RankStacks.from_json(data).format()
+    return "\n".join([f"{head} rank {rank}:", *lines])

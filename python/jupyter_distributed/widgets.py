@@ -1,42 +1,53 @@
-"""The inline view (``%%distributed --widget``): a live panel under the cell for front-ends
-without the JupyterLab side panel (VS Code, classic notebook, Colab).
+"""The inline view (``%%distributed --widget``): the run live under the cell, drawn by the panel.
 
-A rank-state strip, progress, and a throughput plot (samples/s per rank from
-``report(samples=N)``), above the usual ``[rank N]`` output lines. Plain ipywidgets whose last
-state stays in the saved notebook; the plot is an output holding a plotly figure (JSON, drawn by
-the front-end's plotly renderer) with an SVG picture of it for front-ends without one.
-Widgets are updated a few times a second at most, on the kernel's main thread.
+Following anywidget's split, Python owns the state and one front-end implementation owns the
+view: :class:`RunWidget` holds the run, its ranks and its events in the wire format (the JSON of
+``events.py`` and ``records.py`` that the server sends the side panel), and the lab extension's
+``RunView`` (``labextension/src/widget.tsx``) folds and draws them with the panel's own code: the
+same rank tiles, straggler rule and throughput plots. The state is kept in the saved notebook.
+
+Widgets are synced a few times a second at most, on the kernel's main thread; the ``[rank N]``
+output lines stay under the cell as without ``--widget``.
 """
 
 from __future__ import annotations
 
-import html
 import time
-from collections.abc import Sequence
-from typing import TextIO
+from collections import deque
+from collections.abc import Collection, Sequence
+from typing import Any, TextIO
 
 import ipywidgets as widgets
+import traitlets
 from IPython.display import display
 
+from . import __version__
 from .display import CellView
-from .events import ErrorEvent, Event, MetricEvent, RankEvent
-from .liveplot import Throughput
+from .events import DisplayEvent, Event, MetricEvent, OutputEvent
+from .records import RankRecord, RunRecord
 
-REFRESH_EVERY = 0.25  # seconds between widget updates
-PLOT_EVERY = 1.0  # seconds between plot updates
-COLORS = {
-    "starting": "#bbb",
-    "running": "#1f77b4",
-    "done": "#2ca02c",
-    "failed": "#d62728",
-    "interrupted": "#ff7f0e",
-    "exited": "#7f7f7f",
-}
-FINISHED = ("done", "failed", "interrupted", "exited")
+SYNC_EVERY = 0.25  # seconds between two syncs of the widget's state
+MAX_EVENTS = 5000  # metric events kept for the plots (the oldest go first); others are all kept
+MODULE_NAME = "jupyter-distributed"  # the lab extension's widget module (widget.tsx)
+
+
+class RunWidget(widgets.DOMWidget):  # type: ignore[misc]
+    """A run in the wire format; the lab extension's ``RunView`` draws it."""
+
+    _model_name = traitlets.Unicode("RunModel").tag(sync=True)
+    _view_name = traitlets.Unicode("RunView").tag(sync=True)
+    _model_module = traitlets.Unicode(MODULE_NAME).tag(sync=True)
+    _view_module = traitlets.Unicode(MODULE_NAME).tag(sync=True)
+    _model_module_version = traitlets.Unicode(f"^{__version__}").tag(sync=True)
+    _view_module_version = traitlets.Unicode(f"^{__version__}").tag(sync=True)
+    run = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)  # RunJSON
+    ranks: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # [RankJSON]
+    # [StreamItem]: {"seq": n, "event": ...}
+    events: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
 
 
 class WidgetView(CellView):
-    """A :class:`CellView` that also draws the run in widgets under the cell."""
+    """A :class:`CellView` that also shows the run in a :class:`RunWidget` under the cell."""
 
     def __init__(
         self,
@@ -45,99 +56,59 @@ class WidgetView(CellView):
         out: TextIO | None = None,
         err: TextIO | None = None,
         quiet: bool = False,
+        display_ranks: Collection[int] | None = None,
     ) -> None:
-        super().__init__(run_id, out, err, quiet)
-        self.states: dict[int, str] = dict.fromkeys(ranks, "starting")
-        self.progress_values: dict[int, float] = {}
-        self.throughput = Throughput()
+        super().__init__(run_id, out, err, quiet, display_ranks)
+        self.rank_ids = list(ranks)
         self.started = time.time()
-        self._changed = True
-        self._refreshed = self._plotted = 0.0
-        self._plot_dirty = False
-        self.header = widgets.HTML()
-        self.strip = widgets.HTML()
-        self.progress = widgets.FloatProgress(min=0.0, max=1.0, value=0.0, description="progress")
-        self.plot = widgets.Output()
-        self.box = widgets.VBox([self.header, self.strip, self.progress, self.plot])
-        self.refresh(force=True)
-        display(self.box)  # type: ignore[no-untyped-call]
+        self.widget = RunWidget()
+        self._events: list[dict[str, Any]] = []  # every rank, run and error event
+        self._metrics: deque[dict[str, Any]] = deque(maxlen=MAX_EVENTS)
+        self._seq = 0
+        self._synced = 0.0
+        self._unsynced = False
+        display(self.widget)  # type: ignore[no-untyped-call]
 
     # -- RunView -------------------------------------------------------------------------
 
     def on_event(self, event: Event) -> None:
         super().on_event(event)
-        if isinstance(event, RankEvent):
-            self.states[event.rank] = event.state.value
-            self._changed = True
-        elif isinstance(event, ErrorEvent) and event.rank in self.states:
-            self.states[event.rank] = "failed"
-            self._changed = True
-        elif isinstance(event, MetricEvent):
-            samples = event.values.get("samples")
-            if samples is not None:
-                self.throughput.add(event.rank, event.t, samples)
-                self._plot_dirty = True
-            if "progress" in event.values:
-                self.progress_values[event.rank] = event.values["progress"]
-                self._changed = True
-        self.refresh()
+        if isinstance(event, OutputEvent | DisplayEvent):
+            return  # the lines and displays are under the cell already
+        if not self.run_id:
+            self.run_id = event.run_id
+        self._seq += 1
+        item = {"seq": self._seq, "event": event.to_json()}
+        (self._metrics if isinstance(event, MetricEvent) else self._events).append(item)
+        self._unsynced = True
+        self.sync()
 
     def flush(self) -> None:
         super().flush()
-        self.refresh()
+        self.sync()
 
-    def finish(self) -> None:
-        super().finish()
-        self.refresh(force=True, final=True)
+    def finish(self, unrecorded: int = 0) -> None:
+        super().finish(unrecorded)
+        self.sync(force=True)
 
-    # -- drawing -------------------------------------------------------------------------
+    # -- state ---------------------------------------------------------------------------
 
-    def refresh(self, force: bool = False, final: bool = False) -> None:
+    def sync(self, force: bool = False) -> None:
         now = time.monotonic()
-        if not force and now - self._refreshed < REFRESH_EVERY:
+        if not self._unsynced or not self.run_id or (not force and now - self._synced < SYNC_EVERY):
             return
-        self._refreshed = now
-        if self._changed or force:
-            self._changed = False
-            self._draw_states(final)
-        if self._plot_dirty and (force or now - self._plotted >= PLOT_EVERY):
-            self._plotted = now
-            self._plot_dirty = False
-            self._draw_plot()
-
-    def _draw_states(self, final: bool) -> None:
-        counts: dict[str, int] = {}
-        for state in self.states.values():
-            counts[state] = counts.get(state, 0) + 1
-        summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-        rate = self.throughput.latest()
-        elapsed = time.time() - self.started
-        self.header.value = (
-            f"<b>run {html.escape(self.run_id)}</b> · {len(self.states)} rank(s) · "
-            f"{html.escape(summary)} · {elapsed:.0f}s"
-            + (f" · {rate:.4g} samples/s" if rate else "")
-        )
-        self.strip.value = "".join(
-            f'<span title="rank {r}: {s}" data-rank="{r}" data-state="{s}" style="display:'
-            f"inline-block;width:10px;height:10px;margin:1px;background:{COLORS.get(s, '#bbb')}"
-            f'"></span>'
-            for r, s in sorted(self.states.items())
-        )
-        finished = sum(s in FINISHED for s in self.states.values())
-        if self.progress_values and not final:
-            value = sum(self.progress_values.values()) / max(len(self.states), 1)
-        else:
-            value = finished / max(len(self.states), 1)
-        self.progress.value = min(max(value, 0.0), 1.0)
-        if final or finished == len(self.states):
-            failed = any(s in ("failed", "interrupted") for s in self.states.values())
-            self.progress.bar_style = "danger" if failed else "success"
-            self.progress.description = "failed" if failed else "done"
-
-    def _draw_plot(self) -> None:
-        bundle = {
-            "application/vnd.plotly.v1+json": self.throughput.figure(),
-            "text/html": self.throughput.svg(),
-            "text/plain": f"{self.throughput.latest():.4g} samples/s",
-        }
-        self.plot.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
+        self._synced = now
+        self._unsynced = False
+        if self.widget.run is None:
+            run = RunRecord(
+                self.run_id, "", len(self.rank_ids), self.rank_ids, started=self.started
+            )
+            ranks = [
+                RankRecord(r, "", None, "starting", {}, self.started, None).to_json()
+                for r in self.rank_ids
+            ]
+            with self.widget.hold_sync():
+                self.widget.run = run.to_json()
+                self.widget.ranks = ranks
+        items = sorted([*self._events, *self._metrics], key=lambda item: int(item["seq"]))
+        self.widget.events = items

@@ -31,6 +31,9 @@ class BackendCase:
     missing: Callable[[], str] = lambda: ""  # why it cannot run here; empty when it can
     fixtures: tuple[str, ...] = ()  # pytest fixtures the case runs under (e.g. its platform)
     lacks: dict[str, str] = field(default_factory=dict)  # capability -> why not, by design
+    # The contract tests run by default; the others are slow for this case (pytest --slow).
+    # None: all of them.
+    reduced: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.lacks) - set(CAPABILITIES)
@@ -58,6 +61,18 @@ def sagemaker_options() -> BackendOptions:
     return SageMakerOptions()  # role, bucket, image, endpoint: from the environment
 
 
+def slurm_missing() -> str:
+    from .engines.slurm import missing
+
+    return missing()
+
+
+def ray_missing() -> str:
+    from .engines.ray import missing
+
+    return missing()
+
+
 CASES = [
     BackendCase("local"),
     BackendCase("mpi", options=MpiOptions, missing=mpi_missing),
@@ -72,5 +87,29 @@ CASES = [
             "timeout": "--timeout is refused: use --max-run (MaxRuntimeInSeconds)",
             "local_ranks": "a job's ranks run on the platform's hosts, not under the kernel",
         },
+    ),
+    BackendCase(
+        "slurm",
+        missing=slurm_missing,
+        fixtures=("in_slurm",),  # a Slurm cluster on loopback, in its own network namespace
+        lacks={"local_ranks": "ranks are tasks of slurmd, not children of the kernel"},
+    ),
+    BackendCase(
+        "ray",
+        missing=ray_missing,
+        fixtures=("in_ray",),  # a Ray head on loopback, in its own network namespace
+        lacks={"local_ranks": "ranks are children of Ray actors, not of the kernel"},
+        # Each test starts a placement group and an actor per rank (seconds each on a 2-core
+        # machine): by default the tests whose Ray-specific code differs (start, output, errors,
+        # interrupt and stop through the actors); variables, push/pull, --targets and --timeout
+        # share the channel code with local and slurm (pytest --slow runs them on Ray too). A
+        # dead rank and a dead kernel are test_ray_backend.py's.
+        reduced=frozenset(
+            {
+                "test_output_is_tagged_per_rank_and_recorded",
+                "test_error_reports_the_root_cause_first",
+                "test_interrupt_stops_the_cell",
+            }
+        ),
     ),
 ]

@@ -15,8 +15,28 @@ pytest_plugins = ["pytest_jupyter.jupyter_server"]
 # `shell`: the IPython shell with %%distributed bound to a fresh session and store.
 from .core_helpers import shell  # noqa: E402, F401
 
+# `slurm_cluster`, `in_slurm`, `ray_head`, `in_ray`: real engines in their own network namespaces.
+from .engines.fixtures import in_ray, in_slurm, ray_head, slurm_cluster  # noqa: E402, F401
+
 # `platform`, `configured`: moto's server with the local SageMaker platform (SageMaker tests).
 from .sagemaker_fixtures import configured, platform  # noqa: E402, F401
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--slow",
+        action="store_true",
+        help="also run the slow tests (the full contract suite on the Ray engine)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True, scope="session")

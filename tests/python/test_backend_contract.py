@@ -32,6 +32,7 @@ from jupyter_distributed.spec import Layout, Spec
 from jupyter_distributed.store import Store
 
 from .backend_cases import CAPABILITIES, CASES, BackendCase
+from .engines.fixtures import engine_processes
 
 
 def wait_gone(pids: set[int], within: float = 15.0) -> set[int]:
@@ -72,13 +73,20 @@ class Harness:
         )
 
     def processes(self) -> set[int]:
-        """Every process the session started (launchers and ranks)."""
-        return set(descendants(os.getpid()))
+        """Every process the session started (launchers and ranks), not the engines' daemons."""
+        return set(descendants(os.getpid())) - engine_processes()
 
 
 @pytest.fixture(params=CASES, ids=lambda c: c.name)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
     case: BackendCase = request.param
+    test = request.node.originalname
+    if (
+        case.reduced is not None
+        and test not in case.reduced
+        and not request.config.getoption("--slow")
+    ):
+        pytest.skip(f"slow on {case.name} (beyond its reduced contract subset): run with --slow")
     if reason := case.missing():
         pytest.skip(f"{case.name} backend unavailable: {reason}")
     platforms = [request.getfixturevalue(name) for name in case.fixtures]

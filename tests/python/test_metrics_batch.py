@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_distributed.worker.metrics import numeric, pack_samples, unpack_samples
+from jupyter_distributed.protocol.metrics import numeric, pack_samples, unpack_samples
 
 from .core_helpers import shell  # noqa: F401
 

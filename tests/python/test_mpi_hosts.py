@@ -8,18 +8,25 @@ and the other ranks only across the veth link.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
+import socket
 import subprocess
 import textwrap
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from jupyter_distributed.backends.mpi_options import MpiOptions
+from jupyter_distributed.backends.process import ProcessCluster
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
 from jupyter_distributed.session import Session
@@ -46,6 +53,8 @@ class TwoHosts:
     veth: str  # this machine's veth interface
     subnet: str
     agent: Path
+    netns: str = ""  # the namespace of host 2
+    peer: str = ""  # its end of the veth pair
 
 
 def _ip(*args: str) -> None:
@@ -88,7 +97,7 @@ def two_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
         agent = tmp_path_factory.mktemp("agent") / "netns-agent"
         agent.write_text(AGENT.format(address=there, netns=netns))
         agent.chmod(0o755)
-        yield TwoHosts(here, there, veth, subnet, agent)
+        yield TwoHosts(here, there, veth, subnet, agent, netns, peer)
     finally:
         subprocess.run(["ip", "link", "del", veth], capture_output=True)
         subprocess.run(["ip", "netns", "del", netns], capture_output=True)
@@ -183,3 +192,122 @@ def test_a_rank_dying_on_the_other_host_is_named(two_hosts: TwoHosts, session: S
         )
     assert (info.value.root.rank, info.value.root.exit_code) == (3, 7)
     assert _run(session, spec, "rank") == {0: "0", 1: "1", 2: "2", 3: "3"}
+
+
+class _Capture:
+    """Every frame on ``veth`` while open (a raw AF_PACKET socket: root, Linux)."""
+
+    def __init__(self, veth: str) -> None:
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+        self.sock.bind((veth, 0))
+        self.sock.settimeout(0.2)
+        self.frames: list[bytes] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                self.frames.append(self.sock.recv(65536))
+
+    def close(self) -> bytes:
+        self._stop.set()
+        self._thread.join(5)
+        self.sock.close()
+        return b"".join(self.frames)
+
+
+def _handshake(address: str, curve: dict[str, bytes] | None) -> int:
+    """The monitor event a DEALER gets when it dials ``address`` (with ``curve`` keys)."""
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    for opt, key in (curve or {}).items():
+        sock.setsockopt(getattr(zmq, opt), key)
+    monitor = sock.get_monitor_socket()
+    sock.connect(address)
+    sock.send_multipart([b"0" * 64, b'{"type":"ping"}'])
+    deadline = time.monotonic() + 10
+    outcome = 0
+    try:
+        while time.monotonic() < deadline and not outcome:
+            if monitor.poll(200):
+                event = recv_monitor_message(monitor)["event"]
+                if event in (
+                    zmq.EVENT_HANDSHAKE_SUCCEEDED,
+                    zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
+                    zmq.EVENT_HANDSHAKE_FAILED_AUTH,
+                    zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL,
+                    zmq.EVENT_DISCONNECTED,
+                ):
+                    outcome = event
+    finally:
+        sock.disable_monitor()
+        monitor.close(0)
+        sock.close(0)
+        ctx.term()
+    return outcome
+
+
+def test_the_channel_across_hosts_is_encrypted_and_admits_only_the_cluster(
+    two_hosts: TwoHosts, session: Session
+) -> None:
+    spec = _spec(two_hosts)
+    _run(session, spec, "pass")
+    cluster = session.live["mpi"].cluster
+    assert isinstance(cluster, ProcessCluster) and cluster.router.curve is not None
+    assert cluster.address.startswith(f"tcp://{two_hosts.here}:")
+    capture = _Capture(two_hosts.veth)
+    try:
+        marker = "never-on-the-wire-" + os.urandom(6).hex()
+        values = _run(session, spec, f"text = {marker!r}\nprint(text)\ntext")
+    finally:
+        seen = capture.close()
+    assert set(values.values()) == {repr(marker)}  # ranks 2, 3 ran it across the link
+    port = int(cluster.address.rsplit(":", 1)[1]).to_bytes(2, "big")
+    assert seen.count(port) > 3  # the capture saw the channel's packets...
+    assert marker.encode() not in seen  # ...and neither the code nor its output in them
+    # a peer without the server's key never completes a handshake; with the server key but
+    # not the cluster's client keypair, the kernel refuses it
+    assert _handshake(cluster.address, None) != zmq.EVENT_HANDSHAKE_SUCCEEDED
+    public, secret = zmq.curve_keypair()
+    server = cluster.router.curve["server"].encode()
+    stranger = {"CURVE_SERVERKEY": server, "CURVE_PUBLICKEY": public, "CURVE_SECRETKEY": secret}
+    assert _handshake(cluster.address, stranger) == zmq.EVENT_HANDSHAKE_FAILED_AUTH
+    assert _run(session, spec, "rank") == {0: "0", 1: "1", 2: "2", 3: "3"}
+
+
+def test_probe_shows_the_veth_link_slower_than_loopback(
+    two_hosts: TwoHosts, session: Session
+) -> None:
+    """The veth link is made an Ethernet-like 400 Mbit/s one (a token bucket, both ways):
+    on a shared 2-core machine an unshaped veth and loopback differ by less than the noise."""
+    from jupyter_distributed.probe import ProbeSettings, run
+
+    if shutil.which("tc") is None:
+        pytest.skip("the tc command (iproute2) is not installed")
+    netns, peer = two_hosts.netns, two_hosts.peer
+    shape = ["qdisc", "add", "dev", "{}", "root", "tbf", "rate", "400mbit"]
+    shape += ["burst", "64kb", "latency", "50ms"]
+    subprocess.run(["tc", *[a.format(two_hosts.veth) for a in shape]], check=True)
+    try:
+        subprocess.run(
+            ["ip", "netns", "exec", netns, "tc", *[a.format(peer) for a in shape]], check=True
+        )
+        result = run(session, _spec(two_hosts), ProbeSettings(quick=True), CellView(quiet=True))
+    finally:
+        subprocess.run(["tc", "qdisc", "del", "dev", two_hosts.veth, "root"], check=False)
+        subprocess.run(
+            ["ip", "netns", "exec", netns, "tc", "qdisc", "del", "dev", peer, "root"], check=False
+        )
+    assert result["library"].startswith("mpi4py")
+    assert result["hosts"] == [two_hosts.here] * 2 + [two_hosts.there] * 2
+    links = {(p["a"], p["b"]): p["link"] for p in result["pairs"]}
+    assert links == {
+        (0, 1): "intra",
+        (2, 3): "intra",
+        **{(a, b): "inter" for a in (0, 1) for b in (2, 3)},
+    }
+    intra, inter = result["groups"]["intra"], result["groups"]["inter"]
+    assert inter["bandwidth_gbs"] < 0.06  # what the link allows (0.05 GB/s)
+    assert inter["bandwidth_gbs"] < intra["min_bandwidth_gbs"]

@@ -128,7 +128,7 @@ def test_dry_run_through_the_magic(shell: Any, capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     assert "--bind-to core" in out and "--bind-to none" not in out and "-np 2" in out
     with pytest.raises(
-        UsageError, match="--hosts only applies to --backend mpi; add one or remove --hosts"
+        UsageError, match="--hosts applies to --backend mpi, not local; add --backend mpi or"
     ):
         shell.run_cell_magic("distributed", "-n 2 --hosts a,b", "pass")
 

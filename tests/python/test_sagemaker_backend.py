@@ -8,6 +8,7 @@ import json
 import signal
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -292,3 +293,27 @@ def test_input_channel_sharded_by_key(configured: LocalSageMaker, tmp_path: Path
     assert ns["files"] == [["a.txt", "c.txt"], ["b.txt", "d.txt"]]
     channel = configured.requests[-1]["InputDataConfig"][0]["DataSource"]["S3DataSource"]
     assert channel["S3DataDistributionType"] == "ShardedByS3Key"
+
+
+def test_sweep_is_one_job_per_combination_with_its_hyperparameters(
+    configured: LocalSageMaker, tmp_path: Path
+) -> None:
+    from jupyter_distributed.sweeps import parse_sweep
+
+    session = Session(Store(tmp_path / "h.sqlite3"))
+    ns: dict[str, Any] = {}
+    spec = replace(
+        _spec(Layout(nodes=1, procs_per_node=1), pull=("y",)),
+        sweep=parse_sweep(["lr=0.1,0.2", "opt='adam',sgd"], 2),
+    )
+    outcome = session.run_sweep(spec, "y = (lr, opt, rank)", ns)
+    assert [r.state for r in outcome.results] == [RunState.COMPLETED] * 4
+    assert ns["y"] == {(lr, opt): [(lr, opt, 0)] for lr in (0.1, 0.2) for opt in ("adam", "sgd")}
+    sm = configured.client("sagemaker")
+    runs = session.store.runs(sweep_id=outcome.sweep_id)
+    assert len(runs) == 4 and len({r.external_id for r in runs}) == 4
+    for run in runs:
+        hp = sm.describe_training_job(TrainingJobName=run.external_id)["HyperParameters"]
+        assert {"lr": hp["lr"], "opt": hp["opt"]} == {
+            k: json.dumps(v) for k, v in run.summary["sweep"].items()
+        }

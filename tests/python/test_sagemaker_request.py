@@ -179,6 +179,7 @@ def test_package_holds_entry_job_runtime_and_requirements(tmp_path: Path) -> Non
     import tarfile
 
     from jupyter_distributed.backends.sagemaker import package
+    from jupyter_distributed.push import pickle_push
 
     req = tmp_path / "requirements.txt"
     req.write_text("numpy\n")
@@ -189,7 +190,8 @@ def test_package_holds_entry_job_runtime_and_requirements(tmp_path: Path) -> Non
         push=("data",),
         pull=("out",),
     )
-    body = package.build(spec, "run-1", "print(rank)", {"data": [1, 2]}, str(req))
+    push = pickle_push(("data",), {"data": [1, 2]})
+    body = package.build(spec, "run-1", "print(rank)", push, str(req))
     with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
         names = set(tar.getnames())
         job = json.loads(tar.extractfile("job.json").read())  # type: ignore[union-attr]
@@ -197,7 +199,8 @@ def test_package_holds_entry_job_runtime_and_requirements(tmp_path: Path) -> Non
     assert {
         "jd_entry.py",
         "push.bin",
-        "jd_runtime/jupyter_distributed/worker/container.py",
+        "jd_runtime/jupyter_distributed/worker/sagemaker_rank.py",
+        "jd_runtime/jupyter_distributed/protocol/messages.py",
         "jd_runtime/jupyter_distributed/spec.py",
         "jd_runtime/cloudpickle/__init__.py",
     } <= names
@@ -209,7 +212,7 @@ def test_package_holds_entry_job_runtime_and_requirements(tmp_path: Path) -> Non
         "layout": spec.layout.to_json(),
     }
     with pytest.raises(SpecError, match="--requirements"):
-        package.build(spec, "run-1", "1", {}, str(tmp_path / "missing.txt"))
+        package.build(spec, "run-1", "1", None, str(tmp_path / "missing.txt"))
 
 
 def test_tagged_lines_become_events() -> None:

@@ -20,12 +20,14 @@ from tornado.simple_httpclient import HTTPStreamClosedError
 from tornado.websocket import WebSocketClientConnection
 
 from jupyter_distributed.events import (
+    DisplayEvent,
     MetricEvent,
     OutputEvent,
     RankEvent,
     RankState,
     RunEvent,
     RunState,
+    StacksEvent,
     Stream,
 )
 from jupyter_distributed.server.wire import API_VERSION
@@ -136,7 +138,7 @@ async def test_bad_query_is_400_with_a_message(jp_fetch: Fetch, store: Store) ->
         ({"limit": "lots"}, "query argument limit='lots' must be an integer"),
         (
             {"stream": "stdin"},
-            "query argument stream='stdin' must be one of stdout, stderr, result",
+            "query argument stream='stdin' must be one of stdout, stderr, result, display",
         ),
         ({"rank": "x"}, "query argument rank='x' must be an integer"),
     ]:
@@ -145,6 +147,25 @@ async def test_bad_query_is_400_with_a_message(jp_fetch: Fetch, store: Store) ->
         assert err.value.code == 400
         assert err.value.response is not None
         assert json.loads(err.value.response.body)["message"] == message
+
+
+async def test_a_display_is_a_log_line_with_its_mark_and_its_bundle_on_request(
+    jp_fetch: Fetch, store: Store
+) -> None:
+    add_run(store, "run-a", 1000.0, lines=1)
+    png = "iVBORw0KGgoAAAANSUhEUgAAAoAAAAHgCAYAAAA10dzkAAA"  # a 640×480 PNG's first bytes
+    store.append([DisplayEvent("run-a", 0, 1001.0, {"image/png": png, "text/plain": "fig"})])
+    page = await get(jp_fetch, "runs", "run-a", "logs", stream="display")
+    (line,) = page["lines"]
+    assert (line["rank"], line["text"]) == (0, "image/png 640×480")
+    shown = await get(jp_fetch, "runs", "run-a", "displays", str(line["seq"]))
+    assert shown["data"] == {"image/png": png, "text/plain": "fig"}
+    assert shown["mark"] == "image/png 640×480"
+    streamed = [e for _, e in store.events_after(0, "run-a") if e.get("stream") == "display"]
+    assert streamed[0]["text"] == "image/png 640×480" and "data" not in streamed[0]
+    with pytest.raises(HTTPClientError) as err:
+        await jp_fetch(*API, "runs", "run-a", "displays", str(line["seq"] - 1))
+    assert err.value.code == 404
 
 
 async def test_logs_paged_by_cursor_and_filtered(jp_fetch: Fetch, store: Store) -> None:
@@ -406,7 +427,10 @@ async def read_sse(
         buffer += data.decode()
         while "\n\n" in buffer:
             message, buffer = buffer.split("\n\n", 1)
-            fields = dict(line.split(": ", 1) for line in message.splitlines())
+            lines = [line for line in message.splitlines() if not line.startswith(":")]
+            if not lines:
+                continue  # a comment (connected, keep-alive): EventSource ignores it
+            fields = dict(line.split(": ", 1) for line in lines)
             ids.append(fields["id"])
             items.extend(json.loads(fields["data"])["events"])
         if until(items):
@@ -436,3 +460,23 @@ async def test_server_sent_events_resume_from_last_event_id(
         assert writer.wait(60) == 0
     seqs = [i["seq"] for i in first + second if i["event"]["run_id"] == "live"]
     assert seqs == [seq for seq, _ in store.events_after(0, "live", limit=10**6)]
+
+
+async def test_stacks_are_requested_for_running_runs_only_and_paged(
+    jp_fetch: Fetch, store: Store
+) -> None:
+    add_run(store, "run-a", 1000.0)
+    add_run(store, "run-done", 900.0, state=RunState.COMPLETED)
+    response = await jp_fetch(*API, "runs", "run-a", "stacks", method="POST", body=b"")
+    assert response.code == 202
+    assert [(c.action, c.target) for c in store.take_controls("c-run-a")] == [("stacks", "run-a")]
+    for run_id, code in [("run-done", 409), ("nope", 404)]:
+        with pytest.raises(HTTPClientError) as err:
+            await jp_fetch(*API, "runs", run_id, "stacks", method="POST", body=b"")
+        assert err.value.code == code
+    store.append([StacksEvent("run-a", 5.0, "timeout", "rank 1 waits in x", {1: {"rank": 1}})])
+    page = json.loads((await jp_fetch(*API, "runs", "run-a", "stacks")).body)
+    assert [(s["reason"], s["diagnosis"], list(s["ranks"])) for s in page["stacks"]] == [
+        ("timeout", "rank 1 waits in x", ["1"])
+    ]
+    assert (await get(jp_fetch, "runs", "run-a", "stacks", after=page["next"]))["stacks"] == []

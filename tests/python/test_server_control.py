@@ -120,6 +120,10 @@ async def _stop(jp_fetch: Fetch, kernel: Any) -> None:
     assert result["reply"]["status"] == "error"
     assert run["state"] == "stopped"
     assert run["message"] == "a stop request from the Distributed panel"
+    # the ranks were killed mid-cell: their last stacks are in the history
+    stacks = json.loads((await jp_fetch(*API, "runs", run["id"], "stacks")).body)["stacks"]
+    assert [s["reason"] for s in stacks] == ["killed"]
+    assert stacks[0]["diagnosis"].startswith("ranks 0, 1 are at cell line 3: time.sleep(0.1)")
     reply = await kernel.execute_interactive("%%distributed -n 2\nprint(rank)", timeout=60)
     assert reply["content"]["status"] == "ok"
     runs = json.loads((await jp_fetch(*API, "runs")).body)["runs"]
@@ -150,3 +154,39 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+async def test_stacks_of_a_running_cell_land_in_the_history(
+    jp_fetch: Fetch, store_path: Path
+) -> None:
+    """The panel's Stacks action: POST while the kernel is busy in the cell; the stacks of
+    every rank, at the cell's line, are in the history and the stream within seconds."""
+    async with kernel() as client:
+        execution = asyncio.ensure_future(client.execute_interactive(LONG_CELL, timeout=120))
+        run = await running_run(jp_fetch)
+        response = await jp_fetch(*API, "runs", run["id"], "stacks", method="POST", body=b"")
+        assert response.code == 202
+        assert json.loads(response.body)["control"]["action"] == "stacks"
+        deadline = time.monotonic() + 10
+        page: dict[str, Any] = {"stacks": []}
+        while not page["stacks"] and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+            page = json.loads((await jp_fetch(*API, "runs", run["id"], "stacks")).body)
+        assert page["stacks"], "no stacks within 10 s"
+        snap = page["stacks"][0]
+        assert snap["reason"] == "request" and snap["kind"] == "stacks"
+        assert snap["diagnosis"].startswith("ranks 0, 1 are at cell line 3: time.sleep(0.1)")
+        assert set(snap["ranks"]) == {"0", "1"}
+        assert execution.done() is False  # the cell still runs: nothing was interrupted
+        async with kernel() as other:  # %distributed stacks RUN from another notebook
+            shown: list[str] = []
+            reply = await other.execute_interactive(
+                f"%distributed stacks {run['id']} --rank 1",
+                timeout=30,
+                output_hook=lambda m: shown.append(m["content"].get("text", "")),
+            )
+            assert reply["content"]["status"] == "ok"
+            assert f"run {run['id']}: rank 1:" in "".join(shown)
+            assert "time.sleep(0.1)" in "".join(shown)
+        await jp_fetch(*API, "runs", run["id"], "cancel", method="POST", body=b"")
+        await execution

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from jupyter_distributed.worker.protocol import Buffer
-from jupyter_distributed.worker.shared import (
+from jupyter_distributed.protocol.shared import (
     SHARED_MIN_BYTES,
     map_shared,
     remove_shared,
     shared_dir,
     write_shared,
 )
+from jupyter_distributed.protocol.signing import Buffer
 
 from .core_helpers import shell  # noqa: F401
 

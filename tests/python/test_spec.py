@@ -88,7 +88,7 @@ def test_accelerator_limit_names_both_numbers() -> None:
 
 
 def test_targets_env_and_names() -> None:
-    assert parse_targets("0,2-3,2") == (0, 2, 3)
+    assert parse_targets("0,2-3,2", 4) == (0, 2, 3)
     with pytest.raises(SpecError, match="rank 4 does not exist; ranks are 0-3"):
         Spec(Layout(1, 4), targets=(4,))
     with pytest.raises(SpecError, match="is set by jupyter-distributed"):

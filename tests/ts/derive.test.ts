@@ -3,14 +3,15 @@ import { describe, expect, it } from 'vitest';
 import {
   acrossRanks,
   currentRate,
+  lastSeconds,
   median,
   rankGroups,
   throughputSeries
 } from '../../labextension/src/derive';
 import { LogBuffer } from '../../labextension/src/logbuffer';
-import { parseRanks } from '../../labextension/src/logsview';
+import { parseRanks } from '../../labextension/src/logtoolbar';
 import { RunLive } from '../../labextension/src/runstate';
-import type { DistributedEvent } from '../../labextension/src/tokens';
+import type { DistributedEvent } from '../../labextension/src/wire';
 import { makeRun } from './fakes';
 
 const T = 2_000_000;
@@ -56,6 +57,29 @@ describe('rank tiles', () => {
     const tiles = rankGroups(liveWith(events), T + 5).flatMap(g => g.tiles);
     expect(tiles.map(t => t.straggler)).toEqual([false, false, false, true]);
     expect(tiles[0]?.samplesPerSec).toBe(100);
+    // The threshold is the user's setting: at 0.99 of the median, rank 1 (96 vs 98) lags too.
+    const strict = rankGroups(liveWith(events), T + 5, 0.99).flatMap(g => g.tiles);
+    expect(strict.map(t => t.straggler)).toEqual([false, true, false, true]);
+  });
+
+  it("shows each rank's last progress (its tqdm bar or report(progress=...))", () => {
+    const progress = (rank: number, t: number, p: number): DistributedEvent => ({
+      kind: 'metric',
+      run_id: 'r',
+      rank,
+      t,
+      values: { progress: p }
+    });
+    const live = liveWith([rankEvent(0, 'a'), rankEvent(1, 'a'), progress(0, T + 1, 0.4), progress(0, T + 2, 1)]);
+    const tiles = rankGroups(live, T + 3).flatMap(g => g.tiles);
+    expect(tiles.map(t => t.progress)).toEqual([1, null]);
+  });
+
+  it('keeps the last seconds of every series in the plot window', () => {
+    const a = { x: [0, 1, 2, 3, 4], y: [1, 2, 3, 4, 5] };
+    const b = { x: [3, 5], y: [7, 8] };
+    expect(lastSeconds([a, b], 2)).toEqual([{ x: [3, 4], y: [4, 5] }, b]);
+    expect(lastSeconds([a, b], 0)).toEqual([a, b]);
   });
 
   it('takes coordinates from the snapshot', () => {
@@ -108,8 +132,22 @@ describe('throughput', () => {
   });
 
   it('averages the current rate over the reporting window', () => {
-    expect(currentRate(new Map([[10, 4], [11, 6]]))).toBe(5);
-    expect(currentRate(new Map([[1, 100], [10, 10]]))).toBe(2);
+    expect(
+      currentRate(
+        new Map([
+          [10, 4],
+          [11, 6]
+        ])
+      )
+    ).toBe(5);
+    expect(
+      currentRate(
+        new Map([
+          [1, 100],
+          [10, 10]
+        ])
+      )
+    ).toBe(2);
     expect(median([3, 1, 2, 10])).toBe(2.5);
   });
 });

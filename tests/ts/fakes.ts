@@ -5,7 +5,8 @@
 
 import { ServerConnection } from '@jupyterlab/services';
 
-import type { DistributedEvent, Run, RunReply } from '../../labextension/src/tokens';
+import type { ReadonlyPartialJSONValue } from '@lumino/coreutils';
+import type { DistributedEvent, Run, RunReply } from '../../labextension/src/wire';
 
 export function makeRun(id: string, started: number, extra: Partial<Run> = {}): Run {
   return {
@@ -26,6 +27,7 @@ export function makeRun(id: string, started: number, extra: Partial<Run> = {}): 
     ended: null,
     message: '',
     summary: {},
+    sweep_id: '',
     ...extra
   };
 }
@@ -127,12 +129,13 @@ export async function until(check: () => boolean, ms = 2000): Promise<void> {
   }
 }
 
-export class MemoryStorage {
-  items = new Map<string, string>();
-  getItem(key: string): string | null {
-    return this.items.get(key) ?? null;
+/** An in-memory `IStateDB` (the part the model uses). */
+export class MemoryState {
+  items = new Map<string, ReadonlyPartialJSONValue>();
+  async fetch(id: string): Promise<ReadonlyPartialJSONValue | undefined> {
+    return this.items.get(id);
   }
-  setItem(key: string, value: string): void {
-    this.items.set(key, value);
+  async save(id: string, value: ReadonlyPartialJSONValue): Promise<void> {
+    this.items.set(id, value);
   }
 }

@@ -1,26 +1,18 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
+import { DEFAULT_CONFIG } from '../../labextension/src/config';
 import { DistributedModel, STATE_KEY } from '../../labextension/src/model';
-import {
-  FakeSocket,
-  MemoryStorage,
-  fakeServer,
-  makeRun,
-  settingsFor,
-  sleep,
-  until,
-  type IFakeServer
-} from './fakes';
+import { FakeSocket, fakeServer, type IFakeServer, MemoryState, makeRun, settingsFor, sleep, until } from './fakes';
 
 let server: IFakeServer;
 let model: DistributedModel | null = null;
 const NOW = 1_000_000;
 
-function open(storage = new MemoryStorage(), interval = 20): DistributedModel {
+function open(state = new MemoryState(), interval = 20): DistributedModel {
   model = new DistributedModel({
     settings: settingsFor(server),
-    storage,
-    interval,
+    state,
+    config: { ...DEFAULT_CONFIG, refreshInterval: interval },
     throttle: 10,
     now: () => NOW
   });
@@ -94,7 +86,7 @@ describe('DistributedModel', () => {
   });
 
   it('throttles change signals while events pour in', async () => {
-    const m = open(new MemoryStorage(), 10_000);
+    const m = open(new MemoryState(), 10_000);
     m.select('r1');
     const socket = FakeSocket.instances[0] as FakeSocket;
     let emitted = 0;
@@ -111,22 +103,34 @@ describe('DistributedModel', () => {
   });
 
   it('saves the selected run and tab, and restores them in a new model', async () => {
-    const storage = new MemoryStorage();
+    const storage = new MemoryState();
     server.runs = [makeRun('keep', NOW - 50)];
     server.details.set('keep', { run: makeRun('keep', NOW - 50, { state: 'completed' }), ranks: [] });
     const m = open(storage);
+    await m.restored;
     m.select('keep');
     m.setTab('logs');
     m.dispose();
-    expect(JSON.parse(storage.getItem(STATE_KEY) ?? '{}')).toEqual({ run: 'keep', tab: 'logs' });
+    expect(storage.items.get(STATE_KEY)).toEqual({ run: 'keep', tab: 'logs' });
     const again = open(storage);
+    await again.restored;
     expect(again.tab).toBe('logs');
     expect(again.selectedId).toBe('keep');
     await until(() => again.live?.run?.state === 'completed');
   });
 
+  it('follows a changed setting: the list length and the refresh interval', async () => {
+    server.runs = [makeRun('a', NOW - 10)];
+    const m = open(new MemoryState(), 5000);
+    await until(() => runsRequests() === 1);
+    m.setConfig({ ...m.config, runListLength: 7, refreshInterval: 10 });
+    await until(() => runsRequests() >= 4); // 10 ms now, not 5 s
+    const last = server.requests.filter(r => new URL(r.url).pathname.endsWith('/api/runs')).pop();
+    expect(new URL(last?.url ?? '').searchParams.get('limit')).toBe('7');
+  });
+
   it('stands by while hidden and resumes when shown', async () => {
-    const m = open(new MemoryStorage(), 10);
+    const m = open(new MemoryState(), 10);
     await until(() => runsRequests() >= 2);
     m.setHidden(true);
     await sleep(100); // a tick already under way may still finish
@@ -139,7 +143,7 @@ describe('DistributedModel', () => {
 
   it('shows a one-line error and backs off when the server fails', async () => {
     server.failWith = 500;
-    const m = open(new MemoryStorage(), 10);
+    const m = open(new MemoryState(), 10);
     await until(() => m.error !== '');
     expect(m.error).toBe('GET runs failed: the store is locked');
     await sleep(200);
@@ -162,10 +166,26 @@ describe('DistributedModel', () => {
     await until(() => m.live?.run !== null);
     await m.cancel();
     await m.stopCluster();
+    await m.requestStacks();
     const posts = server.requests.filter(r => r.method === 'POST').map(r => new URL(r.url).pathname);
     expect(posts).toEqual([
       '/lab-base/jupyter-distributed/api/runs/r9/cancel',
-      '/lab-base/jupyter-distributed/api/clusters/c-r9/stop'
+      '/lab-base/jupyter-distributed/api/clusters/c-r9/stop',
+      '/lab-base/jupyter-distributed/api/runs/r9/stacks'
     ]);
+  });
+
+  it('keeps the latest stacks of the run from the stream', async () => {
+    const m = open();
+    m.select('r1');
+    const socket = FakeSocket.instances[0] as FakeSocket;
+    socket.open();
+    const stacks = (seq: number, diagnosis: string) => ({
+      seq,
+      event: { kind: 'stacks' as const, run_id: 'r1', t: NOW, reason: 'request' as const, diagnosis, ranks: {} }
+    });
+    socket.deliver([stacks(1, 'rank 1 waits in torch.distributed.barrier (cell line 3)')]);
+    socket.deliver([stacks(2, 'ranks 0, 1 are at cell line 4: time.sleep(1)')]);
+    expect(m.live?.stacks?.diagnosis).toBe('ranks 0, 1 are at cell line 4: time.sleep(1)');
   });
 });

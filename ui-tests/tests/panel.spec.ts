@@ -1,9 +1,11 @@
 /**
  * The Distributed panel against a real Jupyter server, kernel and ranks:
- * run a `%%distributed -n 2` cell, then see its ranks, its log lines (HTML
- * shown as text) and its throughput plot; reload and see the same run.
+ * run a `%%distributed -n 2` cell, then see its ranks (following a changed
+ * setting), its log lines and plot titles (HTML shown as text) and its
+ * throughput plot; reload and see the same run restored from the workspace;
+ * switch to the dark theme and see the plots follow it.
  */
-import { expect, test, type IJupyterLabPageFixture } from '@jupyterlab/galata';
+import { expect, type IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { Locator } from '@playwright/test';
 
 const CELL = [
@@ -11,7 +13,7 @@ const CELL = [
   'import time',
   'print(f"<b>bold</b> from rank {rank}")',
   'for step in range(6):',
-  '    report(samples=64 * (rank + 1), loss=1.0 / (step + 1))',
+  "    report(samples=64 * (rank + 1), loss=1.0 / (step + 1), **{'<i>lr</i>': 0.01})",
   '    time.sleep(0.25)'
 ].join('\n');
 
@@ -24,6 +26,19 @@ async function openPanel(page: IJupyterLabPageFixture): Promise<Locator> {
   const p = panel(page);
   await expect(p).toBeVisible();
   return p;
+}
+
+/** Set one of the panel's settings through JupyterLab's settings registry, as the Settings Editor does. */
+async function setSetting(page: IJupyterLabPageFixture, key: string, value: number): Promise<void> {
+  await page.evaluate(
+    async ([k, v]) => {
+      type Registry = { set(plugin: string, key: string, value: unknown): Promise<void> };
+      const galata = (window as unknown as { galata: { getPlugin(id: string): Promise<Registry | undefined> } }).galata;
+      const registry = await galata.getPlugin('@jupyterlab/apputils-extension:settings');
+      await registry?.set('jupyter-distributed:plugin', k as string, v);
+    },
+    [key, value] as const
+  );
 }
 
 async function shoot(page: IJupyterLabPageFixture, name: string): Promise<void> {
@@ -43,9 +58,7 @@ test('a distributed cell shows up in the panel and survives a reload', async ({ 
   await page.notebook.runCell(0);
   await page.notebook.runCell(1);
   // The cell's own output, tagged by rank.
-  await expect(page.locator('.jp-OutputArea-output').last()).toContainText(
-    '[rank 1] <b>bold</b> from rank 1'
-  );
+  await expect(page.locator('.jp-OutputArea-output').last()).toContainText('[rank 1] <b>bold</b> from rank 1');
 
   // The run just executed is selected and finishes.
   const runs = p.getByRole('listbox', { name: 'Runs' });
@@ -62,6 +75,11 @@ test('a distributed cell shows up in the panel and survives a reload', async ({ 
   await expect(p.getByRole('listitem', { name: /^Rank 0: done/ })).toBeVisible();
   await expect(p.getByRole('listitem', { name: /^Rank 1: done/ })).toBeVisible();
   await expect(tiles.first()).toContainText('pid');
+  // Rank 0 reports half of rank 1's samples: a straggler only below a 0.5 threshold.
+  await expect(p.getByRole('listitem', { name: /straggler/ })).toHaveCount(0);
+  await setSetting(page, 'stragglerThreshold', 0.99);
+  await expect(p.getByRole('listitem', { name: 'Rank 0: done, straggler' })).toBeVisible();
+  await expect(p.getByRole('listitem', { name: /straggler/ })).toHaveCount(1);
   await shoot(page, '2-ranks');
 
   await p.getByRole('tab', { name: 'Logs' }).click();
@@ -79,12 +97,16 @@ test('a distributed cell shows up in the panel and survives a reload', async ({ 
   await expect(plot.locator('.main-svg').first()).toBeVisible({ timeout: 30_000 });
   await expect(plot.locator('.scatterlayer .trace')).toHaveCount(3); // total + 2 ranks
   await expect(p.getByLabel('loss plot')).toBeVisible();
+  // A metric named like HTML is shown as typed in its plot's title.
+  const lr = p.getByLabel('<i>lr</i> plot');
+  await expect(lr.locator('.gtitle')).toHaveText('<i>lr</i>', { timeout: 30_000 });
   await shoot(page, '4-throughput');
 
   // Saved, so that the reloaded notebook starts its kernel without asking.
   await page.evaluate(() =>
-    (window as unknown as { jupyterapp: { commands: { execute(id: string): Promise<unknown> } } })
-      .jupyterapp.commands.execute('docmanager:save')
+    (
+      window as unknown as { jupyterapp: { commands: { execute(id: string): Promise<unknown> } } }
+    ).jupyterapp.commands.execute('docmanager:save')
   );
   await page.reload({ waitForIsReady: false });
   await page.waitForSelector('#jupyterlab-splash', { state: 'detached' });
@@ -96,6 +118,23 @@ test('a distributed cell shows up in the panel and survives a reload', async ({ 
     timeout: 30_000
   });
   await q.getByRole('tab', { name: 'Runs' }).click();
-  await expect(q.getByRole('option', { selected: true })).toHaveAttribute('aria-label', runLabel!);
+  await expect(q.getByRole('option', { selected: true })).toHaveAttribute('aria-label', runLabel ?? '');
   await shoot(page, '5-after-reload');
+
+  // The dark theme: the plots take their colours from the theme's variables.
+  await q.getByRole('tab', { name: 'Throughput' }).click();
+  await page.theme.setDarkTheme();
+  const expected = await page.evaluate(() => {
+    const probe = document.createElement('div');
+    probe.style.color = 'var(--jp-ui-font-color1)';
+    document.body.appendChild(probe);
+    const color = getComputedStyle(probe).color;
+    probe.remove();
+    // Plotly draws rgba(r, g, b, a) as fill rgb(r, g, b) with a fill-opacity of a.
+    return color.replace(/^rgba?\((\d+), (\d+), (\d+).*$/, 'rgb($1, $2, $3)');
+  });
+  expect(expected).not.toBe('rgb(0, 0, 0)'); // the light theme's text colour
+  const title = q.getByLabel('samples/s plot').locator('.gtitle');
+  await expect.poll(() => title.evaluate(node => getComputedStyle(node).fill), { timeout: 10_000 }).toBe(expected);
+  await shoot(page, '6-dark-theme');
 });

@@ -1,16 +1,29 @@
-"""Backends by name, imported lazily (boto3 or mpi4py load only when their backend is used)."""
+"""The backend registry: one line per backend, naming the module that holds its ``PLUGIN``.
+
+Adding a backend is one folder plus one line here. The folder's ``__init__.py`` (or the module)
+declares ``PLUGIN = Plugin(...)`` (see :mod:`.plugin`): its options (flags), settings (traitlets
+defaults), line commands and an optional follower of detached runs. Nothing outside that folder
+names the backend: ``%%distributed``'s flags, ``%distributed``'s commands, ``%distributed
+config`` and the server's follower are all built from this registry. Plugin modules import no
+heavy library; the Backend class itself is imported only when a cell uses it.
+"""
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import SpecError
 from .base import Backend
+from .plugin import Plugin, load
 
 _REGISTRY: dict[str, str] = {
-    "local": "jupyter_distributed.backends.local:LocalBackend",
-    "mpi": "jupyter_distributed.backends.mpi:MpiBackend",
-    "sagemaker": "jupyter_distributed.backends.sagemaker.backend:SageMakerBackend",
+    "local": "jupyter_distributed.backends.local",
+    "mpi": "jupyter_distributed.backends.mpi_options",
+    "ray": "jupyter_distributed.backends.ray",
+    "sagemaker": "jupyter_distributed.backends.sagemaker",
+    "slurm": "jupyter_distributed.backends.slurm",
 }
 
 
@@ -18,12 +31,33 @@ def names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def get_backend(name: str) -> Backend:
+def plugin(name: str) -> Plugin:
     try:
-        target = _REGISTRY[name]
+        module = _REGISTRY[name]
     except KeyError:
         raise SpecError(f"unknown --backend {name!r}; choose one of {', '.join(names())}") from None
-    module, _, attr = target.partition(":")
-    cls = getattr(importlib.import_module(module), attr)
-    backend: Backend = cls()
+    found: Plugin = importlib.import_module(module).PLUGIN
+    return found
+
+
+def plugins() -> list[Plugin]:
+    """Every registered backend's plugin, in registry order."""
+    return [plugin(name) for name in _REGISTRY]
+
+
+def get_backend(name: str) -> Backend:
+    backend: Backend = load(plugin(name).backend)()
     return backend
+
+
+def follower(name: str) -> Callable[..., Any] | None:
+    """The function that follows a detached run of backend ``name``, if it has one."""
+    if name not in _REGISTRY:
+        return None
+    target = plugin(name).follow
+    return load(target) if target else None
+
+
+def followable() -> frozenset[str]:
+    """Backends whose detached runs the server can follow."""
+    return frozenset(p.name for p in plugins() if p.follow)

@@ -7,14 +7,21 @@ and returns a :class:`Cluster`, on which cells are executed one run at a time.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from ..errors import RankFailure
-from ..events import Event, RunState
+from ..events import Event, RunState, StacksEvent
+from ..push import Pickled
+from ..redact import redact_env
 from ..spec import RankCoords, Spec
 from ..store import Store
+
+SHOWN_RANKS = 16  # --dry-run lists this many ranks per node (and in all) before summarising
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,10 @@ class Plan:
                 f"roles:        {layout.parameter_servers} parameter server(s), "
                 f"{layout.data_parallel_degree} worker(s)"
             )
-        lines.append(f"runs on:      ranks {_ranges(spec.ranks)}")
+        lines.append(f"runs on:      ranks {_ranges(spec.ranks)[:200]}")
+        if layout.strategy.uses_torch:
+            group = _process_group(layout.dist_backend, layout.procs_per_node)
+            lines.append(f"process group: {group}")
         for key, value in self.extra:
             lines.append(f"{key + ':':<14}{value}")
         lines.append("command:      " + " ".join(self.command))
@@ -65,21 +75,48 @@ class Plan:
         by_node: dict[int, list[RankPlan]] = {}
         for r in self.ranks:
             by_node.setdefault(r.coords.node_rank, []).append(r)
+        shown = 0
         for node, ranks in by_node.items():
+            if shown >= SHOWN_RANKS and len(self.ranks) > 2 * SHOWN_RANKS:
+                rest = len(self.ranks) - shown
+                lines.append(f"  ... {rest} more rank(s) on {len(by_node) - node} more node(s)")
+                break
             lines.append(f"  node {node} ({ranks[0].host}):")
-            for r in ranks:
+            for r in ranks[:SHOWN_RANKS] if len(ranks) > 2 * SHOWN_RANKS else ranks:
                 c = r.coords
                 where = f"dp={c.data_parallel} pp={c.pipeline_stage} tp={c.tensor_parallel}"
                 if c.role.value != "worker":
                     where += f" role={c.role.value}"
                 lines.append(f"    rank {r.rank:<3} local {c.local_rank:<3} {where}")
+                shown += 1
+            if len(ranks) > 2 * SHOWN_RANKS:
+                lines.append(f"    ... {len(ranks) - SHOWN_RANKS} more rank(s) on this node")
         if self.ranks:
             lines.append(
                 "environment (rank 0): "
-                + " ".join(f"{k}={v}" for k, v in (*self.env, *self.ranks[0].env))
+                + " ".join(f"{k}={v}" for k, v in redact_env((*self.env, *self.ranks[0].env)))
             )
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
+
+
+def _process_group(requested: str, local_ranks: int) -> str:
+    """What --dry-run says about torch's backend (this machine's GPUs, where the ranks may be)."""
+    if requested != "auto":
+        return f"{requested} (--dist-backend)"
+    gpus = local_gpus()
+    if gpus >= local_ranks:
+        return f"nccl ({gpus} GPU(s) here for {local_ranks} rank(s) per node)"
+    why = f"{gpus} GPU(s) here for {local_ranks} rank(s) per node" if gpus else "no GPU here"
+    return f"gloo ({why}; decided once per node: nccl only when every local rank has a GPU)"
+
+
+def local_gpus() -> int:
+    """NVIDIA GPUs this process may use, without importing torch (a --dry-run stays fast)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip() and d.strip() != "-1"])
+    return len(list(Path("/dev").glob("nvidia[0-9]*")))
 
 
 def _ranges(ranks: tuple[int, ...]) -> str:
@@ -99,9 +136,11 @@ class RunRequest:
     run_id: str
     code: str
     ranks: tuple[int, ...]
-    push: dict[str, Any] = field(default_factory=dict)
+    push: Pickled | None = None  # the pushed values, pickled once by the kernel
     pull: tuple[str, ...] = ()
     timeout: float | None = None
+    display_max: int | None = None  # bytes of one rich display (None: the default cap)
+    interrupt_grace: float = 2.0  # seconds a rank gets to yield before it is killed
 
 
 @dataclass
@@ -112,6 +151,7 @@ class RunOutcome:
     pull_errors: dict[int, dict[str, str]] = field(default_factory=dict)
     failures: list[RankFailure] = field(default_factory=list)
     message: str = ""  # why the run ended early, when not a rank's failure
+    unrecorded: int = 0  # events that could not be written to the history store
 
 
 @dataclass
@@ -128,6 +168,9 @@ class RunView(Protocol):
     """Where a run's events are shown while it runs (called on the kernel's main thread)."""
 
     def on_event(self, event: Event) -> None: ...
+
+    def live(self, rank: int, stream: str, text: str) -> None:
+        """A rank's line redrawn in place (a progress bar), as it reads now."""
 
     def notice(self, text: str) -> None: ...
 
@@ -162,6 +205,11 @@ class Cluster(ABC):
     def stop(self) -> None:
         """Stop every rank; idempotent; returns when no process is left."""
 
+    def snapshot(self, ranks: Sequence[int], reason: str, run_id: str = "") -> StacksEvent | None:
+        """Every thread of ``ranks`` with the diagnosis, recorded under the running (or given)
+        run; None where this backend cannot take stacks."""
+        return None
+
 
 class Backend(ABC):
     name: ClassVar[str]
@@ -171,3 +219,12 @@ class Backend(ABC):
 
     @abstractmethod
     def launch(self, plan: Plan, store: Store, view: RunView) -> Cluster: ...
+
+    def sweep_parallel(self, spec: Spec) -> int:
+        """How many combinations of ``spec.sweep`` run at once, each on its own cluster:
+        ``--sweep-parallel``, else 1. Backends on this machine bound it by its cores."""
+        return spec.sweep.parallel if spec.sweep is not None and spec.sweep.parallel else 1
+
+    def shutdown(self) -> None:  # noqa: B027 (optional: most backends keep nothing)
+        """The kernel is done with this backend: release what it keeps between clusters
+        (e.g. the local backend's fork server)."""

@@ -4,21 +4,73 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from ..spec import Spec
+from traitlets import Float
+
+from ..errors import SpecError
+from ..reaper import leftover_prefix
+from ..settings import Settings
+from ..spec import RENDEZVOUS_ENV, BackendOptions, Spec
 from ..store import Store
 from .base import Backend, Plan, RankPlan, RunView
+from .plugin import Plugin, option
 from .process import ProcessCluster
+from .transport import Transport
+from .zygote import ForkServer, fork_server, stop_fork_servers, use_fork_server
 
 WORKER_COMMAND = (sys.executable, "-m", "jupyter_distributed.worker")
+
+
+@dataclass(frozen=True)
+class LocalOptions(BackendOptions):
+    backend: str = field(default="local", init=False)
+    oversubscribe: bool = option(
+        False, "allow more ranks on this machine than ranks_per_core × its CPU cores"
+    )
+    ranks_per_core: float = 4.0  # configuration only (DistributedLocal.ranks_per_core)
+
+
+class DistributedLocal(Settings):
+    """Defaults of ``--backend local`` (``c.DistributedLocal.*``)."""
+
+    env_prefix = "JUPYTER_DISTRIBUTED_LOCAL_"
+    ranks_per_core = Float(
+        4.0, min=0.0, help="ranks on this machine per CPU core before --oversubscribe is needed"
+    ).tag(config=True)
+
+
+def check_cores(ranks: int, ranks_per_core: float, oversubscribe: bool) -> None:
+    """Refuse more ranks on this machine than its cores allow, unless the user oversubscribes."""
+    cores = os.cpu_count() or 1
+    cap = max(1, int(cores * ranks_per_core))
+    if ranks > cap and not oversubscribe:
+        raise SpecError(
+            f"{ranks} ranks on this machine with {cores} CPU core(s) (at most {cap}); "
+            "use fewer ranks or add --oversubscribe"
+        )
+
+
+def sweep_slots(spec: Spec, ranks_per_core: float, oversubscribe: bool) -> int:
+    """Combinations of a sweep at once on this machine: ``--sweep-parallel``, else as many
+    clusters as its cores hold; all of them together must fit as one cluster would."""
+    asked = spec.sweep.parallel if spec.sweep is not None else None
+    slots = asked or max(1, (os.cpu_count() or 1) // spec.world_size)
+    slots = min(slots, spec.sweep.size if spec.sweep is not None else 1)
+    try:
+        check_cores(slots * spec.world_size, ranks_per_core, oversubscribe)
+    except SpecError as exc:
+        raise SpecError(f"--sweep-parallel {slots}: {exc}") from None
+    return slots
 
 
 def rank_env(spec: Spec, rank: int, master_port: str) -> tuple[tuple[str, str], ...]:
@@ -42,17 +94,54 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+class Forked:
+    """A rank forked by the fork server, with the part of ``Popen`` that the cluster uses."""
+
+    def __init__(self, server: ForkServer, pid: int) -> None:
+        self.server, self.pid = server, pid
+
+    def poll(self) -> int | None:
+        code = self.server.exits().get(self.pid)
+        if code is None and not self.server.alive:
+            return -int(signal.SIGKILL)  # the fork server was killed, and its ranks with it
+        if code is None and _ended(self.pid):  # its pidfd fired: the report is on its way
+            code = self.server.wait_exit(self.pid, 0.1)
+        return code
+
+    def wait(self, timeout: float = 10.0) -> int | None:
+        deadline = time.monotonic() + timeout
+        while (code := self.poll()) is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return code
+
+
+def _ended(pid: int) -> bool:
+    """Whether ``pid`` has exited (a zombie not yet reaped by its parent, or gone)."""
+    try:
+        with Path(f"/proc/{pid}/stat").open() as f:
+            return f.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
 class LocalProcesses:
-    """One process (and process group) per rank; output before capture goes to a log file."""
+    """One process (and process group) per rank; output before capture goes to a log file.
+    Ranks of a torch strategy are forked from the kernel's fork server where it runs
+    (:mod:`.zygote`), else, like all others, spawned with the kernel's Python."""
 
     def __init__(self, plan: Plan, boot_env: dict[str, str]) -> None:
-        self.logdir = Path(tempfile.mkdtemp(prefix="jupyter-distributed-"))
-        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.logdir = Path(tempfile.mkdtemp(prefix=leftover_prefix()))
+        self.procs: dict[int, subprocess.Popen[bytes] | Forked] = {}
         self._reported: set[int] = set()
         port = str(free_port())
         base = {**os.environ, **dict(plan.env), **boot_env}
+        server = fork_server(base) if use_fork_server(plan) else None
         for r in plan.ranks:
             env = {**base, **{k: (port if v == "<free port>" else v) for k, v in r.env}}
+            if server is not None:
+                pid = server.fork(env, self.logdir / f"rank-{r.rank}.log")
+                self.procs[r.rank] = Forked(server, pid)
+                continue
             with (self.logdir / f"rank-{r.rank}.log").open("wb") as log:
                 self.procs[r.rank] = subprocess.Popen(  # noqa: S603 (our own worker command)
                     plan.command,
@@ -72,6 +161,14 @@ class LocalProcesses:
                 out.append((rank, code))
         return out
 
+    def sentinels(self) -> list[int]:
+        """A pidfd per rank (Linux), readable once the rank ends; [] where there are none."""
+        fds: list[int] = []
+        for proc in self.procs.values():
+            with contextlib.suppress(AttributeError, OSError):  # not Linux ≥ 5.3, or reaped
+                fds.append(os.pidfd_open(proc.pid))
+        return fds
+
     def running(self) -> bool:
         return any(p.poll() is None for p in self.procs.values())
 
@@ -83,6 +180,7 @@ class LocalProcesses:
         self._signal(signal.SIGKILL)
         for proc in self.procs.values():
             proc.wait()
+        shutil.rmtree(self.logdir, ignore_errors=True)
 
     def _signal(self, sig: int) -> None:
         for proc in self.procs.values():
@@ -102,9 +200,17 @@ class LocalBackend(Backend):
     name: ClassVar[str] = "local"
 
     def plan(self, spec: Spec) -> Plan:
+        options = spec.options if isinstance(spec.options, LocalOptions) else LocalOptions()
+        check_cores(spec.world_size, options.ranks_per_core, options.oversubscribe)
         host = socket.gethostname()
+        mine = {k for k, _ in spec.env} & set(RENDEZVOUS_ENV)  # the user's --env wins for these
         ranks = tuple(
-            RankPlan(rank, host, spec.layout.coords(rank), rank_env(spec, rank, "<free port>"))
+            RankPlan(
+                rank,
+                host,
+                spec.layout.coords(rank),
+                tuple(kv for kv in rank_env(spec, rank, "<free port>") if kv[0] not in mine),
+            )
             for rank in range(spec.world_size)
         )
         env: tuple[tuple[str, str], ...] = (*spec.env, ("PYTHONUNBUFFERED", "1"))
@@ -118,5 +224,23 @@ class LocalBackend(Backend):
             )
         return Plan(spec, ranks, WORKER_COMMAND, env, notes)
 
+    def shutdown(self) -> None:
+        stop_fork_servers()
+
     def launch(self, plan: Plan, store: Store, view: RunView) -> ProcessCluster:
-        return ProcessCluster(plan, store, lambda boot: LocalProcesses(plan, boot), view)
+        return ProcessCluster(
+            plan, store, lambda boot: LocalProcesses(plan, boot), view, transport=Transport.ipc()
+        )
+
+    def sweep_parallel(self, spec: Spec) -> int:
+        options = spec.options if isinstance(spec.options, LocalOptions) else LocalOptions()
+        return sweep_slots(spec, options.ranks_per_core, options.oversubscribe)
+
+
+PLUGIN = Plugin(
+    name="local",
+    title="Local (--backend local: ranks are processes on this machine)",
+    backend=f"{__name__}:LocalBackend",
+    options=LocalOptions,
+    settings=DistributedLocal,
+)

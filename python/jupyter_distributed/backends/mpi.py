@@ -20,14 +20,16 @@ from pathlib import Path
 from typing import IO, ClassVar
 
 from ..errors import LaunchError
+from ..reaper import leftover_prefix
 from ..spec import Spec
 from ..store import Store
 from ..worker.mpi import MPI_FLAG_ENV
 from .base import Backend, Plan, RankPlan, RunView
-from .local import WORKER_COMMAND, free_port
+from .local import WORKER_COMMAND, check_cores, free_port, sweep_slots
 from .mpi_options import MpiOptions, default_options, merge_options, user_options
 from .mpirun_log import MpirunLog
 from .process import ProcessCluster
+from .transport import Transport
 
 FREE_PORT = "<free port>"
 # Passed to every rank with -x (values come from mpirun's environment, so secrets stay off the
@@ -57,22 +59,26 @@ class MpiBackend(Backend):
         layout = spec.layout
         hosts = options.hosts_for(layout.nodes)
         per_node = layout.procs_per_node
+        if not hosts:
+            check_cores(layout.world_size, options.ranks_per_core, options.oversubscribe)
         env: list[tuple[str, str]] = [
             *spec.env,
             (MPI_FLAG_ENV, "1"),
             ("PYTHONUNBUFFERED", "1"),
-            ("MASTER_ADDR", hosts[0] if hosts else "127.0.0.1"),
-            ("MASTER_PORT", FREE_PORT),
         ]
+        master = (("MASTER_ADDR", hosts[0] if hosts else "127.0.0.1"), ("MASTER_PORT", FREE_PORT))
+        env += [kv for kv in master if kv[0] not in dict(spec.env)]  # the user's --env wins
         if not hosts and sys.platform.startswith("linux") and layout.strategy.uses_torch:
             env.append(("GLOO_SOCKET_IFNAME", "lo"))
         names = [*FORWARDED, *(k for k, _ in env if k not in FORWARDED)]
         if "PYTHONPATH" in os.environ:
             names.append("PYTHONPATH")
+        configured = user_options(options.default_mpi_options)
         command = [
-            "mpirun",
+            options.mpirun,
             *merge_options(
-                default_options(_as_root(), per_node), user_options(options.mpi_options)
+                default_options(_as_root(), per_node),
+                [*configured, *user_options(options.mpi_options)],
             ),
             "-np",
             str(layout.world_size),
@@ -94,10 +100,17 @@ class MpiBackend(Backend):
 
     def launch(self, plan: Plan, store: Store, view: RunView) -> ProcessCluster:
         hosts = _options(plan.spec).hosts_for(plan.spec.layout.nodes)
-        bind = control_host(hosts)
+        bind = control_host(hosts)  # ranks on other hosts: TCP with CurveZMQ
+        transport = Transport.ipc() if bind == "127.0.0.1" else Transport.tcp(bind)
         return ProcessCluster(
-            plan, store, lambda boot: MpiProcesses(plan, boot), view, bind_host=bind
+            plan, store, lambda boot: MpiProcesses(plan, boot), view, transport=transport
         )
+
+    def sweep_parallel(self, spec: Spec) -> int:
+        options = _options(spec)
+        if options.hosts_for(spec.layout.nodes):  # other hosts' cores are not ours to count
+            return super().sweep_parallel(spec)
+        return sweep_slots(spec, options.ranks_per_core, options.oversubscribe)
 
 
 def control_host(hosts: tuple[str, ...]) -> str:
@@ -126,11 +139,11 @@ class MpiProcesses:
         mpirun = shutil.which(plan.command[0])
         if mpirun is None:
             raise LaunchError(
-                "mpirun is not on PATH; install Open MPI "
-                "(apt-get install openmpi-bin) or use --backend local"
+                f"{plan.command[0]} is not on PATH; install Open MPI (apt-get install "
+                "openmpi-bin), set DistributedMPI.mpirun, or use --backend local"
             )
         self.log = MpirunLog()
-        self.logfile = Path(tempfile.mkdtemp(prefix="jupyter-distributed-mpi-")) / "mpirun.log"
+        self.logfile = Path(tempfile.mkdtemp(prefix=leftover_prefix())) / "mpirun.log"
         port = str(free_port())
         env = {
             **os.environ,
@@ -193,6 +206,7 @@ class MpiProcesses:
         for pid in family:
             self._signal(pid, signal.SIGKILL)
         self._reader.join(2.0)
+        shutil.rmtree(self.logfile.parent, ignore_errors=True)
 
     @staticmethod
     def _signal(pid: int, sig: int, group: bool = False) -> None:

@@ -1,20 +1,31 @@
 """Settings of ``--backend mpi`` and the pure helpers that turn them into an ``mpirun`` line.
 
 Nothing here starts a process or imports mpi4py, so ``--dry-run`` and the argument parser can use
-it freely. :func:`merge_options` is the one place that decides how a user's ``--mpi-options``
+it freely. For ``--backend mpi``, :func:`merge_options` decides how a user's ``--mpi-options``
 combine with ours: each default is passed once, and a user option with the same key replaces it.
+(SageMaker builds its ``custom_mpi_options`` string separately, in ``sagemaker/request.py``,
+because it must match what the SageMaker Python SDK sends.)
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+import stat
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from traitlets import Float, Unicode
 
 from ..errors import SpecError
+from ..settings import Settings
 from ..spec import BackendOptions
+from .plugin import Plugin
+from .plugin import option as flag
+
+MAX_HOSTFILE = 1 << 20  # bytes; a hostfile is a list of host names
 
 _HOST = re.compile(r"^[A-Za-z0-9_.:\[\]-]+$")
 
@@ -41,10 +52,37 @@ Option = tuple[str, ...]
 class MpiOptions(BackendOptions):
     """``--hosts``/``--hostfile`` (the hosts, one node each, in order) and ``--mpi-options``."""
 
-    hosts: tuple[str, ...] = ()
-    hostfile: str | None = None
-    mpi_options: str = ""
+    hosts: tuple[str, ...] = flag(
+        (), "hosts, one node each in order (default: this machine)", metavar="h1,h2", repeat=False
+    )
+    hostfile: str | None = flag(
+        None, "Open MPI hostfile (one host per line; slots are ignored)", metavar="FILE"
+    )
+    mpi_options: str = flag(
+        "",
+        'extra mpirun options, e.g. --mpi-options "--mca btl tcp,self" (a single option: '
+        "--mpi-options=--report-bindings); ours are never passed twice",
+        metavar='"..."',
+    )
+    oversubscribe: bool = flag(
+        False, "allow more ranks on this machine than ranks_per_core × its CPU cores"
+    )
+    mpirun: str = "mpirun"  # configuration only (DistributedMPI.mpirun)
+    default_mpi_options: str = ""  # configuration only, before the cell's --mpi-options
+    ranks_per_core: float = 4.0  # configuration only
     backend: str = field(default="mpi", init=False)
+
+    @classmethod
+    def from_flags(cls, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> MpiOptions:
+        if given.get("hosts") and given.get("hostfile"):
+            raise SpecError("give either --hosts or --hostfile, not both")
+        values = {**defaults, **given}
+        hosts = tuple(h.strip() for h in str(given.get("hosts") or "").split(",") if h.strip())
+        if given.get("hostfile"):
+            hosts = parse_hostfile(given["hostfile"])
+        values["hosts"] = hosts
+        values["mpi_options"] = unquote(values.get("mpi_options") or "")
+        return cls(**values)
 
     def __post_init__(self) -> None:
         if not self.hosts and self.hostfile:
@@ -59,6 +97,7 @@ class MpiOptions(BackendOptions):
                 "(--procs-per-node sets the processes per host)"
             )
         user_options(self.mpi_options)  # raises SpecError on a bad or reserved option
+        user_options(self.default_mpi_options)
 
     def hosts_for(self, nodes: int) -> tuple[str, ...]:
         """The first ``nodes`` hosts (none given: one node on this machine)."""
@@ -80,9 +119,26 @@ class MpiOptions(BackendOptions):
 def parse_hostfile(path: str) -> tuple[str, ...]:
     """Host names of an Open MPI hostfile (``host [slots=N]`` lines, ``#`` comments)."""
     try:
-        text = Path(path).expanduser().read_text()
+        file = Path(path).expanduser()
+        info = file.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise SpecError(f"--hostfile {path}: not a regular file")
+        if info.st_size > MAX_HOSTFILE:
+            raise SpecError(
+                f"--hostfile {path}: {info.st_size} bytes; a hostfile lists host names "
+                f"(at most {MAX_HOSTFILE} bytes)"
+            )
+        data = file.read_bytes()[: MAX_HOSTFILE + 1]
     except OSError as exc:
         raise SpecError(f"--hostfile {path}: cannot read it ({exc.strerror})") from None
+    except ValueError as exc:  # e.g. an embedded NUL in the path
+        raise SpecError(f"--hostfile {path!r}: {exc}") from None
+    try:
+        if b"\0" in data:
+            raise UnicodeDecodeError("utf-8", data, 0, 1, "NUL byte")
+        text = data.decode()
+    except UnicodeDecodeError:
+        raise SpecError(f"--hostfile {path}: not a text file (one host name per line)") from None
     hosts = []
     for line in text.splitlines():
         words = line.split("#", 1)[0].split()
@@ -135,13 +191,18 @@ def user_options(text: str) -> list[Option]:
     return options
 
 
-def merge_options(defaults: Sequence[Option], user: Sequence[Option]) -> list[str]:
+def merge_options(
+    defaults: Sequence[Option],
+    user: Sequence[Option],
+    key: Callable[[Option], tuple[str, ...]] = option_key,
+) -> list[str]:
     """Our defaults then the user's options, flattened. A default whose key the user also gives
-    is dropped (the user's value wins); a key the user gives twice is passed once, last value."""
+    is dropped (the user's value wins); a key the user gives twice is passed once, last value.
+    ``key`` names the setting an option is (mpirun's by default; srun's for Slurm)."""
     chosen: dict[tuple[str, ...], Option] = {}
     for option in user:
-        chosen[option_key(option)] = option
-    merged: list[Option] = [d for d in defaults if option_key(d) not in chosen]
+        chosen[key(option)] = option
+    merged: list[Option] = [d for d in defaults if key(d) not in chosen]
     merged.extend(chosen.values())
     return [token for option in merged for token in option]
 
@@ -176,3 +237,25 @@ def _is_number(token: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+class DistributedMPI(Settings):
+    """Defaults of ``--backend mpi`` (``c.DistributedMPI.*``)."""
+
+    env_prefix = "JUPYTER_DISTRIBUTED_MPI_"
+    mpirun = Unicode("mpirun", help="the mpirun to run (a name on PATH or a path)").tag(config=True)
+    default_mpi_options = Unicode(
+        "", help="mpirun options for every cell, before the cell's --mpi-options"
+    ).tag(config=True)
+    ranks_per_core = Float(
+        4.0, min=0.0, help="ranks on this machine per CPU core before --oversubscribe is needed"
+    ).tag(config=True)
+
+
+PLUGIN = Plugin(
+    name="mpi",
+    title="MPI (--backend mpi; --mpi-options also for sagemaker)",
+    backend="jupyter_distributed.backends.mpi:MpiBackend",
+    options=MpiOptions,
+    settings=DistributedMPI,
+)

@@ -1,8 +1,12 @@
-"""Run one cell on a :class:`ProcessCluster` and supervise it from the kernel's main thread.
+"""Run one cell on a cluster of ranks and supervise it from the kernel's main thread.
 
 Shows events as they come, collects results and pulled values, enforces ``--timeout``, and
 turns the notebook's stop button into an interrupt of every rank, escalating to terminate and
-kill when a rank does not yield within a short grace.
+kill when a rank does not yield within a short grace. A cluster lost while ranks were still
+working (a rank died, or the kernel's I/O thread failed, e.g. on a full history store) ends the
+run ``failed`` with that cause: never ``completed``.
+
+It needs only the narrow :class:`Supervised` interface, never a concrete cluster.
 """
 
 from __future__ import annotations
@@ -12,22 +16,23 @@ import pickle
 import queue
 import socket
 import time
-from typing import TYPE_CHECKING, Any
-
-import cloudpickle
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from ..errors import RankFailure
-from ..events import ErrorEvent, RunState
-from ..worker.shared import SHARED_MIN_BYTES, remove_shared, write_shared
-from .base import RunOutcome, RunRequest, RunView
-
-if TYPE_CHECKING:
-    from .process import ProcessCluster
+from ..events import ErrorEvent, Event, RunState, StacksEvent
+from ..protocol.messages import Execute, Interrupt, Message
+from ..protocol.shared import SHARED_MIN_BYTES, remove_shared, write_shared
+from ..protocol.signing import Buffer
+from ..protocol.stacks import RankStacks
+from .base import RankInfo, RunOutcome, RunRequest, RunView
+from .hang import diagnose, ranks_text
+from .inbox import CancelRequested, Exited, Finished, Item, LiveLine, Show
 
 log = logging.getLogger("jupyter_distributed")
 STOPPED_REMOTELY = "a stop request from the Distributed panel"
 
-INTERRUPT_GRACE = 2.0  # seconds a rank gets to yield to KeyboardInterrupt
+POLL = 0.005  # seconds the main thread waits for an item before flushing what the view holds
 STRAGGLER_HINT = 5.0  # seconds after a failure before hinting that others may be blocked
 
 
@@ -38,48 +43,95 @@ class Cancelled(Exception):
     """The server extension asked to cancel the running cell (handled like the stop button)."""
 
 
+class Supervised(Protocol):
+    """What supervising a run needs from a cluster."""
+
+    info: dict[int, RankInfo]
+    inbox: queue.SimpleQueue[Item]
+
+    @property
+    def alive(self) -> bool: ...
+
+    @property
+    def lost(self) -> str: ...
+
+    @property
+    def unrecorded(self) -> int:
+        """Events of the current run that could not be written to the history store."""
+
+    def send(
+        self, ranks: Sequence[int], message: Message, buffers: Sequence[Buffer] = ()
+    ) -> None: ...
+
+    def begin(self, run_id: str) -> None: ...
+
+    def end(self) -> None:
+        """The run is over: output that arrives now belongs to no run."""
+
+    def mark_lost(self, why: str) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def stacks(self, ranks: Sequence[int], code: str = "") -> dict[int, RankStacks]:
+        """Every thread of each of ``ranks`` (within about a second, even in native code)."""
+
+    def record(self, event: Event) -> None:
+        """Write ``event`` to the history, in order with the ranks' own events."""
+
+
 class _Run:
-    def __init__(self, cluster: ProcessCluster, request: RunRequest, view: RunView) -> None:
+    def __init__(self, cluster: Supervised, request: RunRequest, view: RunView) -> None:
         self.cluster, self.request, self.view = cluster, request, view
         self.pending = set(request.ranks)
         self.outcome = RunOutcome(RunState.RUNNING)
         self.first_failure: float | None = None
         self.hinted = False
+        self.finished: set[int] = set()
 
-    def take(self, item: tuple[Any, ...]) -> None:
-        kind = item[0]
-        if kind == "event":
-            event = item[1]
-            if getattr(event, "run_id", None) != self.request.run_id:
-                return
-            self.view.on_event(event)
-            if isinstance(event, ErrorEvent):
-                self._failed(event.failure)
-        elif kind == "done":
-            _, rank, header, buffers = item
-            if header.get("run_id") != self.request.run_id:
-                return
-            self.pending.discard(rank)
-            if header.get("value") is not None:
-                self.outcome.values[rank] = str(header["value"])
-            errors = dict(header.get("pull_errors") or {})
-            if buffers:
-                try:
-                    self.outcome.pulled[rank] = pickle.loads(  # noqa: S301 (signed by our rank)
-                        buffers[0], buffers=buffers[1:]
-                    )
-                except Exception as exc:  # noqa: BLE001 (any unpickling error is reported)
-                    errors["*"] = f"cannot load pulled values here: {type(exc).__name__}: {exc}"
-            if errors:
-                self.outcome.pull_errors[rank] = errors
-        elif kind == "control":
-            if item[1] == "cancel" and item[2] == self.request.run_id:
+    def take(self, item: Item) -> None:
+        if isinstance(item, Show):
+            run_id = self.request.run_id
+            events = [e for e in item.events if getattr(e, "run_id", None) == run_id]
+            on_events = getattr(self.view, "on_events", None)  # a batch at once, where it can
+            if on_events is not None:
+                on_events(events)
+            else:
+                for event in events:
+                    self.view.on_event(event)
+            for event in events:
+                if isinstance(event, ErrorEvent):
+                    self._failed(event.failure)
+        elif isinstance(item, LiveLine):
+            if item.run_id == self.request.run_id:
+                self.view.live(item.rank, item.stream, item.text)
+        elif isinstance(item, Finished):
+            self._finished(item)
+        elif isinstance(item, CancelRequested):
+            if item.run_id == self.request.run_id:
                 raise Cancelled(CANCELLED)
-        elif kind == "exit":
-            failure: RankFailure = item[1]
-            self.view.on_event(ErrorEvent(self.request.run_id, failure))
-            self._failed(failure)
-            self.pending.discard(failure.rank)
+        elif isinstance(item, Exited):
+            self.view.on_event(ErrorEvent(self.request.run_id, item.failure))
+            self._failed(item.failure)
+            self.pending.discard(item.failure.rank)
+
+    def _finished(self, item: Finished) -> None:
+        done, rank = item.done, item.rank
+        if done.run_id != self.request.run_id:
+            return
+        self.pending.discard(rank)
+        self.finished.add(rank)
+        if done.value is not None:
+            self.outcome.values[rank] = done.value
+        errors = dict(done.pull_errors)
+        if item.buffers:
+            try:
+                self.outcome.pulled[rank] = pickle.loads(  # noqa: S301 (signed by our rank)
+                    item.buffers[0], buffers=item.buffers[1:]
+                )
+            except Exception as exc:  # noqa: BLE001 (any unpickling error is reported)
+                errors["*"] = f"cannot load pulled values here: {type(exc).__name__}: {exc}"
+        if errors:
+            self.outcome.pull_errors[rank] = errors
 
     def _failed(self, failure: RankFailure) -> None:
         self.outcome.failures.append(failure)
@@ -92,7 +144,7 @@ class _Run:
             if until is not None and time.monotonic() >= until:
                 return False
             try:
-                self.take(self.cluster.inbox.get(timeout=0.02))
+                self.take(self.cluster.inbox.get(timeout=POLL))
             except queue.Empty:
                 self.view.flush()
                 self._maybe_hint()
@@ -115,65 +167,96 @@ class _Run:
                 f"rank(s) {sorted(self.pending)} are still running after a failure; they may be "
                 "waiting for a failed rank in a collective. Press stop to interrupt them."
             )
+            self.diagnose(sorted(self.pending), "straggler")
+
+    def diagnose(self, ranks: list[int], reason: str, show: bool = True) -> dict[int, RankStacks]:
+        """Take the stacks of ``ranks``, record them with the diagnosis and show it."""
+        try:
+            stacks = self.cluster.stacks(ranks, self.request.code)
+        except Exception:  # a diagnosis must never hide the run's own outcome
+            log.exception("jupyter-distributed: could not take the stacks of %s", ranks)
+            return {}
+        finished = sorted(self.finished - set(ranks))
+        diagnosis = diagnose(stacks, self.request.ranks, finished)
+        event = StacksEvent(
+            self.request.run_id, time.time(), reason, diagnosis.text,
+            {r: s.to_json() for r, s in stacks.items()},
+        )  # fmt: skip
+        try:
+            self.cluster.record(event)
+        except Exception:  # shown all the same; the store's failure is logged
+            log.exception("jupyter-distributed: could not record the stacks of %s", ranks)
+        if show:
+            self.view.on_event(event)
+        return stacks
 
     def stop_pending(self, kind: str, why: str) -> None:
         """Interrupt the pending ranks; kill the cluster if they do not yield in time."""
         ranks = sorted(self.pending)
         now = time.time()
         if kind == "timeout":
+            stacks = self.diagnose(ranks, "timeout")
             for rank in ranks:
                 info = self.cluster.info[rank]
+                s = stacks.get(rank)
+                w = s.where if s is not None else None
+                evalue = f"{why}; it {w.describe()}" if w is not None else why
+                tb = tuple(f"{line}\n" for line in s.format()) if s and s.threads else ()
                 self._failed(
-                    RankFailure(rank, now, info.host, info.pid, "TimeoutError", why, kind="timeout")
+                    RankFailure(
+                        rank, now, info.host, info.pid, "TimeoutError", evalue, tb, kind="timeout"
+                    )
                 )
-        self.cluster.send(ranks, "interrupt", {"run_id": self.request.run_id})
+        self.cluster.send(ranks, Interrupt(self.request.run_id))
         try:
-            done = self.wait(time.monotonic() + INTERRUPT_GRACE)
+            done = self.wait(time.monotonic() + self.request.interrupt_grace)
         except (KeyboardInterrupt, Cancelled):
             done = False
         if not done and self.pending:
             stuck = sorted(self.pending)
+            # their last stacks, before they are killed (shown in full unless a timeout just did)
+            last = self.diagnose(stuck, "killed", show=kind != "timeout")
+            seen = [
+                f"{ranks_text([r])} {w.describe()}"
+                for r in stuck
+                if (s := last.get(r)) is not None and (w := s.where) is not None
+            ]
             self.view.notice(
-                f"rank(s) {stuck} did not stop within {INTERRUPT_GRACE:.0f}s; "
+                f"rank(s) {stuck} did not stop within {self.request.interrupt_grace:g}s; "
                 "terminating the cluster (its variables are lost)"
+                + (f"; last seen: {'; '.join(seen)}" if seen else "")
             )
             self.cluster.mark_lost(f"rank(s) {stuck} were killed after not yielding")
             self.cluster.stop()
             self.pending.clear()
 
 
-def _send_execute(cluster: ProcessCluster, request: RunRequest) -> dict[str, Any] | None:
+def _send_execute(cluster: Supervised, request: RunRequest) -> dict[str, Any] | None:
     """Send the cell (and pushed values) to its ranks; returns the shared-memory file that
     carries a large push to ranks on this host, which the caller removes after the run."""
-    fields: dict[str, Any] = {
-        "run_id": request.run_id,
-        "code": request.code,
-        "pull": list(request.pull),
-    }
     buffers: list[Any] = []
     shared = None
-    if request.push:
-        pickled: list[pickle.PickleBuffer] = []
-        data = cloudpickle.dumps(request.push, protocol=5, buffer_callback=pickled.append)
-        raw = [b.raw() for b in pickled]
-        buffers = [data, *raw]
+    if request.push is not None:
+        buffers = request.push.frames
         here = socket.gethostname()
-        if sum(b.nbytes for b in raw) >= SHARED_MIN_BYTES and all(
+        if request.push.buffer_bytes >= SHARED_MIN_BYTES and all(
             cluster.info[r].host == here for r in request.ranks
         ):
             try:
-                shared = write_shared(raw)
+                shared = write_shared(request.push.buffers)
             except OSError as exc:  # e.g. /dev/shm is full: send the bytes instead
                 log.warning("jupyter-distributed: push through ZeroMQ, not shared memory: %s", exc)
             else:
-                fields["shared"] = shared
-                buffers = [data]
+                buffers = [request.push.data]
     cluster.begin(request.run_id)
-    cluster.send(request.ranks, "execute", fields, buffers)
+    execute = Execute(
+        request.run_id, request.code, tuple(request.pull), shared, request.display_max
+    )
+    cluster.send(request.ranks, execute, buffers)
     return shared
 
 
-def execute_run(cluster: ProcessCluster, request: RunRequest, view: RunView) -> RunOutcome:
+def execute_run(cluster: Supervised, request: RunRequest, view: RunView) -> RunOutcome:
     shared = _send_execute(cluster, request)
     try:
         return _supervise(cluster, request, view)
@@ -182,7 +265,7 @@ def execute_run(cluster: ProcessCluster, request: RunRequest, view: RunView) -> 
             remove_shared(shared)
 
 
-def _supervise(cluster: ProcessCluster, request: RunRequest, view: RunView) -> RunOutcome:
+def _supervise(cluster: Supervised, request: RunRequest, view: RunView) -> RunOutcome:
     run = _Run(cluster, request, view)
     deadline = time.monotonic() + request.timeout if request.timeout else None
     interrupted = False
@@ -198,17 +281,24 @@ def _supervise(cluster: ProcessCluster, request: RunRequest, view: RunView) -> R
         view.notice(f"the run was {CANCELLED}")
         run.stop_pending("interrupted", "interrupted")
     stopped = bool(run.pending) and cluster.lost == STOPPED_REMOTELY
+    # ranks still working when the cluster was lost never said they were done: a failed run
+    lost = bool(run.pending) and not cluster.alive and not stopped
     if not cluster.alive:
+        if run.pending and not stopped:  # their last stacks, before they are stopped with it
+            run.diagnose(sorted(run.pending), "killed")
         run.pending.clear()  # the cluster was lost: the others are stopped with it
         cluster.stop()
-    cluster.run_id = ""
+    cluster.end()
     outcome = run.outcome
+    outcome.unrecorded = cluster.unrecorded
     if stopped:
         outcome.state, outcome.message, outcome.failures = RunState.STOPPED, STOPPED_REMOTELY, []
     elif interrupted:
         outcome.state = RunState.INTERRUPTED
-    elif outcome.failures:
+    elif outcome.failures or lost or outcome.unrecorded:
         outcome.state = RunState.FAILED
+        if not outcome.failures:  # no rank failed: the cluster's own cause is the root
+            outcome.message = cluster.lost or "the cluster was lost while ranks were running"
     else:
         outcome.state = RunState.COMPLETED
     timed_out = {f.rank for f in outcome.failures if f.kind == "timeout"}

@@ -3,8 +3,9 @@
 
 Enabled for every server by ``jupyter-config/jupyter_server_config.d/jupyter_distributed.json``,
 which the wheel installs; ``jupyter_distributed._jupyter_server_extension_points`` points here.
-It reads the run history from the store (``$JUPYTER_DISTRIBUTED_STORE`` or the Jupyter data
-dir), so it works with no kernel running; control actions are queued in the store for the kernel.
+It reads the run history from the store (``c.Distributed.store_path``,
+``$JUPYTER_DISTRIBUTED_STORE`` or the Jupyter data dir), so it works with no kernel running;
+control actions are queued in the store for the kernel.
 SageMaker runs whose kernel is gone are followed by the server itself (:mod:`.follower`).
 """
 
@@ -15,17 +16,21 @@ from typing import Any
 
 from jupyter_server.utils import url_path_join
 
+from ..errors import StoreError
+from ..settings import Distributed
 from ..store import Store
 from .api import History
 from .follower import Follower
 from .handlers import (
     SETTINGS_KEY,
     CancelHandler,
+    DisplayHandler,
     EventsHandler,
     LogsHandler,
     MetricsHandler,
     RunHandler,
     RunsHandler,
+    StacksHandler,
     StopHandler,
     StreamHandler,
     VersionHandler,
@@ -41,8 +46,15 @@ _ID = r"([^/]+)"
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     """Register the extension's handlers with the server's web application."""
     web_app = serverapp.web_app
-    store = Store()
-    web_app.settings[SETTINGS_KEY] = {"history": History(store), "tail": Tail(store)}
+    settings = Distributed(parent=serverapp)  # c.Distributed.* in jupyter_server_config.py
+    store: Store | None = None
+    try:
+        store = Store(settings.store_path or None)
+    except StoreError as exc:  # still load: every route answers 503 with what to do
+        serverapp.log.error("jupyter_distributed: %s", exc)
+        web_app.settings[SETTINGS_KEY] = {"history": History(None, str(exc)), "tail": None}
+    else:
+        web_app.settings[SETTINGS_KEY] = {"history": History(store), "tail": Tail(store)}
     api = url_path_join(web_app.settings["base_url"], URL_PREFIX, "api")
     routes: list[tuple[str, type]] = [
         ("version", VersionHandler),
@@ -50,12 +62,16 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
         (f"runs/{_ID}", RunHandler),
         (f"runs/{_ID}/logs", LogsHandler),
         (f"runs/{_ID}/metrics", MetricsHandler),
+        (f"runs/{_ID}/displays/([0-9]+)", DisplayHandler),
         (f"runs/{_ID}/cancel", CancelHandler),
+        (f"runs/{_ID}/stacks", StacksHandler),
         (f"clusters/{_ID}/stop", StopHandler),
         ("stream", StreamHandler),
         ("events", EventsHandler),
     ]
     web_app.add_handlers(".*$", [(url_path_join(api, path), handler) for path, handler in routes])
+    if store is None:
+        return
     serverapp.log.info(
         "jupyter_distributed: server extension loaded at %s (history: %s)", api, store.path
     )

@@ -7,16 +7,19 @@ Every function here is synchronous and may touch the SQLite file: handlers call 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import cast
 
 from .. import __version__
+from ..errors import NotFound as Missing
 from ..events import Stream
 from ..store import Store
 from .wire import (
     API_VERSION,
     ControlJSON,
     ControlReply,
+    DisplayJSON,
     LogLineJSON,
     LogsPage,
     MetricSampleJSON,
@@ -25,6 +28,8 @@ from .wire import (
     RunDetail,
     RunJSON,
     RunsPage,
+    StacksJSON,
+    StacksPage,
     VersionReply,
 )
 
@@ -53,6 +58,16 @@ class Conflict(ApiError):
     status = 409
 
 
+class Unavailable(ApiError):
+    """The history store cannot be read (e.g. a corrupt file): the message says what to do."""
+
+    status = 503
+
+
+#: SQLite's integers are 64-bit signed: larger ones are a bad request, not a server error.
+MAX_INT = 2**63 - 1
+
+
 class Query:
     """The query arguments of a request (each name may repeat), read with checks."""
 
@@ -75,7 +90,8 @@ class Query:
             raise BadRequest(f"query argument {name}={raw!r} must be an integer") from None
         if lo is not None and value < lo:
             raise BadRequest(f"query argument {name}={value} must be at least {lo}")
-        if hi is not None and value > hi:
+        hi = MAX_INT if hi is None else min(hi, MAX_INT)
+        if value > hi or value < -MAX_INT:
             raise BadRequest(f"query argument {name}={value} must be at most {hi}")
         return value
 
@@ -84,9 +100,12 @@ class Query:
         if raw is None or raw == "":
             return None
         try:
-            return float(raw)
+            value = float(raw)
         except ValueError:
             raise BadRequest(f"query argument {name}={raw!r} must be a number") from None
+        if not math.isfinite(value):
+            raise BadRequest(f"query argument {name}={raw!r} must be a finite number")
+        return value
 
     def integers(self, name: str) -> list[int] | None:
         values = self._args.get(name) or []
@@ -94,17 +113,27 @@ class Query:
         for raw in values:
             for part in raw.split(","):
                 try:
-                    out.append(int(part))
+                    value = int(part)
                 except ValueError:
                     raise BadRequest(f"query argument {name}={part!r} must be an integer") from None
+                if abs(value) > MAX_INT:
+                    raise BadRequest(f"query argument {name}={value} must be at most {MAX_INT}")
+                out.append(value)
         return out if values else None
 
 
 class History:
-    """The run history behind the endpoints; one per server, over one :class:`Store`."""
+    """The run history behind the endpoints; one per server, over one :class:`Store`, or none
+    when the store could not be opened (``problem`` says why; every read answers 503)."""
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
+    def __init__(self, store: Store | None, problem: str = "") -> None:
+        self._store, self.problem = store, problem
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            raise Unavailable(self.problem)
+        return self._store
 
     def version(self) -> VersionReply:
         return {"version": __version__, "api_version": API_VERSION}
@@ -112,7 +141,7 @@ class History:
     def runs(self, q: Query) -> RunsPage:
         limit = q.integer("limit", 50, 1, MAX_RUNS) or 50
         last_seq = self.store.last_seq()  # read first: a stream from here misses nothing
-        runs = self.store.runs(limit=limit, before=q.number("before"))
+        runs = self.store.runs(limit=limit, before=q.number("before"), sweep_id=q.text("sweep"))
         return {
             "runs": [cast(RunJSON, r.to_json()) for r in runs],
             "version": API_VERSION,
@@ -156,6 +185,12 @@ class History:
             "next": lines[-1].seq if lines else cursor,
         }
 
+    def display(self, run_id: str, seq: str) -> DisplayJSON:
+        found = self.store.display(self._run_id(run_id), int(seq)) if seq.isdigit() else None
+        if found is None:
+            raise NotFound(f"no display {seq} in run {run_id!r}")
+        return cast(DisplayJSON, found)
+
     def metrics(self, run_id: str, q: Query) -> MetricsPage:
         after = q.integer("after", 0, 0) or 0
         rows = self.store.metrics(
@@ -176,12 +211,30 @@ class History:
             raise Conflict(f"run {run.id} already ended ({run.state.value}); nothing to cancel")
         return {"control": self._control(run.id, "cancel")}
 
+    def request_stacks(self, run_id: str) -> ControlReply:
+        """Ask the kernel running ``run_id`` for every rank's stacks (they land in the history:
+        :meth:`stacks`), even while it is busy running the cell."""
+        run = self.store.run(run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r} in the history")
+        if run.state.finished or not run.cluster_id:
+            raise Conflict(f"run {run.id} is not running ({run.state.value}); no stacks to take")
+        return {"control": self._control(run.id, "stacks")}
+
+    def stacks(self, run_id: str, q: Query) -> StacksPage:
+        after = q.integer("after", 0, 0) or 0
+        rows = self.store.stacks(self._run_id(run_id), after)
+        return {
+            "stacks": [cast(StacksJSON, {"seq": seq, **ev.to_json()}) for seq, ev in rows],
+            "next": rows[-1][0] if rows else after,
+        }
+
     def stop(self, cluster_id: str) -> ControlReply:
         return {"control": self._control(cluster_id, "stop")}
 
     def _control(self, target: str, action: str) -> ControlJSON:
         try:
             control = self.store.request_control(target, action)
-        except KeyError as exc:
-            raise NotFound(str(exc.args[0])) from None
+        except Missing as exc:
+            raise NotFound(str(exc)) from None
         return cast(ControlJSON, control.to_json())

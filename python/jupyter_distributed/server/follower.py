@@ -1,4 +1,4 @@
-"""The server keeps following SageMaker runs whose kernel is gone.
+"""The server keeps following detached runs (SageMaker jobs) whose kernel is gone.
 
 A run started with ``--no-wait`` (or whose kernel exited or was restarted mid-run) has nobody
 recording its logs, metrics and end. The :class:`Follower` thread looks for such runs in the store
@@ -19,7 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import DistributedError, RunFailed
+from ..backends import followable, follower
+from ..errors import CloudError, DistributedError
 from ..events import Event
 from ..store import RunRecord, Store, pid_alive
 
@@ -39,19 +40,26 @@ class _Quiet:
     def on_event(self, event: Event) -> None:
         pass
 
+    def live(self, rank: int, stream: str, text: str) -> None:
+        pass
+
     def notice(self, text: str) -> None:
         log.debug("jupyter_distributed follower: %s", text)
 
     def flush(self) -> None:
         pass
 
+    def finish(self, unrecorded: int = 0) -> None:
+        pass
+
 
 def orphaned(run: RunRecord, host: str) -> bool:
-    """A SageMaker run that has not ended and whose kernel (on this host) is gone.
+    """A run of a backend that can follow detached runs (the registry says which), not ended,
+    whose kernel (on this host) is gone.
 
     Runs started on another host are left to that host's server: their kernel cannot be seen."""
     return (
-        run.backend == "sagemaker"
+        run.backend in followable()
         and bool(run.external_id)
         and not run.state.finished
         and run.host == host
@@ -101,6 +109,7 @@ class Follower:
         store = Store(self.store_path)
         try:
             while not self._stop.is_set():
+                store.reap()  # runs of kernels that died on this host end "failed"
                 self.scan(store)
                 self._stop.wait(self.interval)
         finally:
@@ -119,15 +128,17 @@ class Follower:
             thread.start()
 
     def _follow(self, run: RunRecord) -> None:
-        from ..backends.sagemaker.lifecycle import attach, default_clients
-
         store = Store(self.store_path)
         try:
-            clients = (self._clients or default_clients)()
+            follow = follower(run.backend)
+            if follow is None:  # pragma: no cover - orphaned() only picks followable backends
+                return
             log.info("jupyter_distributed: following %s (run %s)", run.external_id, run.id)
-            attach(store, run.external_id, _Quiet(), {}, clients, self.poll, self._sleep)
-        except (Stopping, RunFailed):
-            pass  # shutting down / the run failed: recorded in the store either way
+            follow(store, run, _Quiet(), self._sleep, self.poll, self._clients)
+        except Stopping:
+            pass  # shutting down: the job keeps running, the next server follows it again
+        except CloudError as exc:  # AWS failed (throttling, credentials): try again later
+            log.warning("jupyter_distributed: following run %s: %s", run.id, exc)
         except DistributedError as exc:
             self._gave_up.add(run.id)
             log.warning("jupyter_distributed: cannot follow run %s: %s", run.id, exc)

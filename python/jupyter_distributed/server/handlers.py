@@ -1,7 +1,10 @@
-"""HTTP handlers: thin, authenticated, JSON in and out.
+"""HTTP handlers: thin, authenticated and authorized, JSON in and out.
 
-Each handler names one :class:`~.api.History` call; :meth:`BaseHandler.answer` runs it off the
-event loop and is the one place that maps our errors to HTTP statuses.
+Every route asks the server's ``Authorizer`` about the resource :data:`AUTH_RESOURCE`: ``read``
+for the GETs, the WebSocket and SSE, ``write`` for cancel and stop (JupyterHub RBAC and
+read-only sharing rely on it). Each handler names one :class:`~.api.History` call;
+:meth:`BaseHandler.answer` runs it off the event loop and is the one place that maps our errors
+to HTTP statuses (a store that cannot be read is 503, with what to do).
 """
 
 from __future__ import annotations
@@ -9,21 +12,50 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
 
-from jupyter_server.auth.decorator import ws_authenticated
+from jupyter_server.auth.decorator import authorized, ws_authenticated
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from tornado import iostream, web, websocket
 
-from .api import ApiError, BadRequest, History, Query
+from ..errors import StoreError
+from .api import ApiError, History, Query, Unavailable
 from .stream import Tail, encode, pump
 from .wire import StreamMessage
 
 SETTINGS_KEY = "jupyter_distributed"
 
+#: The resource every route is authorized against (``read`` or ``write``).
+AUTH_RESOURCE = "distributed"
+
+#: Seconds between SSE keep-alive comments (proxies drop idle connections).
+KEEPALIVE = 15.0
+
+
+Method = TypeVar("Method", bound=Callable[..., Awaitable[None]])
+
+
+def allowed(action: str) -> Callable[[Method], Method]:
+    """Jupyter's ``@authorized(action)`` on :data:`AUTH_RESOURCE`, typed."""
+    return cast(Callable[[Method], Method], authorized(action, AUTH_RESOURCE))
+
+
+def _failure(exc: ApiError | StoreError) -> ApiError:
+    return Unavailable(str(exc)) if isinstance(exc, StoreError) else exc
+
+
+def _tail(settings: dict[str, Any]) -> Tail:
+    tail: Tail | None = settings[SETTINGS_KEY]["tail"]
+    if tail is None:  # the store could not be opened
+        history: History = settings[SETTINGS_KEY]["history"]
+        raise Unavailable(history.problem)
+    return tail
+
 
 class BaseHandler(APIHandler):
+    auth_resource = AUTH_RESOURCE
+
     @property
     def history(self) -> History:
         history: History = self.settings[SETTINGS_KEY]["history"]
@@ -36,9 +68,10 @@ class BaseHandler(APIHandler):
         reply: object
         try:
             reply = await asyncio.to_thread(call, *args)
-        except ApiError as exc:
-            self.set_status(exc.status)
-            reply = {"message": exc.message}
+        except (ApiError, StoreError) as exc:
+            error = _failure(exc)
+            self.set_status(error.status)
+            reply = {"message": error.message}
         else:
             self.set_status(status)
         self.set_header("Content-Type", "application/json")
@@ -49,42 +82,65 @@ class VersionHandler(BaseHandler):
     """``GET version``: the package version and the API version."""
 
     @web.authenticated
+    @allowed("read")
     async def get(self) -> None:
         await self.answer(self.history.version)
 
 
 class RunsHandler(BaseHandler):
     @web.authenticated
+    @allowed("read")
     async def get(self) -> None:
         await self.answer(self.history.runs, self.query())
 
 
 class RunHandler(BaseHandler):
     @web.authenticated
+    @allowed("read")
     async def get(self, run_id: str) -> None:
         await self.answer(self.history.run, run_id)
 
 
 class LogsHandler(BaseHandler):
     @web.authenticated
+    @allowed("read")
     async def get(self, run_id: str) -> None:
         await self.answer(self.history.logs, run_id, self.query())
 
 
 class MetricsHandler(BaseHandler):
     @web.authenticated
+    @allowed("read")
     async def get(self, run_id: str) -> None:
         await self.answer(self.history.metrics, run_id, self.query())
 
 
+class DisplayHandler(BaseHandler):
+    @web.authenticated
+    async def get(self, run_id: str, seq: str) -> None:
+        await self.answer(self.history.display, run_id, seq)
+
+
 class CancelHandler(BaseHandler):
     @web.authenticated
+    @allowed("write")
     async def post(self, run_id: str) -> None:
         await self.answer(self.history.cancel, run_id, status=202)
 
 
+class StacksHandler(BaseHandler):
+    @web.authenticated
+    async def get(self, run_id: str) -> None:
+        await self.answer(self.history.stacks, run_id, self.query())
+
+    @web.authenticated
+    async def post(self, run_id: str) -> None:
+        await self.answer(self.history.request_stacks, run_id, status=202)
+
+
 class StopHandler(BaseHandler):
     @web.authenticated
+    @allowed("write")
     async def post(self, cluster_id: str) -> None:
         await self.answer(self.history.stop, cluster_id, status=202)
 
@@ -96,31 +152,49 @@ class EventsHandler(BaseHandler):
 
     _closed = False
 
-    @property
-    def tail(self) -> Tail:
-        tail: Tail = self.settings[SETTINGS_KEY]["tail"]
-        return tail
-
     @web.authenticated
+    @allowed("read")
     async def get(self) -> None:
         query = self.query()
         try:
+            tail = _tail(self.settings)
             after = query.integer("after", None, 0)
             resume = self.request.headers.get("Last-Event-ID")
             if resume:
                 after = Query({"Last-Event-ID": [resume]}).integer("Last-Event-ID", None, 0)
-        except BadRequest as exc:
+        except ApiError as exc:
             self.set_status(exc.status)
             self.finish(json.dumps({"message": exc.message}))
             return
         self.set_header("Content-Type", "text/event-stream")
         self.set_header("Cache-Control", "no-cache")
+        self.set_header("X-Accel-Buffering", "no")  # nginx: pass events through at once
+        keepalive = asyncio.create_task(self._keepalive())
+        try:
+            with contextlib.suppress(iostream.StreamClosedError):
+                await self._write(
+                    ": connected\n\n"
+                )  # the headers go out now, not at the first event
+                await pump(tail, after, query.text("run") or None, self._send, self._is_closed)
+        except StoreError as exc:  # after the headers: say so as an event, then end
+            message = json.dumps({"message": str(exc), "status": Unavailable.status})
+            with contextlib.suppress(iostream.StreamClosedError):
+                await self._write(f"event: failure\ndata: {message}\n\n")
+        finally:
+            keepalive.cancel()
+
+    async def _keepalive(self) -> None:
         with contextlib.suppress(iostream.StreamClosedError):
-            await pump(self.tail, after, query.text("run") or None, self._send, self._is_closed)
+            while not self._closed:
+                await asyncio.sleep(KEEPALIVE)
+                await self._write(": keep-alive\n\n")
+
+    async def _write(self, chunk: str) -> None:
+        self.write(chunk)
+        await self.flush()
 
     async def _send(self, message: StreamMessage) -> None:
-        self.write(f"id: {message['events'][-1]['seq']}\ndata: {encode(message)}\n\n")
-        await self.flush()
+        await self._write(f"id: {message['events'][-1]['seq']}\ndata: {encode(message)}\n\n")
 
     def _is_closed(self) -> bool:
         return self._closed
@@ -133,26 +207,28 @@ class StreamHandler(JupyterHandler, websocket.WebSocketHandler):
     """``GET stream?after=<seq>&run=<id>`` (WebSocket): see :mod:`.stream`."""
 
     _task: asyncio.Task[None] | None = None
-
-    @property
-    def tail(self) -> Tail:
-        tail: Tail = self.settings[SETTINGS_KEY]["tail"]
-        return tail
+    auth_resource = AUTH_RESOURCE
 
     @ws_authenticated
+    @allowed("read")
     async def get(self, *args: Any, **kwargs: Any) -> None:
         query = Query({k: self.get_query_arguments(k) for k in self.request.query_arguments})
         try:
+            self._tail = _tail(self.settings)
             self._after = query.integer("after", None, 0)
-        except BadRequest as exc:
-            raise web.HTTPError(400, exc.message) from None
+        except ApiError as exc:
+            raise web.HTTPError(exc.status, exc.message) from None
         self._run = query.text("run") or None
         await super().get(*args, **kwargs)
 
     def open(self, *args: str, **kwargs: str) -> None:
-        self._task = asyncio.create_task(
-            pump(self.tail, self._after, self._run, self._send, self._is_closed)
-        )
+        self._task = asyncio.create_task(self._pump())
+
+    async def _pump(self) -> None:
+        try:
+            await pump(self._tail, self._after, self._run, self._send, self._is_closed)
+        except StoreError as exc:
+            self.close(1011, str(exc)[:120])  # a close reason is at most 123 bytes
 
     async def _send(self, message: StreamMessage) -> None:
         await self.write_message(encode(message))

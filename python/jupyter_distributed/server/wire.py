@@ -1,16 +1,19 @@
-"""The JSON the server extension speaks, as types: the Python twin of the panel's ``tokens.ts``.
+"""The JSON the server extension speaks, as types: the Python twin of the panel's ``wire.ts``.
 
 Field names are the store's (snake_case), so ``RunRecord.to_json()`` and friends produce these
-shapes directly. Bump ``API_VERSION`` whenever a shape changes; the panel checks it.
+shapes directly. Bump ``API_VERSION`` whenever a shape changes; the panel checks it. One real
+document of each shape is kept in ``tests/wire/`` for both test suites (``make wire-fixtures``).
 
 Endpoints, all under ``{base_url}/jupyter-distributed/api/``:
 
 - ``GET version`` -> :class:`VersionReply`
-- ``GET runs?limit=50&before=<started>`` -> :class:`RunsPage` (newest first)
+- ``GET runs?limit=50&before=<started>&sweep=<sweep_id>`` -> :class:`RunsPage` (newest first)
 - ``GET runs/<id>`` -> :class:`RunDetail`
 - ``GET runs/<id>/logs?rank=0&rank=2&stream=stderr&search=text&after=<seq>&before=<seq>&limit=500``
   -> :class:`LogsPage`
 - ``GET runs/<id>/metrics?after=<seq>&limit=`` -> :class:`MetricsPage`
+- ``GET runs/<id>/displays/<seq>`` -> :class:`DisplayJSON`: the rich display (MIME bundle) whose
+  mark is the log line ``seq`` of stream ``display``
 - ``GET stream?after=<seq>&run=<id>`` (WebSocket) -> :class:`StreamMessage` messages: every event
   with ``seq > after`` in order, then new ones as they are written. Without ``after`` the stream
   starts at the store's current end (``RunsPage.last_seq`` is the cursor that goes with a list).
@@ -18,6 +21,9 @@ Endpoints, all under ``{base_url}/jupyter-distributed/api/``:
   per batch (``id:`` its last seq, ``data:`` the :class:`StreamMessage`); ``Last-Event-ID``
   resumes like ``after``.
 - ``POST runs/<id>/cancel``, ``POST clusters/<cluster_id>/stop`` -> :class:`ControlReply` (202)
+- ``POST runs/<id>/stacks`` -> :class:`ControlReply` (202): the kernel running the run takes
+  every rank's stacks (even while the cell runs); ``GET runs/<id>/stacks?after=<seq>`` ->
+  :class:`StacksPage` (also in the stream, as events of kind ``stacks``)
 - any error -> :class:`ErrorReply` with the HTTP status (400 bad query, 404 unknown, 409 finished)
 """
 
@@ -27,8 +33,11 @@ from typing import Any, Literal, TypedDict
 
 API_VERSION = 1
 
-RunStateName = Literal["pending", "running", "completed", "failed", "interrupted", "stopped"]
-StreamName = Literal["stdout", "stderr", "result"]
+RunStateName = Literal[
+    "pending", "queued", "running", "completed", "failed", "interrupted", "stopped"
+]
+RankStateName = Literal["starting", "running", "done", "failed", "interrupted"]
+StreamName = Literal["stdout", "stderr", "result", "display"]
 
 
 class RunJSON(TypedDict):
@@ -48,14 +57,15 @@ class RunJSON(TypedDict):
     started: float
     ended: float | None
     message: str
-    summary: dict[str, Any]
+    summary: dict[str, Any]  # global_batch, sweep (this run's swept values), ...
+    sweep_id: str  # shared by the runs of one --sweep cell; "" otherwise
 
 
 class RankJSON(TypedDict):
     rank: int
     host: str
     pid: int | None
-    state: str  # starting, running, done, failed, interrupted, exited
+    state: RankStateName
     coords: dict[str, Any]  # data_parallel, pipeline_stage, tensor_parallel, role, node_rank...
     updated: float
     heartbeat: float | None
@@ -102,6 +112,19 @@ class MetricsPage(TypedDict):
     next: int
 
 
+class DisplayJSON(TypedDict):
+    kind: Literal["display"]
+    run_id: str
+    rank: int
+    t: float
+    mark: str
+    data: dict[str, Any]
+    metadata: dict[str, Any]
+    display_id: str | None
+    update: bool
+    result: bool
+
+
 class StreamItem(TypedDict):
     seq: int
     event: dict[str, Any]  # an event's JSON, as in events.py (kind: run|rank|output|metric|error)
@@ -115,12 +138,30 @@ class ControlJSON(TypedDict):
     id: int
     cluster_id: str
     target: str
-    action: Literal["cancel", "stop"]
+    action: Literal["cancel", "stop", "stacks"]
     t: float
 
 
 class ControlReply(TypedDict):
     control: ControlJSON
+
+
+class StacksJSON(TypedDict):
+    """A stack snapshot (events.StacksEvent): the diagnosis, root cause first, then every
+    thread of each rank (``ranks``: rank -> protocol.stacks.RankStacks as JSON)."""
+
+    seq: int
+    kind: Literal["stacks"]
+    run_id: str
+    t: float
+    reason: Literal["timeout", "interrupt", "killed", "straggler", "request", "launch"]
+    diagnosis: str
+    ranks: dict[str, dict[str, Any]]
+
+
+class StacksPage(TypedDict):
+    stacks: list[StacksJSON]
+    next: int
 
 
 class ErrorReply(TypedDict):

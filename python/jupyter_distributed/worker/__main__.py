@@ -13,12 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from ..pids import pid_alive
+from ..protocol.messages import Heartbeat, Hello, Live, Message, StackRequest, Stacks, Stage
+from ..protocol.signing import BOOTSTRAP_ENV, Buffer, Signer, rank_name
 from ..spec import Layout
 from .capture import FdCapture
 from .channel import Channel
+from .guard import guard_group
 from .mpi import MpiSetupError, setup_comm
-from .protocol import BOOTSTRAP_ENV, Signer
+from .report import ChannelReporter
 from .runtime import RankEnv, Runtime
+from .slurm import export_master_addr
+from .stacks import current_stacks, install_dump, on_stage, set_stage, stage
 from .strategies import StrategyError, setup
 
 
@@ -34,8 +39,8 @@ def _die_with_parent() -> None:
 class _Ticker:
     """Periodic work on the channel's I/O thread: metrics, heartbeats, orphan checks."""
 
-    def __init__(self, runtime: Runtime, boot: dict[str, Any]) -> None:
-        self.runtime = runtime
+    def __init__(self, boot: dict[str, Any]) -> None:
+        self.runtime: Runtime | None = None
         self.kernel_pid = int(boot.get("kernel_pid") or 0)
         self.same_host = boot.get("kernel_host") == socket.gethostname()
         self.last_metrics = self.last_beat = 0.0
@@ -43,6 +48,8 @@ class _Ticker:
         self.channel: Channel | None = None
 
     def __call__(self) -> None:
+        if self.runtime is None:
+            return
         now = time.monotonic()
         if now - self.last_metrics >= 0.1:
             self.last_metrics = now
@@ -55,15 +62,16 @@ class _Ticker:
             cpu = sum(os.times()[:2])
             self.cpu = (now, cpu)
             percent = 100.0 * (cpu - cpu0) / max(now - wall0, 1e-6)
+            gpu = _gpu_sample(self.runtime.gpu_device)
             self.channel.send(
-                "heartbeat",
-                {
-                    "run_id": self.runtime.run_id,
-                    "t": time.time(),
-                    "cpu": round(percent, 1),
-                    "rss_mb": _rss_mb(),
-                    **_gpu_sample(self.runtime.gpu_device),
-                },
+                Heartbeat(
+                    self.runtime.run_id,
+                    time.time(),
+                    round(percent, 1),
+                    _rss_mb(),
+                    gpu.get("gpu_util"),
+                    gpu.get("gpu_mem_mb"),
+                )
             )
 
 
@@ -93,46 +101,61 @@ def _gpu_sample(device: int | None) -> dict[str, float]:
 def main() -> int:
     boot = json.loads(os.environ.pop(BOOTSTRAP_ENV))
     _die_with_parent()
+    guard_group()  # before any thread: what the rank starts dies with it
+    # A launcher's thread may have blocked SIGINT (Ray's actor threads do) and children inherit
+    # the mask: unblock it, or an interrupt from the kernel could never stop a cell.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    export_master_addr()
     env = RankEnv.from_environ()
     env.export()
-    runtime = Runtime(env, send=lambda *a: channel.send(*a), pickled_metrics=True)
-    ticker = _Ticker(runtime, boot)
+    install_dump(str(boot.get("stacks_dir") or ""), env.rank)
+    ticker = _Ticker(boot)
+
+    def on_message(message: Message, buffers: list[Buffer]) -> None:
+        if isinstance(message, StackRequest):  # on the I/O thread, whatever the main one does
+            channel.send(Stacks(message.request_id, current_stacks(), stage()))
+        else:
+            runtime.on_message(message, buffers)
+
     channel = Channel(
         boot["address"],
-        Signer(bytes.fromhex(boot["key"])),
-        f"rank-{env.rank}".encode(),
-        runtime.on_message,
+        Signer(bytes.fromhex(boot["key"]), rank_name(env.rank)),
+        on_message,
         ticker,
+        boot.get("curve"),
     )
-    ticker.channel = channel
+    reporter = ChannelReporter(channel)
+    runtime = Runtime(env, reporter)
+    ticker.runtime, ticker.channel = runtime, channel
     capture = FdCapture(
-        lambda stream, lines: channel.send(
-            "output", {"run_id": runtime.run_id, "stream": stream, "lines": lines}
-        )
+        lambda stream, lines: reporter.output(runtime.run_id, stream, lines),
+        lambda stream, text, final: reporter.live(Live(runtime.run_id, stream, text, final)),
     )
     channel.start()
+    on_stage(lambda name, detail: channel.send(Stage(name, os.getpid(), detail)))
+    set_stage("setup")
     capture.start()
     layout = Layout.from_json(boot["layout"])
     try:
         setup_comm(runtime.namespace)
         setup(layout, runtime.namespace)
     except (StrategyError, MpiSetupError) as exc:
-        channel.send("fatal", {"message": str(exc)})
+        reporter.fatal(str(exc))
         channel.close()
         return 2
     except Exception as exc:  # noqa: BLE001 (report any set-up failure to the kernel)
-        channel.send("fatal", {"message": f"{type(exc).__name__}: {exc}"})
+        reporter.fatal(f"{type(exc).__name__}: {exc}")
         channel.close()
         return 2
+    set_stage("ready")
     channel.send(
-        "hello",
-        {
-            "rank": env.rank,
-            "host": runtime.host,
-            "pid": os.getpid(),
-            "python": sys.version.split()[0],
-            "coords": layout.coords(env.rank).to_json(),
-        },
+        Hello(
+            env.rank,
+            runtime.host,
+            os.getpid(),
+            sys.version.split()[0],
+            layout.coords(env.rank).to_json(),
+        )
     )
     runtime.serve(capture.sync)
     capture.sync()

@@ -3,34 +3,55 @@
 File descriptors 1 and 2 are replaced by pipes, so output written by C libraries and child
 processes is captured too. One thread per pipe reads continuously (a rank that floods stderr
 never blocks), splits lines and hands them on. :meth:`FdCapture.sync` returns once everything
-written before it has been handed on, so a cell's output always precedes its result.
+written before it has been handed on, so a cell's output always precedes its result. When both
+pipes are empty, no reader is inside a chunk and no line is left unfinished (the common case
+after a quiet cell), it returns at once, without a round trip through the reader threads.
+
+A carriage return works as in a notebook cell: the line shows what follows the last one. A line
+redrawn in place (a progress bar) is handed to ``live`` as it reads now, at most every
+``LIVE_EVERY`` seconds, and once more, ``final``, when a newline ends it.
 """
 
 from __future__ import annotations
 
 import codecs
 import contextlib
+import fcntl
 import os
 import select
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable
 
 Emit = Callable[[str, list[tuple[float, str]]], None]
+Live = Callable[[str, str, bool], None]  # stream, text, final
 
 _CHUNK = 1 << 16
 _MAX_LINE = 1 << 16
 _PARTIAL_AFTER = 0.1  # seconds before an unterminated line is handed on as it is
+LIVE_EVERY = 0.2  # seconds between two states of a line redrawn in place
+
+
+def visible(line: str) -> str:
+    """What a line with carriage returns shows: the last text after one."""
+    parts = line.split("\r")
+    return next((p for p in reversed(parts) if p), "")
 
 
 class FdCapture:
-    def __init__(self, emit: Emit) -> None:
+    def __init__(self, emit: Emit, live: Live | None = None) -> None:
         self._emit = emit
+        self._live = live
         self._token = os.urandom(6).hex()
         self._acks: dict[str, threading.Event] = {}
         self._threads: list[threading.Thread] = []
         self.saved: dict[str, int] = {}
+        # per reader: its pipe, and whether it may hold text not handed on yet (inside a chunk,
+        # or an unfinished line); set before it reads, cleared once all it read is handed on
+        self._pipes: dict[str, int] = {}
+        self._holding = {"stdout": True, "stderr": True}
 
     def start(self) -> None:
         for fd, stream in ((1, "stdout"), (2, "stderr")):
@@ -38,6 +59,7 @@ class FdCapture:
             self.saved[stream] = os.dup(fd)
             os.dup2(w, fd)
             os.close(w)
+            self._pipes[stream] = r
             t = threading.Thread(
                 target=self._read, args=(r, stream), daemon=True, name=f"jd-capture-{stream}"
             )
@@ -53,6 +75,8 @@ class FdCapture:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
+        if self._quiet():
+            return
         waits = []
         for fd in (1, 2):
             marker = f"\x00jd-sync-{self._token}-{time.monotonic_ns()}\x00"
@@ -64,15 +88,33 @@ class FdCapture:
         for event in waits:
             event.wait(max(0.0, deadline - time.monotonic()))
 
+    def _quiet(self) -> bool:
+        """Everything written so far is handed on: both pipes are empty (read first) and
+        neither reader holds text (it marks itself before reading)."""
+        try:
+            empty = len(self._pipes) == 2 and not any(map(_pending, self._pipes.values()))
+        except OSError:
+            return False
+        return empty and not any(self._holding.values())
+
     def _read(self, fd: int, stream: str) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        partial = ""
+        partial = shown = ""  # shown: the live line's state last handed on
+        sent = 0.0
         while True:
-            if partial:
+            self._holding[stream] = bool(partial)  # what it read before is handed on
+            if not partial:
+                select.select([fd], [], [])  # data waits in the pipe until marked (see sync)
+                self._holding[stream] = True
+            if partial and partial != shown:
                 ready, _, _ = select.select([fd], [], [], _PARTIAL_AFTER)
                 if not ready:
-                    self._emit(stream, [(time.time(), partial)])
-                    partial = ""
+                    if partial[0] == "\r" and self._live is not None:  # redrawn in place
+                        self._live(stream, partial[1:], False)
+                        shown, sent = partial, time.monotonic()
+                    else:
+                        self._emit(stream, [(time.time(), partial)])
+                        partial = ""
                     continue
             try:
                 data = os.read(fd, _CHUNK)
@@ -88,6 +130,7 @@ class FdCapture:
                 complete.append(partial)
                 partial = ""
             now = time.time()
+            live = self._live if "\r" in text else None
             lines: list[tuple[float, str]] = []
             acked: list[threading.Event] = []
             for line in complete:
@@ -95,12 +138,31 @@ class FdCapture:
                     head, _, marker = line.rpartition("\x00jd-sync-")
                     event = self._acks.pop("\x00jd-sync-" + marker, None)
                     if event is not None:
-                        if head:
-                            lines.append((now, head))
                         acked.append(event)
-                        continue
+                        if not head:
+                            continue
+                        line = head
+                if live is not None and "\r" in line.rstrip("\r"):  # a live line's final state
+                    if lines:
+                        self._emit(stream, lines)
+                        lines = []
+                    live(stream, visible(line), True)
+                    shown = ""
+                    continue
                 lines.append((now, line))
             if lines:
                 self._emit(stream, lines)
             for event in acked:
                 event.set()
+            if live is not None and "\r" in partial:
+                partial = "\r" + visible(partial)
+                moment = time.monotonic()
+                if partial not in (shown, "\r") and moment - sent >= LIVE_EVERY:
+                    live(stream, partial[1:], False)
+                    shown, sent = partial, moment
+
+
+def _pending(fd: int) -> int:
+    """Bytes waiting in the pipe ``fd``."""
+    buf = fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0")
+    return int.from_bytes(buf, sys.byteorder)

@@ -24,16 +24,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .metrics import bad_metric_message, pack_samples
-from .protocol import Buffer
-from .shared import map_shared
+from ..protocol.messages import Done, Execute, Interrupt, Message, Shutdown
+from ..protocol.shared import map_shared
+from ..protocol.signing import Buffer
+from .report import Reporter
+from .rich import Displays, guard_stdin
 
 _MAX_REPR = 10_000
+MPL_BACKEND = "module://jupyter_distributed.worker.mplbackend"
 
 
 @dataclass(frozen=True)
 class RankEnv:
-    """This rank's identity, from torchrun-style variables or Open MPI's / PMI's."""
+    """This rank's identity, from torchrun-style variables or Open MPI's / PMI's / Slurm's."""
 
     rank: int
     world_size: int
@@ -51,14 +54,25 @@ class RankEnv:
                 raise KeyError(f"none of {', '.join(names)} is set")
             return int(default)
 
-        rank = first("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
-        world = first("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
-        local = first("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", default="0")
+        rank = first("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+        world = first("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
+        local = first(
+            "LOCAL_RANK",
+            "OMPI_COMM_WORLD_LOCAL_RANK",
+            "MPI_LOCALRANKID",
+            "SLURM_LOCALID",
+            default="0",
+        )
+        slurm_nodes = environ.get("SLURM_STEP_NUM_NODES") or environ.get("SLURM_NNODES")
+        slurm_local_size = str(world // int(slurm_nodes)) if slurm_nodes else "1"
         local_size = first(
-            "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", default="1"
+            "LOCAL_WORLD_SIZE",
+            "OMPI_COMM_WORLD_LOCAL_SIZE",
+            "MPI_LOCALNRANKS",
+            default=slurm_local_size if "SLURM_PROCID" in environ else "1",
         )
         # (OMPI_COMM_WORLD_NODE_RANK is not the node's index: it counts ranks on the node)
-        node = first("GROUP_RANK", default=str(rank // local_size))
+        node = first("GROUP_RANK", "SLURM_NODEID", default=str(rank // local_size))
         return cls(rank, world, local, local_size, node)
 
     def export(self) -> None:
@@ -93,7 +107,8 @@ def run_cell(code: str, namespace: dict[str, Any], filename: str) -> Any:
         tree.body.pop()
     exec(compile(tree, filename, "exec"), namespace)  # noqa: S102 (the user's cell)
     if last is not None:
-        return eval(compile(last, filename, "eval"), namespace)  # noqa: S307 (the user's cell)
+        value = eval(compile(last, filename, "eval"), namespace)  # noqa: S307 (the user's cell)
+        return None if code.rstrip().endswith(";") else value  # a final ";" hides it, as in IPython
     return None
 
 
@@ -120,22 +135,19 @@ def safe_repr(value: Any) -> str:
 class Runtime:
     """Executes commands from the kernel on the main thread."""
 
-    def __init__(
-        self, env: RankEnv, send: Callable[..., None], pickled_metrics: bool = False
-    ) -> None:
-        """``pickled_metrics``: ship ``report()`` samples as one binary batch (see
-        :mod:`.metrics`), for a kernel-side receiver that unpacks them; else as JSON."""
+    def __init__(self, env: RankEnv, reporter: Reporter) -> None:
         self.env = env
-        self.pickled_metrics = pickled_metrics
-        self.host = socket.gethostname()
-        self.send = send
-        self.commands: queue.SimpleQueue[tuple[dict[str, Any], list[Buffer]]] = queue.SimpleQueue()
+        # a Slurm node's name (two slurmd may share a machine; Slurm's names are what users know)
+        self.host = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+        self.reporter = reporter
+        self.commands: queue.SimpleQueue[tuple[Execute | Shutdown, list[Buffer]]] = (
+            queue.SimpleQueue()
+        )
         self.samples: deque[tuple[float, dict[str, Any]]] = deque()
         self.run_id = ""
         self.gpu_device: int | None = None  # set once a cell has used CUDA (for heartbeats)
         self._executing = False
         self._flush_lock = threading.Lock()
-        self._bad_metric_warned = False
         module = types.ModuleType("__main__", "The namespace of a jupyter-distributed rank")
         sys.modules["__main__"] = module
         self.namespace: dict[str, Any] = module.__dict__
@@ -146,44 +158,27 @@ class Runtime:
             node_rank=env.node_rank,
             report=make_report(self.samples),
         )
+        if "matplotlib_inline" in os.environ.get("MPLBACKEND", "matplotlib_inline"):
+            os.environ["MPLBACKEND"] = MPL_BACKEND  # (the kernel's inline one needs a kernel)
+        self.displays = Displays(reporter, env.rank)
+        self.displays.watch(self.namespace, module)
+        guard_stdin()
         signal.signal(signal.SIGINT, self._on_sigint)
 
     # -- called on the I/O thread ---------------------------------------------------------
 
-    def on_message(self, header: dict[str, Any], buffers: list[Buffer]) -> None:
-        kind = header["type"]
-        if kind == "interrupt":
-            if self._executing and header.get("run_id") in (None, self.run_id):
+    def on_message(self, message: Message, buffers: list[Buffer]) -> None:
+        if isinstance(message, Interrupt):
+            if self._executing and message.run_id in (None, self.run_id):
                 signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
-        elif kind in ("execute", "shutdown"):
-            self.commands.put((header, buffers))
+        elif isinstance(message, Execute | Shutdown):
+            self.commands.put((message, buffers))
 
     def flush_metrics(self) -> None:
         with self._flush_lock:
-            if self.pickled_metrics:
-                count, take = len(self.samples), self.samples.popleft
-                if count:
-                    data = pack_samples([take() for _ in range(count)])
-                    self.send("metrics", {"run_id": self.run_id, "count": count}, [data])
-                return
-            batch: list[tuple[float, dict[str, float]]] = []
-            while self.samples:
-                t, raw = self.samples.popleft()
-                values: dict[str, float] = {}
-                for key, value in raw.items():
-                    try:
-                        values[key] = float(value)
-                    except (TypeError, ValueError):
-                        self._warn_bad_metric(key, value)
-                if values:
-                    batch.append((t, values))
-            if batch:
-                self.send("metrics", {"run_id": self.run_id, "samples": batch})
-
-    def _warn_bad_metric(self, key: str, value: Any) -> None:
-        if not self._bad_metric_warned:
-            self._bad_metric_warned = True
-            sys.stderr.write(bad_metric_message(key, value) + "\n")
+            count, take = len(self.samples), self.samples.popleft
+            if count:
+                self.reporter.metrics(self.run_id, [take() for _ in range(count)])
 
     # -- main thread ----------------------------------------------------------------------
 
@@ -193,24 +188,27 @@ class Runtime:
 
     def serve(self, sync_output: Callable[[], None]) -> None:
         while True:
-            header, buffers = self.commands.get()
-            if header["type"] == "shutdown":
+            command, buffers = self.commands.get()
+            if isinstance(command, Shutdown):
                 return
-            self.execute(header, buffers, sync_output)
+            self.execute(command, buffers, sync_output)
 
     def execute(
-        self, header: dict[str, Any], buffers: list[Buffer], sync_output: Callable[[], None]
+        self, command: Execute, buffers: list[Buffer], sync_output: Callable[[], None]
     ) -> None:
-        self.run_id = run_id = str(header["run_id"])
-        self.send("state", {"run_id": run_id, "state": "running"})
+        self.run_id = run_id = command.run_id
+        self.reporter.state(run_id, "running")
+        self.displays.begin(run_id, command.display_max, sync_output)
         status, value, failure = "ok", None, None
         try:
             if buffers:
-                extra = map_shared(header["shared"]) if header.get("shared") else buffers[1:]
+                extra = map_shared(command.shared) if command.shared else buffers[1:]
                 self.namespace.update(pickle.loads(buffers[0], buffers=extra))  # noqa: S301
             self._executing = True
             try:
-                value = run_cell(str(header["code"]), self.namespace, f"<cell {run_id}>")
+                value = run_cell(command.code, self.namespace, f"<cell {run_id}>")
+                self.displays.end_cell()
+                self.displays.result(value)
             finally:
                 self._executing = False
         except KeyboardInterrupt as exc:
@@ -220,18 +218,12 @@ class Runtime:
         sync_output()
         self._note_gpu()
         self.flush_metrics()
-        fields: dict[str, Any] = {
-            "run_id": run_id,
-            "status": status,
-            "failure": failure,
-            "value": None if value is None else safe_repr(value),
-        }
         out_buffers: list[Buffer] = []
-        if header.get("pull"):
-            pulled, missing = self._pull(list(header["pull"]))
-            fields["pull_errors"] = missing
-            out_buffers = pulled
-        self.send("done", fields, out_buffers)
+        missing: dict[str, str] = {}
+        if command.pull:
+            out_buffers, missing = self._pull(list(command.pull))
+        shown = None if value is None else safe_repr(value)
+        self.reporter.done(Done(run_id, status, failure, shown, missing), out_buffers)
 
     def _note_gpu(self) -> None:
         cuda = sys.modules.get("torch.cuda")

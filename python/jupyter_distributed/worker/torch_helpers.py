@@ -24,18 +24,52 @@ def import_torch(strategy: str) -> Any:
     return torch
 
 
+def choose_backend(requested: str, gpus: int, local_ranks: int) -> tuple[str, str]:
+    """The process group's backend, the same on every rank of a node (each sees the same
+    ``gpus`` and ``local_ranks``), and a one-line notice when it is not what one might expect.
+    nccl only when every local rank has its own GPU: with fewer GPUs, ranks that picked nccl and
+    ranks that picked gloo would never complete ``init_process_group``."""
+    enough = gpus >= local_ranks and gpus > 0
+    if requested == "gloo":
+        return "gloo", ""
+    if requested == "nccl":
+        if not enough:
+            raise StrategyError(
+                f"--dist-backend nccl needs a GPU per local rank: {gpus} GPU(s) for "
+                f"{local_ranks} rank(s) on this node; use fewer ranks or --dist-backend gloo"
+            )
+        return "nccl", ""
+    if enough:
+        return "nccl", ""
+    if gpus:
+        return "gloo", (
+            f"gloo, not nccl: {gpus} GPU(s) for {local_ranks} rank(s) on this node "
+            "(nccl needs one per rank; --dist-backend gloo silences this)"
+        )
+    return "gloo", ""
+
+
 def init_process_group(layout: Layout, namespace: dict[str, Any]) -> Any:
-    """gloo on CPU, nccl when this rank has its own GPU; returns the rank's device."""
+    """The process group (:func:`choose_backend`); returns the rank's device."""
     torch = import_torch(layout.strategy.value)
     dist = torch.distributed
     local_rank = int(os.environ["LOCAL_RANK"])
-    use_cuda = torch.cuda.is_available() and torch.cuda.device_count() > local_rank
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    backend, notice = choose_backend(layout.dist_backend, gpus, local_ranks)
+    if notice and local_rank == 0:
+        note(notice)
+    use_cuda = backend == "nccl"
     if use_cuda:
         torch.cuda.set_device(local_rank)
     device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
     if not dist.is_initialized():
+        from .stacks import set_stage
+
+        addr = f"{os.environ.get('MASTER_ADDR', '')}:{os.environ.get('MASTER_PORT', '')}"
+        set_stage("init_process_group", f"rendezvous at {addr}")
         dist.init_process_group(
-            backend="nccl" if use_cuda else "gloo",
+            backend=backend,
             init_method="env://",
             rank=int(os.environ["RANK"]),
             world_size=layout.world_size,

@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,9 +20,11 @@ from ...spec import Spec
 from ...store import Store
 from ..base import Backend, Cluster, Plan, RankInfo, RankPlan, RunOutcome, RunRequest, RunView
 from . import package
+from .aws import aws_errors
 from .follow import describe, follow, follow_lease
 from .options import SageMakerOptions, check_spec
 from .request import ENTRY_POINT, training_job_request
+from .resultkey import KEY_ENV, load_key, new_key
 from .results import outcome
 
 DRY_RUN_JOB = "jd-dry-run"
@@ -85,10 +86,6 @@ def resolved_options(spec: Spec) -> SageMakerOptions:
 class SageMakerPlan(Plan):
     request: tuple[tuple[str, str], ...] = ()  # ("json", text): frozen and hashable
 
-    @property
-    def request_json(self) -> dict[str, Any]:
-        return dict(json.loads(dict(self.request)["json"]))
-
     def render(self) -> str:
         return dict(self.request)["json"]
 
@@ -101,11 +98,18 @@ def output_uri(options: SageMakerOptions) -> str:
     return f"s3://{options.bucket}/{options.prefix}/"
 
 
-def build_request(spec: Spec, options: SageMakerOptions, job_name: str) -> dict[str, Any]:
+def build_request(
+    spec: Spec, options: SageMakerOptions, job_name: str, result_key: str = ""
+) -> dict[str, Any]:
+    """The request; ``result_key`` (made at submit, see :mod:`.resultkey`) goes to the
+    container's environment to sign the results (``--dry-run`` has none yet)."""
     code = f"s3://{options.bucket}/{code_key(options, job_name)}"
-    return training_job_request(
+    request = training_job_request(
         spec, options, resolve_image(options), job_name, code, output_uri(options)
     )
+    if result_key:
+        request["Environment"] = {**request.get("Environment", {}), KEY_ENV: result_key}
+    return request
 
 
 class SageMakerBackend(Backend):
@@ -162,13 +166,14 @@ class SageMakerCluster(Cluster):
         spec, options, sm = self.plan.spec, self.options, self.clients.sagemaker
         job_name = options.job_name or f"jd-{request.run_id}"
         body = package.build(spec, request.run_id, request.code, request.push, options.requirements)
-        with aws_errors("creating the training job"):
+        with aws_errors("creating the training job", LaunchError):
             if job_exists(sm, job_name):
                 raise LaunchError(
                     f"a training job named {job_name} already exists; choose another --job-name"
                 )
             package.upload(self.clients.s3, options.bucket, code_key(options, job_name), body)
-            sm.create_training_job(**build_request(spec, options, job_name))
+            key = new_key(self.store.path, request.run_id)
+            sm.create_training_job(**build_request(spec, options, job_name, key))
         self.job_name = job_name
         self.store.set_external_id(request.run_id, job_name)
         view.notice(
@@ -193,25 +198,6 @@ def job_exists(sm: Any, job_name: str) -> bool:
     return True
 
 
-@contextmanager
-def aws_errors(doing: str) -> Iterator[None]:
-    """AWS failures (credentials, permissions, limits) as one-line LaunchErrors."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    try:
-        yield
-    except ClientError as exc:
-        error = exc.response.get("Error", {})
-        raise LaunchError(
-            f"SageMaker: {doing} failed: {error.get('Code', '?')}: {error.get('Message', exc)}"
-        ) from None
-    except BotoCoreError as exc:
-        raise LaunchError(
-            f"SageMaker: {doing} failed: {exc} (configure AWS credentials the usual boto3 "
-            "way: a profile, SSO or an instance role)"
-        ) from None
-
-
 def follow_job(
     clients: Clients,
     job_name: str,
@@ -222,14 +208,21 @@ def follow_job(
     poll: float = 0.5,
     seen: set[tuple[str, int, float]] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    unpickle: bool = True,
 ) -> RunOutcome:
     """Follow a job to its end, recording its events; Ctrl-C stops it (StopTrainingJob).
+    ``unpickle=False`` (the server) never loads the ranks' pulled values.
 
     ``seen`` holds (kind, rank, time) of events already recorded (when attaching again).
     Only the holder of the run's follow lease in the store follows it (a kernel or the Jupyter
     server, never both); this waits for a live holder to finish, then takes the lease."""
-    with follow_lease(store, run_id, job_name, view, poll, sleep) as pause:
-        return _follow_job(clients, job_name, run_id, ranks, store, view, poll, seen, pause)
+    with (
+        aws_errors(f"following training job {job_name}"),
+        follow_lease(store, run_id, job_name, view, poll, sleep) as pause,
+    ):
+        return _follow_job(
+            clients, job_name, run_id, ranks, store, view, poll, seen, pause, unpickle
+        )
 
 
 def _follow_job(
@@ -242,6 +235,7 @@ def _follow_job(
     poll: float,
     seen: set[tuple[str, int, float]] | None,
     sleep: Callable[[float], None],
+    unpickle: bool,
 ) -> RunOutcome:
     failures: list[RankFailure] = []
 
@@ -280,7 +274,8 @@ def _follow_job(
             interrupted = True
             clients.sagemaker.stop_training_job(TrainingJobName=job_name)
             view.notice(f"stopping SageMaker training job {job_name} (StopTrainingJob sent)")
-    result = outcome(status, clients.s3, ranks, failures, interrupted)
+    key = load_key(store.path, run_id) if unpickle else None
+    result = outcome(status, clients.s3, ranks, failures, interrupted, key, unpickle)
     store.update_summary(
         run_id,
         sagemaker={
@@ -299,18 +294,20 @@ def _follow_job(
 
 
 def stop_job(clients: Clients, job_name: str) -> str:
-    status = describe(clients.sagemaker, job_name)
-    if status.finished:
-        return f"{job_name} already ended ({status.status})"
-    clients.sagemaker.stop_training_job(TrainingJobName=job_name)
+    with aws_errors(f"stopping training job {job_name}"):
+        status = describe(clients.sagemaker, job_name)
+        if status.finished:
+            return f"{job_name} already ended ({status.status})"
+        clients.sagemaker.stop_training_job(TrainingJobName=job_name)
     return f"stopping {job_name} (StopTrainingJob sent)"
 
 
 def release_pool(clients: Clients, job_name: str) -> str:
-    status = describe(clients.sagemaker, job_name)
-    if status.warm_pool.get("Status") not in ("Available", "InUse"):
-        return f"{job_name} keeps no warm pool ({status.warm_pool.get('Status', 'none')})"
-    clients.sagemaker.update_training_job(
-        TrainingJobName=job_name, ResourceConfig={"KeepAlivePeriodInSeconds": 0}
-    )
+    with aws_errors(f"releasing the warm pool of {job_name}"):
+        status = describe(clients.sagemaker, job_name)
+        if status.warm_pool.get("Status") not in ("Available", "InUse"):
+            return f"{job_name} keeps no warm pool ({status.warm_pool.get('Status', 'none')})"
+        clients.sagemaker.update_training_job(
+            TrainingJobName=job_name, ResourceConfig={"KeepAlivePeriodInSeconds": 0}
+        )
     return f"released the warm pool of {job_name}"

@@ -1,7 +1,7 @@
 """Follow a training job: status, secondary status, and its CloudWatch Logs, per host stream.
 
 Each host's stream (``JOB/algo-N-<epoch>``) is read with its own forward token, so lines keep
-their order and no other job's stream is ever read. Tagged lines (``##jd|RANK|KIND|...``) become
+their order and no other job's stream is ever read. Tagged lines (:mod:`...protocol.tagged`) become
 the same events as a local run's: output lines per rank, ``report()`` metrics, failures.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -19,50 +18,52 @@ from datetime import datetime
 from typing import Any
 
 from ...errors import RankFailure
-from ...events import Event, MetricEvent, OutputEvent, RankEvent, RankState, Stream
+from ...events import (
+    ErrorEvent,
+    Event,
+    MetricEvent,
+    OutputEvent,
+    RankEvent,
+    RankState,
+    Stream,
+    done_state,
+)
+from ...protocol import tagged
+from ...protocol.tagged import Tag
 from ...store import Store
 from ..base import RunView
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 TERMINAL = ("Completed", "Failed", "Stopped")
-_TAGGED = re.compile(r"##jd\|(\d+)\|([oemsxrd])\|(.*)$")
 
 
 def parse_line(run_id: str, t: float, line: str) -> Event | None:
     """One log line → an event, or None for lines that are not ours (platform messages)."""
-    match = _TAGGED.search(line)
-    if match is None:
+    decoded = tagged.decode(line)
+    if decoded is None:
         return None
-    rank, kind, payload = int(match.group(1)), match.group(2), match.group(3)
+    rank, tag, payload = decoded
     try:
-        if kind in "oe":
-            when, _, text = payload.partition("|")
-            return OutputEvent(
-                run_id, rank, float(when), Stream.STDOUT if kind == "o" else Stream.STDERR, text
-            )
-        if kind == "r":
+        if tag in (Tag.STDOUT, Tag.STDERR):
+            when, text = tagged.decode_output(payload)
+            stream = Stream.STDOUT if tag is Tag.STDOUT else Stream.STDERR
+            return OutputEvent(run_id, rank, when, stream, text)
+        if tag is Tag.RESULT:
             return OutputEvent(run_id, rank, t, Stream.RESULT, str(json.loads(payload)))
-        if kind == "m":
+        if tag is Tag.METRIC:
             when, values = json.loads(payload)
             return MetricEvent(
                 run_id, rank, float(when), {str(k): float(v) for k, v in values.items()}
             )
-        if kind == "s":
+        if tag is Tag.STATE:
             return RankEvent(run_id, rank, t, RankState(payload))
-        if kind == "d":
-            state = {"ok": RankState.DONE, "interrupted": RankState.INTERRUPTED}.get(
-                payload, RankState.FAILED
-            )
-            return RankEvent(run_id, rank, t, state)
-        if kind == "x":
-            from ...events import ErrorEvent
-
-            data = json.loads(payload)
-            data["traceback"] = tuple(data.get("traceback") or ())
-            return ErrorEvent(run_id, RankFailure(**data))
+        if tag is Tag.DONE:
+            return RankEvent(run_id, rank, t, done_state(payload))
+        data = json.loads(payload)  # Tag.FAILURE
+        data["traceback"] = tuple(data.get("traceback") or ())
+        return ErrorEvent(run_id, RankFailure(**data))
     except (ValueError, TypeError, KeyError):
         return None  # a user's line that happens to look like ours
-    return None
 
 
 @dataclass

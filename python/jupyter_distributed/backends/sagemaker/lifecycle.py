@@ -8,10 +8,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ...errors import RunFailed, SpecError
-from ...events import RunEvent, RunState
+from ...errors import NotFound, SpecError
+from ...recorder import CellViewLike, RunRecorder, new_run_id
 from ...store import RunRecord, Store
-from ..base import RunOutcome, RunView
+from ..base import RunOutcome
+from .aws import aws_errors
 from .backend import Clients, follow_job, release_pool, stop_job
 from .follow import describe
 from .options import SageMakerOptions
@@ -36,24 +37,27 @@ def _run_for_job(store: Store, job_name: str) -> RunRecord | None:
 def attach(
     store: Store,
     job_name: str,
-    view: RunView,
+    view: CellViewLike,
     user_ns: dict[str, Any],
     clients: Clients | None = None,
     poll: float = 0.5,
     sleep: Callable[[float], None] = time.sleep,
+    raise_outcome: bool = True,
+    unpickle: bool = True,
 ) -> RunOutcome:
-    """Follow ``job_name`` again, record it, set its pulled names; raise its failures.
+    """Follow ``job_name`` again, record it, set its pulled names; raise its failures (with
+    ``raise_outcome``).
 
-    Also how the Jupyter server follows a run whose kernel is gone (``server/follower.py``)."""
+    Also how the Jupyter server follows a run whose kernel is gone (``server/follower.py``),
+    with ``unpickle=False``: the server never loads pulled values."""
     clients = clients or default_clients()
     try:
-        describe(clients.sagemaker, job_name)
-    except clients.sagemaker.exceptions.ClientError:
-        raise SpecError(f"no SageMaker training job named {job_name}") from None
+        with aws_errors(f"looking up training job {job_name}"):
+            describe(clients.sagemaker, job_name)
+    except NotFound:
+        raise NotFound(f"no SageMaker training job named {job_name}") from None
     run = _run_for_job(store, job_name)
     if run is None:
-        from ...session import new_run_id
-
         run = RunRecord(
             id=new_run_id(),
             backend="sagemaker",
@@ -64,25 +68,28 @@ def attach(
             kernel_pid=os.getpid(),
             started=time.time(),
         )
-        store.create_run(run)
-        store.set_external_id(run.id, job_name)
+        recorder = RunRecorder.start(store, run, view)
+    else:
+        recorder = RunRecorder(store, run.id, view)
     view.notice(f"attached to {job_name} (run {run.id})")
     ranks = tuple(run.ranks)
     seen = {
         (str(d["kind"]), int(d.get("rank") or 0), round(float(d["t"]), 3))
         for _, d in store.events_after(0, run.id, limit=1_000_000)
     }
-    result = follow_job(clients, job_name, run.id, ranks, store, view, poll, seen, sleep)
-    message = RunFailed(list(result.failures)).headline if result.failures else ""
-    store.append([RunEvent(run.id, time.time(), result.state, message)])
-    for name in run.spec.get("pull", []):
-        if result.pulled and all(name in result.pulled.get(r, {}) for r in ranks):
-            user_ns[name] = [result.pulled[r][name] for r in ranks]
-    if result.failures:
-        raise RunFailed(list(result.failures), run.id)
-    if result.state is RunState.INTERRUPTED:
-        raise KeyboardInterrupt
-    return result
+    # An error while following (AWS, a second Ctrl-C, the server stopping) says nothing about
+    # the job, which may still run: the run stays unfinished and can be followed again.
+    result = follow_job(
+        clients, job_name, run.id, ranks, store, recorder, poll, seen, sleep, unpickle=unpickle
+    )
+    return recorder.finish(
+        result,
+        run.spec.get("pull", []),
+        ranks,
+        user_ns,
+        after_interrupt=f"SageMaker training job {job_name} was stopped",
+        raise_outcome=raise_outcome,
+    )
 
 
 def cancel(store: Store, run_id: str, clients: Clients | None = None) -> str:

@@ -12,9 +12,15 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+from traitlets import Unicode
 
 from ...errors import SpecError
+from ...redact import looks_secret
+from ...settings import Settings
 from ...spec import BackendOptions, Spec, Strategy
+from ..plugin import option
 
 CONFIG_PREFIX = "JUPYTER_DISTRIBUTED_SAGEMAKER_"
 
@@ -81,10 +87,20 @@ MAX_HYPERPARAMETER_VALUE = 2500
 MAX_ENVIRONMENT = 100
 MAX_ENV_VALUE = 512
 
-_SECRET_KEY = re.compile(
-    r"SECRET|PASSW|TOKEN|CREDENTIAL|PRIVATE|API_?KEY|ACCESS_?KEY|AUTH", re.IGNORECASE
-)
-_SECRET_VALUE = re.compile(r"^(AKIA|ASIA)[A-Z0-9]{16}$|^-----BEGIN|^(ghp|gho|xox[bp]|sk)[-_]")
+
+class DistributedSageMaker(Settings):
+    """Defaults of ``--backend sagemaker`` (``c.DistributedSageMaker.*``), each also read from
+    ``JUPYTER_DISTRIBUTED_SAGEMAKER_<NAME>``."""
+
+    env_prefix = CONFIG_PREFIX
+    role = Unicode("", help="execution role ARN").tag(config=True)
+    bucket = Unicode("", help="S3 bucket for code and results").tag(config=True)
+    region = Unicode("", help="AWS region (else AWS_DEFAULT_REGION)").tag(config=True)
+    image = Unicode("", help="training image URI").tag(config=True)
+    endpoint_url = Unicode("", help="SageMaker/S3/Logs endpoint (e.g. a local test server)").tag(
+        config=True
+    )
+    instance_type = Unicode("ml.m5.xlarge", help="instance type").tag(config=True)
 
 
 def config(name: str, environ: Mapping[str, str] | None = None) -> str:
@@ -97,28 +113,49 @@ class SageMakerOptions(BackendOptions):
     """``--backend sagemaker`` flags; empty strings mean "from configuration"."""
 
     backend: str = field(default="sagemaker", init=False)
-    instance_type: str = "ml.m5.xlarge"
-    role: str = ""
-    bucket: str = ""
+    instance_type: str = option(
+        "ml.m5.xlarge", "instance type (default ml.m5.xlarge)", metavar="TYPE"
+    )
+    role: str = option("", "execution role ARN", metavar="ARN")
+    bucket: str = option("", "S3 bucket for code and results", metavar="NAME")
     prefix: str = "jupyter-distributed"
-    region: str = ""
-    image: str = ""
-    framework_version: str = ""
-    py_version: str = ""
+    region: str = option("", "AWS region", metavar="NAME")
+    image: str = option("", "training image", metavar="URI")
+    framework_version: str = option("", "PyTorch training image version", metavar="V")
+    py_version: str = option("", "Python of the image, e.g. py311", metavar="pyXY")
     endpoint_url: str = ""
-    job_name: str = ""
-    mpi_options: str = ""
-    smddp: bool = False
-    max_run: int = 24 * 3600
-    keep_alive: int = 0
-    spot: bool = False
-    max_wait: int | None = None
-    checkpoint_s3: str = ""
-    requirements: str = ""
+    job_name: str = option("", "training job name (default jd-RUN)", metavar="NAME")
+    mpi_options: str = ""  # the flag is declared by the mpi backend's options
+    smddp: bool = option(False, "ddp with SageMaker's data-parallel library instead of torchrun")
+    max_run: int = option(24 * 3600, "maximum run time", metavar="SECONDS")
+    keep_alive: int = option(0, "keep a warm pool this long", metavar="SECONDS")
+    spot: bool = option(False, "managed spot training (needs --max-wait)")
+    max_wait: int | None = option(None, "spot: longest wait + run", metavar="SECONDS")
+    checkpoint_s3: str = option("", "s3:// URI synced with /opt/ml/checkpoints", metavar="URI")
+    requirements: str = option("", "requirements.txt installed in the job", metavar="FILE")
     volume_size: int = 30
-    inputs: tuple[tuple[str, str], ...] = ()
-    shard_by_key: bool = False
-    wait: bool = True
+    inputs: tuple[tuple[str, str], ...] = option(
+        (), "data channel (repeatable)", metavar="NAME=s3://...", flag="--input"
+    )
+    shard_by_key: bool = option(
+        False, "split the inputs' objects across hosts instead of copying all"
+    )
+    wait: bool = option(True, "return at once; follow in the panel", flag="--no-wait")
+
+    @classmethod
+    def from_flags(cls, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> SageMakerOptions:
+        from ..mpi_options import unquote
+
+        values = {**defaults, **given}
+        inputs = []
+        for item in given.get("inputs", ()):
+            name, eq, uri = item.partition("=")
+            if not eq:
+                raise SpecError(f"--input {item!r} must look like NAME=s3://bucket/prefix")
+            inputs.append((name, uri))
+        values["inputs"] = tuple(inputs)
+        values["mpi_options"] = unquote(values.get("mpi_options") or "")
+        return cls(**values)
 
     def __post_init__(self) -> None:
         if not INSTANCE_TYPE.match(self.instance_type):
@@ -253,6 +290,7 @@ def check_spec(spec: Spec, options: SageMakerOptions) -> None:
             "--targets is not supported with --backend sagemaker: every job runs "
             "the cell on all ranks"
         )
+    _check_sweep(spec, options)
     if spec.timeout is not None:
         raise SpecError(
             "--timeout is for live clusters; with --backend sagemaker use --max-run "
@@ -261,7 +299,7 @@ def check_spec(spec: Spec, options: SageMakerOptions) -> None:
     if len(spec.env) > MAX_ENVIRONMENT:
         raise SpecError(f"--env: {len(spec.env)} variables; SageMaker allows {MAX_ENVIRONMENT}")
     for key, value in spec.env:
-        if _SECRET_KEY.search(key) or _SECRET_VALUE.search(value):
+        if looks_secret(key, value):
             raise SpecError(
                 f"--env {key} looks like a secret and would be visible in "
                 "DescribeTrainingJob; use the job role or AWS Secrets Manager"
@@ -277,3 +315,16 @@ def check_spec(spec: Spec, options: SageMakerOptions) -> None:
             f"{sys.version_info[1]} but the image runs Python {theirs[0]}."
             f"{theirs[1]}; use a matching --image/--py-version or drop --push"
         )
+
+
+def _check_sweep(spec: Spec, options: SageMakerOptions) -> None:
+    names = [n for n, _ in spec.params] or list(spec.sweep.names if spec.sweep else ())
+    if not names:
+        return
+    reserved = [n for n in names if n.startswith("sagemaker_")]
+    if reserved:
+        raise SpecError(f"--sweep {reserved[0]}: names starting with sagemaker_ are SageMaker's")
+    if options.job_name:
+        raise SpecError("--job-name names one job; a sweep starts one per combination: remove it")
+    if not options.wait:
+        raise SpecError("--no-wait cannot bound a sweep's parallelism; remove --no-wait")

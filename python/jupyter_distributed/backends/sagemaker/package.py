@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import pickle
-import struct
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -14,12 +12,22 @@ from typing import Any
 import cloudpickle
 
 from ...errors import SpecError
+from ...protocol.frames import pack_frames
+from ...push import Pickled
 from ...spec import Spec
 from .request import ENTRY_POINT
 
 _PACKAGE = Path(__file__).resolve().parents[2]  # python/jupyter_distributed
-# What a rank imports: the package marker, the spec and errors, and the worker.
-_RUNTIME_FILES = ("__init__.py", "errors.py", "spec.py", "worker/*.py")
+# What a rank imports: the package marker, the spec and errors, the protocol and the worker.
+_RUNTIME_FILES = (
+    "__init__.py",
+    "errors.py",
+    "redact.py",
+    "spec.py",
+    "sweeps.py",
+    "protocol/*.py",
+    "worker/*.py",
+)
 
 ENTRY_SOURCE = '''"""jupyter-distributed's SageMaker entry point: a rank, or a host's ranks."""
 import os
@@ -27,7 +35,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(ROOT, "jd_runtime"))
-from jupyter_distributed.worker.container import main  # noqa: E402
+from jupyter_distributed.worker.sagemaker_rank import main  # noqa: E402
 
 sys.exit(main(ROOT))
 '''
@@ -40,17 +48,12 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
-def _frames(values: dict[str, Any]) -> bytes:
-    buffers: list[pickle.PickleBuffer] = []
-    frames = [
-        cloudpickle.dumps(values, protocol=5, buffer_callback=buffers.append),
-        *(bytes(b.raw()) for b in buffers),
-    ]
-    return b"".join(struct.pack("<Q", len(f)) + f for f in frames)
+def _frames(push: Pickled) -> bytes:
+    return pack_frames(push.frames)
 
 
 def build(
-    spec: Spec, run_id: str, code: str, push: dict[str, Any], requirements: str = ""
+    spec: Spec, run_id: str, code: str, push: Pickled | None, requirements: str = ""
 ) -> bytes:
     """The gzipped tarball that SageMaker unpacks as the job's code directory."""
     job = {"run_id": run_id, "code": code, "layout": spec.layout.to_json(), "pull": list(spec.pull)}
@@ -58,7 +61,7 @@ def build(
     with tarfile.open(fileobj=out, mode="w:gz") as tar:
         _add(tar, ENTRY_POINT, ENTRY_SOURCE.encode())
         _add(tar, "job.json", json.dumps(job).encode())
-        if push:
+        if push is not None:
             _add(tar, "push.bin", _frames(push))
         if requirements:
             try:

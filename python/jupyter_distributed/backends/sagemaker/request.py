@@ -139,6 +139,7 @@ def hyperparameters(
         "sagemaker_region": options.region,
     }
     raw.update(distribution_hyperparameters(spec.layout, options))
+    raw.update(spec.params)  # a sweep's combination, as the job's own hyperparameters
     encoded = {key: json.dumps(value) for key, value in raw.items()}
     check_hyperparameters(encoded)
     return encoded

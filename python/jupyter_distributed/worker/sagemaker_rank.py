@@ -5,30 +5,35 @@ pushed values). Rank and world size come from the launcher (torchrun's or Open M
 with no launcher, this process is the host's agent: it reads the container's resource
 configuration and starts one child per local rank with torchrun-style variables.
 
-Output leaves as tagged lines on stdout (``##jd|RANK|KIND|PAYLOAD``; output lines carry
-their time: ``##jd|RANK|o|T|TEXT``), which SageMaker sends to
+Output leaves as tagged lines on stdout (:mod:`..protocol.tagged`), which SageMaker sends to
 CloudWatch Logs; results go to the model directory, which SageMaker uploads to S3.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
-import struct
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..protocol import tagged
+from ..protocol.bundles import mark
+from ..protocol.frames import pack_frames, unpack_frames
+from ..protocol.messages import Display, Done, Execute, Live
+from ..protocol.metrics import Sample, bad_metric_message, numeric
+from ..protocol.signing import Buffer
 from ..spec import Layout
 from .capture import FdCapture
-from .protocol import Buffer
 from .runtime import RankEnv, Runtime
 from .strategies import setup
 
-TAG = "##jd"
 _LAUNCHER_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
 
 
@@ -36,65 +41,73 @@ def _dir(var: str, default: str) -> Path:
     return Path(os.environ.get(var, default))
 
 
-class TaggedSink:
-    """Writes one tagged line per output line, metric sample and result to the real stdout."""
+class TaggedReporter:
+    """The :class:`~.report.Reporter` of a rank without a channel: one tagged line per output
+    line, metric sample and result on the real stdout; pulled values to the results folder."""
 
     def __init__(self, rank: int, fd: int, results: Path) -> None:
         self.rank, self.fd, self.results = rank, fd, results
         self.status = "ok"
         self.failure: dict[str, Any] | None = None
         self._lock = threading.Lock()
+        self._bad_metric_warned = False
 
-    def line(self, kind: str, payload: str) -> None:
-        data = f"{TAG}|{self.rank}|{kind}|{payload}\n".encode("utf-8", "replace")
+    def line(self, tag: tagged.Tag, payload: str) -> None:
+        self._write(tagged.encode(self.rank, tag, payload))
+
+    def _write(self, line: str) -> None:
+        data = (line + "\n").encode("utf-8", "replace")
         with self._lock:
             while data:
                 data = data[os.write(self.fd, data) :]
 
-    def output(self, stream: str, lines: list[tuple[float, str]]) -> None:
+    def output(self, run_id: str, stream: str, lines: list[tuple[float, str]]) -> None:
         for t, text in lines:
-            self.line("o" if stream == "stdout" else "e", f"{t:.3f}|{text}")
+            self._write(tagged.encode_output(self.rank, stream, t, text))
 
-    def send(
-        self,
-        msg_type: str,
-        fields: dict[str, Any] | None = None,
-        buffers: list[Buffer] | tuple[Buffer, ...] = (),
-    ) -> None:
-        fields = fields or {}
-        if msg_type == "metrics":
-            for t, values in fields["samples"]:
-                self.line("m", json.dumps([t, values]))
-        elif msg_type == "state":
-            self.line("s", str(fields["state"]))
-        elif msg_type == "done":
-            self.status = str(fields["status"])
-            self.failure = fields.get("failure")
-            self._write_results(fields, buffers)
-            if fields.get("failure"):
-                self.line("x", json.dumps(fields["failure"]))
-            if fields.get("value") is not None:
-                self.line("r", json.dumps(fields["value"]))
-            self.line("d", self.status)
+    def live(self, message: Live) -> None:
+        """CloudWatch keeps lines: only a redrawn line's final state."""
+        if message.final:
+            self.output(message.run_id, message.stream, [(time.time(), message.text)])
 
-    def _write_results(self, fields: dict[str, Any], buffers: Any) -> None:
+    def display(self, message: Display) -> None:
+        """A rich display as text: its plain form, or its mark (a result comes with done)."""
+        if message.result:
+            return
+        text = message.data.get("text/plain")
+        shown = text if isinstance(text, str) and len(message.data) == 1 else mark(message.data)
+        self.output(message.run_id, "stdout", [(time.time(), shown)])
+
+    def state(self, run_id: str, state: str) -> None:
+        self.line(tagged.Tag.STATE, state)
+
+    def metrics(self, run_id: str, samples: list[Sample]) -> None:
+        for t, raw in samples:
+            values, bad = numeric(raw)
+            if bad and not self._bad_metric_warned:
+                self._bad_metric_warned = True
+                sys.stderr.write(bad_metric_message(*bad[0]) + "\n")
+            if values:
+                self.line(tagged.Tag.METRIC, json.dumps([t, values]))
+
+    def done(self, done: Done, buffers: Sequence[Buffer]) -> None:
+        self.status, self.failure = done.status, done.failure
         self.results.mkdir(parents=True, exist_ok=True)
-        (self.results / f"rank-{self.rank}.json").write_text(json.dumps(fields))
-        with (self.results / f"rank-{self.rank}.pull").open("wb") as f:
-            for frame in buffers:
-                data = bytes(frame)
-                f.write(struct.pack("<Q", len(data)))
-                f.write(data)
+        header = done.to_header()
+        pulled = pack_frames(buffers)
+        key = os.environ.get("JD_RESULT_KEY", "")  # resultkey.KEY_ENV: the kernel checks it
+        if key:
+            header["pull_hmac"] = hmac.new(bytes.fromhex(key), pulled, hashlib.sha256).hexdigest()
+        (self.results / f"rank-{self.rank}.json").write_text(json.dumps(header))
+        (self.results / f"rank-{self.rank}.pull").write_bytes(pulled)
+        if done.failure:
+            self.line(tagged.Tag.FAILURE, json.dumps(done.failure))
+        if done.value is not None:
+            self.line(tagged.Tag.RESULT, json.dumps(done.value))
+        self.line(tagged.Tag.DONE, self.status)
 
-
-def read_frames(path: Path) -> list[bytes]:
-    """The frames that :class:`TaggedSink` wrote (the pickled pulled values)."""
-    data, frames, i = path.read_bytes(), [], 0
-    while i < len(data):
-        (n,) = struct.unpack_from("<Q", data, i)
-        frames.append(data[i + 8 : i + 8 + n])
-        i += 8 + n
-    return frames
+    def fatal(self, message: str) -> None:
+        self.line(tagged.Tag.DONE, "error")
 
 
 def _resource_config() -> dict[str, Any]:
@@ -160,16 +173,19 @@ def main(root: str | os.PathLike[str]) -> int:
     env = RankEnv.from_environ()
     env.export()
     results = _dir("SM_MODEL_DIR", "/opt/ml/model") / "jd"
-    capture = FdCapture(lambda stream, lines: sink.output(stream, lines))
+    capture = FdCapture(
+        lambda stream, lines: sink.output("", stream, lines),
+        lambda stream, text, final: sink.live(Live("", stream, text, final)),
+    )
     capture.start()
-    sink = TaggedSink(env.rank, capture.saved["stdout"], results)
-    runtime = Runtime(env, send=sink.send)
+    sink = TaggedReporter(env.rank, capture.saved["stdout"], results)
+    runtime = Runtime(env, sink)
     threading.Thread(target=_flush_metrics, args=(runtime,), daemon=True).start()
     try:
         setup(layout, runtime.namespace)
     except Exception as exc:  # noqa: BLE001 (any set-up failure ends the rank, with its reason)
         sink.line(
-            "x",
+            tagged.Tag.FAILURE,
             json.dumps(
                 {
                     "rank": env.rank,
@@ -185,14 +201,9 @@ def main(root: str | os.PathLike[str]) -> int:
         )
         return _fail(sink, f"rank {env.rank}: set-up failed: {type(exc).__name__}: {exc}")
     push = root / "push.bin"
-    buffers: list[Buffer] = [*read_frames(push)] if push.exists() else []
-    header = {
-        "type": "execute",
-        "run_id": job["run_id"],
-        "code": job["code"],
-        "pull": job.get("pull", []),
-    }
-    runtime.execute(header, buffers, capture.sync)
+    buffers: list[Buffer] = [*unpack_frames(push.read_bytes())] if push.exists() else []
+    command = Execute(job["run_id"], job["code"], tuple(job.get("pull", ())))
+    runtime.execute(command, buffers, capture.sync)
     capture.sync()
     if sink.status != "ok":
         failure = sink.failure or {}
@@ -204,7 +215,7 @@ def main(root: str | os.PathLike[str]) -> int:
     return 0
 
 
-def _fail(sink: TaggedSink, message: str) -> int:
+def _fail(sink: TaggedReporter, message: str) -> int:
     """Leave SageMaker's FailureReason (``/opt/ml/output/failure``) and exit non-zero."""
     path = _dir("SM_OUTPUT_DIR", "/opt/ml/output") / "failure"
     try:
@@ -213,5 +224,5 @@ def _fail(sink: TaggedSink, message: str) -> int:
             f.write(message[:1000] + "\n")
     except OSError:
         pass
-    sink.line("d", "error")
+    sink.fatal(message)
     return 1

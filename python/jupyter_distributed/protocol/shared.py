@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .protocol import Buffer
+from .signing import Buffer
 
 SHARED_MIN_BYTES = 1 << 20  # smaller pushes are not worth a file
 _ALIGN = 64
@@ -41,7 +41,9 @@ def _padded(n: int) -> int:
 def write_shared(buffers: Sequence[Buffer], directory: Path | None = None) -> dict[str, Any]:
     """Write ``buffers`` into a new owner-only file; returns the header field that describes
     it (``path`` and ``sizes``). The caller deletes the file with :func:`remove_shared`."""
-    path = (directory or shared_dir()) / f"jupyter-distributed-{secrets.token_hex(16)}"
+    # named after the writer (the kernel): a dead kernel's files are swept (``reaper``)
+    name = f"jupyter-distributed-k{os.getpid()}-{secrets.token_hex(16)}"
+    path = (directory or shared_dir()) / name
     sizes = [memoryview(b).nbytes for b in buffers]
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     try:

@@ -1,0 +1,49 @@
+/**
+ * What the inline view of `%%distributed --widget` shows, with the panel's own
+ * code: the same `RunLive` folding, rank tiles and throughput plots. The
+ * ipywidgets model and view that use it are in `widget.tsx`.
+ */
+
+import * as React from 'react';
+
+import { DEFAULT_CONFIG } from './config';
+import { rankGroups, throughputSeries } from './derive';
+import { ThroughputView } from './plotsview';
+import { RanksView } from './ranksview';
+import { RunLive } from './runstate';
+import { RunHeader } from './runsview';
+import type { ISeqEvent } from './stream';
+import type { RankInfo, Run } from './wire';
+
+/** The widget module's name and version, as the Python side names them. */
+export const MODULE_NAME = 'jupyter-distributed';
+export const MODULE_VERSION = '0.1.0';
+
+/** The run as the kernel last synced it, folded by the panel's `RunLive`. */
+export function liveFrom(run: Run, ranks: RankInfo[], events: ISeqEvent[]): RunLive {
+  const live = new RunLive(run.id);
+  live.setSnapshot({ run, ranks });
+  live.apply(events);
+  return live;
+}
+
+export function InlineRun(props: { live: RunLive; now: number }): JSX.Element {
+  const { live } = props;
+  const origin = Math.floor(live.run?.started ?? 0);
+  const { perRank, total } = throughputSeries(live, origin);
+  return (
+    <div className="jp-Distributed-inline">
+      {live.run ? <RunHeader run={live.run} /> : null}
+      <RanksView groups={rankGroups(live, props.now, DEFAULT_CONFIG.stragglerThreshold)} />
+      <ThroughputView
+        version={live.version}
+        origin={origin}
+        perRank={perRank}
+        total={total}
+        metrics={live.metrics}
+        system={live.system}
+        window={DEFAULT_CONFIG.plotWindow}
+      />
+    </div>
+  );
+}

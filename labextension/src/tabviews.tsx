@@ -1,0 +1,60 @@
+/**
+ * Render-only: what each tab of `tabs.ts` shows, keyed by its id (the mapped
+ * type makes the compiler ask for a view when a tab is added).
+ */
+
+import * as React from 'react';
+
+import { rankGroups, throughputSeries } from './derive';
+import { LogsView } from './logsview';
+import type { DistributedModel } from './model';
+import { ThroughputView } from './plotsview';
+import { RanksView } from './ranksview';
+import type { RunLive } from './runstate';
+import { RunsList } from './runsview';
+import { ScalingView } from './scalingview';
+import type { Tab } from './tabs';
+
+/** A tab's body, given the model and the selected run's live state (null when none is selected). */
+export type TabView = (model: DistributedModel, live: RunLive | null) => JSX.Element | null;
+
+/** A view of the selected run: nothing while none is selected (its tab is disabled then). */
+function ofRun(view: (model: DistributedModel, live: RunLive) => JSX.Element): TabView {
+  return (model, live) => (live ? view(model, live) : null);
+}
+
+export const TAB_VIEWS: { readonly [T in Tab]: TabView } = {
+  runs: model => <RunsList runs={model.runs} selectedId={model.selectedId} onSelect={id => model.select(id)} />,
+  ranks: ofRun((model, live) => <RanksView groups={rankGroups(live, model.now(), model.config.stragglerThreshold)} />),
+  logs: ofRun((model, live) => (
+    <LogsView
+      lines={live.logs.filtered(model.logFilter)}
+      version={live.version}
+      filter={model.logFilter}
+      follow={model.followLogs}
+      onFilter={filter => model.setLogFilter(filter)}
+      onFollow={follow => model.setFollowLogs(follow)}
+    />
+  )),
+  throughput: ofRun((model, live) => {
+    // Whole seconds, so that per-second throughput buckets start at 0.
+    const origin = Math.floor(model.selectedRun?.started ?? 0);
+    const { perRank, total } = throughputSeries(live, origin);
+    return (
+      <ThroughputView
+        version={live.version}
+        origin={origin}
+        perRank={perRank}
+        total={total}
+        metrics={live.metrics}
+        system={live.system}
+        window={model.config.plotWindow}
+      />
+    );
+  }),
+  scaling: (model, live) => {
+    // The listed copy: summaries written after a run ends (a probe's result) arrive with the list.
+    const run = model.runs.find(r => r.id === model.selectedId) ?? live?.run ?? model.selectedRun;
+    return run ? <ScalingView runs={model.runs} run={run} /> : null;
+  }
+};

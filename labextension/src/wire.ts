@@ -1,0 +1,249 @@
+/**
+ * Wire types shared with the Python side.
+ *
+ * Each interface here mirrors a JSON document that the server extension
+ * (`python/jupyter_distributed/server/`) sends, field for field, with the
+ * Python snake_case names kept: runs and ranks from `store.py`, events from
+ * `events.py` (`to_json`), failures from `errors.py` (`RankFailure.to_json`).
+ *
+ * `tests/wire/*.json` holds one real document of each kind, written by
+ * `tests/python/test_wire.py` from the Python code; `tests/ts/wire.test.ts`
+ * type-checks them against these interfaces (`make wire-fixtures` rewrites them).
+ */
+
+import type { JSONObject } from '@lumino/coreutils';
+
+/**
+ * The version of the REST API this panel speaks (`version` in `GET runs`).
+ */
+export const API_VERSION = 1;
+
+/**
+ * The path of the server extension's API below the server's base URL.
+ */
+export const API_PATH = 'jupyter-distributed/api';
+
+export type RunState = 'pending' | 'queued' | 'running' | 'completed' | 'failed' | 'interrupted' | 'stopped';
+
+/** Whether a run has not ended yet: starting, waiting in a scheduler's queue, or running. */
+export function isRunActive(state: RunState): boolean {
+  return state === 'pending' || state === 'queued' || state === 'running';
+}
+
+export type RankState = 'starting' | 'running' | 'done' | 'failed' | 'interrupted';
+
+export type StreamName = 'stdout' | 'stderr' | 'result' | 'display';
+
+/**
+ * One run: a cell executed on a cluster, or one training job. Times are Unix seconds.
+ */
+export interface Run {
+  id: string;
+  backend: string;
+  world_size: number;
+  ranks: number[];
+  state: RunState;
+  cluster_id: string;
+  spec: JSONObject;
+  source: string;
+  notebook: string;
+  cell_id: string;
+  host: string;
+  kernel_pid: number | null;
+  external_id: string;
+  started: number;
+  ended: number | null;
+  message: string;
+  summary: JSONObject;
+  /** Shared by the runs of one `--sweep` cell; "" for a cell without `--sweep`. */
+  sweep_id: string;
+}
+
+/**
+ * Where a rank sits in the parallel layout (`spec.RankCoords` plus host and pid).
+ */
+export interface RankCoords {
+  rank?: number;
+  local_rank?: number;
+  node_rank?: number;
+  data_parallel?: number;
+  pipeline_stage?: number;
+  tensor_parallel?: number;
+  role?: string;
+  host?: string;
+  pid?: number | null;
+}
+
+export interface RankInfo {
+  rank: number;
+  host: string;
+  pid: number | null;
+  state: RankState;
+  coords: RankCoords;
+  updated: number | null;
+  heartbeat: number | null;
+}
+
+/** `GET runs` */
+export interface RunsReply {
+  runs: Run[];
+  version: number;
+  /** The store's last event seq when the list was read: a stream cursor. */
+  last_seq: number;
+}
+
+/** `GET runs/<id>` */
+export interface RunReply {
+  run: Run;
+  ranks: RankInfo[];
+}
+
+export interface LogLine {
+  seq: number;
+  rank: number;
+  t: number;
+  stream: StreamName;
+  text: string;
+}
+
+/** `GET runs/<id>/logs` */
+export interface LogsReply {
+  lines: LogLine[];
+  next: number;
+}
+
+export interface MetricSample {
+  seq: number;
+  rank: number;
+  t: number;
+  values: Record<string, number>;
+}
+
+/** `GET runs/<id>/metrics` */
+export interface MetricsReply {
+  samples: MetricSample[];
+  next: number;
+}
+
+/** `errors.RankFailure.to_json` */
+export interface RankFailure {
+  rank: number;
+  t: number;
+  host: string;
+  pid: number | null;
+  ename: string;
+  evalue: string;
+  traceback: string[];
+  exit_code: number | null;
+  /** The number of the signal that killed the rank (`errors.RankFailure.signal`). */
+  signal: number | null;
+  kind: 'exception' | 'exit' | 'timeout' | 'interrupted';
+}
+
+export interface RunEvent {
+  kind: 'run';
+  run_id: string;
+  t: number;
+  state: RunState;
+  message: string;
+}
+
+export interface RankEvent {
+  kind: 'rank';
+  run_id: string;
+  rank: number;
+  t: number;
+  state: RankState;
+  host: string;
+  pid: number | null;
+}
+
+export interface OutputEvent {
+  kind: 'output';
+  run_id: string;
+  rank: number;
+  t: number;
+  stream: StreamName;
+  text: string;
+}
+
+export interface MetricEvent {
+  kind: 'metric';
+  run_id: string;
+  rank: number;
+  t: number;
+  values: Record<string, number>;
+}
+
+export interface ErrorEvent {
+  kind: 'error';
+  run_id: string;
+  rank: number;
+  t: number;
+  failure: RankFailure;
+}
+
+/** One thread of a rank (`protocol.stacks.ThreadStack`); frames outermost first. */
+export interface ThreadStack {
+  name: string;
+  main: boolean;
+  /** [file, line, function, module, source line] */
+  frames: [string, number, string, string, string][];
+}
+
+/** Every thread of one rank (`protocol.stacks.RankStacks`). */
+export interface RankStacks {
+  rank: number;
+  threads: ThreadStack[];
+  stage: string;
+  /** channel: its I/O thread answered; faulthandler: a signal dump (the GIL was held); none */
+  source: 'channel' | 'faulthandler' | 'none';
+  error: string;
+}
+
+/** Where ranks were when their stacks were taken (`events.StacksEvent`). */
+export interface StacksEvent {
+  kind: 'stacks';
+  run_id: string;
+  t: number;
+  reason: 'timeout' | 'interrupt' | 'killed' | 'straggler' | 'request' | 'launch';
+  /** The diagnosis, root cause first (one line), then each group's shared stack. */
+  diagnosis: string;
+  ranks: Record<string, RankStacks>;
+}
+
+export type DistributedEvent = RunEvent | RankEvent | OutputEvent | MetricEvent | ErrorEvent | StacksEvent;
+
+/** `GET runs/<id>/stacks?after=<seq>`: the run's stack snapshots, oldest first. */
+export interface StacksReply {
+  stacks: (StacksEvent & { seq: number })[];
+  next: number;
+}
+
+/** One message of the `stream` WebSocket. */
+export interface StreamMessage {
+  events: { seq: number; event: DistributedEvent }[];
+}
+
+/** `GET version` */
+export interface VersionReply {
+  /** The package version, the same for the Python and npm packages. */
+  version: string;
+  api_version: number;
+}
+
+/** `POST runs/<id>/cancel`, `POST clusters/<cluster_id>/stop` */
+export interface ControlReply {
+  control: {
+    id: number;
+    cluster_id: string;
+    target: string;
+    action: 'cancel' | 'stop' | 'stacks';
+    t: number;
+  };
+}
+
+/** Any error of the REST API, with its HTTP status. */
+export interface ErrorReply {
+  message: string;
+}

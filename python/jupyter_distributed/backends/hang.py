@@ -1,0 +1,91 @@
+"""Where hung ranks are, root cause first: pure, from the ranks' stacks.
+
+Ranks whose main threads stand at the same call and cell line are one group, shown once:
+``rank 1 waits in torch.distributed.barrier (cell line 3: dist.barrier()); rank 0 finished the
+cell; the collective was entered by 1 of 2 ranks``. Then the shared stack of each group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..protocol.stacks import RankStacks, Where
+
+# the last part of a call that waits for other ranks (torch.distributed, mpi4py, horovod, ...)
+_NAMES = """barrier monitored_barrier all_reduce allreduce all_gather allgather all_gather_object
+    all_gather_into_tensor gather gather_object scatter scatter_object_list broadcast bcast
+    broadcast_object_list reduce reduce_scatter reduce_scatter_tensor all_to_all alltoall
+    all_to_all_single send recv isend irecv wait synchronize Barrier Allreduce Allgather Bcast
+    Reduce Gather Scatter Alltoall Send Recv Sendrecv init_process_group new_group"""
+COLLECTIVES = frozenset(_NAMES.split())
+
+
+def ranks_text(ranks: Sequence[int]) -> str:
+    ranks = sorted(ranks)
+    return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    headline: str  # one line, root cause first
+    details: tuple[str, ...]  # each group's shared stack
+
+    @property
+    def text(self) -> str:
+        return "\n".join((self.headline, *self.details))
+
+
+def _describe(w: Where, many: bool) -> str:
+    text = w.describe()
+    if many:
+        text = text.replace("waits in", "wait in", 1).replace("is at", "are at", 1)
+        text = text.replace("is outside", "are outside", 1)
+    return text
+
+
+def diagnose(
+    stacks: dict[int, RankStacks],
+    ranks: Sequence[int] = (),
+    finished: Sequence[int] = (),
+) -> Diagnosis:
+    """``stacks`` of the ranks still working; ``ranks``: every rank of the run; ``finished``:
+    those that finished the cell."""
+    groups: dict[tuple[str, int | None], list[int]] = {}
+    wheres: dict[tuple[str, int | None], Where] = {}
+    unread: list[RankStacks] = []
+    for rank, s in sorted(stacks.items()):
+        w = s.where
+        if w is None:
+            unread.append(s)
+            continue
+        groups.setdefault(w.key, []).append(rank)
+        wheres[w.key] = w
+    parts: list[str] = []
+    collective: list[str] = []
+    total = len(ranks) or len(stacks) + len(finished)
+    for key, members in sorted(groups.items(), key=lambda kv: len(kv[1])):
+        w = wheres[key]
+        stage = stacks[members[0]].stage
+        during = f" during {stage}" if stage and stage not in ("ready", "setup") else ""
+        parts.append(f"{ranks_text(members)} {_describe(w, len(members) > 1)}{during}")
+        if w.call.rsplit(".", 1)[-1] in COLLECTIVES:
+            others = sorted(set(ranks or stacks) - set(members))
+            never = f" ({ranks_text(others)} never entered it)" if others else ""
+            collective.append(f"{w.call} was entered by {len(members)} of {total} ranks{never}")
+    if finished:
+        parts.append(f"{ranks_text(finished)} finished the cell")
+    for s in unread:
+        parts.append(f"{ranks_text([s.rank])}: no stack ({s.error or 'no answer'})")
+    if len(collective) == 1 and len(groups) == 1:
+        parts.append("the collective was entered by " + collective[0].split(" was entered by ")[1])
+    else:
+        parts.extend(f"the collective {c}" for c in collective)
+    details: list[str] = []
+    for members in groups.values():
+        first = stacks[members[0]]
+        how = " (dumped by faulthandler: the GIL was held)"
+        how = how if first.source == "faulthandler" else ""
+        details.append(f"--- {ranks_text(members)}{how}:")
+        details.extend(first.format())
+    return Diagnosis("; ".join(parts) or "no rank to diagnose", tuple(details))

@@ -1,0 +1,98 @@
+"""What the kernel's I/O thread hands the main thread, as typed items (no tuples matched on
+their first element). Every event was recorded in the store before its item was queued."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import RankFailure
+from ..events import Event
+from ..protocol.messages import Done
+from ..protocol.signing import Buffer
+from ..protocol.stacks import RankStacks
+
+
+@dataclass(frozen=True)
+class Show:
+    """Events of a run, to show under its cell, in order (one item per received batch, so
+    a flood of lines costs the main thread one hand-off per batch, not one per line)."""
+
+    events: tuple[Event, ...]
+
+
+@dataclass(frozen=True)
+class LiveLine:
+    """The line a rank redraws in place (a progress bar), as it reads now; not recorded (its
+    final state is, as an output line)."""
+
+    run_id: str
+    rank: int
+    stream: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A rank said hello: it is set up and waits for cells."""
+
+    rank: int
+
+
+@dataclass(frozen=True)
+class SetupFailed:
+    rank: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A rank's cell ended; ``buffers`` hold its pulled values, still pickled."""
+
+    rank: int
+    done: Done
+    buffers: tuple[Buffer, ...] = ()
+
+
+@dataclass(frozen=True)
+class Exited:
+    """A process of the cluster ended on its own (a rank, or a launcher with ``rank`` -1)."""
+
+    failure: RankFailure
+
+
+@dataclass(frozen=True)
+class CancelRequested:
+    """The Distributed panel asked to cancel this run (handled like the stop button)."""
+
+    run_id: str
+
+
+@dataclass(frozen=True)
+class ChannelLost:
+    """The I/O thread died; ``cause`` says why (the root cause, e.g. a full history store)."""
+
+    cause: str
+
+
+@dataclass(frozen=True)
+class StageReached:
+    """A starting rank got this far (``setup``, ``init_process_group``, ``ready``)."""
+
+    rank: int
+    stage: str
+    pid: int
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class StacksReply:
+    """A rank's answer to a stack request (the router hands it to whoever asked)."""
+
+    request_id: str
+    stacks: RankStacks
+
+
+Item = (
+    Show | LiveLine | Ready | SetupFailed | Finished | Exited | CancelRequested | ChannelLost
+    | StageReached | StacksReply
+)  # fmt: skip

@@ -1,0 +1,72 @@
+"""The Ray actor behind one rank: it runs the worker as a child process (which connects back to
+the kernel over the signed channel) and reports that child's exit. Imported on the cluster."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jupyter_distributed
+
+
+class RankActor:
+    """One rank. Methods run on the actor's threads (``max_concurrency``), so ``wait`` may
+    block while ``stop`` and ``tail`` still answer."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = Path(tempfile.mkdtemp(prefix="jupyter-distributed-ray-")) / "rank.log"
+
+    def where(self) -> tuple[str, str, int]:
+        """(host name, node address as Ray knows it, a free port there)."""
+        import ray
+
+        with socket.socket() as s:
+            s.bind(("", 0))
+            port = int(s.getsockname()[1])
+        address: str = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+        return socket.gethostname(), address, port
+
+    def start(self, env: dict[str, str]) -> int:
+        """Start the worker with the package this actor imported (shipped by runtime_env)."""
+        package_root = str(Path(jupyter_distributed.__file__).resolve().parent.parent)
+        path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "jupyter_distributed.worker"],
+                env={**os.environ, **env, "PYTHONPATH": path},
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        return self.proc.pid
+
+    def wait(self) -> int:
+        """The worker's exit code (negative: the signal), when it ends."""
+        assert self.proc is not None  # noqa: S101 (start() comes first)
+        return self.proc.wait()
+
+    def stop(self, grace: float) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            time.sleep(0.01)
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def tail(self) -> str:
+        try:
+            lines = self.log.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return lines[-1] if lines else ""

@@ -1,0 +1,214 @@
+"""``ray``: the ranks are actors of one placement group on the user's Ray cluster.
+
+Which cluster: ``--ray-address``, else ``RAY_ADDRESS``, else the kernel's own ``ray.init()``;
+never a local cluster started behind the user's back (``--ray-address local`` starts one, on
+purpose). When this backend connects, the package reaches the actors through the job's
+``runtime_env`` ``py_modules`` (this kernel's copy of ``jupyter_distributed``); with the kernel's
+own ``ray.init()`` the user passes ``runtime_env={"py_modules": [jupyter_distributed]}`` there or
+installs the package on the cluster. Its dependencies (pyzmq, cloudpickle) must be installed in
+the cluster's Python. Each actor runs the worker as a child process that connects back to the kernel
+over the signed channel (:class:`ProcessCluster`); a death is seen by ``ray.wait`` on each
+actor's ``wait()``. Stop: over the channel first, then the actors are killed and the placement
+group removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ...errors import LaunchError
+from ...spec import Spec
+from ...store import Store
+from ..base import Backend, Plan, RankPlan, RunView
+from ..local import WORKER_COMMAND, rank_env
+from ..process import REMOTE_SILENCE_LIMIT, ProcessCluster
+from ..transport import Transport
+from .options import PLACEMENTS, RayOptions
+
+READY_TIMEOUT = 120.0  # seconds for the placement group and the actors to come up
+
+
+def _options(spec: Spec) -> RayOptions:
+    return spec.options if isinstance(spec.options, RayOptions) else RayOptions()
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise LaunchError("ray is not installed here: pip install 'ray[default]'") from None
+    return ray
+
+
+class RayBackend(Backend):
+    name: ClassVar[str] = "ray"
+
+    def plan(self, spec: Spec) -> Plan:
+        options = _options(spec)
+        layout = spec.layout
+        address, source = options.where()
+        strategy = options.placement_strategy
+        ranks = tuple(
+            RankPlan(
+                rank,
+                f"ray bundle {rank}",
+                layout.coords(rank),
+                tuple((k, v) for k, v in rank_env(spec, rank, "<free port>") if k != "MASTER_ADDR"),
+            )
+            for rank in range(layout.world_size)
+        )
+        cluster = f"{address} (from {source})" if address else source
+        extra = (
+            ("ray cluster", cluster),
+            (
+                "placement",
+                f"{strategy} ({PLACEMENTS[strategy]}): {layout.world_size} "
+                f"bundle(s) of {options.bundle()}",
+            ),
+            (
+                "package",
+                "this kernel's copy, by the job's runtime_env py_modules (when this backend "
+                "connects); with your own ray.init(), ship or install it yourself",
+            ),
+        )
+        notes = ("MASTER_ADDR is rank 0's node; each rank is an actor running the worker",)
+        env = (*spec.env, ("PYTHONUNBUFFERED", "1"))
+        return Plan(spec, ranks, WORKER_COMMAND, env, notes, extra=extra)
+
+    def launch(self, plan: Plan, store: Store, view: RunView) -> ProcessCluster:
+        ray = connect(_options(plan.spec))
+        bind = ray.util.get_node_ip_address()
+        return ProcessCluster(
+            plan,
+            store,
+            lambda boot: RayProcesses(plan, boot, view),
+            view,
+            transport=Transport.tcp(bind),  # ranks on other nodes: TCP with CurveZMQ
+            silence_limit=REMOTE_SILENCE_LIMIT,
+        )
+
+
+def connect(options: RayOptions) -> Any:
+    """``ray`` connected to the cluster the options name (see the module docstring)."""
+    ray = _ray()
+    address, source = options.where()
+    if ray.is_initialized():
+        return ray  # the kernel's own ray.init() (an address given as well is already in use)
+    if address is None:
+        raise LaunchError(
+            "no Ray cluster: give --ray-address HOST:PORT, set RAY_ADDRESS or call ray.init() "
+            "in the notebook first (--ray-address local starts a local Ray here)"
+        )
+    package = str(Path(sys.modules["jupyter_distributed"].__file__ or "").parent)
+    runtime_env = {"py_modules": [package], "excludes": ["labextension"]}
+    try:
+        if address == "local":
+            ray.init(log_to_driver=False, runtime_env=runtime_env)
+        else:
+            ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
+    except Exception as exc:  # noqa: BLE001 (any connection failure is the user's to see)
+        raise LaunchError(f"cannot connect to Ray at {address} (from {source}): {exc}") from None
+    return ray
+
+
+class RayProcesses:
+    """The actors of one placement group, each running one rank's worker."""
+
+    def __init__(self, plan: Plan, boot_env: dict[str, str], view: RunView) -> None:
+        from ray.util.placement_group import placement_group, remove_placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        from .actor import RankActor
+
+        self._ray = ray = _ray()
+        self._remove_pg = remove_placement_group
+        options = _options(plan.spec)
+        n = len(plan.ranks)
+        self.actors: list[Any] = []
+        self.pg = placement_group(
+            [options.bundle() for _ in range(n)], strategy=PLACEMENTS[options.placement_strategy]
+        )
+        ready, _ = ray.wait([self.pg.ready()], timeout=READY_TIMEOUT)
+        if not ready:
+            self.terminate(0)
+            raise LaunchError(
+                f"Ray could not place {n} rank(s) of {options.bundle()} within "
+                f"{READY_TIMEOUT:.0f}s ({PLACEMENTS[options.placement_strategy]}); the cluster has "
+                f"{ray.available_resources()}: lower the ranks or the resources per rank"
+            )
+        remote = ray.remote(RankActor)
+        for i in range(n):
+            self.actors.append(
+                remote.options(
+                    num_cpus=0,  # the bundle holds the rank's resources
+                    max_concurrency=4,
+                    scheduling_strategy=PlacementGroupSchedulingStrategy(
+                        self.pg, placement_group_bundle_index=i
+                    ),
+                ).remote()
+            )
+        try:
+            where = ray.get([a.where.remote() for a in self.actors], timeout=READY_TIMEOUT)
+        except Exception as exc:  # noqa: BLE001 (a runtime_env or scheduling failure)
+            self.terminate(0)
+            hint = ""
+            if "jupyter_distributed" in str(exc):
+                hint = (
+                    "; the cluster cannot import jupyter_distributed: install it there or pass "
+                    'runtime_env={"py_modules": [jupyter_distributed]} to your ray.init()'
+                )
+            raise LaunchError(f"the Ray actors did not start: {exc}{hint}") from None
+        self.hosts = [host for host, _, _ in where]
+        _, master_addr, master_port = where[0]
+        base = {**dict(plan.env), **boot_env, "MASTER_ADDR": master_addr}
+        starts = []
+        for r, actor in zip(plan.ranks, self.actors, strict=True):
+            env = {k: (str(master_port) if v == "<free port>" else v) for k, v in r.env}
+            starts.append(actor.start.remote({**base, **env}))
+        ray.get(starts, timeout=READY_TIMEOUT)
+        self.waits = {actor.wait.remote(): rank for rank, actor in enumerate(self.actors)}
+        self._ended: dict[int, int] = {}
+
+    def exited(self) -> list[tuple[int | None, int]]:
+        if not self.waits:
+            return []
+        ready, _ = self._ray.wait(list(self.waits), num_returns=len(self.waits), timeout=0)
+        out: list[tuple[int | None, int]] = []
+        for ref in ready:
+            rank = self.waits.pop(ref)
+            try:
+                code = int(self._ray.get(ref))
+            except Exception:  # noqa: BLE001 (the actor died; its worker died with it)
+                code = -9  # the worker is SIGKILLed with its actor (PR_SET_PDEATHSIG)
+            self._ended[rank] = code
+            out.append((rank, code))
+        return out
+
+    def running(self) -> bool:
+        waits = list(self.waits)
+        if not waits:
+            return False
+        ready, _ = self._ray.wait(waits, num_returns=len(waits), timeout=0)
+        return len(ready) < len(waits)
+
+    def terminate(self, grace: float) -> None:
+        ray = self._ray
+        with contextlib.suppress(Exception):
+            ray.get([a.stop.remote(grace) for a in self.actors], timeout=grace + 5)
+        for actor in self.actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
+        with contextlib.suppress(Exception):
+            self._remove_pg(self.pg)
+        self.waits = {}
+
+    def log_tail(self, rank: int | None) -> str:
+        if rank is None or not 0 <= rank < len(self.actors):
+            return ""
+        try:
+            return str(self._ray.get(self.actors[rank].tail.remote(), timeout=5))
+        except Exception:  # noqa: BLE001 (the actor is gone: nothing to read)
+            return ""

@@ -1,0 +1,48 @@
+"""SageMaker's line commands (``%distributed attach|cancel|release``) and the server's hook to
+follow a job whose kernel is gone; declared in this package's ``PLUGIN``."""
+
+from __future__ import annotations
+
+from argparse import Namespace
+from collections.abc import Callable
+from typing import Any
+
+from ...recorder import CellViewLike
+from ...store import RunRecord, Store
+from ..plugin import CommandContext
+from . import lifecycle
+
+
+def attach(args: Namespace, context: CommandContext) -> None:
+    lifecycle.attach(context.store, args.job, context.view_factory(), context.user_ns)
+
+
+def cancel(args: Namespace, context: CommandContext) -> str:
+    return lifecycle.cancel(context.store, args.run)
+
+
+def release(args: Namespace, context: CommandContext) -> str:
+    return lifecycle.release(context.store, args.job)
+
+
+def follow(
+    store: Store,
+    run: RunRecord,
+    view: CellViewLike,
+    sleep: Callable[[float], None],
+    poll: float,
+    clients: Callable[[], Any] | None = None,
+) -> None:
+    """Follow ``run``'s job to its end, recording it (the server, for a run nobody follows)."""
+    made = (clients or lifecycle.default_clients)()
+    lifecycle.attach(
+        store,
+        run.external_id,
+        view,
+        {},
+        made,
+        poll,
+        sleep,
+        raise_outcome=False,  # the recorder wrote the run's end, failed or not
+        unpickle=False,  # states and logs only: the server never unpickles S3's bytes
+    )

@@ -1,0 +1,215 @@
+"""``slurm``: the ranks are the tasks of one ``srun`` step.
+
+Inside an allocation (the kernel runs in an ``sbatch``/``salloc`` job, as under Open OnDemand;
+``SLURM_JOB_ID`` is in its environment) the step uses it; elsewhere srun asks Slurm for one and
+the cluster waits, shown as queued, for as long as the job waits in the queue. The ranks run the
+same worker as ``local`` over the same signed channel (:class:`ProcessCluster`); they differ in
+how they start, where they report (their Slurm node), and how a death is seen: srun's own report
+``srun: error: node2: task 1: Killed``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO, ClassVar
+
+from ...errors import LaunchError
+from ...spec import Spec
+from ...store import Store
+from ..base import Backend, Plan, RankPlan, RunView
+from ..local import WORKER_COMMAND, free_port
+from ..mpi import control_host
+from ..mpi_options import merge_options
+from ..process import REMOTE_SILENCE_LIMIT, ProcessCluster
+from ..transport import Transport
+from .log import SrunLog
+from .options import SlurmOptions, default_options, option_key, user_options
+
+FREE_PORT = "<free port>"
+FIRST_HOST = "<first node of the step>"
+QUEUE_POLL = 2.0  # seconds between squeue looks while the job waits
+
+
+def _options(spec: Spec) -> SlurmOptions:
+    return spec.options if isinstance(spec.options, SlurmOptions) else SlurmOptions()
+
+
+class SlurmBackend(Backend):
+    name: ClassVar[str] = "slurm"
+
+    def plan(self, spec: Spec) -> Plan:
+        options = _options(spec)
+        layout = spec.layout
+        env: list[tuple[str, str]] = [
+            *spec.env,
+            ("PYTHONUNBUFFERED", "1"),
+            ("MASTER_ADDR", FIRST_HOST),
+            ("MASTER_PORT", FREE_PORT),
+        ]
+        ours = [*default_options(layout.nodes, layout.procs_per_node), *options.ours()]
+        command = (
+            "srun",
+            "-v",
+            *merge_options(ours, user_options(options.slurm_options), key=option_key),
+            *WORKER_COMMAND,
+        )
+        ranks = tuple(
+            RankPlan(rank, f"slurm node {rank // layout.procs_per_node}", layout.coords(rank))
+            for rank in range(layout.world_size)
+        )
+        job = os.environ.get("SLURM_JOB_ID")
+        where = (
+            f"job {job} (the kernel's allocation; the step runs inside it)"
+            if job
+            else "a new job: srun asks Slurm for an allocation and waits in its queue"
+        )
+        notes = (
+            "ranks, local ranks and nodes come from SLURM_PROCID, SLURM_LOCALID and SLURM_NODEID",
+        )
+        return Plan(spec, ranks, command, tuple(env), notes, extra=(("allocation", where),))
+
+    def launch(self, plan: Plan, store: Store, view: RunView) -> ProcessCluster:
+        bind = control_host((controller_address(),))
+        return ProcessCluster(
+            plan,
+            store,
+            lambda boot: SrunProcesses(plan, boot),
+            view,
+            transport=Transport.tcp(bind),  # ranks on other nodes: TCP with CurveZMQ
+            silence_limit=REMOTE_SILENCE_LIMIT,
+        )
+
+
+def _run(*argv: str, timeout: float = 15.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603 (Slurm's own client commands)
+        argv, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def controller_address() -> str:
+    """The address of slurmctld (``scontrol show config``): the channel binds to this
+    machine's address on the route there, which the nodes can reach as Slurm does."""
+    if shutil.which("scontrol") is None:
+        raise LaunchError(
+            "scontrol is not on PATH: this machine is not a Slurm client "
+            "(install slurm-client, or run the kernel on a login node)"
+        )
+    try:
+        out = _run("scontrol", "show", "config")
+    except subprocess.TimeoutExpired:
+        raise LaunchError("scontrol show config did not answer within 15s") from None
+    if out.returncode:
+        raise LaunchError(f"Slurm is not reachable: {out.stderr.strip() or out.stdout.strip()}")
+    for line in out.stdout.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() in ("SlurmctldHost[0]", "ControlMachine"):
+            name, _, addr = value.strip().partition("(")
+            return addr.rstrip(")") or name
+    raise LaunchError("scontrol show config names no SlurmctldHost")
+
+
+class SrunProcesses:
+    """One ``srun`` (its own session); its output is read by a thread into an SrunLog."""
+
+    def __init__(self, plan: Plan, boot_env: dict[str, str]) -> None:
+        srun = shutil.which(plan.command[0])
+        if srun is None:
+            raise LaunchError("srun is not on PATH; install slurm-client or use --backend local")
+        self.log = SrunLog()
+        self.logfile = Path(tempfile.mkdtemp(prefix="jupyter-distributed-slurm-")) / "srun.log"
+        port = str(free_port())
+        env = {**os.environ, **boot_env}
+        for key, value in plan.env:
+            if value == FREE_PORT:
+                env[key] = port
+            elif value != FIRST_HOST:  # the worker finds it (scontrol show hostnames)
+                env[key] = value
+        self.proc = subprocess.Popen(  # noqa: S603 (srun running our own worker command)
+            (srun, *plan.command[1:]),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        stdout = self.proc.stdout
+        if stdout is None:  # pragma: no cover - stdout=PIPE always gives a stream
+            raise LaunchError("srun started without an output pipe")
+        self._reader = threading.Thread(
+            target=self._read, args=(stdout,), daemon=True, name="jd-srun-log"
+        )
+        self._reader.start()
+        self._reported: set[int] = set()
+        self._ended = False
+        self._reason = ("", 0.0)
+
+    def _read(self, stream: IO[bytes]) -> None:
+        with self.logfile.open("wb") as out, stream:
+            for raw in stream:
+                out.write(raw)
+                out.flush()
+                self.log.feed(raw.decode(errors="replace"))
+
+    def waiting(self) -> str:
+        """Why the job waits in Slurm's queue (squeue's reason), or empty once it runs."""
+        if not self.log.queued or self.proc.poll() is not None:
+            return ""
+        reason, when = self._reason
+        if time.monotonic() - when >= QUEUE_POLL:
+            try:
+                out = _run("squeue", "-h", "-j", self.log.job_id, "-o", "%T %r", timeout=5)
+                reason = out.stdout.strip() or reason or "PENDING"
+            except (subprocess.TimeoutExpired, OSError):
+                reason = reason or "PENDING"
+            self._reason = (reason, time.monotonic())
+        return f"job {self.log.job_id} {reason}"
+
+    def exited(self) -> list[tuple[int | None, int]]:
+        code = self.proc.poll()
+        if code is not None and not self._ended:
+            self._reader.join(1.0)  # srun's last words name the task that ended the step
+        out: list[tuple[int | None, int]] = []
+        for rank, rank_code, _host in self.log.failures():
+            if rank not in self._reported:
+                self._reported.add(rank)
+                out.append((rank, rank_code))
+        if code is not None and not self._ended:
+            self._ended = True
+            if not self._reported and code != 0:  # srun ended without naming a task
+                out.append((None, code))
+        return out
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def terminate(self, grace: float) -> None:
+        """scancel the step (the job too when srun asked for it), then end srun: SIGTERM,
+        SIGKILL after ``grace``."""
+        target = self.log.step if os.environ.get("SLURM_JOB_ID") else self.log.job_id
+        if self.proc.poll() is None and target:
+            with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+                _run("scancel", target, timeout=5)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            time.sleep(0.01)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if self.proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.proc.pid, sig)
+                try:
+                    self.proc.wait(grace)
+                except subprocess.TimeoutExpired:
+                    continue
+        self.proc.wait()
+        self._reader.join(2.0)
+
+    def log_tail(self, rank: int | None) -> str:
+        return self.log.tail(rank, lines=1 if rank is not None else 3)

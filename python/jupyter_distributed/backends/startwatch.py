@@ -1,0 +1,99 @@
+"""Which starting rank is stuck, and in which stage, within seconds (pure; the clock is given).
+
+A rank goes through ``process start`` (its process runs, nothing heard yet), ``setup``
+(connected; importing and preparing its strategy), ``init_process_group`` (waiting for the
+others to rendezvous) and ``ready``. A rank in one stage for longer than ``notice_after`` is
+named once with its stage (it may just be slow: start-up goes on). A rendezvous that has not
+completed ``rendezvous_limit`` seconds after the last rank entered it will not complete (a wrong
+``MASTER_ADDR`` or port): the start fails with the ranks, the address and their stacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ..errors import LaunchError
+from ..protocol.stacks import RankStacks
+from .hang import diagnose
+
+PROCESS_START = "process start"
+RENDEZVOUS = "init_process_group"
+NOTICE_AFTER = 5.0
+RENDEZVOUS_LIMIT = 5.0
+
+
+@dataclass
+class StartWatch:
+    ranks: Iterable[int]
+    t0: float
+    notice_after: float = NOTICE_AFTER
+    rendezvous_limit: float = RENDEZVOUS_LIMIT
+    stages: dict[int, tuple[str, float, str]] = field(default_factory=dict)  # stage, since, detail
+    noticed: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.stages = dict.fromkeys(self.ranks, (PROCESS_START, self.t0, ""))
+
+    def reached(self, rank: int, stage: str, now: float, detail: str = "") -> None:
+        if rank in self.stages and self.stages[rank][0] != stage:
+            self.stages[rank] = (stage, now, detail)
+            self.noticed.discard(rank)
+
+    def stage(self, rank: int) -> str:
+        return self.stages.get(rank, (PROCESS_START, 0.0, ""))[0]
+
+    def slow(self, now: float) -> list[int]:
+        """Ranks newly in one stage (other than ready) for longer than ``notice_after``."""
+        out = [
+            r
+            for r, (stage, since, _) in sorted(self.stages.items())
+            if stage != "ready" and now - since > self.notice_after and r not in self.noticed
+        ]
+        self.noticed.update(out)
+        return out
+
+    def stuck_rendezvous(self, now: float) -> list[int]:
+        """The ranks in ``init_process_group`` when every rank has entered it (or is past it)
+        and the last one did so more than ``rendezvous_limit`` seconds ago."""
+        waiting = [r for r, (s, _, _) in self.stages.items() if s == RENDEZVOUS]
+        if not waiting or any(s not in (RENDEZVOUS, "ready") for s, _, _ in self.stages.values()):
+            return []
+        last = max(since for s, since, _ in self.stages.values() if s == RENDEZVOUS)
+        return sorted(waiting) if now - last > self.rendezvous_limit else []
+
+    def describe(self, ranks: Iterable[int], now: float) -> str:
+        parts = []
+        for r in sorted(ranks):
+            stage, since, detail = self.stages.get(r, (PROCESS_START, self.t0, ""))
+            more = f", {detail}" if detail else ""
+            parts.append(f"rank {r} in {stage} for {now - since:.0f}s{more}")
+        return "; ".join(parts)
+
+
+def watch_start(
+    watch: StartWatch,
+    now: float,
+    ranks: Sequence[int],
+    stacks: Callable[[Sequence[int]], dict[int, RankStacks]],
+    notice: Callable[[str], None],
+) -> None:
+    """Name ranks slow in a stage, with their stacks; raise :class:`LaunchError` for a
+    rendezvous that hangs, naming the ranks, the address and where they wait."""
+    stuck = watch.stuck_rendezvous(now)
+    if stuck:
+        where = diagnose(stacks(stuck), ranks).text
+        raise LaunchError(
+            f"the rendezvous in init_process_group did not complete "
+            f"{watch.rendezvous_limit:.0f}s after every rank entered it "
+            f"({watch.describe(stuck, now)}); check MASTER_ADDR and MASTER_PORT "
+            f"(--env) and that the ranks can reach each other\n{where}"
+        )
+    slow = watch.slow(now)
+    if slow:
+        got = stacks(slow)
+        lines = [f"still starting: {watch.describe(slow, now)}"]
+        for r in slow:
+            if got[r].threads:
+                lines += [f"--- rank {r}:", *got[r].format()]
+        notice("\n".join(lines))

@@ -1,0 +1,69 @@
+"""Bring a history written by an older version to today's layout, keeping every event.
+
+``PRAGMA user_version`` holds the layout's version (:data:`.storefile.SCHEMA_VERSION`); 0 is the
+first layout, one ``events`` row per event with the run id, kind and stream as text. Migrating
+happens once, in the transaction that opens the store, so a crash leaves the old layout whole;
+every event keeps its ``seq``, so a reader's cursor stays valid. The space the old rows took is
+given back afterwards (``VACUUM``), where no other connection is reading.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Iterator
+
+from . import eventrows, storefile
+from .eventrows import Item
+
+
+class NewerStore(Exception):
+    """The store was written by a newer version of jupyter-distributed."""
+
+
+def upgrade(db: sqlite3.Connection) -> bool:
+    """Migrate inside the open write transaction; True when something was migrated."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if version > storefile.SCHEMA_VERSION:
+        raise NewerStore(
+            f"its layout is version {version}, newer than this jupyter-distributed "
+            f"understands ({storefile.SCHEMA_VERSION}); upgrade jupyter-distributed"
+        )
+    columns = {row[1] for row in db.execute("PRAGMA table_info(events)")}
+    migrated = "run_id" in columns
+    if migrated:
+        _from_v1(db)
+    runs = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    if runs and "sweep_id" not in runs:  # a history written before --sweep
+        db.execute("ALTER TABLE runs ADD COLUMN sweep_id TEXT")
+    if version != storefile.SCHEMA_VERSION:
+        db.execute(f"PRAGMA user_version={storefile.SCHEMA_VERSION}")
+    return migrated
+
+
+def _from_v1(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE events RENAME TO events_v1")
+    for index in ("events_run", "events_kind", "events_rank"):
+        db.execute(f"DROP INDEX IF EXISTS {index}")
+    for stmt in storefile.statements():
+        db.execute(stmt)
+    eventrows.write(db, _v1_items(db))
+    db.execute("DROP TABLE events_v1")
+
+
+def _v1_items(db: sqlite3.Connection) -> Iterator[tuple[int, Item]]:
+    rows = db.execute(
+        "SELECT seq, run_id, kind, rank, t, stream, text, data FROM events_v1 ORDER BY seq"
+    )
+    for seq, run_id, kind, rank, t, stream, text, data in rows:
+        if kind == "metric":
+            with contextlib.suppress(ValueError, TypeError, KeyError):
+                data = json.dumps(json.loads(data)["values"])
+        yield seq, Item(str(run_id), str(kind), rank, float(t or 0.0), stream, text, data)
+
+
+def reclaim(db: sqlite3.Connection) -> None:
+    """Give the old layout's pages back to the file system; skipped while others read."""
+    with contextlib.suppress(sqlite3.Error):
+        db.execute("VACUUM")

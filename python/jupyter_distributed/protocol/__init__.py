@@ -1,0 +1,10 @@
+"""The kernel↔rank protocol, in one place and with the standard library only (it ships to
+SageMaker inside the job's code package).
+
+- :mod:`.messages`: every message as a frozen dataclass, with ``to_header``/``from_header``;
+- :mod:`.signing`: HMAC-signed frames, refused before anything is unpickled;
+- :mod:`.metrics`: ``report()`` samples packed in one restricted pickle;
+- :mod:`.shared`: large pushes through one shared-memory file;
+- :mod:`.frames`: length-prefixed frames in a file (SageMaker's push and pull);
+- :mod:`.tagged`: the tagged lines of a rank without a channel (SageMaker's logs).
+"""

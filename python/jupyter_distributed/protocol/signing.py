@@ -1,0 +1,107 @@
+"""Signed frames between the kernel and its ranks (standard library only).
+
+A message is a list of frames: ``[signature, header, *buffers]``. The header is JSON with a
+``type`` and the message's fields; buffers carry pickled data out of band. The signature is
+HMAC-SHA256, keyed by the cluster's secret as in Jupyter's own protocol, over the header and
+the SHA-256 digest of every buffer (so one large push is hashed once for all ranks).
+
+Every header also names its sender and its receiver (``src``, ``dst``: ``"k"`` for the kernel,
+``"r3"`` for rank 3, so the direction is signed) and carries the sender's counter ``seq``, which
+only grows. A receiver refuses a message whose signature does not match, one addressed to
+someone else (a message reflected back to its sender, or one rank's message replayed to
+another), and one whose counter is not above the last it accepted from that sender: a replay
+is refused however many newer messages passed, in O(1) time and memory per sender. (ZeroMQ
+keeps one connection's messages in order; each sender signs and queues under one lock, so its
+counters leave in order too.) The signed ``src`` is also how the kernel knows which rank sent a
+message: peers' self-chosen ZeroMQ identities are never trusted (see ``backends/router.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import itertools
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+PROTOCOL_VERSION = 2
+BOOTSTRAP_ENV = "JUPYTER_DISTRIBUTED_BOOTSTRAP"
+KERNEL = "k"
+
+Buffer = bytes | memoryview
+
+
+def digest(buffer: Buffer) -> bytes:
+    return hashlib.sha256(buffer).digest()
+
+
+def rank_name(rank: int) -> str:
+    """The signed name of ``rank`` (its ``src``/``dst``)."""
+    return f"r{rank}"
+
+
+class BadMessage(Exception):
+    """A message was refused; the text says why."""
+
+
+class Signer:
+    """Signs what ``me`` sends and verifies what it receives (``me``: :data:`KERNEL` or a
+    :func:`rank_name`)."""
+
+    def __init__(self, key: bytes, me: str) -> None:
+        if len(key) < 16:
+            raise ValueError("the cluster secret must have at least 16 bytes")
+        self._key = key
+        self.me = me
+        # from the clock: a sender started again (a launcher that retried a rank) counts on
+        # above its previous life, so its hello is heard and the kernel sees the restart
+        self._counter = itertools.count(time.time_ns())
+        self._last: dict[str, int] = {}  # sender -> the highest counter accepted from it
+
+    def sign(self, header: Buffer, digests: Sequence[bytes]) -> bytes:
+        mac = hmac.new(self._key, header, digestmod=hashlib.sha256)
+        for d in digests:
+            mac.update(d)
+        return mac.hexdigest().encode()
+
+    def pack(
+        self,
+        fields: dict[str, Any],
+        buffers: Sequence[Buffer] = (),
+        digests: Sequence[bytes] | None = None,
+        to: str = KERNEL,
+    ) -> list[Buffer]:
+        """Frames of a signed message to ``to`` whose header holds ``fields`` (with its
+        ``type``), this sender's next counter and the protocol version. Pass ``digests`` (from
+        :func:`digest`) to sign the same large buffers for many ranks without hashing them
+        again. Callers on several threads must pack and queue under one lock (counters leave
+        in order)."""
+        header = json.dumps(
+            {"src": self.me, "dst": to, "seq": next(self._counter), "v": PROTOCOL_VERSION,
+             **fields},
+            separators=(",", ":"),
+        ).encode()  # fmt: skip
+        if digests is None:
+            digests = [digest(b) for b in buffers]
+        return [self.sign(header, digests), header, *buffers]
+
+    def unpack(self, frames: Sequence[Buffer]) -> tuple[dict[str, Any], list[Buffer]]:
+        """The verified header (its ``src`` says who sent it) and buffers of ``frames``."""
+        if len(frames) < 2:
+            raise BadMessage("a message needs a signature and a header")
+        signature, body = bytes(frames[0]), list(frames[1:])
+        if not hmac.compare_digest(signature, self.sign(body[0], [digest(b) for b in body[1:]])):
+            raise BadMessage("bad signature (a connection without the cluster's secret?)")
+        try:
+            header = json.loads(bytes(body[0]))
+            src, dst, seq = str(header["src"]), header["dst"], int(header["seq"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise BadMessage(f"unreadable header: {exc}") from None
+        if dst != self.me:
+            raise BadMessage(f"a message from {src} to {dst!r} reached {self.me}")
+        if seq <= self._last.get(src, 0):
+            raise BadMessage(f"replayed message {src}#{seq}")
+        self._last[src] = seq
+        return header, body[1:]

@@ -1,0 +1,256 @@
+"""Run a ``--sweep`` cell: one run per combination, each on its own cluster, a bounded number
+at once (the backend's :meth:`~.backends.base.Backend.sweep_parallel`), the rest queued.
+
+Every combination is planned (and its values pickled) before anything starts, so bad settings
+leave nothing behind. Each combination runs on a worker thread (launch, execute, stop); its
+events are relayed to the kernel's main thread, which alone writes under the cell, prefixed
+with the combination. A failed combination never stops the others; the cell ends with a table
+of every combination, ``--pull`` names set to dicts keyed by the combination, and an error
+naming the failed combinations (or a KeyboardInterrupt when the user stopped the sweep).
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, TextIO, cast
+
+from .backends import get_backend
+from .backends.base import Backend, Plan, RunRequest
+from .display import CellView
+from .errors import DistributedError, interrupted
+from .events import Event, RunEvent, RunState
+from .push import Pickled, pickle_push
+from .recorder import new_run_id
+from .spec import Spec
+from .sweeps import Combination, combination_key, label
+
+if TYPE_CHECKING:
+    from .session import Session
+
+
+STOPPED = "interrupted: the sweep was stopped (the stop button)"
+
+
+class SweepFailed(DistributedError):
+    """Some combinations of a sweep failed (the others completed)."""
+
+
+@dataclass
+class ComboResult:
+    combo: Combination
+    run_id: str = ""
+    state: RunState = RunState.PENDING
+    message: str = ""
+    seconds: float = 0.0
+    pulled: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SweepOutcome:
+    sweep_id: str
+    parallel: int
+    results: list[ComboResult]
+
+    def table(self) -> str:
+        done = sum(r.state is RunState.COMPLETED for r in self.results)
+        lines = [
+            f"sweep {self.sweep_id}: {len(self.results)} combination(s), {self.parallel} at a "
+            f"time; {done} completed"
+        ]
+        width = max(len(label(r.combo)) for r in self.results)
+        for r in self.results:
+            lines.append(
+                f"  {label(r.combo):<{width}}  {r.run_id or '-':<22} {r.state.value:<11} "
+                f"{r.seconds:6.1f}s  {r.message.splitlines()[0] if r.message else ''}".rstrip()
+            )
+        return "\n".join(lines)
+
+
+class _Prefixed:
+    """A text stream that starts every line with a combination's label."""
+
+    def __init__(self, prefix: str, stream: TextIO) -> None:
+        self.prefix, self.stream = prefix, stream
+
+    def write(self, text: str) -> int:
+        self.stream.write("".join(self.prefix + line for line in text.splitlines(keepends=True)))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+class _Relay:
+    """A combination's view on its worker thread: everything is queued for the main thread."""
+
+    def __init__(self, index: int, out: queue.SimpleQueue[tuple[int, str, tuple[Any, ...]]]):
+        self.index, self.out, self.run_id = index, out, ""
+
+    def on_event(self, event: Event) -> None:
+        self.out.put((self.index, "on_event", (event,)))
+
+    def notice(self, text: str) -> None:
+        self.out.put((self.index, "notice", (text,)))
+
+    def flush(self) -> None:
+        """The main thread flushes."""
+
+    def finish(self, unrecorded: int = 0) -> None:
+        self.out.put((self.index, "finish", (unrecorded,)))
+
+
+@dataclass
+class _Combo:
+    spec: Spec
+    plan: Plan
+    push: Pickled | None
+    relay: _Relay
+    result: ComboResult
+
+
+def run_sweep(
+    session: Session,
+    spec: Spec,
+    code: str,
+    user_ns: dict[str, Any],
+    cell_id: str = "",
+    quiet: bool = False,
+) -> SweepOutcome:
+    assert spec.sweep is not None  # noqa: S101 (the caller checks)
+    backend = get_backend(spec.backend)
+    parallel = backend.sweep_parallel(spec)
+    relayed: queue.SimpleQueue[tuple[int, str, tuple[Any, ...]]] = queue.SimpleQueue()
+    combos: list[_Combo] = []
+    views: list[CellView] = []
+    for i, combo in enumerate(spec.sweep.combinations()):
+        one = replace(spec, sweep=None, params=combo)
+        plan = backend.plan(one)
+        push = pickle_push(one.push, user_ns, combo)
+        combos.append(_Combo(one, plan, push, _Relay(i, relayed), ComboResult(combo)))
+        prefix = f"[{label(combo)}] "
+        out = cast(TextIO, _Prefixed(prefix, sys.stdout))
+        err = cast(TextIO, _Prefixed(prefix, sys.stderr))
+        views.append(CellView(out=out, err=err, quiet=quiet, display_ranks=spec.display))
+    outcome = SweepOutcome(f"sweep-{new_run_id()}", parallel, [c.result for c in combos])
+    sys.stderr.write(
+        f"[jupyter-distributed] {outcome.sweep_id}: {len(combos)} combination(s) of "
+        f"{', '.join(spec.sweep.names)}, {parallel} at a time on --backend {spec.backend}\n"
+    )
+    sys.stderr.flush()
+    cancel = threading.Event()
+    stopped = False
+    with ThreadPoolExecutor(parallel, thread_name_prefix="jd-sweep") as pool:
+        futures = [
+            pool.submit(_run_one, session, backend, c, code, cell_id, outcome.sweep_id, cancel)
+            for c in combos
+        ]
+        try:
+            _pump(relayed, views, futures)
+        except KeyboardInterrupt:
+            stopped = True
+            cancel.set()
+            for f in futures:
+                f.cancel()
+            for c in combos:
+                if c.result.state is RunState.RUNNING and c.result.run_id:
+                    session.store.request_control(c.result.run_id, "cancel")
+            _pump(relayed, views, futures)
+    for c in combos:
+        if c.result.state is RunState.PENDING:
+            c.result.state, c.result.message = RunState.INTERRUPTED, "not started"
+        elif stopped and c.result.state is RunState.INTERRUPTED and c.result.run_id:
+            # its ranks were interrupted through the cancel request; say who asked
+            c.result.message = STOPPED
+            session.store.append([RunEvent(c.result.run_id, time.time(), c.result.state, STOPPED)])
+    for name in spec.pull:
+        user_ns[name] = {
+            combination_key(r.combo): r.pulled[name] for r in outcome.results if name in r.pulled
+        }
+    sys.stdout.write(outcome.table() + "\n")
+    sys.stdout.flush()
+    if stopped:
+        raise interrupted(f"{outcome.sweep_id} was interrupted; unstarted combinations skipped")
+    failed = [r for r in outcome.results if r.state is not RunState.COMPLETED]
+    if failed:
+        names = "; ".join(f"{label(r.combo)} ({r.run_id or 'not started'})" for r in failed)
+        raise SweepFailed(
+            f"{len(failed)} of {len(outcome.results)} combination(s) failed: {names}; "
+            f"the others completed (%distributed logs RUN shows a run's output)"
+        )
+    return outcome
+
+
+def _pump(
+    relayed: queue.SimpleQueue[tuple[int, str, tuple[Any, ...]]],
+    views: list[CellView],
+    futures: list[Future[None]],
+) -> None:
+    """Show the combinations' events on this (the main) thread until every one is done."""
+    while True:
+        try:
+            index, method, args = relayed.get(timeout=0.05)
+        except queue.Empty:
+            for view in views:
+                view.maybe_flush()
+            if all(f.done() for f in futures):
+                break
+            continue
+        getattr(views[index], method)(*args)
+    while True:
+        try:
+            index, method, args = relayed.get_nowait()
+        except queue.Empty:
+            break
+        getattr(views[index], method)(*args)
+    for view in views:
+        view.flush()
+
+
+def _run_one(
+    session: Session,
+    backend: Backend,
+    combo: _Combo,
+    code: str,
+    cell_id: str,
+    sweep_id: str,
+    cancel: threading.Event,
+) -> None:
+    """One combination, start to end, on a worker thread; its result says how it went."""
+    result = combo.result
+    if cancel.is_set():
+        return
+    began = time.monotonic()
+    recorder = session.record(combo.spec, code, combo.plan, combo.relay, cell_id, None, sweep_id)
+    result.run_id, result.state = recorder.run_id, RunState.RUNNING
+    cluster = None
+    doing = "starting the cluster"
+    spec = combo.spec
+    try:
+        cluster = backend.launch(combo.plan, session.store, recorder)
+        recorder.launched(cluster)
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        doing = "running the cell"
+        request = RunRequest(
+            recorder.run_id, code, spec.ranks, combo.push, spec.pull, spec.timeout,
+            display_max=int(spec.display_max_mb * 2**20),
+            interrupt_grace=session.interrupt_grace,
+        )  # fmt: skip
+        run = cluster.execute(request, recorder)
+        pulled: dict[str, Any] = {}
+        recorder.finish(run, spec.pull, spec.ranks, pulled, raise_outcome=False)
+        result.pulled = {name: pulled[name] for name in spec.pull if name in pulled}
+    except BaseException as exc:  # noqa: BLE001 (recorded as this combination's failure)
+        recorder.abort(exc, doing)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        result.seconds = time.monotonic() - began
+        record = session.store.run(recorder.run_id)
+        if record is not None:
+            result.state, result.message = record.state, record.message

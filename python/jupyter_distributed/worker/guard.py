@@ -1,0 +1,56 @@
+"""A rank's process group dies with the rank (POSIX; standard library only).
+
+A rank dies with whoever started it (``PR_SET_PDEATHSIG``: the kernel for ``local`` ranks, Open
+MPI's daemon for ``mpi`` ones) or when the kernel on its host is gone; such a death is a
+SIGKILL, which a process cannot catch, so the rank cannot clean up what its code started. So,
+before any thread exists, the rank makes itself a process-group leader and forks a guardian
+into that group. The guardian only waits (it ignores SIGINT, SIGTERM and SIGHUP, which belong
+to the rank), and once the rank is gone (its pipe closes, or the guardian is re-parented) it
+SIGKILLs the whole group: every process the rank's code started that stayed in the group
+(``subprocess`` and ``multiprocessing`` children do), then itself. Nothing is orphaned to PID 1
+when the kernel is SIGKILLed. (A child that starts its own session leaves the group on purpose.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+
+POLL = 0.25  # seconds between the guardian's looks at its parent
+
+
+def guard_group() -> int | None:
+    """Fork the guardian; its pid, or None where there is no fork or no group of our own."""
+    if not hasattr(os, "fork"):
+        return None
+    rank = os.getpid()
+    if os.getpgrp() != rank:
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)
+    if os.getpgrp() != rank:  # killing a group we do not lead could hit the launcher
+        return None
+    r, w = os.pipe()  # not inherited across exec; the rank holds w until it dies
+    pid = os.fork()
+    if pid:
+        os.close(r)
+        return pid
+    try:  # the guardian: no Python cleanup of the rank's state ever runs here
+        os.close(w)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        _watch(rank, r)
+        os.killpg(rank, signal.SIGKILL)
+    finally:
+        os._exit(0)
+
+
+def _watch(rank: int, pipe: int) -> None:
+    while os.getppid() == rank:
+        ready, _, _ = select.select([pipe], [], [], POLL)
+        if ready and not os.read(pipe, 1):
+            return

@@ -1,0 +1,144 @@
+"""One I/O thread owns a ZeroMQ socket: the kernel's ROUTER and each rank's DEALER alike.
+
+ZeroMQ sockets are not thread-safe, so every other thread hands work to :meth:`IoLoop.put`
+(frames to send) or :meth:`IoLoop.call` (a function to run on the I/O thread), which never
+block: a queue keeps their order and a pipe wakes the thread, written only when the thread is
+not already due to look (every ``os.write`` lets go of the GIL, and getting it back behind a
+busy thread can cost a switch interval, 5 ms). Incoming messages are handed to
+``on_batch`` in batches of up to 1000 (so the kernel records each batch in one transaction);
+``tick`` runs about every ``poll_ms``; :meth:`IoLoop.watch` adds a file descriptor (e.g. a
+process's pidfd) whose readiness runs a function at once, not at the next tick. An exception
+on the thread ends it and is handed to ``on_error``: nobody waits forever on a silently dead loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from typing import cast
+
+import zmq
+
+from ..protocol.signing import Buffer
+
+Batch = list[list[zmq.Frame]]
+_STOP = object()
+_BATCH = 1000
+
+
+class IoLoop:
+    def __init__(
+        self,
+        sock: zmq.Socket[bytes],
+        on_batch: Callable[[Batch], None],
+        tick: Callable[[], None],
+        on_error: Callable[[BaseException], None],
+        poll_ms: int = 100,
+        name: str = "jd-io",
+    ) -> None:
+        self.sock = sock
+        self._on_batch, self._tick, self._on_error = on_batch, tick, on_error
+        self._poll_ms = poll_ms
+        self._out: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self.stopped = threading.Event()
+        self._watched: dict[int, Callable[[], None]] = {}
+        self._woken = False  # the pipe holds a wake-up the thread has not read yet
+        self._thread = threading.Thread(target=self._run, daemon=True, name=name)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def put(self, frames: Sequence[Buffer]) -> None:
+        """Queue a multipart message; safe from any thread, never blocks."""
+        self._out.put(frames)
+        self._wake()
+
+    def call(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the I/O thread, in order with the queued messages."""
+        self._out.put(fn)
+        self._wake()
+
+    def watch(self, fd: int, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the I/O thread as soon as ``fd`` is readable, once; the loop owns
+        ``fd`` from now on and closes it after that (or when the loop ends)."""
+
+        def add() -> None:
+            self._watched[fd] = fn
+
+        self.call(add)
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Send what is queued, then end the thread; whether it ended within ``timeout``."""
+        self._out.put(_STOP)
+        self._wake()
+        return self.stopped.wait(timeout)
+
+    def _wake(self) -> None:
+        if self._woken:  # the thread will drain the queue after this item was put
+            return
+        self._woken = True
+        with contextlib.suppress(BlockingIOError, OSError):  # full: the thread is awake anyway
+            os.write(self._wake_w, b"\0")
+
+    def _run(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self.sock, zmq.POLLIN)
+        poller.register(self._wake_r, zmq.POLLIN)
+        polled: set[int] = set()
+        try:
+            while True:
+                ready = dict(poller.poll(self._poll_ms))
+                if self._wake_r in ready:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(self._wake_r, 65536)
+                    self._woken = False  # (before draining: a later put wakes us again)
+                if not self._drain():
+                    return
+                if ready.get(self.sock):
+                    self._receive()
+                for fd in [fd for fd in self._watched if fd in ready]:
+                    poller.unregister(fd)
+                    polled.discard(fd)
+                    os.close(fd)
+                    self._watched.pop(fd)()
+                for fd in self._watched.keys() - polled:
+                    poller.register(fd, zmq.POLLIN)
+                    polled.add(fd)
+                self._tick()
+        except Exception as exc:  # noqa: BLE001 (handed on: the owner decides what it means)
+            self._on_error(exc)
+        finally:
+            for fd in self._watched:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self.sock.close(linger=None)
+            self.stopped.set()  # (the pipe stays open: a late _wake must not hit a reused fd)
+
+    def _drain(self) -> bool:
+        while True:
+            try:
+                item = self._out.get_nowait()
+            except queue.Empty:
+                return True
+            if item is _STOP:
+                return False
+            if callable(item):
+                item()
+            else:
+                self.sock.send_multipart(cast("Sequence[Buffer]", item), copy=False)
+
+    def _receive(self) -> None:
+        batch: Batch = []
+        while len(batch) < _BATCH:
+            try:
+                batch.append(self.sock.recv_multipart(zmq.NOBLOCK, copy=False))
+            except zmq.Again:
+                break
+        if batch:
+            self._on_batch(batch)

@@ -1,0 +1,67 @@
+"""How a rank reports to whoever runs it: the :class:`Reporter` interface and its channel
+implementation. (The SageMaker one, which writes tagged lines, is in :mod:`.sagemaker_rank`.)
+
+The runtime says *what* happened (output, a state, samples, a cell's end); the reporter decides
+how it travels, so the runtime never builds a wire header.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from ..protocol.messages import Display, Done, Fatal, Live, Metrics, Output, State
+from ..protocol.metrics import Sample, pack_samples
+from ..protocol.signing import Buffer
+
+if TYPE_CHECKING:  # a SageMaker rank has no ZeroMQ: never import the channel at run time
+    from .channel import Channel
+
+
+class Reporter(Protocol):
+    def output(self, run_id: str, stream: str, lines: list[tuple[float, str]]) -> None: ...
+
+    def live(self, message: Live) -> None:
+        """A line redrawn in place (a progress bar), as it reads now."""
+
+    def display(self, message: Display) -> None:
+        """A rich display (a MIME bundle)."""
+
+    def state(self, run_id: str, state: str) -> None: ...
+
+    def metrics(self, run_id: str, samples: list[Sample]) -> None:
+        """``report()`` samples as the user gave them (values not yet checked)."""
+
+    def done(self, done: Done, buffers: Sequence[Buffer]) -> None: ...
+
+    def fatal(self, message: str) -> None:
+        """The rank could not set up and is about to exit."""
+
+
+class ChannelReporter:
+    """Signed messages on the control channel; metrics as one packed batch (the kernel checks
+    each value when it unpacks them)."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+
+    def output(self, run_id: str, stream: str, lines: list[tuple[float, str]]) -> None:
+        self.channel.send(Output(run_id, stream, lines))
+
+    def live(self, message: Live) -> None:
+        self.channel.send(message)
+
+    def display(self, message: Display) -> None:
+        self.channel.send(message)
+
+    def state(self, run_id: str, state: str) -> None:
+        self.channel.send(State(run_id, state))
+
+    def metrics(self, run_id: str, samples: list[Sample]) -> None:
+        self.channel.send(Metrics(run_id, len(samples)), [pack_samples(samples)])
+
+    def done(self, done: Done, buffers: Sequence[Buffer]) -> None:
+        self.channel.send(done, buffers)
+
+    def fatal(self, message: str) -> None:
+        self.channel.send(Fatal(message))

@@ -1,0 +1,119 @@
+"""A fork server for ranks that use torch: import it once, then fork each rank from here.
+
+The kernel starts this as a fresh interpreter (``python -m jupyter_distributed.worker.zygote
+MODULE...``), so nothing of the kernel is inherited. It imports the modules, refuses to serve if
+that started a Python thread (forking it would be unsafe) or initialised CUDA, then reads one
+JSON request per line on stdin and answers on stdout, one JSON line each:
+
+- ``{"env": {...}, "log": PATH}`` → ``{"pid": PID}``: a rank forked in a new session, with exactly
+  that environment, stdin from /dev/null and stdout/stderr to ``PATH`` until it captures them;
+- when a rank ends → ``{"exit": PID, "code": CODE}`` (a negative code is the signal).
+
+It exits when stdin closes (the kernel is gone); its ranks notice the kernel is gone themselves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import select
+import signal
+import sys
+import threading
+import traceback
+
+
+def _say(obj: dict[str, object]) -> None:
+    os.write(1, (json.dumps(obj) + "\n").encode())
+
+
+def _child(env: dict[str, str], log: str, wake: tuple[int, int]) -> int:
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
+    for fd in wake:
+        os.close(fd)
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDONLY)
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(null, 0)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(null)
+    os.close(out)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.argv = [sys.executable, "-m", "jupyter_distributed.worker"]
+    from .__main__ import main
+
+    return main()
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        _say({"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+
+
+def serve(modules: list[str]) -> int:
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 (e.g. no torch: the kernel spawns ranks instead)
+            _say({"error": f"cannot import {name}: {type(exc).__name__}: {exc}"})
+            return 2
+    cuda = sys.modules.get("torch.cuda")
+    # (a native pool such as OpenBLAS's, which numpy starts, re-initialises itself after a
+    # fork through pthread_atfork; a Python thread would not)
+    if threading.active_count() > 1:
+        _say({"error": "importing the preloaded modules started a thread; cannot fork"})
+        return 2
+    if cuda is not None and cuda.is_initialized():
+        _say({"error": "importing the preloaded modules initialised CUDA; cannot fork"})
+        return 2
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    _say({"ready": os.getpid()})
+    pending = b""
+    while True:
+        with contextlib.suppress(InterruptedError):
+            ready, _, _ = select.select([0, wake_r], [], [])
+        if wake_r in ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(wake_r, 4096)
+            _reap()
+        if 0 not in ready:
+            continue
+        data = os.read(0, 65536)
+        if not data:
+            return 0
+        pending += data
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            request = json.loads(line)
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    code = _child(request["env"], request["log"], (wake_r, wake_w))
+                except BaseException:  # noqa: BLE001 (the rank's start-up error, to its log)
+                    traceback.print_exc()
+                finally:
+                    with contextlib.suppress(Exception):
+                        sys.stdout.flush()
+                        sys.stderr.flush()
+                    os._exit(code)
+            _say({"pid": pid})
+
+
+if __name__ == "__main__":
+    sys.exit(serve(sys.argv[1:]))

@@ -1,0 +1,94 @@
+"""A real Ray head for the tests, in a network namespace with only ``lo``: there Ray keeps
+127.0.0.1 (elsewhere it swaps in the machine's routable address). Its own HOME and RAY_TMPDIR
+keep it away from any other Ray (and from ``~/.ray/auth_token``); it is stopped by PID (SIGTERM
+to ``ray start --block``), never with ``ray stop``, which ends every Ray on the machine."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .netns import NetNs
+from .netns import missing as netns_missing
+
+PORT = 6379  # inside our namespace: no other Ray can hold it
+CPUS = 4
+
+
+def missing() -> str:
+    if importlib.util.find_spec("ray") is None:
+        return "ray is not installed (pip install 'ray[default]')"
+    return netns_missing()
+
+
+class RayHead:
+    def __init__(self, root: Path) -> None:
+        self.dir = root
+        self.ns = NetNs("ray")
+        self.address = f"127.0.0.1:{PORT}"
+        (root / "home").mkdir()
+        (root / "tmp").mkdir()
+        self.env = {"HOME": str(root / "home"), "RAY_TMPDIR": str(root / "tmp")}
+        # a loaded 2-core machine starts Ray's agents slowly: wait for them longer than Ray's
+        # default before the raylet gives up
+        slow = {
+            "RAY_agent_register_timeout_ms": "120000",
+            "RAY_worker_register_timeout_seconds": "120",
+            "RAY_raylet_start_wait_time_s": "120",
+        }
+        ray = str(Path(sys.executable).with_name("ray"))
+        with (root / "head.log").open("wb") as log:
+            self.proc = subprocess.Popen(
+                self.ns.command(
+                    ray,
+                    "start",
+                    "--head",
+                    "--block",
+                    f"--port={PORT}",
+                    "--node-ip-address=127.0.0.1",
+                    f"--num-cpus={CPUS}",
+                    "--num-gpus=0",
+                    "--object-store-memory=200000000",
+                    "--include-dashboard=false",
+                    "--disable-usage-stats",
+                    f"--temp-dir={root / 'tmp'}",
+                ),
+                env={**os.environ, **self.env, **slow},
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            self._wait_up()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_up(self, within: float = 240.0) -> None:  # a loaded 2-core machine is slow
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                break
+            if "Ray runtime started" in (self.dir / "head.log").read_text(errors="replace"):
+                return
+            time.sleep(0.2)
+        tail = (self.dir / "head.log").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"the Ray head did not start: {tail}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.ns.delete()
+        shutil.rmtree(self.dir, ignore_errors=True)

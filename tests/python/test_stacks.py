@@ -1,0 +1,104 @@
+"""Stacks as data, without processes: a real faulthandler dump read back, the diagnosis
+grouped root cause first, and the start-up stages named in time."""
+
+from __future__ import annotations
+
+import faulthandler
+import threading
+from pathlib import Path
+
+from jupyter_distributed.backends.hang import diagnose
+from jupyter_distributed.backends.startwatch import StartWatch
+from jupyter_distributed.protocol.stacks import Frame, RankStacks, ThreadStack, parse_faulthandler
+from jupyter_distributed.worker.stacks import current_stacks
+
+CELL = "<cell r1>"
+
+
+def _rank(rank: int, *frames: Frame, source: str = "channel") -> RankStacks:
+    return RankStacks(rank, (ThreadStack("MainThread", True, frames),), "ready", source)
+
+
+TORCH = "/x/site-packages/torch/distributed/"
+BARRIER = (
+    Frame(CELL, 3, "<module>", "", "dist.barrier()"),
+    Frame(TORCH + "c10d_logger.py", 83, "wrapper", "torch.distributed.c10d_logger"),
+    Frame(TORCH + "distributed_c10d.py", 5356, "barrier", "torch.distributed.distributed_c10d"),
+)
+
+
+def test_a_faulthandler_dump_reads_back_as_threads_with_the_main_one_marked(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "dump.txt"
+    stop = threading.Event()
+    helper = threading.Thread(target=stop.wait, name="helper")
+    helper.start()
+    try:
+        with path.open("w") as f:
+            f.write(f"main 0x{threading.main_thread().ident:x}\n")
+            f.flush()
+            faulthandler.dump_traceback(file=f, all_threads=True)
+    finally:
+        stop.set()
+        helper.join()
+    threads = parse_faulthandler(path.read_text())
+    assert len(threads) >= 2
+    main = [t for t in threads if t.main]
+    assert len(main) == 1
+    assert main[0].frames[-1].func.startswith("test_a_faulthandler_dump")
+    assert main[0].frames[-1].file == __file__  # outermost first: this test is innermost
+    assert any(f.func == "wait" for t in threads if not t.main for f in t.frames)
+
+
+def test_current_stacks_sees_the_main_thread_from_another_thread() -> None:
+    out: list[list[dict[str, object]]] = []
+    t = threading.Thread(target=lambda: out.append(current_stacks()))
+    t.start()
+    t.join()
+    threads = [ThreadStack.from_json(x) for x in out[0]]
+    assert threads[0].main  # the main one first; the asking thread is left out
+    assert all(th.name != t.name for th in threads)
+    assert threads[0].frames[-1].func.endswith("wait")  # innermost last: it waits for us
+    assert any(f.file == __file__ for f in threads[0].frames)
+
+
+def test_diagnosis_groups_ranks_and_counts_who_entered_the_collective() -> None:
+    d = diagnose({1: _rank(1, *BARRIER)}, ranks=[0, 1], finished=[0])
+    assert d.headline == (
+        "rank 1 waits in torch.distributed.barrier (cell line 3: dist.barrier()); "
+        "rank 0 finished the cell; the collective was entered by 1 of 2 ranks "
+        "(rank 0 never entered it)"
+    )
+    assert 'File "<cell r1>", line 3, in <module>' in d.text and "dist.barrier()" in d.text
+    many = {r: _rank(r, *BARRIER) for r in (1, 2, 3)}
+    many[0] = _rank(0, Frame(CELL, 7, "<module>", "", "time.sleep(100)"))
+    d = diagnose(many, ranks=[0, 1, 2, 3])
+    assert d.headline.startswith("rank 0 is at cell line 7: time.sleep(100); ranks 1, 2, 3 wait in")
+    assert "torch.distributed.barrier was entered by 3 of 4 ranks (rank 0 never entered it)" in (
+        d.headline
+    )
+    assert d.text.count("--- ") == 2  # one stack per group, not per rank
+
+
+def test_diagnosis_names_ranks_without_a_stack_and_gil_held_dumps() -> None:
+    held = _rank(1, Frame(CELL, 2, "<module>", "", "lib.spin()"), source="faulthandler")
+    d = diagnose({1: held, 2: RankStacks(2, (), "", "none", "no answer within 1s")}, [0, 1, 2])
+    assert "rank 1 is at cell line 2: lib.spin()" in d.headline
+    assert "rank 2: no stack (no answer within 1s)" in d.headline
+    assert "dumped by faulthandler: the GIL was held" in d.text
+
+
+def test_start_watch_names_a_slow_stage_once_and_a_rendezvous_that_hangs() -> None:
+    w = StartWatch([0, 1], t0=0.0, notice_after=5.0, rendezvous_limit=5.0)
+    assert w.slow(4.0) == []
+    assert w.slow(5.5) == [0, 1] and w.slow(6.0) == []  # named once per stage
+    w.reached(0, "init_process_group", 6.0, "rendezvous at h:1")
+    assert w.stuck_rendezvous(20.0) == []  # rank 1 has not entered it: slow, not stuck
+    w.reached(1, "setup", 6.5)
+    w.reached(1, "init_process_group", 8.0)
+    assert w.stuck_rendezvous(12.0) == []
+    assert w.stuck_rendezvous(13.5) == [0, 1]
+    assert "rank 0 in init_process_group for 8s, rendezvous at h:1" in w.describe([0], 14.0)
+    w.reached(1, "ready", 14.0)
+    assert w.stuck_rendezvous(30.0) == [0]

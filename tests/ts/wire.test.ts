@@ -1,0 +1,67 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { describe, expect, it } from 'vitest';
+
+import { rankGroups } from '../../labextension/src/derive';
+import { liveFrom, MODULE_VERSION } from '../../labextension/src/inline';
+import { RunLive } from '../../labextension/src/runstate';
+import * as fixtures from './wire.fixtures';
+
+/**
+ * The wire fixtures are written by `tests/python/test_wire.py` from the real
+ * Python code. `wire.fixtures.ts` holds the same documents, each typed,
+ * so `npm run lint` (tsc) checks them against `labextension/src/wire.ts`; here
+ * we check that the module still matches the JSON and that the panel's own
+ * state code reads them.
+ */
+const dir = join(__dirname, '..', 'wire');
+
+describe('wire fixtures', () => {
+  for (const [name, doc] of Object.entries(fixtures)) {
+    it(`${name}.json is what wire.fixtures.ts type-checks`, () => {
+      const json: unknown = JSON.parse(readFileSync(join(dir, `${name}.json`), 'utf8'));
+      expect(doc).toEqual(json);
+    });
+  }
+
+  it('a run replayed from its stream ends as its snapshot says', () => {
+    const { run, ranks } = fixtures.run;
+    const live = new RunLive(run.id);
+    // The snapshot as it was when the run started; the stream brings the rest.
+    live.setSnapshot({
+      run: { ...run, state: 'running', ended: null, message: '' },
+      ranks: ranks.map(r => ({ ...r, state: 'starting' as const, updated: run.started, heartbeat: null }))
+    });
+    live.apply(fixtures.stream.events);
+    expect(live.run?.state).toBe(run.state);
+    expect(live.run?.message).toBe(run.message);
+    expect(live.failures.map(f => [f.rank, f.kind, f.signal])).toEqual([[1, 'exit', 9]]);
+    for (const rank of ranks) {
+      expect(live.ranks.get(rank.rank)?.state).toBe(rank.state);
+    }
+    expect(live.logs.filtered({ ranks: [], stderrOnly: false, search: '' }).length).toBe(fixtures.logs.lines.length);
+  });
+});
+
+describe('the inline widget', () => {
+  it('folds the state the kernel syncs with the panel code', () => {
+    // The widget's state is a run, its ranks and stream items: the wire documents.
+    const live = liveFrom(
+      { ...fixtures.run.run, state: 'running', ended: null },
+      fixtures.run.ranks.map(r => ({ ...r, state: 'starting' as const })),
+      fixtures.stream.events
+    );
+    const tiles = rankGroups(live, fixtures.run.run.ended ?? 0).flatMap(g => g.tiles);
+    expect(tiles.map(t => [t.rank, t.state])).toEqual([
+      [0, 'done'],
+      [1, 'failed']
+    ]);
+    expect(live.run?.state).toBe('failed');
+  });
+
+  it('names the module version of the npm package', () => {
+    const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
+    expect(MODULE_VERSION).toBe(pkg.version);
+  });
+});

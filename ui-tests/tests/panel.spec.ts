@@ -108,6 +108,19 @@ test('a distributed cell shows up in the panel and survives a reload', async ({ 
       window as unknown as { jupyterapp: { commands: { execute(id: string): Promise<unknown> } } }
     ).jupyterapp.commands.execute('docmanager:save')
   );
+  // JupyterLab writes its state database to the workspace a moment after the last change
+  // (debounced); reload once the workspace holds the panel's state, as a user's later visit would.
+  await expect
+    .poll(
+      () =>
+        page.evaluate(async () => {
+          const reply = await fetch('/lab/api/workspaces/default');
+          const workspace = (await reply.json()) as { data?: Record<string, { tab?: string }> };
+          return workspace.data?.['jupyter-distributed:panel']?.tab ?? null;
+        }),
+      { timeout: 15_000 }
+    )
+    .toBe('throughput');
   await page.reload({ waitForIsReady: false });
   await page.waitForSelector('#jupyterlab-splash', { state: 'detached' });
   const q = (await panel(page).isVisible()) ? panel(page) : await openPanel(page);

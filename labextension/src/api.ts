@@ -6,7 +6,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import { API_PATH, API_VERSION, type RunReply, type RunsReply } from './wire';
+import { API_PATH, API_VERSION, type DisplayReply, type RunReply, type RunsReply } from './wire';
 
 /**
  * A request to the server extension failed; `message` says what happened.
@@ -43,6 +43,11 @@ export class DistributedApi {
 
   run(id: string): Promise<RunReply> {
     return this.request<RunReply>(`runs/${encodeURIComponent(id)}`);
+  }
+
+  /** The rich display recorded as event `seq` of a run (the seq of its log line). */
+  display(runId: string, seq: number): Promise<DisplayReply> {
+    return this.request<DisplayReply>(`runs/${encodeURIComponent(runId)}/displays/${Math.trunc(seq)}`);
   }
 
   async cancel(runId: string): Promise<void> {

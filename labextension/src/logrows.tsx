@@ -1,10 +1,12 @@
 /**
  * Render-only: the log rows in view (virtualised: only the visible rows, plus
- * a margin, are in the DOM). Lines are React text nodes, never HTML.
+ * a margin, are in the DOM). Lines are React text nodes, never HTML; the mark
+ * of a display with an image ("image/png 640×480") has an Open button.
  */
 
 import * as React from 'react';
 
+import { canOpen } from './image';
 import { useTrans } from './translate';
 import type { LogLine } from './wire';
 
@@ -21,7 +23,14 @@ export function visibleRows(scrollTop: number, height: number, total: number): [
   return [first, Math.max(first, last)];
 }
 
-export function LogRows(props: { lines: readonly LogLine[]; first: number; last: number }): JSX.Element {
+export function LogRows(props: {
+  lines: readonly LogLine[];
+  first: number;
+  last: number;
+  /** Open the image of a display's log line. */
+  onOpen?: (line: LogLine) => void;
+}): JSX.Element {
+  const onOpen = props.onOpen;
   const trans = useTrans();
   const rows: JSX.Element[] = [];
   for (let i = props.first; i < props.last; i++) {
@@ -36,6 +45,16 @@ export function LogRows(props: { lines: readonly LogLine[]; first: number; last:
         <span className="jp-Distributed-lineRank">{trans.__('[rank %1]', line.rank)}</span>
         {line.stream === 'stderr' ? <span className="jp-Distributed-lineStream">stderr</span> : null}
         {line.text}
+        {onOpen && canOpen(line) ? (
+          <button
+            type="button"
+            className="jp-Distributed-lineOpen"
+            aria-label={trans.__('Open the image of rank %1: %2', line.rank, line.text)}
+            onClick={() => onOpen(line)}
+          >
+            {trans.__('Open')}
+          </button>
+        ) : null}
       </div>
     );
   }

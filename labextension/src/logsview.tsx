@@ -1,10 +1,13 @@
 /**
  * Render-only: the Logs tab, a toolbar over the virtualised rows of the lines
- * that pass the filter, following the end while asked to.
+ * that pass the filter, following the end while asked to; an image opened from
+ * a display's line shows between the two.
  */
 
 import * as React from 'react';
 
+import type { IOpenedImage } from './image';
+import { ImageView } from './imageview';
 import type { ILogFilter } from './logbuffer';
 import { useLogScroll } from './logfollow';
 import { LogRows, ROW_HEIGHT, visibleRows } from './logrows';
@@ -20,6 +23,10 @@ export interface ILogsViewProps {
   follow: boolean;
   onFilter: (filter: Partial<ILogFilter>) => void;
   onFollow: (follow: boolean) => void;
+  /** The display image opened from a line, if any. */
+  image: IOpenedImage | null;
+  onOpen: (line: LogLine) => void;
+  onCloseImage: () => void;
 }
 
 export function LogsView(props: ILogsViewProps): JSX.Element {
@@ -42,6 +49,7 @@ export function LogsView(props: ILogsViewProps): JSX.Element {
         onFilter={props.onFilter}
         onFollow={props.onFollow}
       />
+      {props.image ? <ImageView opened={props.image} onClose={props.onCloseImage} /> : null}
       <div
         ref={scroll.scroller}
         className="jp-Distributed-logScroller"
@@ -49,7 +57,7 @@ export function LogsView(props: ILogsViewProps): JSX.Element {
         aria-label={trans.__('Log lines')}
         onScroll={scroll.onScroll}
       >
-        <LogRows lines={props.lines} first={first} last={last} />
+        <LogRows lines={props.lines} first={first} last={last} onOpen={props.onOpen} />
       </div>
     </div>
   );

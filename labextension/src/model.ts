@@ -12,13 +12,14 @@ import { type ISignal, Signal } from '@lumino/signaling';
 
 import { DistributedApi } from './api';
 import { DEFAULT_CONFIG, type IPanelConfig } from './config';
+import { ImageOpener } from './image';
 import { ALL_LINES, type ILogFilter } from './logbuffer';
 import { type IStateStore, loadPanelState, savePanelState } from './panelstate';
 import { RunLive } from './runstate';
 import { EventStream, type ISeqEvent } from './stream';
 import type { Tab } from './tabs';
 import { Throttle } from './throttle';
-import { isRunActive, type Run } from './wire';
+import { isRunActive, type LogLine, type Run } from './wire';
 
 export { type IStateStore, STATE_KEY } from './panelstate';
 
@@ -41,6 +42,7 @@ export class DistributedModel implements IDisposable {
     this._state = options.state ?? null;
     this._config = options.config ?? DEFAULT_CONFIG;
     this._throttle = new Throttle(() => this._changed.emit(), options.throttle ?? 250);
+    this.image = new ImageOpener(() => this._throttle.now());
     this.now = options.now ?? (() => Date.now() / 1000);
     this._openedAt = this.now();
     this._poll = new Poll({
@@ -61,6 +63,8 @@ export class DistributedModel implements IDisposable {
   readonly restored: Promise<void>;
 
   readonly api: DistributedApi;
+  /** The display image opened from the Logs. */
+  readonly image: ImageOpener;
   readonly now: () => number;
 
   /** Emitted (throttled) when anything the views show has changed. */
@@ -121,6 +125,13 @@ export class DistributedModel implements IDisposable {
     return this._followLogs;
   }
 
+  /** Open the image of a display's log line of the selected run (from the history). */
+  async openImage(line: LogLine): Promise<void> {
+    if (this._selectedId !== null) {
+      await this.image.open(this.api, this._selectedId, line);
+    }
+  }
+
   get isDisposed(): boolean {
     return this._disposed;
   }
@@ -161,6 +172,7 @@ export class DistributedModel implements IDisposable {
     this._selectedId = id;
     this._live = id === null ? null : new RunLive(id);
     this._logFilter = ALL_LINES;
+    this.image.close();
     this._save();
     if (id !== null) {
       const live = this._live as RunLive;

@@ -34,6 +34,9 @@ export const TAB_VIEWS: { readonly [T in Tab]: TabView } = {
       follow={model.followLogs}
       onFilter={filter => model.setLogFilter(filter)}
       onFollow={follow => model.setFollowLogs(follow)}
+      image={model.image.opened}
+      onOpen={line => void model.openImage(line)}
+      onCloseImage={() => model.image.close()}
     />
   )),
   throughput: ofRun((model, live) => {

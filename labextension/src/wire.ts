@@ -112,6 +112,22 @@ export interface LogsReply {
   next: number;
 }
 
+/** `GET runs/<id>/displays/<seq>`: the rich display (`events.DisplayEvent`) whose mark is log line `seq`. */
+export interface DisplayReply {
+  kind: 'display';
+  run_id: string;
+  rank: number;
+  t: number;
+  /** The compact mark the logs show, e.g. "image/png 640×480". */
+  mark: string;
+  /** The MIME bundle as `display()` published it (binary types base64). */
+  data: JSONObject;
+  metadata: JSONObject;
+  display_id: string | null;
+  update: boolean;
+  result: boolean;
+}
+
 export interface MetricSample {
   seq: number;
   rank: number;

@@ -2,6 +2,14 @@
 displays (MIME bundles, as ``display_data`` labelled by rank) and live lines (a rank's progress
 bar, one display per rank updated in place).
 
+What a rank shows under the cell is its *area*: its displays and its live line, each a display
+with an id. ``clear_output(wait)`` on a rank (:meth:`CellView.clear`) clears that area: each of
+those displays is emptied in place, at once or, with ``wait``, just before the rank shows
+something new; the rank's next displays fill its emptied displays first, so a loop that
+clears and redraws a figure keeps one figure under the cell (a live line is emptied only).
+Text lines (prints, the ``[rank N] image/png ...`` labels) share the cell's streams with
+every rank: they stay.
+
 Lines are collected and written to the kernel's stdout/stderr in one write per stream every
 10 ms at most (a failure at once), so output arrives live without flooding the notebook with
 messages, and a flood costs the kernel one write per flush, not one per line. A rank that
@@ -38,6 +46,8 @@ class CellView:
         self._live: dict[tuple[int, str], str] = {}  # (rank, stream) -> its display id
         self._lives = 0
         self._rich_results: set[int] = set()
+        self._areas: dict[int, _Area] = {}  # rank -> the displays it shows
+        self._waiting: set[int] = set()  # ranks whose clear_output(wait=True) is pending
         self._out = out or sys.stdout
         self._err = err or sys.stderr
         self._quiet = quiet
@@ -48,6 +58,8 @@ class CellView:
         self.suppressed = 0
 
     def on_event(self, event: Event) -> None:
+        if self._waiting and isinstance(event, OutputEvent | DisplayEvent):
+            self._clear_waiting(event.rank)
         if isinstance(event, OutputEvent):
             live = self._live.pop((event.rank, event.stream.value), None)
             if live is not None and not self._quiet:  # the line's final state
@@ -79,6 +91,7 @@ class CellView:
         if self._quiet:
             return
         key = (rank, stream)
+        self._clear_waiting(rank)
         if not _rich():  # as text, only the final state is shown
             self._live.setdefault(key, "")
             return
@@ -86,6 +99,7 @@ class CellView:
         if display_id is None:
             self._lives += 1
             display_id = self._live[key] = f"jd-{self.run_id}-{rank}-{stream}-{self._lives}"
+            self._area(rank).lives.append(display_id)
             self._publish(self._labelled(rank, text), {}, display_id, update=False)
         else:
             self._publish(self._labelled(rank, text), {}, display_id, update=True)
@@ -93,15 +107,59 @@ class CellView:
     def _display(self, event: DisplayEvent) -> None:
         if self.display_ranks is not None and event.rank not in self.display_ranks:
             return
-        display_id = f"jd-{event.rank}-{event.display_id}" if event.display_id else None
         metadata = {**event.metadata, "jupyter_distributed": {"rank": event.rank}}
-        if not event.update:
+        named = f"jd-{event.rank}-{event.display_id}" if event.display_id else None
+        if event.update:
+            self._publish(event.data, metadata, named, True)
+            return
+        area = self._area(event.rank)
+        if named is not None:  # shown again after a clear: in its emptied place
+            reused = named if named in area.cleared else None
+            area.cleared.discard(named)
+            area.named.append(named)
+        else:
+            reused = area.free.pop(0) if area.free and not event.result else None
+        if reused is None:  # (a reused place keeps the label written above it)
             if event.result:
                 self._rich_results.add(event.rank)
                 self._write(self._out, f"Out[rank {event.rank}]:\n", force=True)
             elif not self._quiet:
                 self._write(self._out, f"[rank {event.rank}] {event.mark}\n", force=True)
-        self._publish(event.data, metadata, display_id, event.update)
+        display_id = named or reused
+        if display_id is None:
+            self._lives += 1
+            display_id = f"jd-{self.run_id}-{event.rank}-d{self._lives}"
+        if named is None:
+            area.shown.append(display_id)
+        self._publish(event.data, metadata, display_id, reused is not None)
+
+    def clear(self, rank: int, wait: bool = False) -> None:
+        """A rank's ``clear_output(wait)``: empty its displays and live line (see the module
+        docstring); with ``wait``, once the rank next shows something."""
+        if wait:
+            self._waiting.add(rank)
+            return
+        self._waiting.discard(rank)
+        area = self._areas.get(rank)
+        if area is None or not _rich():
+            return
+        for key in [k for k in self._live if k[0] == rank]:
+            del self._live[key]  # (a later redraw starts a new live line)
+        for display_id in [*area.lives, *area.shown, *area.named]:
+            self._publish({}, {}, display_id, update=True)
+        area.free = [*area.shown, *area.free]
+        area.cleared.update(area.named)
+        area.lives, area.shown, area.named = [], [], []
+
+    def _clear_waiting(self, rank: int) -> None:
+        if rank in self._waiting:
+            self.clear(rank)
+
+    def _area(self, rank: int) -> _Area:
+        area = self._areas.get(rank)
+        if area is None:
+            area = self._areas[rank] = _Area()
+        return area
 
     @staticmethod
     def _labelled(rank: int, text: str) -> dict[str, Any]:
@@ -131,7 +189,12 @@ class CellView:
         self._refill()
         out, err, pending = self._out, self._err, self._pending
         for event in events:
-            if type(event) is not OutputEvent or event.stream is Stream.RESULT or self._live:
+            if (
+                type(event) is not OutputEvent
+                or event.stream is Stream.RESULT
+                or self._live
+                or self._waiting
+            ):
                 self.on_event(event)  # (a line redrawn in place ends through on_event)
                 continue
             if self._quiet:
@@ -194,6 +257,23 @@ class CellView:
             return
         self._tokens -= len(text)
         self._pending.append((stream, text))
+
+
+class _Area:
+    """The displays one rank shows under the cell, by id: ``lives`` its live lines, ``shown``
+    its displays without an id of their own and ``named`` those with one (``display(...,
+    display_id=)``); ``free`` displays that a clear emptied, which the rank's next displays
+    fill first (each is under its label), and ``cleared`` the named ones it emptied, filled
+    again when shown again."""
+
+    __slots__ = ("cleared", "free", "lives", "named", "shown")
+
+    def __init__(self) -> None:
+        self.lives: list[str] = []
+        self.shown: list[str] = []
+        self.named: list[str] = []
+        self.free: list[str] = []
+        self.cleared: set[str] = set()
 
 
 def _rich() -> bool:

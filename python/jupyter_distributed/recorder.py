@@ -102,6 +102,12 @@ class RunRecorder:
         if live is not None:
             live(rank, stream, text)
 
+    def clear(self, rank: int, wait: bool) -> None:
+        """A rank's ``clear_output(wait)``, for views that show displays (a CellView)."""
+        clear = getattr(self.view, "clear", None)
+        if clear is not None:
+            clear(rank, wait)
+
     def on_events(self, events: Sequence[Event]) -> None:
         """:meth:`on_event` for a batch (the view takes it in one call where it can)."""
         for observer in self.observers:

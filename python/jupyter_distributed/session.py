@@ -17,6 +17,7 @@ from .backends import get_backend
 from .backends.base import Cluster, Plan, RunOutcome, RunRequest, RunView
 from .display import CellView
 from .events import RunState
+from .figures import kernel_figures
 from .global_batch import GlobalBatch
 from .push import pickle_push
 from .recorder import CellViewLike, RunRecorder, cluster_coords, new_run_id
@@ -92,7 +93,7 @@ class Session:
             doing = "running the cell"
             request = RunRequest(
                 run_id, code, spec.ranks, push, spec.pull, spec.timeout,
-                display_max=int(spec.display_max_mb * 2**20),
+                display_max=int(spec.display_max_mb * 2**20), figures=kernel_figures(),
                 interrupt_grace=self.interrupt_grace,
             )  # fmt: skip
             outcome = cluster.execute(request, recorder)

@@ -24,6 +24,8 @@ from .backends.base import Backend, Plan, RunRequest
 from .display import CellView
 from .errors import DistributedError, interrupted
 from .events import Event, RunEvent, RunState
+from .figures import kernel_figures
+from .protocol.figures import FigureConfig
 from .push import Pickled, pickle_push
 from .recorder import new_run_id
 from .spec import Spec
@@ -111,6 +113,7 @@ class _Combo:
     push: Pickled | None
     relay: _Relay
     result: ComboResult
+    figures: FigureConfig | None = None
 
 
 def run_sweep(
@@ -127,11 +130,12 @@ def run_sweep(
     relayed: queue.SimpleQueue[tuple[int, str, tuple[Any, ...]]] = queue.SimpleQueue()
     combos: list[_Combo] = []
     views: list[CellView] = []
+    figures = kernel_figures()  # (read here, on the kernel's main thread)
     for i, combo in enumerate(spec.sweep.combinations()):
         one = replace(spec, sweep=None, params=combo)
         plan = backend.plan(one)
         push = pickle_push(one.push, user_ns, combo)
-        combos.append(_Combo(one, plan, push, _Relay(i, relayed), ComboResult(combo)))
+        combos.append(_Combo(one, plan, push, _Relay(i, relayed), ComboResult(combo), figures))
         prefix = f"[{label(combo)}] "
         out = cast(TextIO, _Prefixed(prefix, sys.stdout))
         err = cast(TextIO, _Prefixed(prefix, sys.stderr))
@@ -238,7 +242,7 @@ def _run_one(
         doing = "running the cell"
         request = RunRequest(
             recorder.run_id, code, spec.ranks, combo.push, spec.pull, spec.timeout,
-            display_max=int(spec.display_max_mb * 2**20),
+            display_max=int(spec.display_max_mb * 2**20), figures=combo.figures,
             interrupt_grace=session.interrupt_grace,
         )  # fmt: skip
         run = cluster.execute(request, recorder)

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from jupyter_distributed.backends.base import RankInfo
-from jupyter_distributed.backends.decode import Ranks, decode
+from jupyter_distributed.backends.decode import Decoded, Ranks, decode
 from jupyter_distributed.backends.inbox import (
+    Cleared,
     Exited,
     Finished,
     LiveLine,
@@ -30,10 +31,12 @@ from jupyter_distributed.events import (
     Stream,
 )
 from jupyter_distributed.protocol import tagged
+from jupyter_distributed.protocol.figures import FigureConfig
 from jupyter_distributed.protocol.frames import pack_frames, unpack_frames, write_frames
 from jupyter_distributed.protocol.messages import (
     KINDS,
     BadHeader,
+    ClearOutput,
     Display,
     Done,
     Execute,
@@ -78,11 +81,13 @@ EXAMPLES: list[Message] = [
     Execute("r1", "print(rank)"),
     Execute("r1", "x", ("a", "b"), {"path": "shm-file", "sizes": [3, 4]}),
     Execute("r1", "x", display_max=1024),
+    Execute("r1", "x", figures=FigureConfig(("retina", "svg"), {"figure.dpi": 72}, {})),
     Live("r1", "stderr", " 40%|####      | 4/10"),
     Live("r1", "stdout", "100%", final=True),
     Display("r1", {"text/html": "<b>x</b>", "text/plain": "x"}),
     Display("r1", {"image/png": "iVBORw0KGgo="}, {"image/png": {"width": 4}}, "d1", True, False),
     Display("r1", {"text/plain": "42"}, result=True),
+    ClearOutput("r1", wait=True),
     Interrupt(),
     Interrupt("r1"),
     Shutdown(),
@@ -252,6 +257,17 @@ def test_decode_live_lines_and_displays() -> None:
     shown = decode(ranks, 0, Display("r1", {"image/png": png, "text/plain": "f"}), []).events
     assert isinstance(shown[0], DisplayEvent) and shown[0].mark == "image/png 640×480"
     assert decode(ranks, 0, Live("", "stdout", "between runs"), []).events == []
+    assert decode(ranks, 1, ClearOutput("r1", True), []) == Decoded(item=Cleared("r1", 1, True))
+
+
+def test_figure_settings_keep_what_a_rank_can_use() -> None:
+    read = FigureConfig.from_json
+    assert read(None) == read({}) == FigureConfig(("png",), {}, {"bbox_inches": "tight"})
+    assert read({"formats": "SVG"}).formats == ("svg",)
+    assert read({"formats": ["tiff", "retina", "png", "retina"]}).formats == ("retina", "png")
+    assert read({"formats": ["tiff"]}).formats == ("png",)
+    odd = read({"rc": {"figure.figsize": (6, 4), "axes.prop_cycle": object()}, "print_kwargs": {}})
+    assert (odd.rc, odd.print_kwargs) == ({"figure.figsize": [6, 4]}, {})
 
 
 def test_tagged_lines_round_trip() -> None:

@@ -9,6 +9,10 @@ from typing import Any
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from traitlets.config import Config
+
+from jupyter_distributed.figures import kernel_figures
+from jupyter_distributed.protocol.figures import FigureConfig
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -85,6 +89,52 @@ update_display(HTML("<i>named, updated</i>"), display_id="status")
         assert mine == [f"<i>rank {r} updated</i>", "<i>named, updated</i>"]
 
 
+def _mine(outputs: list[Any], rank: int) -> list[Any]:
+    """The rank's displays as nbclient leaves them (updates applied in place)."""
+    return [
+        o
+        for o in outputs
+        if o.output_type == "display_data"
+        and (o.metadata.get("jupyter_distributed", {}).get("rank") == rank or not o.data)
+    ]
+
+
+def test_clear_output_on_a_rank_clears_that_ranks_displays(store_env: Path) -> None:
+    now = """%%distributed -n 2
+from IPython.display import HTML, display, clear_output
+display(HTML(f"a{rank}"))
+display(HTML(f"b{rank}"))
+if rank == 0:
+    clear_output()
+    display(HTML("c0"))
+"""
+    wait = """%%distributed -n 2
+import time
+from IPython.display import HTML, display, clear_output
+from tqdm.auto import trange
+for _ in trange(20, mininterval=0):
+    time.sleep(0.01)
+for i in range(6):
+    clear_output(wait=True)
+    display(HTML(f"<i>frame {i} of rank {rank}</i>"))
+    time.sleep(0.05)
+"""
+    cleared, frames = _run(now, wait)
+    html = [o.data.get("text/html") for o in cleared if o.output_type == "display_data"]
+    # rank 0's two displays were emptied in place; its next display took the first place
+    assert sorted(map(str, html)) == sorted(["c0", "None", "a1", "b1"])
+    assert [o.data for o in cleared if o.output_type == "display_data" and not o.data] == [{}]
+    shown = [o for o in frames if o.output_type == "display_data"]
+    for r in range(2):
+        # each rank's progress line and earlier frames were emptied; one place shows the last
+        last = [o for o in shown if o.data.get("text/html") == f"<i>frame 5 of rank {r}</i>"]
+        assert len(last) == 1
+        assert not any(f"frame {i} of rank {r}" in str(o.data) for o in shown for i in range(5))
+        assert not any(f"[rank {r}]" in o.data.get("text/plain", "") for o in shown)  # no bar
+        assert _text(frames).count(f"[rank {r}] text/html") == 1  # one label, not one per frame
+    assert len(shown) == 2 * 2  # per rank: its emptied bar, one place for the frames
+
+
 def test_rich_last_expression_display_only_and_the_cap(store_env: Path) -> None:
     cell = """%%distributed -n 2 --display 1
 class T:
@@ -123,6 +173,47 @@ plt.plot([3, 2, 1]);
     pngs = [o for o in _rich(outputs) if "image/png" in o.data]
     assert len(pngs) == 2
     assert "Figure size" in pngs[0].data["text/plain"]
+
+
+def test_figure_settings_are_read_from_the_shell_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib_inline.config import InlineBackend
+
+    before = getattr(InlineBackend, "_instance", None)
+    monkeypatch.setattr(InlineBackend, "initialized", lambda: False)
+    config = Config()
+    config.InlineBackend.figure_format = "svg"
+    config.InlineBackend.rc = {"figure.figsize": (2.0, 1.0)}
+    shell = type("Shell", (), {"config": config})()
+    assert kernel_figures(shell) == FigureConfig(("svg",), {"figure.figsize": [2.0, 1.0]})
+    shell.config = Config()
+    assert kernel_figures(shell) == FigureConfig()
+    assert getattr(InlineBackend, "_instance", None) is before  # the singleton is not made
+    assert kernel_figures() is None  # no IPython shell here
+
+
+def test_inline_backend_settings_reach_the_ranks_figures(store_env: Path) -> None:
+    draw = """%%distributed -n 1
+import matplotlib.pyplot as plt
+plt.plot([1, 2, 3])
+plt.show()
+"""
+    outputs = _run(
+        "%config InlineBackend.figure_formats = {'svg', 'retina'}",
+        "%config InlineBackend.rc = {'figure.figsize': (2.0, 1.0), 'figure.dpi': 50}",
+        draw,
+        "%config InlineBackend.rc = {'figure.figsize': (2.0, 1.0), 'figure.dpi': 20}",
+        "%config InlineBackend.figure_format = 'png'",
+        draw,
+    )
+    (figure,) = [o for o in _rich(outputs[2]) if "text/plain" in o.data]
+    assert sorted(figure.data) == ["image/png", "image/svg+xml", "text/plain"]
+    assert figure.data["image/svg+xml"].lstrip().startswith(("<?xml", "<svg"))
+    assert figure.data["text/plain"] == "<Figure size 100x50 with 1 Axes>"  # the rc's size
+    width = figure.metadata["image/png"]["width"]  # retina: drawn twice as large, shown at 1×
+    assert 0 < width <= 110
+    (later,) = [o for o in _rich(outputs[5]) if "text/plain" in o.data]
+    assert sorted(later.data) == ["image/png", "text/plain"]
+    assert later.data["text/plain"] == "<Figure size 40x20 with 1 Axes>"  # the rc changed
 
 
 def test_tqdm_redraws_in_place_and_ends_at_100_percent(store_env: Path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jupyter_server.auth.authorizer import Authorizer
 from tornado.httpclient import HTTPClientError, HTTPResponse
 from tornado.simple_httpclient import HTTPStreamClosedError
 from tornado.websocket import WebSocketClientConnection
@@ -30,6 +31,7 @@ from jupyter_distributed.events import (
     StacksEvent,
     Stream,
 )
+from jupyter_distributed.server.handlers import AUTH_RESOURCE
 from jupyter_distributed.server.wire import API_VERSION
 from jupyter_distributed.store import STORE_ENV, RunRecord, Store
 
@@ -166,6 +168,60 @@ async def test_a_display_is_a_log_line_with_its_mark_and_its_bundle_on_request(
     with pytest.raises(HTTPClientError) as err:
         await jp_fetch(*API, "runs", "run-a", "displays", str(line["seq"] - 1))
     assert err.value.code == 404
+
+
+async def test_a_display_is_served_only_from_its_own_run(jp_fetch: Fetch, store: Store) -> None:
+    add_run(store, "run-a", 1000.0, lines=2)
+    add_run(store, "run-b", 2000.0)
+    store.append([DisplayEvent("run-a", 1, 1001.0, {"image/svg+xml": "<svg/>"}, {"k": 1})])
+    seq = store.last_seq()
+    shown = await get(jp_fetch, "runs", "run-a", "displays", str(seq))
+    assert (shown["run_id"], shown["rank"]) == ("run-a", 1)
+    assert shown["data"] == {"image/svg+xml": "<svg/>"}
+    line = store.logs("run-a", stream="stdout")[0]
+    for run_id, other in [("run-b", seq), ("run-a", line.seq), ("run-", seq), ("run-a", 0)]:
+        with pytest.raises(HTTPClientError) as err:  # another run's, a text line, ambiguous
+            await jp_fetch(*API, "runs", run_id, "displays", str(other))
+        assert err.value.code == 404
+
+
+class WriteOnly(Authorizer):
+    def is_authorized(self, handler: Any, user: Any, action: str, resource: str) -> bool:
+        return action == "write" and resource == AUTH_RESOURCE
+
+
+class ReadOnly(Authorizer):
+    def is_authorized(self, handler: Any, user: Any, action: str, resource: str) -> bool:
+        return action == "read" and resource == AUTH_RESOURCE
+
+
+def _authorized_by(authorizer: type[Authorizer]) -> dict[str, Any]:
+    extensions = {"jpserver_extensions": {"jupyter_distributed": True}}
+    return {"ServerApp": {**extensions, "authorizer_class": authorizer}}
+
+
+@pytest.mark.parametrize("jp_server_config", [_authorized_by(WriteOnly)])
+async def test_displays_and_stacks_need_read(store: Store, jp_fetch: Fetch) -> None:
+    add_run(store, "run-a", 1000.0)
+    store.append([DisplayEvent("run-a", 0, 1001.0, {"image/png": "iVBORw0KGgo="})])
+    for path in (("displays", str(store.last_seq())), ("stacks",)):
+        with pytest.raises(HTTPClientError) as err:
+            await jp_fetch(*API, "runs", "run-a", *path)
+        assert err.value.code == 403, path
+
+
+@pytest.mark.parametrize("jp_server_config", [_authorized_by(ReadOnly)])
+async def test_read_only_opens_a_display_but_cannot_ask_for_stacks(
+    store: Store, jp_fetch: Fetch
+) -> None:  # (the store first: the server reads its path when it starts)
+    add_run(store, "run-a", 1000.0)
+    store.append([DisplayEvent("run-a", 0, 1001.0, {"image/png": "iVBORw0KGgo="})])
+    shown = await get(jp_fetch, "runs", "run-a", "displays", str(store.last_seq()))
+    assert shown["data"] == {"image/png": "iVBORw0KGgo="}
+    with pytest.raises(HTTPClientError) as err:
+        await jp_fetch(*API, "runs", "run-a", "stacks", method="POST", body=b"")
+    assert err.value.code == 403
+    assert store.take_controls("c-run-a") == []
 
 
 async def test_logs_paged_by_cursor_and_filtered(jp_fetch: Fetch, store: Store) -> None:

@@ -22,6 +22,7 @@ import pytest
 
 from jupyter_distributed.errors import RankFailure
 from jupyter_distributed.events import (
+    DisplayEvent,
     ErrorEvent,
     MetricEvent,
     OutputEvent,
@@ -53,10 +54,14 @@ TYPES = {
     "stream": "StreamMessage",
     "control": "ControlReply",
     "stacks": "StacksReply",
+    "display": "DisplayReply",
     "error": "ErrorReply",
 }
 
 T0 = 1_700_000_000.0
+PNG = (  # 1×1
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
 STACK = RankStacks(
     1,
     (
@@ -125,6 +130,7 @@ def record_a_run(store: Store) -> str:
             OutputEvent(run_id, 1, T0 + 1, Stream.STDERR, "warning: slow disk\n"),
             MetricEvent(run_id, 0, T0 + 2, {"samples": 64.0, "loss": 0.5}),
             MetricEvent(run_id, 1, T0 + 2, {"samples": 64.0, "sys.cpu": 93.5}),
+            DisplayEvent(run_id, 0, T0 + 2.2, {"image/png": PNG, "text/plain": "<Figure>"}),
             OutputEvent(run_id, 0, T0 + 2.5, Stream.RESULT, "0.5"),
             RankEvent(run_id, 0, T0 + 2.5, RankState.DONE, "laptop", 1000),
             StacksEvent(
@@ -162,6 +168,7 @@ def documents(tmp_path: Path) -> dict[str, Any]:
             "logs": history.logs(run_id, none),
             "metrics": history.metrics(run_id, none),
             "stacks": history.stacks(run_id, none),
+            "display": history.display(run_id, str(_display_seq(store, run_id))),
             "stream": {"events": items},
             "error": error,
         }
@@ -175,6 +182,10 @@ def documents(tmp_path: Path) -> dict[str, Any]:
         return docs
     finally:
         store.close()
+
+
+def _display_seq(store: Store, run_id: str) -> int:
+    return next(line.seq for line in store.logs(run_id, stream="display"))
 
 
 def render_json(doc: Any) -> str:

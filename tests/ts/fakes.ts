@@ -6,7 +6,7 @@
 import { ServerConnection } from '@jupyterlab/services';
 
 import type { ReadonlyPartialJSONValue } from '@lumino/coreutils';
-import type { DistributedEvent, Run, RunReply } from '../../labextension/src/wire';
+import type { DisplayReply, DistributedEvent, Run, RunReply } from '../../labextension/src/wire';
 
 export function makeRun(id: string, started: number, extra: Partial<Run> = {}): Run {
   return {
@@ -65,13 +65,15 @@ export class FakeSocket {
 export interface IFakeServer {
   runs: Run[];
   details: Map<string, RunReply>;
+  /** Recorded displays by "run/seq". */
+  displays: Map<string, DisplayReply>;
   requests: { method: string; url: string }[];
   failWith: number | null;
   version: number;
 }
 
 export function fakeServer(): IFakeServer {
-  return { runs: [], details: new Map(), requests: [], failWith: null, version: 1 };
+  return { runs: [], details: new Map(), displays: new Map(), requests: [], failWith: null, version: 1 };
 }
 
 export function settingsFor(server: IFakeServer): ServerConnection.ISettings {
@@ -90,6 +92,11 @@ export function settingsFor(server: IFakeServer): ServerConnection.ISettings {
     if (detail) {
       const reply = server.details.get(decodeURIComponent(detail[1] ?? ''));
       return reply ? json(reply) : json({ message: 'no such run' }, 404);
+    }
+    const display = /^runs\/([^/]+)\/displays\/(\d+)$/.exec(path);
+    if (display) {
+      const reply = server.displays.get(`${decodeURIComponent(display[1] ?? '')}/${display[2]}`);
+      return reply ? json(reply) : json({ message: `no display ${display[2]}` }, 404);
     }
     if (/^runs\/[^/]+\/cancel$/.test(path) || /^clusters\/[^/]+\/stop$/.test(path)) {
       return json({ control: {} }, 202);

@@ -4,6 +4,7 @@
 
 import type {
   ControlReply,
+  DisplayReply,
   ErrorReply,
   LogsReply,
   MetricsReply,
@@ -20,7 +21,7 @@ export const version: VersionReply = {
 };
 
 export const runs: RunsReply = {
-  "last_seq": 14,
+  "last_seq": 15,
   "runs": [
     {
       "backend": "local",
@@ -134,12 +135,19 @@ export const logs: LogsReply = {
     {
       "rank": 0,
       "seq": 10,
+      "stream": "display",
+      "t": 1700000002.2,
+      "text": "image/png 1\u00d71"
+    },
+    {
+      "rank": 0,
+      "seq": 11,
       "stream": "result",
       "t": 1700000002.5,
       "text": "0.5"
     }
   ],
-  "next": 10
+  "next": 11
 };
 
 export const metrics: MetricsReply = {
@@ -275,11 +283,22 @@ export const stream: StreamMessage = {
         "kind": "output",
         "rank": 0,
         "run_id": "run-wire",
+        "stream": "display",
+        "t": 1700000002.2,
+        "text": "image/png 1\u00d71"
+      },
+      "seq": 10
+    },
+    {
+      "event": {
+        "kind": "output",
+        "rank": 0,
+        "run_id": "run-wire",
         "stream": "result",
         "t": 1700000002.5,
         "text": "0.5"
       },
-      "seq": 10
+      "seq": 11
     },
     {
       "event": {
@@ -291,7 +310,7 @@ export const stream: StreamMessage = {
         "state": "done",
         "t": 1700000002.5
       },
-      "seq": 11
+      "seq": 12
     },
     {
       "event": {
@@ -331,7 +350,7 @@ export const stream: StreamMessage = {
         "run_id": "run-wire",
         "t": 1700000002.9
       },
-      "seq": 12
+      "seq": 13
     },
     {
       "event": {
@@ -352,7 +371,7 @@ export const stream: StreamMessage = {
         "run_id": "run-wire",
         "t": 1700000003.0
       },
-      "seq": 13
+      "seq": 14
     },
     {
       "event": {
@@ -362,7 +381,7 @@ export const stream: StreamMessage = {
         "state": "failed",
         "t": 1700000004.0
       },
-      "seq": 14
+      "seq": 15
     }
   ]
 };
@@ -378,7 +397,7 @@ export const control: ControlReply = {
 };
 
 export const stacks: StacksReply = {
-  "next": 12,
+  "next": 13,
   "stacks": [
     {
       "diagnosis": "rank 1 waits in torch.distributed.barrier (cell line 1: dist.barrier()); rank 0 finished the cell",
@@ -415,10 +434,26 @@ export const stacks: StacksReply = {
       },
       "reason": "killed",
       "run_id": "run-wire",
-      "seq": 12,
+      "seq": 13,
       "t": 1700000002.9
     }
   ]
+};
+
+export const display: DisplayReply = {
+  "data": {
+    "image/png": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+    "text/plain": "<Figure>"
+  },
+  "display_id": null,
+  "kind": "display",
+  "mark": "image/png 1\u00d71",
+  "metadata": {},
+  "rank": 0,
+  "result": false,
+  "run_id": "run-wire",
+  "t": 1700000002.2,
+  "update": false
 };
 
 export const error: ErrorReply = {

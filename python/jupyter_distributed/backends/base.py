@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Protocol
 
 from ..errors import RankFailure
 from ..events import Event, RunState, StacksEvent
+from ..protocol.figures import FigureConfig
 from ..push import Pickled
 from ..redact import redact_env
 from ..spec import RankCoords, Spec
@@ -140,6 +141,7 @@ class RunRequest:
     pull: tuple[str, ...] = ()
     timeout: float | None = None
     display_max: int | None = None  # bytes of one rich display (None: the default cap)
+    figures: FigureConfig | None = None  # the kernel's inline figure settings (None: PNG)
     interrupt_grace: float = 2.0  # seconds a rank gets to yield before it is killed
 
 

@@ -26,6 +26,7 @@ from ..events import (
     done_state,
 )
 from ..protocol.messages import (
+    ClearOutput,
     Display,
     Done,
     Fatal,
@@ -43,7 +44,17 @@ from ..protocol.metrics import bad_metric_message, numeric, unpack_samples
 from ..protocol.signing import Buffer
 from ..protocol.stacks import RankStacks, ThreadStack
 from .base import RankInfo
-from .inbox import Exited, Finished, Item, LiveLine, Ready, SetupFailed, StacksReply, StageReached
+from .inbox import (
+    Cleared,
+    Exited,
+    Finished,
+    Item,
+    LiveLine,
+    Ready,
+    SetupFailed,
+    StacksReply,
+    StageReached,
+)
 
 log = logging.getLogger("jupyter_distributed")
 EARLY_LINES = 2000  # lines kept per message that arrive before the run began
@@ -96,6 +107,8 @@ def decode(ranks: Ranks, rank: int, message: Message, buffers: list[Buffer]) -> 
             message.update, message.result,
         )  # fmt: skip
         return Decoded([event])
+    if isinstance(message, ClearOutput):
+        return Decoded(item=Cleared(run_id, rank, message.wait) if run_id else None)
     if isinstance(message, Metrics):
         return Decoded(_metrics(ranks, run_id, rank, message, buffers) if run_id else [])
     if isinstance(message, Heartbeat):

@@ -32,6 +32,16 @@ class LiveLine:
 
 
 @dataclass(frozen=True)
+class Cleared:
+    """A rank called ``clear_output(wait)``: what it shows under the cell is cleared (not
+    recorded: the history keeps every display)."""
+
+    run_id: str
+    rank: int
+    wait: bool
+
+
+@dataclass(frozen=True)
 class Ready:
     """A rank said hello: it is set up and waits for cells."""
 
@@ -93,6 +103,6 @@ class StacksReply:
 
 
 Item = (
-    Show | LiveLine | Ready | SetupFailed | Finished | Exited | CancelRequested | ChannelLost
-    | StageReached | StacksReply
+    Show | LiveLine | Cleared | Ready | SetupFailed | Finished | Exited | CancelRequested
+    | ChannelLost | StageReached | StacksReply
 )  # fmt: skip

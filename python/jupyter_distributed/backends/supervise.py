@@ -27,7 +27,7 @@ from ..protocol.signing import Buffer
 from ..protocol.stacks import RankStacks
 from .base import RankInfo, RunOutcome, RunRequest, RunView
 from .hang import diagnose, ranks_text
-from .inbox import CancelRequested, Exited, Finished, Item, LiveLine, Show
+from .inbox import CancelRequested, Cleared, Exited, Finished, Item, LiveLine, Show
 
 log = logging.getLogger("jupyter_distributed")
 STOPPED_REMOTELY = "a stop request from the Distributed panel"
@@ -104,6 +104,10 @@ class _Run:
         elif isinstance(item, LiveLine):
             if item.run_id == self.request.run_id:
                 self.view.live(item.rank, item.stream, item.text)
+        elif isinstance(item, Cleared):
+            clear = getattr(self.view, "clear", None)  # (views that show displays)
+            if item.run_id == self.request.run_id and clear is not None:
+                clear(item.rank, item.wait)
         elif isinstance(item, Finished):
             self._finished(item)
         elif isinstance(item, CancelRequested):
@@ -250,8 +254,9 @@ def _send_execute(cluster: Supervised, request: RunRequest) -> dict[str, Any] | 
                 buffers = [request.push.data]
     cluster.begin(request.run_id)
     execute = Execute(
-        request.run_id, request.code, tuple(request.pull), shared, request.display_max
-    )
+        request.run_id, request.code, tuple(request.pull), shared, request.display_max,
+        request.figures,
+    )  # fmt: skip
     cluster.send(request.ranks, execute, buffers)
     return shared
 

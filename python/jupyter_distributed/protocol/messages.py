@@ -8,8 +8,8 @@ with :func:`_message`; nothing else needs to know its wire form.
 Kernel → rank: :class:`Execute`, :class:`Interrupt`, :class:`Shutdown`, :class:`Ping`,
 :class:`StackRequest`.
 Rank → kernel: :class:`Hello`, :class:`Fatal`, :class:`State`, :class:`Output`,
-:class:`Live`, :class:`Display`, :class:`Metrics`, :class:`Heartbeat`, :class:`Done`,
-:class:`Stage`, :class:`Stacks`.
+:class:`Live`, :class:`Display`, :class:`ClearOutput`, :class:`Metrics`, :class:`Heartbeat`,
+:class:`Done`, :class:`Stage`, :class:`Stacks`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
+
+from .figures import FigureConfig
 
 Lines = Sequence[tuple[float, str]]  # (time, text) per line; JSON gives lists, used alike
 
@@ -86,6 +88,13 @@ class Execute(Message):
     pull: tuple[str, ...] = ()
     shared: dict[str, Any] | None = None
     display_max: int | None = None  # bytes of one display bundle; larger ones become a note
+    figures: FigureConfig | None = None  # the kernel's inline figure settings
+
+    def to_header(self) -> dict[str, Any]:
+        out = super().to_header()
+        if self.figures is not None:
+            out["figures"] = self.figures.to_json()
+        return out
 
     @classmethod
     def _read(cls, h: dict[str, Any]) -> Execute:
@@ -93,7 +102,11 @@ class Execute(Message):
         if shared is not None and not isinstance(shared, dict):
             raise TypeError("shared must be an object")
         pull = tuple(map(str, h.get("pull") or ()))
-        return cls(str(h["run_id"]), str(h["code"]), pull, shared, _opt(int, h.get("display_max")))
+        figures = h.get("figures")
+        return cls(
+            str(h["run_id"]), str(h["code"]), pull, shared, _opt(int, h.get("display_max")),
+            None if figures is None else FigureConfig.from_json(figures),
+        )  # fmt: skip
 
 
 @_message
@@ -250,6 +263,21 @@ class Display(Message):
             str(h.get("run_id") or ""), data, metadata, _opt(str, h.get("display_id")),
             bool(h.get("update")), bool(h.get("result")),
         )  # fmt: skip
+
+
+@_message
+@dataclass(frozen=True)
+class ClearOutput(Message):
+    """``IPython.display.clear_output(wait)`` on a rank: clear what the rank shows under the
+    cell (its displays and live line); ``wait``: only once the rank shows something new."""
+
+    kind: ClassVar[str] = "clear_output"
+    run_id: str
+    wait: bool = False
+
+    @classmethod
+    def _read(cls, h: dict[str, Any]) -> ClearOutput:
+        return cls(str(h.get("run_id") or ""), bool(h.get("wait")))
 
 
 @_message

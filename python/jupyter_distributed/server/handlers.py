@@ -116,7 +116,10 @@ class MetricsHandler(BaseHandler):
 
 
 class DisplayHandler(BaseHandler):
+    """``GET runs/<id>/displays/<seq>``: the bundle stored as display ``seq`` of that run."""
+
     @web.authenticated
+    @allowed("read")
     async def get(self, run_id: str, seq: str) -> None:
         await self.answer(self.history.display, run_id, seq)
 
@@ -130,10 +133,12 @@ class CancelHandler(BaseHandler):
 
 class StacksHandler(BaseHandler):
     @web.authenticated
+    @allowed("read")
     async def get(self, run_id: str) -> None:
         await self.answer(self.history.stacks, run_id, self.query())
 
     @web.authenticated
+    @allowed("write")
     async def post(self, run_id: str) -> None:
         await self.answer(self.history.request_stacks, run_id, status=202)
 

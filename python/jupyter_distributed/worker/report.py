@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from ..protocol.messages import Display, Done, Fatal, Live, Metrics, Output, State
+from ..protocol.messages import ClearOutput, Display, Done, Fatal, Live, Metrics, Output, State
 from ..protocol.metrics import Sample, pack_samples
 from ..protocol.signing import Buffer
 
@@ -26,6 +26,9 @@ class Reporter(Protocol):
 
     def display(self, message: Display) -> None:
         """A rich display (a MIME bundle)."""
+
+    def clear(self, message: ClearOutput) -> None:
+        """``clear_output()``: what the rank shows under the cell is cleared."""
 
     def state(self, run_id: str, state: str) -> None: ...
 
@@ -52,6 +55,9 @@ class ChannelReporter:
         self.channel.send(message)
 
     def display(self, message: Display) -> None:
+        self.channel.send(message)
+
+    def clear(self, message: ClearOutput) -> None:
         self.channel.send(message)
 
     def state(self, run_id: str, state: str) -> None:

@@ -1,10 +1,12 @@
 """Rich output inside a rank, as a notebook cell has it.
 
 ``display()``, ``update_display()`` and the cell's last expression become MIME bundles sent
-to the kernel (:class:`~..protocol.messages.Display`): a minimal IPython shell whose display
+to the kernel (:class:`~..protocol.messages.Display`), ``clear_output()`` a
+:class:`~..protocol.messages.ClearOutput`: a minimal IPython shell whose display
 publisher is ours is installed once IPython is imported (by the cell, or here for a last value
 with a rich form), so a rank that never displays anything never pays for IPython; without
-IPython (some SageMaker images) results stay text. matplotlib draws with :mod:`.mplbackend`.
+IPython (some SageMaker images) results stay text. matplotlib draws with :mod:`.mplbackend`,
+in the formats the kernel's ``InlineBackend`` settings name (:attr:`Displays.figures`).
 ``input()`` and ``getpass()`` fail at once: a rank has no stdin.
 """
 
@@ -20,9 +22,11 @@ from importlib.machinery import ModuleSpec
 from typing import Any, Protocol
 
 from ..protocol.bundles import DEFAULT_MAX_BYTES, capped
-from ..protocol.messages import Display
+from ..protocol.figures import MIME, FigureConfig
+from ..protocol.messages import ClearOutput, Display
 
 NO_STDIN = "ranks have no stdin; pass values with --push"
+BACKEND_MODULE = "jupyter_distributed.worker.mplbackend"
 RICH_METHODS = (
     "_repr_html_", "_repr_png_", "_repr_jpeg_", "_repr_svg_", "_repr_json_", "_repr_markdown_",
     "_repr_latex_", "_repr_mimebundle_", "_ipython_display_",
@@ -46,6 +50,8 @@ def guard_stdin() -> None:
 class Sender(Protocol):
     def display(self, message: Display) -> None: ...
 
+    def clear(self, message: ClearOutput) -> None: ...
+
 
 #: the displays of this rank's runtime (the matplotlib backend publishes through it)
 ACTIVE: Displays | None = None
@@ -58,12 +64,23 @@ class Displays:
         self.max_bytes = DEFAULT_MAX_BYTES
         self.sync: Callable[[], None] = lambda: None
         self.formatter: Any = None  # IPython's DisplayFormatter, once installed
+        self.figures = FigureConfig()  # how figures are drawn (the kernel's inline settings)
         global ACTIVE
         ACTIVE = self
 
-    def begin(self, run_id: str, max_bytes: int | None, sync: Callable[[], None]) -> None:
+    def begin(
+        self,
+        run_id: str,
+        max_bytes: int | None,
+        sync: Callable[[], None],
+        figures: FigureConfig | None = None,
+    ) -> None:
         self.run_id, self.sync = run_id, sync
         self.max_bytes = max_bytes if max_bytes is not None else DEFAULT_MAX_BYTES
+        self.figures = figures or FigureConfig()
+        backend = sys.modules.get(BACKEND_MODULE)
+        if backend is not None:  # (else it reads them when it loads)
+            backend.configure(self.figures)
 
     def publish(
         self,
@@ -79,6 +96,11 @@ class Displays:
         data = capped(data, self.max_bytes, self.rank)
         message = Display(self.run_id, data, metadata or {}, display_id, update, result)
         self.sender.display(message)
+
+    def clear(self, wait: bool = False) -> None:
+        """``clear_output(wait)``: the kernel clears what this rank shows under the cell."""
+        self.sync()
+        self.sender.clear(ClearOutput(self.run_id, wait))
 
     def result(self, value: Any) -> bool:
         """Publish the cell's last value when it has a richer form than text; whether it did."""
@@ -108,9 +130,7 @@ class Displays:
 
     def end_cell(self) -> None:
         """Figures still open at the end of the cell are shown (as IPython's inline backend)."""
-        import sys
-
-        backend = sys.modules.get("jupyter_distributed.worker.mplbackend")
+        backend = sys.modules.get(BACKEND_MODULE)
         if backend is not None:
             backend.flush_figures()
 
@@ -131,7 +151,7 @@ class Displays:
             from traitlets.config import Config
         except ImportError:
             return False
-        publish = self.publish
+        publish, clear = self.publish, self.clear
 
         class RankPublisher(DisplayPublisher):
             def publish(
@@ -147,7 +167,7 @@ class Displays:
                 publish(data, metadata, (transient or {}).get("display_id"), update)
 
             def clear_output(self, wait: bool = False) -> None:
-                pass
+                clear(wait)
 
         config = Config()
         config.HistoryManager.enabled = False
@@ -163,8 +183,11 @@ class Displays:
         formatter = shell.display_formatter
         if formatter is None:
             return False
-        png = formatter.formatters["image/png"]
-        png.for_type_by_name("matplotlib.figure", "Figure", _figure_png)
+        for mime in set(MIME.values()):  # a figure as the cell's last value
+            if mime in formatter.formatters:
+                formatter.formatters[mime].for_type_by_name(
+                    "matplotlib.figure", "Figure", _FigureAs(mime)
+                )
         self.formatter = formatter
         if namespace.get("display") in (None, _display):
             namespace["display"] = display
@@ -202,8 +225,17 @@ class _AfterImport:
         return spec
 
 
-def _figure_png(figure: Any) -> str:
-    """A figure as the cell's last value (matplotlib is imported by then, never here before)."""
-    from .mplbackend import figure_bundle
+class _FigureAs:
+    """A figure as the cell's last value, in one MIME type: what IPython's formatter for that
+    type calls (None when the settings draw no such type; matplotlib is imported by then)."""
 
-    return str(figure_bundle(figure)[0]["image/png"])
+    def __init__(self, mime: str) -> None:
+        self.mime = mime
+
+    def __call__(self, figure: Any) -> Any:
+        from .mplbackend import figure_bundle
+
+        data, metadata = figure_bundle(figure, self.mime)
+        if self.mime not in data:
+            return None
+        return (data[self.mime], metadata[self.mime]) if self.mime in metadata else data[self.mime]

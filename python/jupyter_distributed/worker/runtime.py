@@ -198,7 +198,7 @@ class Runtime:
     ) -> None:
         self.run_id = run_id = command.run_id
         self.reporter.state(run_id, "running")
-        self.displays.begin(run_id, command.display_max, sync_output)
+        self.displays.begin(run_id, command.display_max, sync_output, command.figures)
         status, value, failure = "ok", None, None
         try:
             if buffers:

@@ -26,7 +26,7 @@ from typing import Any
 from ..protocol import tagged
 from ..protocol.bundles import mark
 from ..protocol.frames import pack_frames, unpack_frames
-from ..protocol.messages import Display, Done, Execute, Live
+from ..protocol.messages import ClearOutput, Display, Done, Execute, Live
 from ..protocol.metrics import Sample, bad_metric_message, numeric
 from ..protocol.signing import Buffer
 from ..spec import Layout
@@ -77,6 +77,9 @@ class TaggedReporter:
         text = message.data.get("text/plain")
         shown = text if isinstance(text, str) and len(message.data) == 1 else mark(message.data)
         self.output(message.run_id, "stdout", [(time.time(), shown)])
+
+    def clear(self, message: ClearOutput) -> None:
+        """CloudWatch keeps lines: nothing to clear."""
 
     def state(self, run_id: str, state: str) -> None:
         self.line(tagged.Tag.STATE, state)

@@ -117,6 +117,7 @@ class MetricsHandler(BaseHandler):
 
 class DisplayHandler(BaseHandler):
     @web.authenticated
+    @allowed("read")
     async def get(self, run_id: str, seq: str) -> None:
         await self.answer(self.history.display, run_id, seq)
 
@@ -130,12 +131,14 @@ class CancelHandler(BaseHandler):
 
 class StacksHandler(BaseHandler):
     @web.authenticated
+    @allowed("read")
     async def get(self, run_id: str) -> None:
         await self.answer(self.history.stacks, run_id, self.query())
 
     @web.authenticated
+    @allowed("write")
     async def post(self, run_id: str) -> None:
-        await self.answer(self.history.request_stacks, run_id, status=202)
+        await self.answer(self.history.request_stacks, run_id, self.query(), status=202)
 
 
 class StopHandler(BaseHandler):

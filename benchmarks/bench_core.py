@@ -36,14 +36,16 @@ SECTION = "## Core: local backend against ipyparallel (`benchmarks/bench_core.py
 
 
 def write_section(path: Path, section: str) -> None:
-    """Replace this benchmark's section of RESULTS.md (other benchmarks keep theirs)."""
+    """Replace this benchmark's section of RESULTS.md (other benchmarks keep theirs); the
+    section's first line is its heading, which names it."""
+    heading = section.split("\n", 1)[0]
     text = path.read_text() if path.exists() else "# Benchmark results\n"
-    start = text.find(SECTION)
+    start = text.find(heading)
     if start < 0:
         head, _, rest = text.partition("\n## ")
         text = head.rstrip("\n") + "\n\n" + section + ("\n## " + rest if rest else "")
     else:
-        end = text.find("\n## ", start + len(SECTION))
+        end = text.find("\n## ", start + len(heading))
         text = text[:start] + section + (text[end:] if end >= 0 else "")
     path.write_text(text)
 

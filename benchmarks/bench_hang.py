@@ -11,9 +11,11 @@ finishes the cell; the others hang:
 - ``barrier``: ``dist.barrier()`` under ``--strategy ddp`` (gloo), entered by ranks 1..N-1.
 
 Measured: ``--timeout`` firing → the diagnosis written under the cell, and the stop button
-(SIGINT to the kernel) → the diagnosis (this includes the 2 s grace the ranks get to yield: a
-rank that yields needs no diagnosis). Then a rank that never connects (its interpreter start
-hangs) → named with its stage, and a wrong ``MASTER_ADDR`` → the start fails naming the stage.
+(SIGINT to the kernel) → the diagnosis (ranks that have not yielded 0.3 s after the interrupt
+are diagnosed at once, while the 2 s grace that decides whether they are killed runs on; ranks
+that yield need no diagnosis and keep their variables). Then a rank that never connects (its
+interpreter start hangs) → named with its stage, and a wrong ``MASTER_ADDR`` → the start fails
+naming the stage.
 The tools a notebook user has otherwise (ipyparallel, accelerate's notebook_launcher,
 torchrun) print nothing about where a rank hangs; before this change we waited out the
 timeout and said "timed out", and a rank that never started was named after 120 s.
@@ -119,6 +121,8 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4, 8])
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = parser.parse_args()
+    # the stop button is a SIGINT: Python ignores it when started in the background of a shell
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from IPython.core.interactiveshell import InteractiveShell
 
     os.environ.setdefault("JUPYTER_DISTRIBUTED_STORE", str(Path(tempfile.mkdtemp()) / "h.sqlite3"))
@@ -136,8 +140,12 @@ def main() -> None:
                     took = hang_case(shell, err, n, kind, how)
                     label = f"{how} → diagnosis shown, {kind}"
                     shown = "not shown" if took is None else f"{took * 1000:.0f} ms"
-                    if took is None and how == "interrupt" and not err.first("did not stop"):
-                        shown = "yielded, kept"  # ranks that yield need no diagnosis
+                    if how == "interrupt":
+                        killed = err.first("did not stop") is not None
+                        if took is None and not killed:
+                            shown = "yielded, kept"  # ranks that yield need no diagnosis
+                        elif took is not None:
+                            shown += " (then killed)" if killed else " (then yielded, kept)"
                     rows.setdefault(label, {})[n] = shown
                     print(label, n, rows[label][n], file=real_err)
         named, failed = never_started(shell, err)
@@ -159,9 +167,10 @@ def main() -> None:
             f"{os.getloadavg()[0]:.1f} at the end.",
             "",
             "Rank 0 finishes the cell, ranks 1..N-1 hang (see the script's docstring). Times are "
-            "from the timeout firing (or SIGINT) to the diagnosis line under the cell. The "
-            "interrupt rows include the 2 s grace in which ranks may yield and keep their "
-            "variables; the diagnosis comes when they do not.",
+            "from the timeout firing (or SIGINT) to the diagnosis line under the cell. On an "
+            "interrupt, ranks that have not yielded 0.3 s later are diagnosed at once; the 2 s "
+            "grace in which they may still yield (and keep their variables) runs on, and a rank "
+            "still busy after it is killed, named with its last stack.",
             "",
             *table,
             "",
@@ -172,6 +181,10 @@ def main() -> None:
             + " (before: 120 s, `start_timeout`) |",
             f"| wrong `MASTER_ADDR` (`--env`) → start fails naming `init_process_group` | "
             f"{failed:.1f} s (before: 120 s) |",
+            "",
+            "The wrong-`MASTER_ADDR` time counts from the cell's start: both ranks import torch "
+            "first (several seconds on a loaded machine), then the rendezvous gets 5 s after the "
+            "last rank entered it.",
             "",
         ]
     )

@@ -54,9 +54,10 @@ export class DistributedApi {
     await this.request<unknown>(`runs/${encodeURIComponent(runId)}/cancel`, {}, 'POST');
   }
 
-  /** Ask the kernel running the run for every rank's stacks; they arrive on the stream. */
-  async requestStacks(runId: string): Promise<void> {
-    await this.request<unknown>(`runs/${encodeURIComponent(runId)}/stacks`, {}, 'POST');
+  /** Ask the kernel running the run for every rank's stacks (or `rank`'s); they arrive on the stream. */
+  async requestStacks(runId: string, rank?: number): Promise<void> {
+    const query: Record<string, string> = rank === undefined ? {} : { rank: String(rank) };
+    await this.request<unknown>(`runs/${encodeURIComponent(runId)}/stacks`, query, 'POST');
   }
 
   async stopCluster(clusterId: string): Promise<void> {

@@ -12,7 +12,7 @@ import {
   STALL_SECONDS,
   STRAGGLER_FRACTION
 } from './runstate';
-import { isRunActive } from './wire';
+import { isRunActive, type Run } from './wire';
 
 export type TileState = 'starting' | 'running' | 'done' | 'failed' | 'interrupted' | 'stalled';
 
@@ -72,6 +72,14 @@ export function rankGroups(live: RunLive, now: number, stragglerThreshold = STRA
   return [...groups.entries()]
     .sort(([ha, a], [hb, b]) => a.node - b.node || ha.localeCompare(hb))
     .map(([host, group]) => ({ host, tiles: group.tiles }));
+}
+
+/**
+ * Whether a rank tile offers its Stacks: only while the run is running (its kernel answers)
+ * and for a rank that has not failed (its process may be gone).
+ */
+export function tileHasStacks(run: Run | null, tile: RankTile): boolean {
+  return run?.state === 'running' && tile.state !== 'failed';
 }
 
 /** The metric a rank's progress bar reports (0-1). */

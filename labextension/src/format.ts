@@ -4,6 +4,8 @@
 
 import { nullTranslator, type TranslationBundle } from '@jupyterlab/translation';
 
+import type { StacksEvent } from './wire';
+
 /**
  * The panel's headline for a history of `count` runs.
  */
@@ -35,4 +37,22 @@ const PLOTLY_ENTITIES: Record<string, string> = {
  */
 export function plotlyText(text: string): string {
   return text.replace(/[&<>"']/g, c => PLOTLY_ENTITIES[c] ?? c);
+}
+
+/**
+ * The title of a stack snapshot: which ranks it holds (all of them, or the one a rank
+ * tile asked for) and why it was taken.
+ */
+export function stacksTitle(
+  stacks: StacksEvent,
+  trans: TranslationBundle = nullTranslator.load('jupyter_distributed')
+): string {
+  const ranks = Object.keys(stacks.ranks)
+    .map(Number)
+    .filter(Number.isInteger)
+    .sort((a, b) => a - b);
+  if (!ranks.length) {
+    return trans.__('Stacks (%1)', stacks.reason);
+  }
+  return trans._n('Stacks of rank %2 (%3)', 'Stacks of ranks %2 (%3)', ranks.length, ranks.join(', '), stacks.reason);
 }

@@ -216,8 +216,9 @@ export class DistributedModel implements IDisposable {
     await this._act(run => this.api.cancel(run.id));
   }
 
-  async requestStacks(): Promise<void> {
-    await this._act(run => this.api.requestStacks(run.id));
+  /** The stacks of every rank of the selected run, or of `rank` only (a rank tile's action). */
+  async requestStacks(rank?: number): Promise<void> {
+    await this._act(run => this.api.requestStacks(run.id, rank));
   }
 
   async stopCluster(): Promise<void> {

@@ -38,8 +38,8 @@ function coordsText(tile: RankTile): string {
   return parts.join(' · ');
 }
 
-function Tile(props: { tile: RankTile }): JSX.Element {
-  const { tile } = props;
+function Tile(props: { tile: RankTile; onStacks?: (rank: number) => void }): JSX.Element {
+  const { tile, onStacks } = props;
   const trans = useTrans();
   const label = tile.straggler
     ? trans.__('Rank %1: %2, straggler', tile.rank, tile.state)
@@ -68,11 +68,31 @@ function Tile(props: { tile: RankTile }): JSX.Element {
         </div>
       ) : null}
       <div className="jp-Distributed-coords">{coordsText(tile)}</div>
+      {onStacks ? (
+        <button
+          type="button"
+          className="jp-Button jp-Distributed-tileStacks"
+          aria-label={trans.__('Stacks of rank %1', tile.rank)}
+          title={trans.__('Where rank %1 is now: the stack of each of its threads', tile.rank)}
+          onClick={() => onStacks(tile.rank)}
+        >
+          {trans.__('Stacks')}
+        </button>
+      ) : null}
     </div>
   );
 }
 
-export function RanksView(props: { groups: readonly HostGroup[] }): JSX.Element {
+/**
+ * The tiles; `onStacks` (given while the run is running) puts a Stacks button on the tiles
+ * that `hasStacks` accepts.
+ */
+export function RanksView(props: {
+  groups: readonly HostGroup[];
+  onStacks?: (rank: number) => void;
+  hasStacks?: (tile: RankTile) => boolean;
+}): JSX.Element {
+  const { onStacks, hasStacks } = props;
   const trans = useTrans();
   if (!props.groups.length) {
     return <p className="jp-Distributed-empty">{trans.__('No ranks reported yet')}</p>;
@@ -86,7 +106,11 @@ export function RanksView(props: { groups: readonly HostGroup[] }): JSX.Element 
           </h3>
           <div role="list" className="jp-Distributed-tiles">
             {group.tiles.map(tile => (
-              <Tile key={tile.rank} tile={tile} />
+              <Tile
+                key={tile.rank}
+                tile={tile}
+                onStacks={onStacks && (hasStacks?.(tile) ?? true) ? onStacks : undefined}
+              />
             ))}
           </div>
         </section>

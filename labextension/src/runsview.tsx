@@ -4,7 +4,7 @@
 
 import * as React from 'react';
 
-import { formatRunCount } from './format';
+import { formatRunCount, stacksTitle } from './format';
 import { useTrans } from './translate';
 import { isRunActive, type Run, type StacksEvent } from './wire';
 
@@ -71,7 +71,7 @@ export function StacksView(props: { stacks: StacksEvent }): JSX.Element {
   const { stacks } = props;
   return (
     <details className="jp-Distributed-stacks" open>
-      <summary>{trans.__('Stacks (%1)', stacks.reason)}</summary>
+      <summary>{stacksTitle(stacks, trans)}</summary>
       <pre role="log" aria-label={trans.__('Stacks of the ranks')}>
         {stacks.diagnosis}
       </pre>

@@ -5,7 +5,7 @@
 
 import * as React from 'react';
 
-import { rankGroups, throughputSeries } from './derive';
+import { rankGroups, throughputSeries, tileHasStacks } from './derive';
 import { LogsView } from './logsview';
 import type { DistributedModel } from './model';
 import { ThroughputView } from './plotsview';
@@ -25,7 +25,13 @@ function ofRun(view: (model: DistributedModel, live: RunLive) => JSX.Element): T
 
 export const TAB_VIEWS: { readonly [T in Tab]: TabView } = {
   runs: model => <RunsList runs={model.runs} selectedId={model.selectedId} onSelect={id => model.select(id)} />,
-  ranks: ofRun((model, live) => <RanksView groups={rankGroups(live, model.now(), model.config.stragglerThreshold)} />),
+  ranks: ofRun((model, live) => (
+    <RanksView
+      groups={rankGroups(live, model.now(), model.config.stragglerThreshold)}
+      onStacks={rank => void model.requestStacks(rank)}
+      hasStacks={tile => tileHasStacks(model.selectedRun, tile)}
+    />
+  )),
   logs: ofRun((model, live) => (
     <LogsView
       lines={live.logs.filtered(model.logFilter)}

@@ -9,7 +9,8 @@ import * as React from 'react';
 /** The gettext domain of this extension's strings. */
 export const DOMAIN = 'jupyter_distributed';
 
-export const TransContext = React.createContext<TranslationBundle>(nullTranslator.load(DOMAIN));
+// Typed here so the emitted declarations name `TranslationBundle` wherever node_modules lives.
+export const TransContext: React.Context<TranslationBundle> = React.createContext(nullTranslator.load(DOMAIN));
 
 /** The translation bundle for the view being rendered. */
 export function useTrans(): TranslationBundle {

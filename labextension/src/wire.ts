@@ -248,7 +248,7 @@ export interface VersionReply {
   api_version: number;
 }
 
-/** `POST runs/<id>/cancel`, `POST clusters/<cluster_id>/stop` */
+/** `POST runs/<id>/cancel`, `POST clusters/<cluster_id>/stop`, `POST runs/<id>/stacks[?rank=R]` */
 export interface ControlReply {
   control: {
     id: number;
@@ -256,6 +256,8 @@ export interface ControlReply {
     target: string;
     action: 'cancel' | 'stop' | 'stacks';
     t: number;
+    /** Stacks of this rank only (null: every rank). */
+    rank: number | null;
   };
 }
 

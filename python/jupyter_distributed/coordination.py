@@ -62,10 +62,11 @@ class Coordination:
         rows = self._query("SELECT host, pid, heartbeat FROM follows WHERE run_id=?", (run_id,))
         return (str(rows[0][0]), int(rows[0][1]), float(rows[0][2])) if rows else None
 
-    def request_control(self, target_id: str, action: str) -> Control:
-        """Queue ``cancel`` (target: a run id) or ``stop`` (target: a cluster id) for the kernel
-        that owns the cluster; it polls :meth:`take_controls`. Raises NotFound if the run or
-        cluster is not in the history, ValueError for an unknown action."""
+    def request_control(self, target_id: str, action: str, rank: int | None = None) -> Control:
+        """Queue ``cancel`` or ``stacks`` (target: a run id; ``rank``: the one rank whose stacks
+        to take) or ``stop`` (target: a cluster id) for the kernel that owns the cluster; it
+        polls :meth:`take_controls`. Raises NotFound if the run or cluster is not in the
+        history, ValueError for an unknown action."""
         if action not in CONTROL_ACTIONS:
             raise ValueError(f"unknown control action {action!r}; use one of {CONTROL_ACTIONS}")
         sql = (
@@ -80,10 +81,10 @@ class Coordination:
                 raise NotFound(f"no {what} {target_id!r} in the history")
             now = time.time()
             cur = db.execute(
-                "INSERT INTO controls (cluster_id, target, action, t) VALUES (?,?,?,?)",
-                (row[0], target_id, action, now),
+                "INSERT INTO controls (cluster_id, target, action, t, rank) VALUES (?,?,?,?,?)",
+                (row[0], target_id, action, now, rank),
             )
-            return Control(int(cur.lastrowid or 0), row[0], target_id, action, now)
+            return Control(int(cur.lastrowid or 0), row[0], target_id, action, now, rank)
 
     def take_controls(self, cluster_id: str) -> list[Control]:
         """The requests for ``cluster_id`` not taken yet, oldest first; marks them taken.
@@ -94,7 +95,7 @@ class Coordination:
             return []
         with self._tx() as db:
             rows = db.execute(
-                "SELECT id, cluster_id, target, action, t FROM controls"
+                "SELECT id, cluster_id, target, action, t, rank FROM controls"
                 " WHERE cluster_id=? AND taken IS NULL ORDER BY id",
                 (cluster_id,),
             ).fetchall()

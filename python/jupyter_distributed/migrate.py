@@ -37,6 +37,9 @@ def upgrade(db: sqlite3.Connection) -> bool:
     runs = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
     if runs and "sweep_id" not in runs:  # a history written before --sweep
         db.execute("ALTER TABLE runs ADD COLUMN sweep_id TEXT")
+    controls = {row[1] for row in db.execute("PRAGMA table_info(controls)")}
+    if controls and "rank" not in controls:  # before the stacks of one rank could be asked
+        db.execute("ALTER TABLE controls ADD COLUMN rank INTEGER")
     if version != storefile.SCHEMA_VERSION:
         db.execute(f"PRAGMA user_version={storefile.SCHEMA_VERSION}")
     return migrated

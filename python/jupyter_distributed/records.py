@@ -96,13 +96,15 @@ class LogLine:
 @dataclass
 class Control:
     """A request from outside the kernel (the server extension) to a live cluster: ``cancel``
-    a run (``target`` is its id) or ``stop`` the cluster (``target`` is the cluster id)."""
+    a run (``target`` is its id), take the ``stacks`` of its ranks (of ``rank`` only, when
+    given), or ``stop`` the cluster (``target`` is the cluster id)."""
 
     id: int
     cluster_id: str
     target: str
     action: str
     t: float
+    rank: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,6 +113,7 @@ class Control:
             "target": self.target,
             "action": self.action,
             "t": self.t,
+            "rank": self.rank,
         }
 
 

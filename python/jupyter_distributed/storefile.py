@@ -56,7 +56,7 @@ CREATE TABLE IF NOT EXISTS run_keys (key INTEGER PRIMARY KEY, id TEXT UNIQUE);
 CREATE TABLE IF NOT EXISTS codes (code INTEGER PRIMARY KEY, name TEXT UNIQUE);
 CREATE TABLE IF NOT EXISTS controls (
     id INTEGER PRIMARY KEY AUTOINCREMENT, cluster_id TEXT, target TEXT, action TEXT,
-    t REAL, taken REAL
+    t REAL, taken REAL, rank INTEGER
 );
 CREATE INDEX IF NOT EXISTS controls_open ON controls (cluster_id, taken);
 CREATE TABLE IF NOT EXISTS follows (

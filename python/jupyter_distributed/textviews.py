@@ -143,7 +143,7 @@ def stacks(session: Session, run_id: str | None, rank: int | None) -> str:
             return f"run {run.id} ended ({run.state.value}) without a stack snapshot"
         return _snapshot_text(old[-1][1], rank, f"run {run.id} ended; its last stacks:")
     after = old[-1][0] if (old := store.stacks(run.id)) else 0
-    store.request_control(run.id, "stacks")
+    store.request_control(run.id, "stacks", rank)
     deadline = time.monotonic() + STACKS_WAIT
     while time.monotonic() < deadline:
         new = store.stacks(run.id, after)

@@ -281,8 +281,11 @@ def _server(authorizer: type[Authorizer] | None) -> dict[str, Any]:
     return {"ServerApp": config}
 
 
-GETS = [("version",), ("runs",), ("runs", "r1"), ("runs", "r1", "logs"), ("runs", "r1", "metrics")]
-POSTS = [("runs", "r1", "cancel"), ("clusters", "c-r1", "stop")]
+GETS = [
+    ("version",), ("runs",), ("runs", "r1"), ("runs", "r1", "logs"), ("runs", "r1", "metrics"),
+    ("runs", "r1", "stacks"),
+]  # fmt: skip
+POSTS = [("runs", "r1", "cancel"), ("clusters", "c-r1", "stop"), ("runs", "r1", "stacks")]
 
 
 async def _code(fetch: Fetch, *path: str, method: str = "GET", **params: Any) -> int:
@@ -299,7 +302,7 @@ async def test_deny_all_authorizer_refuses_every_route(
     store_path: Path, jp_fetch: Fetch, jp_ws_fetch: Any
 ) -> None:
     add_run(Store(store_path), "r1")
-    for path in GETS:
+    for path in [*GETS, ("runs", "r1", "displays", "1")]:
         assert await _code(jp_fetch, *path) == 403, path
     assert await _code(jp_fetch, "events", request_timeout=10) == 403
     for path in POSTS:

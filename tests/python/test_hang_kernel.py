@@ -117,17 +117,29 @@ def test_the_stop_button_shows_the_stacks_of_ranks_that_do_not_yield(
     kernel: BlockingKernelClient, tmp_path: Path
 ) -> None:
     run(kernel, "%%distributed -n 2 --strategy ddp\nrank")  # the cluster is up
-    timer = threading.Timer(4.0, lambda: kernel_manager_interrupt(kernel))
+    pressed: list[float] = []
+
+    def press() -> None:
+        pressed.append(time.monotonic())
+        kernel_manager_interrupt(kernel)
+
+    timer = threading.Timer(4.0, press)
     timer.start()
     try:
         reply, shown = run(kernel, BARRIER.format(flags=""))
     finally:
         timer.cancel()
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
-    assert "rank 1 waits in torch.distributed.barrier (cell line 3: dist.barrier())" in shown
+    where = "rank 1 waits in torch.distributed.barrier (cell line 3: dist.barrier())"
+    assert where in shown
     assert "rank 0 finished the cell" in shown
     assert 'File "<cell ' in shown
-    assert [e.reason for e in _stacks_events(tmp_path)] == ["killed"]
+    # diagnosed shortly after the interrupt, before the 2 s grace ends and rank 1 is killed
+    assert first_seen(where) < first_seen("did not stop within 2s")
+    assert first_seen(where) - pressed[0] < 2.0
+    assert shown.count(f"] {where}") == 1  # the kill names it again only in its notice
+    assert "last seen: rank 1 waits in torch.distributed.barrier" in shown
+    assert [e.reason for e in _stacks_events(tmp_path)] == ["interrupt", "killed"]
     assert run(kernel, "%%distributed -n 2\nrank")[0]["status"] == "ok"
 
 

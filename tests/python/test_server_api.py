@@ -526,10 +526,23 @@ async def test_stacks_are_requested_for_running_runs_only_and_paged(
     response = await jp_fetch(*API, "runs", "run-a", "stacks", method="POST", body=b"")
     assert response.code == 202
     assert [(c.action, c.target) for c in store.take_controls("c-run-a")] == [("stacks", "run-a")]
-    for run_id, code in [("run-done", 409), ("nope", 404)]:
+    response = await jp_fetch(
+        *API, "runs", "run-a", "stacks", method="POST", body=b"", params={"rank": "1"}
+    )
+    assert json.loads(response.body)["control"]["rank"] == 1
+    assert [c.rank for c in store.take_controls("c-run-a")] == [1]
+    for run_id, code, params in [
+        ("run-done", 409, {}),
+        ("nope", 404, {}),
+        ("run-a", 400, {"rank": "2"}),  # a world of 2 ranks
+        ("run-a", 400, {"rank": "-1"}),
+        ("run-a", 400, {"rank": "one"}),
+        ("run-a", 400, {"rank": str(2**70)}),
+    ]:
         with pytest.raises(HTTPClientError) as err:
-            await jp_fetch(*API, "runs", run_id, "stacks", method="POST", body=b"")
-        assert err.value.code == code
+            await jp_fetch(*API, "runs", run_id, "stacks", method="POST", body=b"", params=params)
+        assert err.value.code == code, (run_id, params)
+    assert store.take_controls("c-run-a") == []  # nothing was queued by a refused request
     store.append([StacksEvent("run-a", 5.0, "timeout", "rank 1 waits in x", {1: {"rank": 1}})])
     page = json.loads((await jp_fetch(*API, "runs", "run-a", "stacks")).body)
     assert [(s["reason"], s["diagnosis"], list(s["ranks"])) for s in page["stacks"]] == [

@@ -148,6 +148,11 @@ async def _stop(jp_fetch: Fetch, kernel: Any) -> None:
     assert "lost: a stop request from the Distributed panel" in "".join(outputs)
 
 
+async def get_json(fetch: Fetch, *path: str, **params: Any) -> Any:
+    response = await fetch(*API, *path, params={k: str(v) for k, v in params.items()})
+    return json.loads(response.body)
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -177,6 +182,21 @@ async def test_stacks_of_a_running_cell_land_in_the_history(
         assert snap["reason"] == "request" and snap["kind"] == "stacks"
         assert snap["diagnosis"].startswith("ranks 0, 1 are at cell line 3: time.sleep(0.1)")
         assert set(snap["ranks"]) == {"0", "1"}
+        # a rank tile's Stacks: that rank only, and nothing said about the others
+        response = await jp_fetch(
+            *API, "runs", run["id"], "stacks", method="POST", body=b"", params={"rank": "1"}
+        )
+        assert json.loads(response.body)["control"]["rank"] == 1
+        after = page["next"]
+        while time.monotonic() < deadline + 10:
+            await asyncio.sleep(0.1)
+            page = await get_json(jp_fetch, "runs", run["id"], "stacks", after=after)
+            if page["stacks"]:
+                break
+        (one,) = page["stacks"]
+        assert set(one["ranks"]) == {"1"}
+        assert one["diagnosis"].startswith("rank 1 is at cell line 3: time.sleep(0.1)")
+        assert "rank 0" not in one["diagnosis"]
         assert execution.done() is False  # the cell still runs: nothing was interrupted
         async with kernel() as other:  # %distributed stacks RUN from another notebook
             shown: list[str] = []

@@ -102,3 +102,10 @@ def test_start_watch_names_a_slow_stage_once_and_a_rendezvous_that_hangs() -> No
     assert "rank 0 in init_process_group for 8s, rendezvous at h:1" in w.describe([0], 14.0)
     w.reached(1, "ready", 14.0)
     assert w.stuck_rendezvous(30.0) == [0]
+
+
+def test_a_diagnosis_of_some_ranks_says_nothing_about_who_entered_the_collective() -> None:
+    one = {1: _rank(1, *BARRIER)}
+    text = diagnose(one, [0, 1], whole=False).text
+    assert text.startswith("rank 1 waits in torch.distributed.barrier (cell line 3: dist.barri")
+    assert "entered" not in text and "rank 0" not in text

@@ -6,7 +6,8 @@ import {
   lastSeconds,
   median,
   rankGroups,
-  throughputSeries
+  throughputSeries,
+  tileHasStacks
 } from '../../labextension/src/derive';
 import { LogBuffer } from '../../labextension/src/logbuffer';
 import { parseRanks } from '../../labextension/src/logtoolbar';
@@ -32,6 +33,21 @@ function samples(rank: number, t: number, n: number): DistributedEvent {
 }
 
 describe('rank tiles', () => {
+  it('offer Stacks only while the run is running, and not for a rank that failed', () => {
+    const live = liveWith([
+      rankEvent(0, 'a'),
+      rankEvent(1, 'a', T + 9),
+      rankEvent(2, 'a', T + 9),
+      { kind: 'error', run_id: 'r', rank: 2, t: T, failure: { rank: 2 } as never }
+    ]);
+    const tiles = rankGroups(live, T + 10).flatMap(g => g.tiles);
+    const offered = (run = live.run) => tiles.filter(t => tileHasStacks(run, t)).map(t => t.rank);
+    expect(tiles.map(t => t.state)).toEqual(['stalled', 'running', 'failed']);
+    expect(offered()).toEqual([0, 1]); // a stalled rank is the one to look at
+    expect(offered(makeRun('r', T, { state: 'completed' }))).toEqual([]);
+    expect(offered(null)).toEqual([]);
+  });
+
   it('groups ranks by host and marks a rank without heartbeat for over 5 s as stalled', () => {
     const live = liveWith([rankEvent(0, 'b'), rankEvent(1, 'a'), rankEvent(2, 'b'), samples(0, T + 9, 1)]);
     const groups = rankGroups(live, T + 10);

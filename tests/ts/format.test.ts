@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 
 import { DEFAULT_CONFIG, readConfig } from '../../labextension/src/config';
-import { formatRunCount, plotlyText } from '../../labextension/src/format';
+import { formatRunCount, plotlyText, stacksTitle } from '../../labextension/src/format';
+import type { StacksEvent } from '../../labextension/src/wire';
 
 describe('formatRunCount', () => {
   it('says there are no runs yet for an empty history', () => {
@@ -36,5 +37,27 @@ describe('readConfig', () => {
       stragglerThreshold: 0.8
     });
     expect(readConfig({ refreshInterval: 1, runListLength: 'x', stragglerThreshold: 2 })).toEqual(DEFAULT_CONFIG);
+  });
+});
+
+describe('stacksTitle', () => {
+  const snapshot = (ranks: string[], reason: StacksEvent['reason'] = 'request'): StacksEvent => ({
+    kind: 'stacks',
+    run_id: 'r',
+    t: 0,
+    reason,
+    diagnosis: '',
+    ranks: Object.fromEntries(
+      ranks.map(r => [r, { rank: Number(r), threads: [], stage: '', source: 'none' as const, error: '' }])
+    )
+  });
+
+  it('names the one rank a tile asked for, or every rank the snapshot holds, in rank order', () => {
+    expect(stacksTitle(snapshot(['1']))).toBe('Stacks of rank 1 (request)');
+    expect(stacksTitle(snapshot(['10', '2', '0'], 'interrupt'))).toBe('Stacks of ranks 0, 2, 10 (interrupt)');
+  });
+
+  it('says only why when the snapshot holds no rank', () => {
+    expect(stacksTitle(snapshot([], 'timeout'))).toBe('Stacks (timeout)');
   });
 });

@@ -167,11 +167,19 @@ describe('DistributedModel', () => {
     await m.cancel();
     await m.stopCluster();
     await m.requestStacks();
-    const posts = server.requests.filter(r => r.method === 'POST').map(r => new URL(r.url).pathname);
+    await m.requestStacks(1);
+    const posts = server.requests
+      .filter(r => r.method === 'POST')
+      .map(r => {
+        const url = new URL(r.url);
+        const rank = url.searchParams.get('rank');
+        return rank === null ? url.pathname : `${url.pathname} rank=${rank}`;
+      });
     expect(posts).toEqual([
       '/lab-base/jupyter-distributed/api/runs/r9/cancel',
       '/lab-base/jupyter-distributed/api/clusters/c-r9/stop',
-      '/lab-base/jupyter-distributed/api/runs/r9/stacks'
+      '/lab-base/jupyter-distributed/api/runs/r9/stacks',
+      '/lab-base/jupyter-distributed/api/runs/r9/stacks rank=1'
     ]);
   });
 

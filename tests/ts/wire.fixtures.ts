@@ -391,6 +391,7 @@ export const control: ControlReply = {
     "action": "cancel",
     "cluster_id": "cluster-wire",
     "id": 1,
+    "rank": null,
     "t": 1700000011.0,
     "target": "run-live"
   }

@@ -48,9 +48,11 @@ def diagnose(
     stacks: dict[int, RankStacks],
     ranks: Sequence[int] = (),
     finished: Sequence[int] = (),
+    whole: bool = True,
 ) -> Diagnosis:
     """``stacks`` of the ranks still working; ``ranks``: every rank of the run; ``finished``:
-    those that finished the cell."""
+    those that finished the cell. ``whole=False``: only some ranks were asked (one tile's
+    Stacks), so nothing is said about who entered a collective."""
     groups: dict[tuple[str, int | None], list[int]] = {}
     wheres: dict[tuple[str, int | None], Where] = {}
     unread: list[RankStacks] = []
@@ -69,7 +71,7 @@ def diagnose(
         stage = stacks[members[0]].stage
         during = f" during {stage}" if stage and stage not in ("ready", "setup") else ""
         parts.append(f"{ranks_text(members)} {_describe(w, len(members) > 1)}{during}")
-        if w.call.rsplit(".", 1)[-1] in COLLECTIVES:
+        if whole and w.call.rsplit(".", 1)[-1] in COLLECTIVES:
             others = sorted(set(ranks or stacks) - set(members))
             never = f" ({ranks_text(others)} never entered it)" if others else ""
             collective.append(f"{w.call} was entered by {len(members)} of {total} ranks{never}")

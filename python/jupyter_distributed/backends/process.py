@@ -180,14 +180,16 @@ class ProcessCluster(Cluster):
     def snapshot(self, ranks: Sequence[int], reason: str, run_id: str = "") -> StacksEvent:
         """Take, diagnose and record the stacks of ``ranks`` (the panel's and the magic's)."""
         stacks = self.stacks(ranks)
-        busy = {r for r, i in self.info.items() if i.state == "running"}
+        running = {r for r, i in self.info.items() if i.state == "running"}
+        busy = {r: s for r, s in stacks.items() if r in running}
         idle = [r for r in ranks if r not in busy]
-        text = diagnose({r: s for r, s in stacks.items() if r in busy}, list(self.info)).text
+        whole = set(ranks) >= set(self.info)  # else who entered a collective is not known
+        text = diagnose(busy, list(self.info), whole=whole).text if busy else ""
         if idle:
             details = [
                 line for r in idle for line in (f"--- rank {r} (idle):", *stacks[r].format())
             ]
-            text = "\n".join([text if busy else f"{ranks_text(idle)} idle", *details])
+            text = "\n".join([text or f"{ranks_text(idle)} idle", *details])
         event = StacksEvent(
             run_id or self.router.ranks.run_id, time.time(), reason, text,
             {r: s.to_json() for r, s in stacks.items()},
@@ -286,9 +288,10 @@ class ProcessCluster(Cluster):
                     target=self._stop_remotely, daemon=True, name=f"jd-stop-{self.id}"
                 ).start()
             elif control.action == "stacks" and not self._lost:
+                ranks = sorted(r for r in self.info if control.rank in (None, r))
                 # answered off this thread (the answers arrive on it); recorded in the store
                 threading.Thread(
-                    target=self.snapshot, args=(sorted(self.info), "request", control.target),
+                    target=self.snapshot, args=(ranks, "request", control.target),
                     daemon=True, name=f"jd-stacks-{self.id}",
                 ).start()  # fmt: skip
 

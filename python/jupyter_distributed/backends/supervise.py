@@ -34,6 +34,9 @@ STOPPED_REMOTELY = "a stop request from the Distributed panel"
 
 POLL = 0.005  # seconds the main thread waits for an item before flushing what the view holds
 STRAGGLER_HINT = 5.0  # seconds after a failure before hinting that others may be blocked
+# seconds after the stop button's interrupt before the ranks that did not yield are diagnosed
+# (shown at once; the grace that decides whether they are killed runs on)
+EARLY_STACKS = 0.3
 
 
 CANCELLED = "cancelled from the Distributed panel"
@@ -87,6 +90,7 @@ class _Run:
         self.first_failure: float | None = None
         self.hinted = False
         self.finished: set[int] = set()
+        self.shown = ""  # the diagnosis last shown under the cell (not repeated as such)
 
     def take(self, item: Item) -> None:
         if isinstance(item, Show):
@@ -190,7 +194,8 @@ class _Run:
             self.cluster.record(event)
         except Exception:  # shown all the same; the store's failure is logged
             log.exception("jupyter-distributed: could not record the stacks of %s", ranks)
-        if show:
+        if show and diagnosis.text != self.shown:
+            self.shown = diagnosis.text
             self.view.on_event(event)
         return stacks
 
@@ -212,13 +217,18 @@ class _Run:
                     )
                 )
         self.cluster.send(ranks, Interrupt(self.request.run_id))
-        try:
-            done = self.wait(time.monotonic() + self.request.interrupt_grace)
+        grace = time.monotonic() + self.request.interrupt_grace
+        try:  # a second stop while waiting (or diagnosing) ends the grace: kill
+            done = self.wait(min(grace, time.monotonic() + EARLY_STACKS))
+            if not done and self.pending and kind != "timeout":  # a timeout just diagnosed
+                self.diagnose(sorted(self.pending), "interrupt")  # on screen within ~1 s
+            done = self.wait(grace)
         except (KeyboardInterrupt, Cancelled):
             done = False
         if not done and self.pending:
             stuck = sorted(self.pending)
-            # their last stacks, before they are killed (shown in full unless a timeout just did)
+            # their last stacks, before they are killed (shown in full unless a timeout just did,
+            # or the interrupt's diagnosis said the same)
             last = self.diagnose(stuck, "killed", show=kind != "timeout")
             seen = [
                 f"{ranks_text([r])} {w.describe()}"

@@ -211,15 +211,16 @@ class History:
             raise Conflict(f"run {run.id} already ended ({run.state.value}); nothing to cancel")
         return {"control": self._control(run.id, "cancel")}
 
-    def request_stacks(self, run_id: str) -> ControlReply:
-        """Ask the kernel running ``run_id`` for every rank's stacks (they land in the history:
-        :meth:`stacks`), even while it is busy running the cell."""
+    def request_stacks(self, run_id: str, q: Query) -> ControlReply:
+        """Ask the kernel running ``run_id`` for every rank's stacks, or ``?rank=R``'s only (they
+        land in the history: :meth:`stacks`), even while it is busy running the cell."""
         run = self.store.run(run_id)
         if run is None:
             raise NotFound(f"no run {run_id!r} in the history")
+        rank = q.integer("rank", None, 0, max(run.world_size - 1, 0))
         if run.state.finished or not run.cluster_id:
             raise Conflict(f"run {run.id} is not running ({run.state.value}); no stacks to take")
-        return {"control": self._control(run.id, "stacks")}
+        return {"control": self._control(run.id, "stacks", rank)}
 
     def stacks(self, run_id: str, q: Query) -> StacksPage:
         after = q.integer("after", 0, 0) or 0
@@ -232,9 +233,9 @@ class History:
     def stop(self, cluster_id: str) -> ControlReply:
         return {"control": self._control(cluster_id, "stop")}
 
-    def _control(self, target: str, action: str) -> ControlJSON:
+    def _control(self, target: str, action: str, rank: int | None = None) -> ControlJSON:
         try:
-            control = self.store.request_control(target, action)
+            control = self.store.request_control(target, action, rank)
         except Missing as exc:
             raise NotFound(str(exc)) from None
         return cast(ControlJSON, control.to_json())

@@ -140,7 +140,7 @@ class StacksHandler(BaseHandler):
     @web.authenticated
     @allowed("write")
     async def post(self, run_id: str) -> None:
-        await self.answer(self.history.request_stacks, run_id, status=202)
+        await self.answer(self.history.request_stacks, run_id, self.query(), status=202)
 
 
 class StopHandler(BaseHandler):

@@ -21,9 +21,10 @@ Endpoints, all under ``{base_url}/jupyter-distributed/api/``:
   per batch (``id:`` its last seq, ``data:`` the :class:`StreamMessage`); ``Last-Event-ID``
   resumes like ``after``.
 - ``POST runs/<id>/cancel``, ``POST clusters/<cluster_id>/stop`` -> :class:`ControlReply` (202)
-- ``POST runs/<id>/stacks`` -> :class:`ControlReply` (202): the kernel running the run takes
-  every rank's stacks (even while the cell runs); ``GET runs/<id>/stacks?after=<seq>`` ->
-  :class:`StacksPage` (also in the stream, as events of kind ``stacks``)
+- ``POST runs/<id>/stacks[?rank=R]`` -> :class:`ControlReply` (202): the kernel running the run
+  takes every rank's stacks, or rank R's only (even while the cell runs);
+  ``GET runs/<id>/stacks?after=<seq>`` -> :class:`StacksPage` (also in the stream, as events of
+  kind ``stacks``)
 - any error -> :class:`ErrorReply` with the HTTP status (400 bad query, 404 unknown, 409 finished)
 """
 
@@ -140,6 +141,7 @@ class ControlJSON(TypedDict):
     target: str
     action: Literal["cancel", "stop", "stacks"]
     t: float
+    rank: int | None  # stacks of this rank only (None: every rank)
 
 
 class ControlReply(TypedDict):

@@ -267,9 +267,12 @@ class DistributedMagics(Magics):
             self._plugin_command(args)
 
     def _plugin_command(self, args: Any) -> None:
-        command = next(c for p in plugins() for c in p.commands if c.name == args.command)
+        owner, command = next(
+            (p, c) for p in plugins() for c in p.commands if c.name == args.command
+        )
         assert self.shell is not None  # noqa: S101 (IPython binds magics to a shell)
-        context = CommandContext(self.session.store, self.shell.user_ns, CellView)
+        defaults = self._backend_defaults(owner.name)
+        context = CommandContext(self.session.store, self.shell.user_ns, CellView, defaults)
         try:
             said = load(command.run)(args, context)
         except (SpecError, NotFound, CloudError) as exc:

@@ -188,7 +188,11 @@ def test_figure_settings_are_read_from_the_shell_config(monkeypatch: pytest.Monk
     shell.config = Config()
     assert kernel_figures(shell) == FigureConfig()
     assert getattr(InlineBackend, "_instance", None) is before  # the singleton is not made
-    assert kernel_figures() is None  # no IPython shell here
+    from IPython.core.interactiveshell import InteractiveShell
+
+    # Outside IPython (no shell made in this process: other tests may have made one).
+    monkeypatch.setattr(InteractiveShell, "initialized", classmethod(lambda cls: False))
+    assert kernel_figures() is None
 
 
 def test_inline_backend_settings_reach_the_ranks_figures(store_env: Path) -> None:

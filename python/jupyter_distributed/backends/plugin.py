@@ -114,11 +114,14 @@ class LineCommand:
 
 @dataclass
 class CommandContext:
-    """What a line command may use: the kernel's store, namespace and a view for output."""
+    """What a line command may use: the kernel's store, namespace and a view for output, and the
+    backend's configured option defaults (:meth:`Plugin.defaults`: ``%config``, config files,
+    environment)."""
 
     store: Any
     user_ns: dict[str, Any]
     view_factory: Callable[[], Any]
+    defaults: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 from jupyter_server.utils import url_path_join
 
+from ..backends import plugins
 from ..errors import StoreError
 from ..settings import Distributed
 from ..store import Store
@@ -75,7 +76,9 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     serverapp.log.info(
         "jupyter_distributed: server extension loaded at %s (history: %s)", api, store.path
     )
-    _start_follower(serverapp, Follower(store.path))
+    # Each backend's configured defaults (c.DistributedSageMaker.region, .endpoint_url, ...).
+    defaults = {p.name: p.defaults(p.settings(parent=serverapp)) for p in plugins() if p.settings}
+    _start_follower(serverapp, Follower(store.path, defaults=defaults))
 
 
 def _start_follower(serverapp: Any, follower: Follower) -> None:

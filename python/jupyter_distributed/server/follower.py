@@ -15,7 +15,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -76,9 +76,12 @@ class Follower:
         interval: float = SCAN_INTERVAL,
         clients: Callable[[], Any] | None = None,
         poll: float = 0.5,
+        defaults: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.store_path, self.interval, self.poll = store_path, interval, poll
         self._clients = clients
+        # Per backend, the option defaults the server's configuration gives (c.DistributedX.*).
+        self._defaults = dict(defaults or {})
         self._stop = threading.Event()
         self._following: dict[str, threading.Thread] = {}
         self._gave_up: set[str] = set()  # runs that cannot be followed (e.g. the job is gone)
@@ -134,7 +137,8 @@ class Follower:
             if follow is None:  # pragma: no cover - orphaned() only picks followable backends
                 return
             log.info("jupyter_distributed: following %s (run %s)", run.external_id, run.id)
-            follow(store, run, _Quiet(), self._sleep, self.poll, self._clients)
+            defaults = self._defaults.get(run.backend, {})
+            follow(store, run, _Quiet(), self._sleep, self.poll, self._clients, defaults)
         except Stopping:
             pass  # shutting down: the job keeps running, the next server follows it again
         except CloudError as exc:  # AWS failed (throttling, credentials): try again later

@@ -4,7 +4,7 @@ follow a job whose kernel is gone; declared in this package's ``PLUGIN``."""
 from __future__ import annotations
 
 from argparse import Namespace
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...recorder import CellViewLike
@@ -14,15 +14,16 @@ from . import lifecycle
 
 
 def attach(args: Namespace, context: CommandContext) -> None:
-    lifecycle.attach(context.store, args.job, context.view_factory(), context.user_ns)
+    clients = lifecycle.default_clients(context.defaults)
+    lifecycle.attach(context.store, args.job, context.view_factory(), context.user_ns, clients)
 
 
 def cancel(args: Namespace, context: CommandContext) -> str:
-    return lifecycle.cancel(context.store, args.run)
+    return lifecycle.cancel(context.store, args.run, defaults=context.defaults)
 
 
 def release(args: Namespace, context: CommandContext) -> str:
-    return lifecycle.release(context.store, args.job)
+    return lifecycle.release(context.store, args.job, defaults=context.defaults)
 
 
 def follow(
@@ -32,9 +33,11 @@ def follow(
     sleep: Callable[[float], None],
     poll: float,
     clients: Callable[[], Any] | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> None:
-    """Follow ``run``'s job to its end, recording it (the server, for a run nobody follows)."""
-    made = (clients or lifecycle.default_clients)()
+    """Follow ``run``'s job to its end, recording it (the server, for a run nobody follows);
+    ``defaults`` are the server's configured options (``c.DistributedSageMaker.*``)."""
+    made = clients() if clients else lifecycle.default_clients(defaults)
     lifecycle.attach(
         store,
         run.external_id,

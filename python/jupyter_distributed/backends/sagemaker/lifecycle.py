@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...errors import NotFound, SpecError
@@ -18,8 +18,11 @@ from .follow import describe
 from .options import SageMakerOptions
 
 
-def default_clients() -> Clients:
-    options = SageMakerOptions().resolved()
+def default_clients(defaults: Mapping[str, Any] | None = None) -> Clients:
+    """AWS clients for the configured region and endpoint: ``defaults`` are the configured
+    options (the kernel's or the server's ``DistributedSageMaker`` traits), the environment
+    fills the rest."""
+    options = SageMakerOptions(**dict(defaults or {})).resolved()
     if not options.region:
         raise SpecError(
             "no AWS region: set JUPYTER_DISTRIBUTED_SAGEMAKER_REGION or AWS_DEFAULT_REGION"
@@ -92,14 +95,24 @@ def attach(
     )
 
 
-def cancel(store: Store, run_id: str, clients: Clients | None = None) -> str:
+def cancel(
+    store: Store,
+    run_id: str,
+    clients: Clients | None = None,
+    defaults: Mapping[str, Any] | None = None,
+) -> str:
     run = store.run(run_id) or _run_for_job(store, run_id)
     if run is None or run.backend != "sagemaker" or not run.external_id:
         raise SpecError(f"{run_id} is not a SageMaker run in the history; see %distributed runs")
-    return stop_job(clients or default_clients(), run.external_id)
+    return stop_job(clients or default_clients(defaults), run.external_id)
 
 
-def release(store: Store, job_name: str | None = None, clients: Clients | None = None) -> str:
+def release(
+    store: Store,
+    job_name: str | None = None,
+    clients: Clients | None = None,
+    defaults: Mapping[str, Any] | None = None,
+) -> str:
     if job_name is None:
         runs = [
             r
@@ -111,4 +124,4 @@ def release(store: Store, job_name: str | None = None, clients: Clients | None =
         if not runs:
             return "no SageMaker run kept a warm pool"
         job_name = runs[0].external_id
-    return release_pool(clients or default_clients(), job_name)
+    return release_pool(clients or default_clients(defaults), job_name)

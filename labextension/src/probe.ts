@@ -42,23 +42,42 @@ export type ProbeBlock = 'no-notebook' | 'too-small' | 'no-kernel' | 'busy' | nu
 /**
  * The session with a kernel whose notebook is `notebook`. A run records the
  * kernel's `JPY_SESSION_NAME`, an absolute path on the server's disk, while a
- * session's path is relative to the server's root: the longest session path
- * that ends the run's path wins.
+ * session's path is relative to the server's root: a session path that ends
+ * the run's path matches, the longest one winning. A notebook renamed after
+ * its kernel started (every "Untitled.ipynb") keeps the old name in its runs:
+ * `seen` holds the paths each session (by id) has had, matched after the
+ * current ones.
  */
-export function sessionFor(sessions: Iterable<ISessionInfo>, notebook: string): ISessionInfo | null {
-  const wanted = notebook.replace(/\\/g, '/');
-  if (!wanted) {
-    return null;
-  }
+export function sessionFor(
+  sessions: Iterable<ISessionInfo>,
+  notebook: string,
+  seen: ReadonlyMap<string, readonly string[]> = new Map()
+): ISessionInfo | null {
+  const wanted = slashes(notebook);
   let best: ISessionInfo | null = null;
+  let bestScore = 0;
   for (const s of sessions) {
-    const path = s.path.replace(/\\/g, '/').replace(/^\/+/, '');
-    const matches = path && (wanted === path || wanted.endsWith(`/${path}`));
-    if (s.kernel && matches && (!best || path.length > best.path.length)) {
-      best = s;
+    if (!s.kernel) {
+      continue;
+    }
+    for (const [i, p] of [s.path, ...(seen.get(s.id) ?? [])].entries()) {
+      const path = slashes(p).replace(/^\/+/, '');
+      if (!path || !(wanted === path || wanted.endsWith(`/${path}`))) {
+        continue;
+      }
+      // The current path before any earlier one, then the longest.
+      const score = (i === 0 ? 1e6 : 0) + path.length;
+      if (score > bestScore) {
+        best = s;
+        bestScore = score;
+      }
     }
   }
   return best;
+}
+
+function slashes(path: string): string {
+  return path.replace(/\\/g, '/');
 }
 
 /** A word for the magic's line, quoted when it has to be (as `shlex.split` reads it). */
@@ -140,7 +159,8 @@ export class ProbeAction implements IDisposable {
     private readonly _kernels: INotebookKernels,
     private readonly _host: IProbeHost
   ) {
-    _kernels.changed.connect(this._emit, this);
+    this._remember();
+    _kernels.changed.connect(this._onSessions, this);
   }
 
   get changed(): ISignal<this, void> {
@@ -169,7 +189,7 @@ export class ProbeAction implements IDisposable {
     if (run.world_size < 2) {
       return 'too-small';
     }
-    if (!sessionFor(this._kernels.sessions(), run.notebook)) {
+    if (!this._session(run)) {
       return 'no-kernel';
     }
     return this._probing !== null ? 'busy' : null;
@@ -177,7 +197,7 @@ export class ProbeAction implements IDisposable {
 
   /** Probe `run` in its notebook's kernel; then show the probe's run in the Scaling tab. */
   async probe(run: Run): Promise<void> {
-    const session = this.blocked(run) === null ? sessionFor(this._kernels.sessions(), run.notebook) : null;
+    const session = this.blocked(run) === null ? this._session(run) : null;
     if (!session) {
       return;
     }
@@ -214,10 +234,30 @@ export class ProbeAction implements IDisposable {
     }
   }
 
+  private _session(run: Run): ISessionInfo | null {
+    return sessionFor(this._kernels.sessions(), run.notebook, this._seen);
+  }
+
+  private _onSessions(): void {
+    this._remember();
+    this._emit();
+  }
+
+  /** Keep every path each running session has had, so that a renamed notebook is still found. */
+  private _remember(): void {
+    const seen = new Map<string, string[]>();
+    for (const s of this._kernels.sessions()) {
+      const paths = this._seen.get(s.id) ?? [];
+      seen.set(s.id, paths.includes(s.path) ? paths : [...paths, s.path]);
+    }
+    this._seen = seen;
+  }
+
   private _emit(): void {
     this._changed.emit();
   }
 
+  private _seen = new Map<string, string[]>();
   private _probing: string | null = null;
   private _error = '';
   private _disposed = false;

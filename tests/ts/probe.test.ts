@@ -84,6 +84,13 @@ describe('sessionFor', () => {
     expect(sessionFor([session('d', 'x/a.ipynb', false)], '/r/x/a.ipynb')).toBeNull(); // no kernel
     expect(sessionFor([session('e', 'x\\a.ipynb')], 'C:\\r\\x\\a.ipynb')?.id).toBe('e');
   });
+
+  it('finds a renamed notebook by a path its session had, after any current path', () => {
+    const renamed = session('r', 'train.ipynb');
+    const seen = new Map([['r', ['Untitled.ipynb', 'train.ipynb']]]);
+    expect(sessionFor([renamed], '/srv/Untitled.ipynb', seen)?.id).toBe('r');
+    expect(sessionFor([renamed, session('n', 'Untitled.ipynb')], '/srv/Untitled.ipynb', seen)?.id).toBe('n');
+  });
 });
 
 describe('probeCommand', () => {
@@ -154,6 +161,20 @@ describe('ProbeAction', () => {
     kernels.changed.emit();
     expect(changes).toBe(1); // the view redraws the button
     expect(action.blocked(run)).toBeNull();
+  });
+
+  it('remembers the paths a session had', () => {
+    const { kernels, action } = setUp();
+    kernels.running = [session('s', 'Untitled.ipynb')];
+    kernels.changed.emit();
+    kernels.running = [session('s', 'train.ipynb')]; // renamed; its kernel still says Untitled
+    kernels.changed.emit();
+    expect(action.blocked(makeRun('r', 1, { notebook: '/root/Untitled.ipynb' }))).toBeNull();
+    kernels.running = [];
+    kernels.changed.emit();
+    kernels.running = [session('s2', 'train.ipynb')];
+    kernels.changed.emit();
+    expect(action.blocked(makeRun('r', 1, { notebook: '/root/Untitled.ipynb' }))).toBe('no-kernel');
   });
 
   it('runs the probe in that kernel, then shows the probe’s run in the Scaling tab', async () => {

@@ -8,6 +8,7 @@ import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
 import { readConfig } from './config';
 import { MODULE_NAME, MODULE_VERSION } from './inline';
+import { SessionKernels } from './kernels';
 import { DistributedModel } from './model';
 import { DistributedPanel, PANEL_ID } from './panel';
 import { IDistributedModel } from './tokens';
@@ -42,7 +43,7 @@ const plugin: JupyterFrontEndPlugin<IDistributedModel> = {
     translator: ITranslator | null
   ): IDistributedModel => {
     const trans = (translator ?? nullTranslator).load(DOMAIN);
-    const model = new DistributedModel({ state });
+    const model = new DistributedModel({ state, kernels: new SessionKernels(app.serviceManager.sessions) });
     const panel = new DistributedPanel(model, translator ?? nullTranslator);
     // Registered now so that a saved layout can put the panel back where the
     // user left it; the shell only adds it after `app.restored` (see below).

@@ -15,6 +15,7 @@ import { DEFAULT_CONFIG, type IPanelConfig } from './config';
 import { ImageOpener } from './image';
 import { ALL_LINES, type ILogFilter } from './logbuffer';
 import { type IStateStore, loadPanelState, savePanelState } from './panelstate';
+import { type INotebookKernels, ProbeAction } from './probe';
 import { RunLive } from './runstate';
 import { EventStream, type ISeqEvent } from './stream';
 import type { Tab } from './tabs';
@@ -32,6 +33,8 @@ export interface IModelOptions {
   throttle?: number;
   /** The clock, Unix seconds. */
   now?: () => number;
+  /** The running notebook kernels, for the Probe action (none: no Probe). */
+  kernels?: INotebookKernels | null;
 }
 
 export class DistributedModel implements IDisposable {
@@ -45,6 +48,8 @@ export class DistributedModel implements IDisposable {
     this.image = new ImageOpener(() => this._throttle.now());
     this.now = options.now ?? (() => Date.now() / 1000);
     this._openedAt = this.now();
+    this.probe = options.kernels ? new ProbeAction(options.kernels, this) : null;
+    this.probe?.changed.connect(() => this._throttle.now());
     this._poll = new Poll({
       name: 'jupyter-distributed:runs',
       factory: () => this.refresh(),
@@ -66,6 +71,8 @@ export class DistributedModel implements IDisposable {
   /** The display image opened from the Logs. */
   readonly image: ImageOpener;
   readonly now: () => number;
+  /** `%distributed probe` in the kernel of the selected run's notebook; null without kernels. */
+  readonly probe: ProbeAction | null;
 
   /** Emitted (throttled) when anything the views show has changed. */
   get changed(): ISignal<this, void> {
@@ -231,6 +238,7 @@ export class DistributedModel implements IDisposable {
     }
     this._disposed = true;
     this._poll.dispose();
+    this.probe?.dispose();
     this._stream?.dispose();
     this._throttle.stop();
     Signal.clearData(this);

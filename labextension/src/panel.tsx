@@ -4,6 +4,7 @@ import type { Message } from '@lumino/messaging';
 import * as React from 'react';
 
 import type { DistributedModel } from './model';
+import { ProbeButton } from './probeview';
 import { RunHeader, StacksView } from './runsview';
 import { TABS } from './tabs';
 import { TAB_VIEWS } from './tabviews';
@@ -26,18 +27,20 @@ export function PanelView(props: { model: DistributedModel }): JSX.Element {
   const shown = current.needsRun && !live ? TABS[0] : current;
   return (
     <div className="jp-Distributed-body">
-      {model.error ? (
-        <p className="jp-Distributed-error" role="alert">
-          {model.error}
+      {[model.error, model.probe?.error].filter(Boolean).map(error => (
+        <p key={error} className="jp-Distributed-error" role="alert">
+          {error}
         </p>
-      ) : null}
+      ))}
       {run ? (
         <RunHeader
           run={run}
           onCancel={() => void model.cancel()}
           onStop={() => void model.stopCluster()}
           onStacks={() => void model.requestStacks()}
-        />
+        >
+          {model.probe ? <ProbeButton probe={model.probe} run={run} /> : null}
+        </RunHeader>
       ) : null}
       {live?.stacks ? <StacksView stacks={live.stacks} /> : null}
       <div role="tablist" aria-label={trans.__('Distributed views')} className="jp-Distributed-tabs">

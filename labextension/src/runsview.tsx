@@ -79,12 +79,14 @@ export function StacksView(props: { stacks: StacksEvent }): JSX.Element {
   );
 }
 
-/** The run's title, state and message, with Cancel / Stop buttons where the actions are given. */
+/** The run's title, state and message, with Cancel / Stop buttons where the actions are given
+ * (and `children`, more actions, before Stop). */
 export function RunHeader(props: {
   run: Run;
   onCancel?: () => void;
   onStop?: () => void;
   onStacks?: () => void;
+  children?: React.ReactNode;
 }): JSX.Element {
   const { run } = props;
   const trans = useTrans();
@@ -112,6 +114,7 @@ export function RunHeader(props: {
               {trans.__('Stacks')}
             </button>
           ) : null}
+          {props.children}
           <button type="button" className="jp-Button" disabled={!run.cluster_id} onClick={props.onStop}>
             {trans.__('Stop cluster')}
           </button>

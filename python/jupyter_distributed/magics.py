@@ -42,8 +42,9 @@ Line magic (%distributed COMMAND):
   on [SETTINGS]               run every following cell on the ranks (as %%distributed SETTINGS);
                               line magics (%...) still run in the kernel
   off                         cells run in the kernel again
-  probe [--quick] [--sizes 1K-256M] [SETTINGS]   bandwidth/latency of every pair of ranks and
-                              an all_reduce curve, on the live cluster or one with SETTINGS
+  probe [--quick] [--sizes 1K-256M] [--cluster ID] [SETTINGS]   bandwidth/latency of every
+                              pair of ranks and an all_reduce curve, on the live cluster (ID:
+                              that one while it lives) or one with SETTINGS
   compare [RUN ...] [--threshold 0.8]   samples/s against world size, ideal scaling and
                               efficiency (default: the runs of the last cell that reported)
   doctor --backend NAME       check what a backend needs here, and say what is missing
@@ -70,6 +71,7 @@ def _probe_parser() -> MagicArgumentParser:
     parser = MagicArgumentParser(prog="%distributed probe", add_help=False)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--sizes")
+    parser.add_argument("--cluster")  # the panel's Probe: this cluster while it lives here
     return parser
 
 
@@ -206,16 +208,11 @@ class DistributedMagics(Magics):
         known, rest = _probe_parser().parse_known_args(words)
         try:
             settings = ProbeSettings(known.quick, parse_sizes(known.sizes) if known.sizes else None)
+            given = None
             if rest:
                 args = parse_argstring(self.distributed, shlex.join(rest))
-                spec = spec_from_args(args, self.settings, self._backend_defaults)
-            elif self.session.live:
-                spec = list(self.session.live.values())[-1].spec
-            else:
-                raise SpecError(
-                    "no live cluster to probe: run a cell first or give its settings, "
-                    "e.g. %distributed probe -n 4"
-                )
+                given = spec_from_args(args, self.settings, self._backend_defaults)
+            spec = probe.target(self.session.live, known.cluster, given)
             if spec.world_size < 2:
                 raise SpecError("a probe needs at least 2 ranks; e.g. %distributed probe -n 2")
             result = probe.run(self.session, spec, settings, CellView(quiet=True))

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .display import CellView
 from .errors import SpecError
 from .spec import Spec
+
+if TYPE_CHECKING:
+    from .session import Live
 
 PULLED = "_jd_probe"
 MAX_SIZE = 1024**3
@@ -83,6 +87,27 @@ def parse_sizes(text: str) -> tuple[int, ...]:
     if not sizes:
         raise SpecError("--sizes needs sizes like 1K,1M or a range 1K-256M")
     return sizes
+
+
+def target(live: Mapping[str, Live], cluster: str | None, given: Spec | None) -> Spec:
+    """What to probe: the cluster ``cluster`` while it lives in this kernel (the panel's Probe
+    names the selected run's), else the ``given`` settings, else the newest live cluster."""
+    for each in live.values():
+        if cluster and each.cluster.id == cluster and each.cluster.alive:
+            return each.spec
+    if given is not None:
+        return given
+    if cluster:
+        raise SpecError(
+            f"cluster {cluster} is no longer running in this kernel; give its settings, "
+            "e.g. %distributed probe -n 4"
+        )
+    if live:
+        return list(live.values())[-1].spec
+    raise SpecError(
+        "no live cluster to probe: run a cell first or give its settings, "
+        "e.g. %distributed probe -n 4"
+    )
 
 
 def probe_spec(spec: Spec) -> Spec:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
 
 from jupyter_distributed.errors import SpecError
-from jupyter_distributed.probe import assemble, parse_sizes
+from jupyter_distributed.probe import assemble, parse_sizes, target
 from jupyter_distributed.scaling import RunRate, hint
+from jupyter_distributed.spec import Layout, Spec
 from jupyter_distributed.store import RunRecord
 
 from .core_helpers import shell  # noqa: F401
@@ -55,6 +57,35 @@ def test_probe_on_the_live_cluster_with_given_sizes(shell: Any) -> None:  # noqa
     assert run.cluster_id == cluster  # the live cluster, not a new one
     assert shell.run_cell("%%distributed -n 2 --pull x\nx").success
     assert shell.user_ns["x"] == [0, 1]  # the ranks' variables survived the probe
+
+
+def test_probe_of_a_named_cluster_uses_it_while_it_lives(shell: Any) -> None:  # noqa: F811
+    # The panel's Probe sends the run's cluster and its layout: the live cluster wins.
+    assert shell.run_cell("%%distributed -n 2\nx = rank").success
+    cluster = shell.user_ns["_jd_session"].live["local"].cluster.id
+    result = _probe(shell, f"--quick --sizes 4K --cluster {cluster} -n 3")
+    run = shell.user_ns["_jd_session"].store.run(result["run_id"])
+    assert (run.cluster_id, result["world_size"]) == (cluster, 2)
+    with pytest.raises(UsageError, match="cluster gone is no longer running"):
+        shell.run_line_magic("distributed", "probe --cluster gone")
+
+
+def test_probe_target_prefers_the_named_live_cluster() -> None:
+    def live(cid: str, n: int, alive: bool = True) -> Any:
+        return SimpleNamespace(
+            spec=Spec(Layout(procs_per_node=n)), cluster=SimpleNamespace(id=cid, alive=alive)
+        )
+
+    given = Spec(Layout(procs_per_node=8))
+    both = {"local": live("a", 2), "mpi": live("b", 4)}
+    assert target(both, "a", given).world_size == 2
+    assert target(both, None, None).world_size == 4  # the newest live cluster
+    assert target(both, "gone", given) is given
+    assert target({"local": live("a", 2, alive=False)}, "a", given) is given
+    with pytest.raises(SpecError, match="no longer running"):
+        target(both, "gone", None)
+    with pytest.raises(SpecError, match="no live cluster"):
+        target({}, None, None)
 
 
 def test_probe_bad_input_is_one_line(shell: Any) -> None:  # noqa: F811

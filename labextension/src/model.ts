@@ -83,6 +83,11 @@ export class DistributedModel implements IDisposable {
     return this._runs;
   }
 
+  /** Whether the runs list has been read from the server at least once. */
+  get loaded(): boolean {
+    return this._loaded;
+  }
+
   /** The last error, as one line; empty when the last request succeeded. */
   get error(): string {
     return this._error;
@@ -199,6 +204,7 @@ export class DistributedModel implements IDisposable {
     try {
       const reply = await this.api.runs(this._config.runListLength);
       this._runs = reply.runs;
+      this._loaded = true;
       this._error = '';
     } catch (error) {
       this._error = (error as Error).message;
@@ -294,6 +300,7 @@ export class DistributedModel implements IDisposable {
   }
 
   private _runs: Run[] = [];
+  private _loaded = false;
   private _error = '';
   private _selectedId: string | null = null;
   private _live: RunLive | null = null;

@@ -29,12 +29,16 @@ function runTitle(run: Run): string {
 
 export function RunsList(props: {
   runs: readonly Run[];
+  /** Whether the list has been read from the server once: before that, "no runs" is not known. */
+  loaded: boolean;
   selectedId: string | null;
   onSelect: (id: string) => void;
 }): JSX.Element {
   const trans = useTrans();
   if (!props.runs.length) {
-    return <p className="jp-Distributed-empty">{formatRunCount(0, trans)}</p>;
+    return (
+      <p className="jp-Distributed-empty">{props.loaded ? formatRunCount(0, trans) : trans.__('Loading runs…')}</p>
+    );
   }
   return (
     <div className="jp-Distributed-runs" role="listbox" aria-label={trans.__('Runs')}>

@@ -24,7 +24,9 @@ function ofRun(view: (model: DistributedModel, live: RunLive) => JSX.Element): T
 }
 
 export const TAB_VIEWS: { readonly [T in Tab]: TabView } = {
-  runs: model => <RunsList runs={model.runs} selectedId={model.selectedId} onSelect={id => model.select(id)} />,
+  runs: model => (
+    <RunsList runs={model.runs} loaded={model.loaded} selectedId={model.selectedId} onSelect={id => model.select(id)} />
+  ),
   ranks: ofRun((model, live) => (
     <RanksView
       groups={rankGroups(live, model.now(), model.config.stragglerThreshold)}

@@ -44,6 +44,14 @@ describe('DistributedModel', () => {
     expect(m.selectedId).toBeNull(); // both started before the panel opened
   });
 
+  it('knows "no runs" only once the server has answered', async () => {
+    server.runs = [];
+    const m = open();
+    expect(m.loaded).toBe(false); // an empty list before the first reply means nothing yet
+    await until(() => m.loaded);
+    expect(m.runs).toEqual([]);
+  });
+
   it('selects the newest run started since it opened and follows its stream', async () => {
     server.runs = [makeRun('old', NOW - 100)];
     const m = open();

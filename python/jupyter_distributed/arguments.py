@@ -16,8 +16,9 @@ from IPython.core.magic_arguments import argument, argument_group
 from .backends import names, plugin, plugins
 from .backends.plugin import Flag
 from .errors import SpecError
+from .layout import Layout, ModelParallel
 from .settings import Distributed
-from .spec import BackendOptions, Layout, ModelParallel, Spec, parse_env, parse_names, parse_targets
+from .spec import BackendOptions, Spec, parse_env, parse_names, parse_targets
 from .sweeps import parse_sweep
 
 Decorator = Callable[[Any], Any]

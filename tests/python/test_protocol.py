@@ -30,6 +30,7 @@ from jupyter_distributed.events import (
     RankState,
     Stream,
 )
+from jupyter_distributed.layout import RankCoords
 from jupyter_distributed.protocol import tagged
 from jupyter_distributed.protocol.figures import FigureConfig
 from jupyter_distributed.protocol.frames import pack_frames, unpack_frames, write_frames
@@ -58,7 +59,6 @@ from jupyter_distributed.protocol.messages import (
 )
 from jupyter_distributed.protocol.metrics import pack_samples
 from jupyter_distributed.protocol.signing import BadMessage, Signer
-from jupyter_distributed.spec import RankCoords
 
 FAILURE = {
     "rank": 1,

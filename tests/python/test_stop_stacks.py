@@ -18,10 +18,10 @@ from jupyter_distributed.backends import supervise
 from jupyter_distributed.backends.base import RankInfo, RunRequest
 from jupyter_distributed.backends.inbox import Finished, Item
 from jupyter_distributed.events import Event, RunState, StacksEvent
+from jupyter_distributed.layout import Layout
 from jupyter_distributed.protocol.messages import Done, Interrupt, Message
 from jupyter_distributed.protocol.signing import Buffer
 from jupyter_distributed.protocol.stacks import Frame, RankStacks, ThreadStack
-from jupyter_distributed.spec import Layout
 
 RUN = "run-1"
 CELL = "<cell r1>"

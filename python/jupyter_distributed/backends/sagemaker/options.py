@@ -17,9 +17,10 @@ from typing import Any
 from traitlets import Unicode
 
 from ...errors import SpecError
+from ...layout import Strategy
 from ...redact import looks_secret
 from ...settings import Settings
-from ...spec import BackendOptions, Spec, Strategy
+from ...spec import BackendOptions, Spec
 from ..plugin import option
 
 CONFIG_PREFIX = "JUPYTER_DISTRIBUTED_SAGEMAKER_"

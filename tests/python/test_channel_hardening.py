@@ -33,8 +33,9 @@ from jupyter_distributed.backends.router import WARN_BURST, Router
 from jupyter_distributed.backends.transport import Transport
 from jupyter_distributed.display import CellView
 from jupyter_distributed.layout import Layout
+from jupyter_distributed.protocol.commands import Ping
 from jupyter_distributed.protocol.frames import join_parts, split_large
-from jupyter_distributed.protocol.messages import Hello, Ping
+from jupyter_distributed.protocol.reports import Hello
 from jupyter_distributed.protocol.signing import BOOTSTRAP_ENV, KERNEL, BadMessage, Signer
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec

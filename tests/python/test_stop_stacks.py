@@ -19,7 +19,9 @@ from jupyter_distributed.backends.base import RankInfo, RunRequest
 from jupyter_distributed.backends.inbox import Finished, Item
 from jupyter_distributed.events import Event, RunState, StacksEvent
 from jupyter_distributed.layout import Layout
-from jupyter_distributed.protocol.messages import Done, Interrupt, Message
+from jupyter_distributed.protocol.commands import Interrupt
+from jupyter_distributed.protocol.header import Message
+from jupyter_distributed.protocol.reports import Done
 from jupyter_distributed.protocol.signing import Buffer
 from jupyter_distributed.protocol.stacks import Frame, RankStacks, ThreadStack
 

@@ -22,7 +22,8 @@ import time
 from collections.abc import Sequence
 
 from ..events import ErrorEvent, Event, StacksEvent
-from ..protocol.messages import Message, Shutdown
+from ..protocol.commands import Shutdown
+from ..protocol.header import Message
 from ..protocol.signing import BOOTSTRAP_ENV, Buffer
 from ..protocol.stacks import RankStacks
 from ..store import Store

@@ -21,7 +21,8 @@ from typing import Any, Protocol
 
 from ..errors import RankFailure
 from ..events import ErrorEvent, Event, RunState, StacksEvent
-from ..protocol.messages import Execute, Interrupt, Message
+from ..protocol.commands import Execute, Interrupt
+from ..protocol.header import Message
 from ..protocol.shared import SHARED_MIN_BYTES, remove_shared, write_shared
 from ..protocol.signing import Buffer
 from ..protocol.stacks import RankStacks

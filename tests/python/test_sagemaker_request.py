@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from jupyter_distributed.backends.sagemaker.backend import resolve_image
-from jupyter_distributed.backends.sagemaker.options import SageMakerOptions, check_spec
+from jupyter_distributed.backends.sagemaker.checks import check_spec
+from jupyter_distributed.backends.sagemaker.options import SageMakerOptions
 from jupyter_distributed.backends.sagemaker.request import distribution, training_job_request
 from jupyter_distributed.errors import SpecError
 from jupyter_distributed.layout import Layout, ModelParallel, Strategy

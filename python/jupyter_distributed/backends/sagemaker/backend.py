@@ -21,8 +21,9 @@ from ...store import Store
 from ..base import Backend, Cluster, Plan, RankInfo, RankPlan, RunOutcome, RunRequest, RunView
 from . import package
 from .aws import aws_errors
+from .checks import check_spec
 from .follow import describe, follow, follow_lease
-from .options import SageMakerOptions, check_spec
+from .options import SageMakerOptions
 from .request import ENTRY_POINT, training_job_request
 from .resultkey import KEY_ENV, load_key, new_key
 from .results import outcome

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_distributed.backends.sagemaker.backend import Clients, SageMakerBackend
+from jupyter_distributed.backends.sagemaker.aws import Clients
+from jupyter_distributed.backends.sagemaker.backend import SageMakerBackend
 from jupyter_distributed.backends.sagemaker.lifecycle import attach, cancel, release
 from jupyter_distributed.backends.sagemaker.options import SageMakerOptions
 from jupyter_distributed.display import CellView

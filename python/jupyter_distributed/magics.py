@@ -16,14 +16,9 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import magic_arguments, parse_argstring
 
 from . import line_commands, probe, textviews
-from .arguments import (
-    backend_args,
-    layout_args,
-    run_args,
-    spec_from_args,
-    strategy_args,
-)
+from .arguments import backend_args, layout_args, run_args, strategy_args
 from .backends import plugin, plugins
+from .cell_spec import spec_from_args
 from .display import CellView
 from .errors import SpecError
 from .probe import ProbeSettings, parse_sizes

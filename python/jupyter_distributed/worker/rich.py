@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from ..protocol.bundles import DEFAULT_MAX_BYTES, capped
 from ..protocol.figures import MIME, FigureConfig
 from ..protocol.reports import ClearOutput, Display
+from .figures import figure_bundle
 
 NO_STDIN = "ranks have no stdin; pass values with --push"
 BACKEND_MODULE = "jupyter_distributed.worker.mplbackend"
@@ -233,9 +234,8 @@ class _FigureAs:
         self.mime = mime
 
     def __call__(self, figure: Any) -> Any:
-        from .mplbackend import figure_bundle
-
-        data, metadata = figure_bundle(figure, self.mime)
+        figures = ACTIVE.figures if ACTIVE is not None else FigureConfig()
+        data, metadata = figure_bundle(figure, figures, self.mime)
         if self.mime not in data:
             return None
         return (data[self.mime], metadata[self.mime]) if self.mime in metadata else data[self.mime]

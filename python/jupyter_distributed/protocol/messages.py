@@ -3,8 +3,8 @@
 A message travels as a signed header (:mod:`.signing`) plus optional buffers. ``to_header``
 gives the header's fields, with the message's ``kind`` as ``type`` (:mod:`.header`);
 :func:`parse` turns a verified header back into its message. A new kind of message is one
-dataclass in :mod:`.commands` or :mod:`.reports` and its name in :data:`KINDS` here; nothing
-else needs to know its wire form.
+dataclass in :mod:`.commands` or :mod:`.reports` and its name in :data:`COMMANDS` or
+:data:`REPORTS` here; nothing else needs to know its wire form.
 
 Kernel → rank: :class:`Execute`, :class:`Interrupt`, :class:`Shutdown`, :class:`Ping`,
 :class:`StackRequest`.

@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any
 
 from .events import Event, MetricEvent
-from .spec import Layout
+from .layout import Layout
 from .store import Store
 
 _HISTORY = 200

@@ -1,115 +1,29 @@
 """``%%distributed`` and ``%distributed``: parse, build the spec, hand off. Nothing else.
 
-Backend flags and backend line commands come from the registry (:mod:`.backends`); defaults
-come from traitlets settings (:mod:`.settings`) registered with the shell, so ``%config`` and
+The line commands (``status``, ``runs``, ``logs``, ...) live in :mod:`.line_commands`. Backend
+flags and backend line commands come from the registry (:mod:`.backends`); defaults come from
+traitlets settings (:mod:`.settings`) registered with the shell, so ``%config`` and
 ``ipython_config.py`` reach them.
 """
 
 from __future__ import annotations
 
 import shlex
-from argparse import ArgumentTypeError
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.core.magic_arguments import MagicArgumentParser, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import magic_arguments, parse_argstring
 
-from . import probe, scaling, textviews
-from .arguments import (
-    MAX_INT,
-    backend_args,
-    layout_args,
-    run_args,
-    spec_from_args,
-    strategy_args,
-)
+from . import line_commands, probe, textviews
+from .arguments import backend_args, layout_args, run_args, strategy_args
 from .backends import plugin, plugins
-from .backends.plugin import CommandContext, doctor, load
+from .cell_spec import spec_from_args
 from .display import CellView
-from .errors import CloudError, NotFound, SpecError
+from .errors import SpecError
 from .probe import ProbeSettings, parse_sizes
 from .session import Session
 from .settings import Distributed, Settings
-
-LINE_COMMANDS = """
-Line magic (%distributed COMMAND):
-  status                      the live cluster(s) and their ranks
-  stop                        stop every live cluster
-  runs [-n N]                 the history of runs, newest first
-  logs RUN [--rank R] [--search TEXT]   all output lines of a run
-  config                      the effective settings and where each came from
-  on [SETTINGS]               run every following cell on the ranks (as %%distributed SETTINGS);
-                              line magics (%...) still run in the kernel
-  off                         cells run in the kernel again
-  probe [--quick] [--sizes 1K-256M] [--cluster ID] [SETTINGS]   bandwidth/latency of every
-                              pair of ranks and an all_reduce curve, on the live cluster (ID:
-                              that one while it lives) or one with SETTINGS
-  compare [RUN ...] [--threshold 0.8]   samples/s against world size, ideal scaling and
-                              efficiency (default: the runs of the last cell that reported)
-  doctor --backend NAME       check what a backend needs here, and say what is missing
-  stacks [RUN] [--rank R]     every thread of each rank, where it waits (RUN: a run that
-                              another kernel, or this one, is running)
-"""
-
-
-def _count(text: str) -> int:
-    value = int(text)
-    if not 1 <= value <= 10_000:
-        raise ArgumentTypeError(f"must be 1-10000, got {text}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0 < value <= 1:
-        raise ArgumentTypeError(f"must be a fraction in (0, 1], got {text}")
-    return value
-
-
-def _probe_parser() -> MagicArgumentParser:
-    parser = MagicArgumentParser(prog="%distributed probe", add_help=False)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--sizes")
-    parser.add_argument("--cluster")  # the panel's Probe: this cluster while it lives here
-    return parser
-
-
-def _rank(text: str) -> int:
-    value = int(text)
-    if not 0 <= value <= MAX_INT:
-        raise ArgumentTypeError(f"must be a rank 0-{MAX_INT}, got {text}")
-    return value
-
-
-def _line_parser() -> MagicArgumentParser:
-    parser = MagicArgumentParser(prog="%distributed", description="Manage clusters and runs.")
-    sub = parser.add_subparsers(dest="command")
-    sub.add_parser("status")
-    sub.add_parser("stop")
-    sub.add_parser("config")
-    sub.add_parser("on")  # (its settings are the cell magic's; see DistributedMagics._line)
-    sub.add_parser("off")
-    compare = sub.add_parser("compare")
-    compare.add_argument("runs", nargs="*")
-    compare.add_argument("--threshold", type=_fraction, default=0.8)
-    runs = sub.add_parser("runs")
-    runs.add_argument("-n", type=_count, default=20)
-    logs = sub.add_parser("logs")
-    logs.add_argument("run")
-    logs.add_argument("--rank", type=_rank)
-    logs.add_argument("--search")
-    doctors = [p.name for p in plugins() if p.doctor]
-    sub.add_parser("doctor").add_argument("--backend", required=True, choices=doctors)
-    stacks = sub.add_parser("stacks")
-    stacks.add_argument("run", nargs="?")
-    stacks.add_argument("--rank", type=_rank)
-    for p in plugins():
-        for command in p.commands:
-            parser_ = sub.add_parser(command.name)
-            for names, kwargs in command.arguments:
-                parser_.add_argument(*names, **kwargs)
-    return parser
 
 
 def _split(line: str) -> list[str]:
@@ -205,7 +119,7 @@ class DistributedMagics(Magics):
         )
 
     def _probe(self, words: list[str]) -> None:
-        known, rest = _probe_parser().parse_known_args(words)
+        known, rest = line_commands.probe_parser().parse_known_args(words)
         try:
             settings = ProbeSettings(known.quick, parse_sizes(known.sizes) if known.sizes else None)
             given = None
@@ -233,49 +147,10 @@ class DistributedMagics(Magics):
         if words[:1] == ["probe"]:
             self._probe(words[1:])
             return
-        args = _line_parser().parse_args(words)
-        if args.command in (None, "status"):
-            print(textviews.status(self.session))
-        elif args.command == "stop":
-            stopped = self.session.stop()
-            print(f"stopped {', '.join(stopped)}" if stopped else "no cluster was running")
-        elif args.command == "config":
-            print(textviews.settings([self.settings, *self.backend_settings.values()]))
-        elif args.command == "compare":
-            try:
-                print(scaling.compare(self.session.store, args.runs, args.threshold))
-            except NotFound as exc:
-                raise UsageError(str(exc.args[0])) from None
-        elif args.command == "doctor":
-            print(doctor(plugin(args.backend)))
-        elif args.command == "runs":
-            print(textviews.runs(self.session.store, args.n))
-        elif args.command == "stacks":
-            try:
-                print(textviews.stacks(self.session, args.run, args.rank))
-            except NotFound as exc:
-                raise UsageError(str(exc)) from None
-        elif args.command == "logs":
-            try:
-                print(textviews.logs(self.session.store, args.run, args.rank, args.search))
-            except NotFound as exc:
-                raise UsageError(str(exc)) from None
-        else:
-            self._plugin_command(args)
-
-    def _plugin_command(self, args: Any) -> None:
-        owner, command = next(
-            (p, c) for p in plugins() for c in p.commands if c.name == args.command
-        )
+        args = line_commands.line_parser().parse_args(words)
         assert self.shell is not None  # noqa: S101 (IPython binds magics to a shell)
-        defaults = self._backend_defaults(owner.name)
-        context = CommandContext(self.session.store, self.shell.user_ns, CellView, defaults)
-        try:
-            said = load(command.run)(args, context)
-        except (SpecError, NotFound, CloudError) as exc:
-            raise UsageError(str(exc)) from None
-        if said:
-            print(said)
+        settings = [self.settings, *self.backend_settings.values()]
+        line_commands.run(args, self.session, settings, self.shell.user_ns, self._backend_defaults)
 
     def _cell_id(self) -> str:
         kernel = getattr(self.shell, "kernel", None)
@@ -298,14 +173,9 @@ class ToRanks:
         return [f"%%distributed {self.line}\n", *lines]
 
 
-def _command_help() -> str:
-    lines = [f"  {c.usage:<27} {c.help}" for p in plugins() for c in p.commands]
-    return LINE_COMMANDS + "\n".join(lines) + "\n"
-
-
 DistributedMagics.distributed.__doc__ = (
     DistributedMagics.distributed.__doc__ or ""
-) + _command_help()
+) + line_commands.command_help()
 
 
 def _view(

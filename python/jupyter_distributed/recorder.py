@@ -47,6 +47,12 @@ class CellViewLike(Protocol):
     def finish(self, unrecorded: int = 0) -> None: ...
 
 
+class NamedView(CellViewLike, Protocol):
+    """A cell's view that also shows the id of its run."""
+
+    run_id: str
+
+
 class Observer(Protocol):
     """Watches a run's events as they pass; may record something and warn at its end."""
 

@@ -21,7 +21,7 @@ from typing import Any
 from .errors import NotFound
 from .events import Event, MetricEvent
 from .global_batch import batch_warning
-from .spec import Layout
+from .layout import Layout
 from .store import RunRecord, Store
 
 STRAGGLER = 0.8  # a rank below this share of the median rank's rate is a straggler

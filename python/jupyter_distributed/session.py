@@ -11,7 +11,7 @@ import os
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from .backends import get_backend
 from .backends.base import Cluster, Plan, RunOutcome, RunRequest, RunView
@@ -20,18 +20,12 @@ from .events import RunState
 from .figures import kernel_figures
 from .global_batch import GlobalBatch
 from .push import pickle_push
-from .recorder import CellViewLike, RunRecorder, cluster_coords, new_run_id
+from .recorder import NamedView, RunRecorder, cluster_coords, new_run_id
 from .scaling import Throughput
 from .settings import Distributed
 from .spec import Spec
 from .store import RunRecord, Store
 from .sweep_runner import SweepOutcome, run_sweep
-
-
-class NamedView(CellViewLike, Protocol):
-    """A cell's view that also shows the id of its run."""
-
-    run_id: str
 
 
 @dataclass

@@ -17,22 +17,42 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TextIO, cast
+from typing import Any, Protocol, TextIO, cast
 
 from .backends import get_backend
-from .backends.base import Backend, Plan, RunRequest
+from .backends.base import Backend, Cluster, Plan, RunRequest
 from .display import CellView
 from .errors import DistributedError, interrupted
 from .events import Event, RunEvent, RunState
 from .figures import kernel_figures
 from .protocol.figures import FigureConfig
 from .push import Pickled, pickle_push
-from .recorder import new_run_id
+from .recorder import NamedView, RunRecorder, new_run_id
 from .spec import Spec
+from .store import Store
 from .sweeps import Combination, combination_key, label
 
-if TYPE_CHECKING:
-    from .session import Session
+
+class Session(Protocol):
+    """What a sweep needs of the kernel's :class:`~.session.Session`, which runs sweeps (so this
+    module names what it uses instead of importing the session)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def interrupt_grace(self) -> float: ...
+
+    def record(
+        self,
+        spec: Spec,
+        code: str,
+        plan: Plan,
+        view: NamedView,
+        cell_id: str = "",
+        cluster: Cluster | None = None,
+        sweep_id: str = "",
+    ) -> RunRecorder: ...
 
 
 STOPPED = "interrupted: the sweep was stopped (the stop button)"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError, NoCredentialsError
 
-from jupyter_distributed.backends.sagemaker.aws import aws_errors
-from jupyter_distributed.backends.sagemaker.backend import Clients, release_pool, stop_job
+from jupyter_distributed.backends.sagemaker.aws import Clients, aws_errors
+from jupyter_distributed.backends.sagemaker.job import release_pool, stop_job
 from jupyter_distributed.backends.sagemaker.lifecycle import attach
 from jupyter_distributed.errors import CloudError, LaunchError, NotFound
 from jupyter_distributed.events import Event

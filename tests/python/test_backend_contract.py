@@ -26,9 +26,10 @@ import pytest
 from jupyter_distributed.backends.mpi import descendants
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed, SpecError
+from jupyter_distributed.layout import Layout
 from jupyter_distributed.pids import pid_alive
 from jupyter_distributed.session import Session
-from jupyter_distributed.spec import Layout, Spec
+from jupyter_distributed.spec import Spec
 from jupyter_distributed.store import Store
 
 from .backend_cases import CAPABILITIES, CASES, BackendCase
@@ -259,7 +260,8 @@ KERNEL = """
 import os, sys
 from jupyter_distributed.display import CellView
 from jupyter_distributed.session import Session
-from jupyter_distributed.spec import Layout, Spec
+from jupyter_distributed.spec import Spec
+from jupyter_distributed.layout import Layout
 from jupyter_distributed.store import Store
 sys.path.insert(0, {tests!r})
 from backend_cases import CASES

@@ -32,11 +32,13 @@ from jupyter_distributed.backends.local import LocalProcesses
 from jupyter_distributed.backends.router import WARN_BURST, Router
 from jupyter_distributed.backends.transport import Transport
 from jupyter_distributed.display import CellView
+from jupyter_distributed.layout import Layout
+from jupyter_distributed.protocol.commands import Ping
 from jupyter_distributed.protocol.frames import join_parts, split_large
-from jupyter_distributed.protocol.messages import Hello, Ping
+from jupyter_distributed.protocol.reports import Hello
 from jupyter_distributed.protocol.signing import BOOTSTRAP_ENV, KERNEL, BadMessage, Signer
 from jupyter_distributed.session import Session
-from jupyter_distributed.spec import Layout, Spec
+from jupyter_distributed.spec import Spec
 from jupyter_distributed.store import Store
 
 pytestmark = pytest.mark.timeout(120)
@@ -228,7 +230,8 @@ KERNEL_SCRIPT = """
 import io, sys, time
 from jupyter_distributed.display import CellView
 from jupyter_distributed.session import Session
-from jupyter_distributed.spec import Layout, Spec
+from jupyter_distributed.spec import Spec
+from jupyter_distributed.layout import Layout
 from jupyter_distributed.store import Store
 
 session = Session(Store(sys.argv[1]))

@@ -9,7 +9,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from jupyter_distributed.errors import SpecError
-from jupyter_distributed.spec import Layout, Strategy
+from jupyter_distributed.layout import Layout, Strategy
 from jupyter_distributed.worker.errors import StrategyError
 from jupyter_distributed.worker.torch_helpers import choose_backend
 

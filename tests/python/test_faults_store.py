@@ -511,7 +511,8 @@ def test_a_stopped_local_cluster_leaves_no_directory() -> None:
     import dataclasses
 
     from jupyter_distributed.backends.local import LocalBackend, LocalProcesses
-    from jupyter_distributed.spec import Layout, Spec
+    from jupyter_distributed.layout import Layout
+    from jupyter_distributed.spec import Spec
 
     plan = LocalBackend().plan(Spec(layout=Layout(procs_per_node=2)))
     sleeper = (sys.executable, "-c", "import time; time.sleep(30)")

@@ -18,7 +18,8 @@ from jupyter_distributed.backends.mpi_options import (
 )
 from jupyter_distributed.backends.mpirun_log import MpirunLog
 from jupyter_distributed.errors import SpecError
-from jupyter_distributed.spec import Layout, Spec
+from jupyter_distributed.layout import Layout
+from jupyter_distributed.spec import Spec
 
 DEFAULTS = [("--oversubscribe",), ("--bind-to", "none"), ("--mca", "btl", "self,vader,tcp")]
 

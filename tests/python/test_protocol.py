@@ -30,35 +30,29 @@ from jupyter_distributed.events import (
     RankState,
     Stream,
 )
+from jupyter_distributed.layout import RankCoords
 from jupyter_distributed.protocol import tagged
+from jupyter_distributed.protocol.commands import Execute, Interrupt, Ping, Shutdown, StackRequest
 from jupyter_distributed.protocol.figures import FigureConfig
 from jupyter_distributed.protocol.frames import pack_frames, unpack_frames, write_frames
-from jupyter_distributed.protocol.messages import (
-    KINDS,
-    BadHeader,
+from jupyter_distributed.protocol.header import BadHeader, Message
+from jupyter_distributed.protocol.messages import KINDS, parse
+from jupyter_distributed.protocol.metrics import pack_samples
+from jupyter_distributed.protocol.reports import (
     ClearOutput,
     Display,
     Done,
-    Execute,
     Fatal,
     Heartbeat,
     Hello,
-    Interrupt,
     Live,
-    Message,
     Metrics,
     Output,
-    Ping,
-    Shutdown,
-    StackRequest,
     Stacks,
     Stage,
     State,
-    parse,
 )
-from jupyter_distributed.protocol.metrics import pack_samples
 from jupyter_distributed.protocol.signing import BadMessage, Signer
-from jupyter_distributed.spec import RankCoords
 
 FAILURE = {
     "rank": 1,

@@ -14,14 +14,16 @@ from typing import Any
 
 import pytest
 
-from jupyter_distributed.backends.sagemaker.backend import Clients, SageMakerBackend
+from jupyter_distributed.backends.sagemaker.aws import Clients
+from jupyter_distributed.backends.sagemaker.backend import SageMakerBackend
 from jupyter_distributed.backends.sagemaker.lifecycle import attach, cancel, release
 from jupyter_distributed.backends.sagemaker.options import SageMakerOptions
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
 from jupyter_distributed.events import OutputEvent, RunState
+from jupyter_distributed.layout import Layout, Strategy
 from jupyter_distributed.session import Session
-from jupyter_distributed.spec import Layout, Spec, Strategy
+from jupyter_distributed.spec import Spec
 from jupyter_distributed.store import Store
 
 from .sagemaker_fixtures import ACCESS_KEY, BUCKET, IMAGE, ROLE, SECRET_KEY

@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from jupyter_distributed.backends.sagemaker.backend import resolve_image
-from jupyter_distributed.backends.sagemaker.options import SageMakerOptions, check_spec
+from jupyter_distributed.backends.sagemaker.checks import check_spec
+from jupyter_distributed.backends.sagemaker.options import SageMakerOptions
 from jupyter_distributed.backends.sagemaker.request import distribution, training_job_request
 from jupyter_distributed.errors import SpecError
-from jupyter_distributed.spec import Layout, ModelParallel, Spec, Strategy
+from jupyter_distributed.layout import Layout, ModelParallel, Strategy
+from jupyter_distributed.spec import Spec
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(GOLDEN.glob("sagemaker_*.json"))
@@ -201,7 +203,7 @@ def test_package_holds_entry_job_runtime_and_requirements(tmp_path: Path) -> Non
         "push.bin",
         "jd_runtime/jupyter_distributed/worker/sagemaker_rank.py",
         "jd_runtime/jupyter_distributed/protocol/messages.py",
-        "jd_runtime/jupyter_distributed/spec.py",
+        "jd_runtime/jupyter_distributed/layout.py",
         "jd_runtime/cloudpickle/__init__.py",
     } <= names
     assert not any("backends" in n or "session" in n for n in names)

@@ -14,8 +14,9 @@ import pytest
 from jupyter_distributed.backends.process import ProcessCluster
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
+from jupyter_distributed.layout import Layout
 from jupyter_distributed.session import Session
-from jupyter_distributed.spec import Layout, Spec
+from jupyter_distributed.spec import Spec
 from jupyter_distributed.store import Store
 
 

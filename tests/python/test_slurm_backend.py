@@ -16,8 +16,9 @@ import pytest
 from jupyter_distributed.backends.slurm.options import SlurmOptions
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
+from jupyter_distributed.layout import Layout
 from jupyter_distributed.session import Session
-from jupyter_distributed.spec import Layout, Spec
+from jupyter_distributed.spec import Spec
 from jupyter_distributed.store import Store
 
 from .engines.slurm import SlurmCluster
@@ -131,7 +132,8 @@ import os, sys
 from jupyter_distributed.backends.slurm.options import SlurmOptions
 from jupyter_distributed.display import CellView
 from jupyter_distributed.session import Session
-from jupyter_distributed.spec import Layout, Spec
+from jupyter_distributed.spec import Spec
+from jupyter_distributed.layout import Layout
 from jupyter_distributed.store import Store
 session = Session(Store(sys.argv[1]))
 spec = Spec(layout=Layout(nodes=2, procs_per_node=1), backend="slurm")

@@ -5,15 +5,8 @@ from __future__ import annotations
 import pytest
 
 from jupyter_distributed.errors import SpecError
-from jupyter_distributed.spec import (
-    Layout,
-    ModelParallel,
-    Role,
-    Spec,
-    Strategy,
-    parse_env,
-    parse_targets,
-)
+from jupyter_distributed.layout import Layout, ModelParallel, Role, Strategy
+from jupyter_distributed.spec import Spec, parse_env, parse_targets
 
 
 def test_world_size_and_default_layout() -> None:

@@ -14,14 +14,16 @@ import threading
 import time
 from collections.abc import Sequence
 
-from jupyter_distributed.backends import supervise
+from jupyter_distributed.backends import supervise, tracker
 from jupyter_distributed.backends.base import RankInfo, RunRequest
 from jupyter_distributed.backends.inbox import Finished, Item
 from jupyter_distributed.events import Event, RunState, StacksEvent
-from jupyter_distributed.protocol.messages import Done, Interrupt, Message
+from jupyter_distributed.layout import Layout
+from jupyter_distributed.protocol.commands import Interrupt
+from jupyter_distributed.protocol.header import Message
+from jupyter_distributed.protocol.reports import Done
 from jupyter_distributed.protocol.signing import Buffer
 from jupyter_distributed.protocol.stacks import Frame, RankStacks, ThreadStack
-from jupyter_distributed.spec import Layout
 
 RUN = "run-1"
 CELL = "<cell r1>"
@@ -142,7 +144,7 @@ def test_ranks_that_do_not_yield_are_diagnosed_at_once_then_killed_with_their_la
     assert diag.startswith("[interrupt] ranks 1, 2, 3, 4, 5, 6, 7 are at cell line 3: hang()")
     assert "rank 0 finished the cell" in diag
     assert t_diag - pressed < 1.0  # on screen well before the 2 s grace ends
-    assert cluster.asked[0][0] - pressed >= supervise.EARLY_STACKS - 0.05
+    assert cluster.asked[0][0] - pressed >= tracker.EARLY_STACKS - 0.05
     assert "did not stop within 2s" in notice and "last seen: rank 1 is at cell line 3" in notice
     assert cluster.stopped
     assert [e.reason for e in cluster.recorded if isinstance(e, StacksEvent)] == [

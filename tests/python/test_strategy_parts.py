@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_distributed.spec import Layout, Strategy
+from jupyter_distributed.layout import Layout, Strategy
 from jupyter_distributed.worker.errors import StrategyError
 from jupyter_distributed.worker.param_server import tf_config
 

@@ -16,10 +16,11 @@ from typing import Any, ClassVar, Protocol
 
 from ..errors import RankFailure
 from ..events import Event, RunState, StacksEvent
+from ..layout import RankCoords
 from ..protocol.figures import FigureConfig
 from ..push import Pickled
 from ..redact import redact_env
-from ..spec import RankCoords, Spec
+from ..spec import Spec
 from ..store import Store
 
 SHOWN_RANKS = 16  # --dry-run lists this many ranks per node (and in all) before summarising

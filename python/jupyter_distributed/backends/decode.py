@@ -25,7 +25,9 @@ from ..events import (
     Stream,
     done_state,
 )
-from ..protocol.messages import (
+from ..protocol.header import Message
+from ..protocol.metrics import bad_metric_message, numeric, unpack_samples
+from ..protocol.reports import (
     ClearOutput,
     Display,
     Done,
@@ -33,14 +35,12 @@ from ..protocol.messages import (
     Heartbeat,
     Hello,
     Live,
-    Message,
     Metrics,
     Output,
     Stacks,
     Stage,
     State,
 )
-from ..protocol.metrics import bad_metric_message, numeric, unpack_samples
 from ..protocol.signing import Buffer
 from ..protocol.stacks import RankStacks, ThreadStack
 from .base import RankInfo

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..errors import RankFailure
 from ..events import Event
-from ..protocol.messages import Done
+from ..protocol.reports import Done
 from ..protocol.signing import Buffer
 from ..protocol.stacks import RankStacks
 

@@ -1,9 +1,10 @@
 """A cluster of rank processes that talk to the kernel over a signed ZeroMQ channel.
 
 Shared by the ``local`` and ``mpi`` backends, which differ only in how processes start (their
-:class:`Processes`). The channel's I/O thread is the :class:`~.router.Router`; on it, this
-module watches the processes and takes cancel/stop requests from the store. If the thread fails
-(a full or locked history store, a ZeroMQ error), the cluster is lost with that cause.
+:class:`~.liveness.Processes`). The channel's I/O thread is the :class:`~.router.Router`; on it,
+this module watches the processes (:mod:`.liveness` says which ranks are dead) and takes
+cancel/stop requests from the store. If the thread fails (a full or locked history store, a
+ZeroMQ error), the cluster is lost with that cause. Start-up is :mod:`.startup`'s loop.
 """
 
 from __future__ import annotations
@@ -18,21 +19,21 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Sequence
 
-from ..errors import LaunchError, RankFailure
 from ..events import ErrorEvent, Event, StacksEvent
-from ..protocol.messages import Message, Shutdown
+from ..protocol.commands import Shutdown
+from ..protocol.header import Message
 from ..protocol.signing import BOOTSTRAP_ENV, Buffer
 from ..protocol.stacks import RankStacks
 from ..store import Store
 from .base import Cluster, Plan, RankInfo, RunOutcome, RunRequest, RunView
 from .hang import diagnose, ranks_text
-from .inbox import CancelRequested, ChannelLost, Exited, Item, Ready, SetupFailed, StageReached
+from .inbox import CancelRequested, Exited, Item
+from .liveness import StartProcesses, exit_failures, silent_ranks
 from .router import Router
 from .stackboard import collect
-from .startwatch import StartWatch, watch_start
+from .startup import wait_ready
 from .supervise import STOPPED_REMOTELY, execute_run
 from .transport import Transport
 
@@ -40,41 +41,6 @@ log = logging.getLogger("jupyter_distributed")
 
 CONTROL_POLL = 0.25  # seconds between looks at the store for cancel/stop from the server
 WATCH_EVERY = 0.05  # seconds between looks at the processes (at once on a sentinel)
-# Ranks on other hosts: silence this long (no heartbeat, which comes every second) is death,
-# for a host or network that vanished where the launcher cannot see or report it.
-REMOTE_SILENCE_LIMIT = 120.0
-
-
-def show_queued(view: RunView, reason: str) -> None:
-    """Tell the cell (and, through a recorder, the history) that the ranks wait in a queue."""
-    view.notice(f"queued: {reason}; the ranks start when the scheduler allocates the nodes")
-    record = getattr(view, "queued", None)
-    if record is not None:
-        record(reason)
-
-
-class Processes(Protocol):
-    """The OS processes behind a cluster, as a backend started them."""
-
-    def exited(self) -> list[tuple[int | None, int]]:
-        """(rank, or None for a launcher process; return code) of processes that ended since the
-        last call. A negative code is the signal that killed it."""
-
-    def running(self) -> bool:
-        """Whether any of the processes is still running."""
-
-    def terminate(self, grace: float) -> None:
-        """SIGTERM every process (group), then SIGKILL what is left after ``grace`` seconds."""
-
-    def log_tail(self, rank: int | None) -> str:
-        """The last lines a process wrote before its output was captured (start-up errors)."""
-
-    # Optional: ``sentinels() -> list[int]``, new file descriptors (e.g. pidfds) that become
-    # readable when a process ends; the cluster then looks at once instead of at its next
-    # periodic look (every WATCH_EVERY seconds), and closes them.
-
-
-StartProcesses = Callable[[dict[str, str]], Processes]
 
 
 class ProcessCluster(Cluster):
@@ -133,7 +99,7 @@ class ProcessCluster(Cluster):
             self.processes = start({BOOTSTRAP_ENV: json.dumps(boot)})
             for fd in getattr(self.processes, "sentinels", list)():
                 self.router.watch(fd, self._watch)
-            self._wait_ready(view)
+            wait_ready(self.inbox, self.info, self.processes, self.stacks, view, self.start_timeout)
         except BaseException:
             self.stop()
             raise
@@ -221,51 +187,6 @@ class ProcessCluster(Cluster):
             if info.state not in ("failed", "exited"):
                 info.state = "stopped"
 
-    # -- start-up ------------------------------------------------------------------------
-
-    def _wait_ready(self, view: RunView) -> None:
-        waiting = set(self.info)
-        now = time.monotonic()
-        deadline = now + self.start_timeout
-        watch = StartWatch(self.info, now)
-        queued = getattr(self.processes, "waiting", None)  # a scheduler's queue (slurm)
-        shown = ""
-        while waiting:
-            try:
-                item = self.inbox.get(timeout=0.05)
-            except queue.Empty:
-                reason = queued() if queued is not None else ""
-                if reason:  # no start timeout (nor stage clock) while the job waits in the queue
-                    deadline = time.monotonic() + self.start_timeout
-                    watch = StartWatch(self.info, time.monotonic())
-                    if reason != shown:
-                        shown = reason
-                        show_queued(view, reason)
-                    continue
-                now = time.monotonic()
-                if now > deadline:
-                    raise LaunchError(
-                        f"rank(s) {sorted(waiting)} did not start within "
-                        f"{self.start_timeout:.0f}s ({watch.describe(waiting, now)})"
-                    ) from None
-                watch_start(watch, now, list(self.info), self.stacks, view.notice)
-                continue
-            if isinstance(item, StageReached):
-                watch.reached(item.rank, item.stage, time.monotonic(), item.detail)
-            elif isinstance(item, Ready):
-                waiting.discard(item.rank)
-                watch.reached(item.rank, "ready", time.monotonic())
-            elif isinstance(item, SetupFailed):
-                raise LaunchError(f"rank {item.rank} could not start: {item.message}")
-            elif isinstance(item, ChannelLost):
-                raise LaunchError(f"the cluster was lost while starting: {item.cause}")
-            elif isinstance(item, Exited):
-                failure = item.failure
-                tail = self.processes.log_tail(failure.rank if failure.rank >= 0 else None)
-                raise LaunchError(
-                    f"{failure.summary} before it was ready" + (f": {tail}" if tail else "")
-                )
-
     # -- on the I/O thread ---------------------------------------------------------------
 
     def _tick(self) -> None:
@@ -307,47 +228,13 @@ class ProcessCluster(Cluster):
         self.mark_lost(STOPPED_REMOTELY)
         self.stop()
 
-    def _silent(self) -> list[RankFailure]:
-        """Ranks that said nothing for longer than ``silence_limit``: dead (their host or the
-        network to it is gone), for launchers that cannot see their processes."""
-        if self.silence_limit is None:
-            return []
-        now = time.time()
-        out = []
-        for info in self.info.values():
-            seen = info.last_seen
-            if info.state in ("idle", "running") and seen and now - seen > self.silence_limit:
-                out.append(
-                    RankFailure(
-                        info.rank, now, info.host, info.pid, kind="timeout",
-                        evalue=f"no heartbeat for {now - seen:.0f}s: its host "
-                        "or the network to it is gone",
-                    )
-                )  # fmt: skip
-                info.state = "failed"
-        return out
-
     def _watch(self) -> None:
         events: list[Event] = []
         items: list[Item] = []
         lost = ""
-        failures = list(self._silent())
-        for rank, code in self.processes.exited():
-            r = -1 if rank is None else rank
-            info = self.info.get(r)
-            failures.append(
-                RankFailure(
-                    rank=r,
-                    t=time.time(),
-                    host=info.host if info else socket.gethostname(),
-                    pid=info.pid if info else None,
-                    kind="exit",
-                    exit_code=code if code >= 0 else None,
-                    signal=-code if code < 0 else None,
-                )
-            )
-            if info is not None:
-                info.state = "exited" if code == 0 else "failed"
+        now = time.time()
+        failures = silent_ranks(self.info, self.silence_limit, now)
+        failures += exit_failures(self.info, self.processes.exited(), now)
         for failure in failures:
             if self._stopping.is_set() or self._lost == STOPPED_REMOTELY:
                 continue

@@ -29,8 +29,10 @@ import zmq
 
 from ..errors import StoreError
 from ..events import Event
+from ..protocol.commands import Ping
 from ..protocol.frames import join_parts
-from ..protocol.messages import BadHeader, Message, Ping, parse
+from ..protocol.header import BadHeader, Message
+from ..protocol.messages import parse
 from ..protocol.signing import KERNEL, BadMessage, Buffer, Signer, digest, rank_name
 from ..store import Store
 from ..worker.loop import Batch, IoLoop

@@ -19,7 +19,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..protocol.messages import Message, StackRequest
+from ..protocol.commands import StackRequest
+from ..protocol.header import Message
 from ..protocol.stacks import Frame, RankStacks, ThreadStack, parse_faulthandler
 from ..worker.stacks import DUMP_SIGNAL, dump_file
 from .base import RankInfo

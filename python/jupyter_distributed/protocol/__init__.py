@@ -1,7 +1,9 @@
 """The kernel↔rank protocol, in one place and with the standard library only (it ships to
 SageMaker inside the job's code package).
 
-- :mod:`.messages`: every message as a frozen dataclass, with ``to_header``/``from_header``;
+- :mod:`.messages`: every message kind, and :func:`~.messages.parse` of a verified header;
+  the messages are frozen dataclasses in :mod:`.commands` (kernel → rank) and :mod:`.reports`
+  (rank → kernel), with ``to_header``/``from_header`` from :mod:`.header`;
 - :mod:`.signing`: HMAC-signed frames, refused before anything is unpickled;
 - :mod:`.metrics`: ``report()`` samples packed in one restricted pickle;
 - :mod:`.shared`: large pushes through one shared-memory file;

@@ -12,10 +12,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..layout import Layout
 from ..pids import pid_alive
-from ..protocol.messages import Heartbeat, Hello, Live, Message, StackRequest, Stacks, Stage
+from ..protocol.commands import StackRequest
+from ..protocol.header import Message
+from ..protocol.reports import Heartbeat, Hello, Live, Stacks, Stage
 from ..protocol.signing import BOOTSTRAP_ENV, Buffer, Signer, rank_name
-from ..spec import Layout
 from .capture import FdCapture
 from .channel import Channel
 from .guard import guard_group

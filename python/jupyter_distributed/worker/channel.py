@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 import zmq
 
 from ..protocol.frames import split_large
-from ..protocol.messages import BadHeader, Message, parse
+from ..protocol.header import BadHeader, Message
+from ..protocol.messages import parse
 from ..protocol.signing import BadMessage, Buffer, Signer
 from .loop import Batch, IoLoop
 

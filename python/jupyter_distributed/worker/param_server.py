@@ -13,7 +13,7 @@ import os
 import socket
 from typing import Any
 
-from ..spec import Layout, Role
+from ..layout import Layout, Role
 from .horovod import under_mpi
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
-from ..spec import Layout, ModelParallel, Pipeline
+from ..layout import Layout, ModelParallel, Pipeline
 from .errors import StrategyError
 from .torch_helpers import note
 

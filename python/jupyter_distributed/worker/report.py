@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from ..protocol.messages import ClearOutput, Display, Done, Fatal, Live, Metrics, Output, State
 from ..protocol.metrics import Sample, pack_samples
+from ..protocol.reports import ClearOutput, Display, Done, Fatal, Live, Metrics, Output, State
 from ..protocol.signing import Buffer
 
 if TYPE_CHECKING:  # a SageMaker rank has no ZeroMQ: never import the channel at run time

@@ -1,8 +1,8 @@
 """Rich output inside a rank, as a notebook cell has it.
 
 ``display()``, ``update_display()`` and the cell's last expression become MIME bundles sent
-to the kernel (:class:`~..protocol.messages.Display`), ``clear_output()`` a
-:class:`~..protocol.messages.ClearOutput`: a minimal IPython shell whose display
+to the kernel (:class:`~..protocol.reports.Display`), ``clear_output()`` a
+:class:`~..protocol.reports.ClearOutput`: a minimal IPython shell whose display
 publisher is ours is installed once IPython is imported (by the cell, or here for a last value
 with a rich form), so a rank that never displays anything never pays for IPython; without
 IPython (some SageMaker images) results stay text. matplotlib draws with :mod:`.mplbackend`,
@@ -23,7 +23,8 @@ from typing import Any, Protocol
 
 from ..protocol.bundles import DEFAULT_MAX_BYTES, capped
 from ..protocol.figures import MIME, FigureConfig
-from ..protocol.messages import ClearOutput, Display
+from ..protocol.reports import ClearOutput, Display
+from .figures import figure_bundle
 
 NO_STDIN = "ranks have no stdin; pass values with --push"
 BACKEND_MODULE = "jupyter_distributed.worker.mplbackend"
@@ -233,9 +234,8 @@ class _FigureAs:
         self.mime = mime
 
     def __call__(self, figure: Any) -> Any:
-        from .mplbackend import figure_bundle
-
-        data, metadata = figure_bundle(figure, self.mime)
+        figures = ACTIVE.figures if ACTIVE is not None else FigureConfig()
+        data, metadata = figure_bundle(figure, figures, self.mime)
         if self.mime not in data:
             return None
         return (data[self.mime], metadata[self.mime]) if self.mime in metadata else data[self.mime]

@@ -24,7 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocol.messages import Done, Execute, Interrupt, Message, Shutdown
+from ..protocol.commands import Execute, Interrupt, Shutdown
+from ..protocol.header import Message
+from ..protocol.reports import Done
 from ..protocol.shared import map_shared
 from ..protocol.signing import Buffer
 from .report import Reporter

@@ -23,13 +23,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..layout import Layout
 from ..protocol import tagged
 from ..protocol.bundles import mark
+from ..protocol.commands import Execute
 from ..protocol.frames import pack_frames, unpack_frames
-from ..protocol.messages import ClearOutput, Display, Done, Execute, Live
 from ..protocol.metrics import Sample, bad_metric_message, numeric
+from ..protocol.reports import ClearOutput, Display, Done, Live
 from ..protocol.signing import Buffer
-from ..spec import Layout
 from .capture import FdCapture
 from .runtime import RankEnv, Runtime
 from .strategies import setup

@@ -18,7 +18,7 @@ import os
 import sys
 from typing import Any
 
-from ..spec import Layout, ModelParallel, Strategy
+from ..layout import Layout, ModelParallel, Strategy
 from .errors import StrategyError
 
 __all__ = ["StrategyError", "setup"]

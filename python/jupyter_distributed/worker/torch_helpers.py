@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-from ..spec import Layout, Strategy
+from ..layout import Layout, Strategy
 from .errors import StrategyError
 
 

@@ -23,8 +23,9 @@ from ...errors import LaunchError
 from ...spec import Spec
 from ...store import Store
 from ..base import Backend, Plan, RankPlan, RunView
+from ..liveness import REMOTE_SILENCE_LIMIT
 from ..local import WORKER_COMMAND, rank_env
-from ..process import REMOTE_SILENCE_LIMIT, ProcessCluster
+from ..process import ProcessCluster
 from ..transport import Transport
 from .options import PLACEMENTS, RayOptions
 

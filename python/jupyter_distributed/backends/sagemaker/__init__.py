@@ -1,4 +1,4 @@
-"""``--backend sagemaker``: options (checks), request (pure), package, follow, results, backend,
+"""``--backend sagemaker``: options and checks, request (pure), package, follow, results, backend,
 lifecycle (attach, cancel, release). boto3 is imported only here, inside ``backend``.
 
 This module is the backend's declaration (``PLUGIN``): it imports nothing heavy."""

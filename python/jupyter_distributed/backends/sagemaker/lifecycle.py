@@ -12,9 +12,9 @@ from ...errors import NotFound, SpecError
 from ...recorder import CellViewLike, RunRecorder, new_run_id
 from ...store import RunRecord, Store
 from ..base import RunOutcome
-from .aws import aws_errors
-from .backend import Clients, follow_job, release_pool, stop_job
+from .aws import Clients, aws_errors
 from .follow import describe
+from .job import follow_job, release_pool, stop_job
 from .options import SageMakerOptions
 
 

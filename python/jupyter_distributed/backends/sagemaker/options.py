@@ -1,4 +1,5 @@
-"""SageMaker settings of a cell, with every check the service would make, before anything starts.
+"""SageMaker settings of a cell, with every check the service would make, before anything starts
+(each flag here; those that need the cell's spec too in :mod:`.checks`).
 
 Defaults come from the user's configuration (environment variables
 ``JUPYTER_DISTRIBUTED_SAGEMAKER_<NAME>``), so a cell names only what changes. This module imports
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,57 +17,12 @@ from typing import Any
 from traitlets import Unicode
 
 from ...errors import SpecError
-from ...redact import looks_secret
 from ...settings import Settings
-from ...spec import BackendOptions, Spec, Strategy
+from ...spec import BackendOptions
 from ..plugin import option
+from .instances import INSTANCE_ACCELERATORS
 
 CONFIG_PREFIX = "JUPYTER_DISTRIBUTED_SAGEMAKER_"
-
-# Accelerators per instance type (GPUs, or Trainium/Inferentia chips); CPU types are absent.
-INSTANCE_ACCELERATORS: dict[str, int] = {
-    "ml.p2.xlarge": 1,
-    "ml.p2.8xlarge": 8,
-    "ml.p2.16xlarge": 16,
-    "ml.p3.2xlarge": 1,
-    "ml.p3.8xlarge": 4,
-    "ml.p3.16xlarge": 8,
-    "ml.p3dn.24xlarge": 8,
-    "ml.p4d.24xlarge": 8,
-    "ml.p4de.24xlarge": 8,
-    "ml.p5.48xlarge": 8,
-    "ml.p5e.48xlarge": 8,
-    "ml.p5en.48xlarge": 8,
-    "ml.g4dn.xlarge": 1,
-    "ml.g4dn.2xlarge": 1,
-    "ml.g4dn.4xlarge": 1,
-    "ml.g4dn.8xlarge": 1,
-    "ml.g4dn.16xlarge": 1,
-    "ml.g4dn.12xlarge": 4,
-    "ml.g5.xlarge": 1,
-    "ml.g5.2xlarge": 1,
-    "ml.g5.4xlarge": 1,
-    "ml.g5.8xlarge": 1,
-    "ml.g5.16xlarge": 1,
-    "ml.g5.12xlarge": 4,
-    "ml.g5.24xlarge": 4,
-    "ml.g5.48xlarge": 8,
-    "ml.g6.xlarge": 1,
-    "ml.g6.2xlarge": 1,
-    "ml.g6.4xlarge": 1,
-    "ml.g6.8xlarge": 1,
-    "ml.g6.16xlarge": 1,
-    "ml.g6.12xlarge": 4,
-    "ml.g6.24xlarge": 4,
-    "ml.g6.48xlarge": 8,
-    "ml.trn1.2xlarge": 1,
-    "ml.trn1.32xlarge": 16,
-    "ml.trn1n.32xlarge": 16,
-}
-# smdistributed data parallel runs on these types only (the SDK refuses others).
-SMDDP_INSTANCES = frozenset(
-    {"ml.p3.16xlarge", "ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge"}
-)
 
 INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
 JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -84,8 +39,6 @@ KEEP_ALIVE_LIMIT = 3600
 MAX_HYPERPARAMETERS = 100
 MAX_HYPERPARAMETER_KEY = 256
 MAX_HYPERPARAMETER_VALUE = 2500
-MAX_ENVIRONMENT = 100
-MAX_ENV_VALUE = 512
 
 
 class DistributedSageMaker(Settings):
@@ -253,78 +206,3 @@ class SageMakerOptions(BackendOptions):
         """The Python version of the training image, where the tag or --py-version says it."""
         match = PY_VERSION.match(self.py_version) or IMAGE_PY.search(self.image)
         return (3, int(match.group(1))) if match else None
-
-
-def check_spec(spec: Spec, options: SageMakerOptions) -> None:
-    """Checks that need both the layout and the SageMaker options (before any request)."""
-    layout = spec.layout
-    layout.check_accelerators(options.accelerators, options.instance_type)
-    per_host = options.accelerators
-    torchrun = layout.strategy in (Strategy.DDP, Strategy.FSDP) and not options.smddp
-    if torchrun and per_host and layout.procs_per_node != per_host:
-        raise SpecError(
-            f"--strategy {layout.strategy.value} runs torchrun with one process per GPU: "
-            f"{options.instance_type} has {per_host}, so use --procs-per-node {per_host}"
-        )
-    if options.smddp and layout.strategy is not Strategy.DDP:
-        raise SpecError(
-            "--smddp (SageMaker's data-parallel library) needs --strategy ddp; "
-            "model-parallel and data-parallel libraries do not combine"
-        )
-    if options.smddp and options.instance_type not in SMDDP_INSTANCES:
-        raise SpecError(
-            f"--smddp runs on {', '.join(sorted(SMDDP_INSTANCES))} only, not "
-            f"{options.instance_type}"
-        )
-    mpi_launched = (Strategy.MODEL_PARALLEL, Strategy.HOROVOD, Strategy.NONE)
-    if options.mpi_options and layout.strategy not in mpi_launched and not options.smddp:
-        launcher = (
-            "parameter servers" if layout.strategy is Strategy.PARAMETER_SERVER else "torchrun"
-        )
-        raise SpecError(
-            f"--mpi-options needs an MPI launcher; --strategy {layout.strategy.value} uses "
-            f"{launcher}"
-        )
-    if spec.targets is not None and spec.targets != tuple(range(spec.world_size)):
-        raise SpecError(
-            "--targets is not supported with --backend sagemaker: every job runs "
-            "the cell on all ranks"
-        )
-    _check_sweep(spec, options)
-    if spec.timeout is not None:
-        raise SpecError(
-            "--timeout is for live clusters; with --backend sagemaker use --max-run "
-            "SECONDS (SageMaker stops the job then)"
-        )
-    if len(spec.env) > MAX_ENVIRONMENT:
-        raise SpecError(f"--env: {len(spec.env)} variables; SageMaker allows {MAX_ENVIRONMENT}")
-    for key, value in spec.env:
-        if looks_secret(key, value):
-            raise SpecError(
-                f"--env {key} looks like a secret and would be visible in "
-                "DescribeTrainingJob; use the job role or AWS Secrets Manager"
-            )
-        if len(value) > MAX_ENV_VALUE:
-            raise SpecError(
-                f"--env {key}: value is {len(value)} characters; SageMaker allows {MAX_ENV_VALUE}"
-            )
-    theirs = options.image_python()
-    if spec.push and theirs is not None and theirs != sys.version_info[:2]:
-        raise SpecError(
-            f"--push pickles values with Python {sys.version_info[0]}."
-            f"{sys.version_info[1]} but the image runs Python {theirs[0]}."
-            f"{theirs[1]}; use a matching --image/--py-version or drop --push"
-        )
-
-
-def _check_sweep(spec: Spec, options: SageMakerOptions) -> None:
-    names = [n for n, _ in spec.params] or list(spec.sweep.names if spec.sweep else ())
-    if not names:
-        return
-    reserved = [n for n in names if n.startswith("sagemaker_")]
-    if reserved:
-        raise SpecError(f"--sweep {reserved[0]}: names starting with sagemaker_ are SageMaker's")
-    if options.job_name:
-        raise SpecError("--job-name names one job; a sweep starts one per combination: remove it")
-    if not options.wait:
-        raise SpecError("--no-wait cannot bound a sweep's parallelism; remove --no-wait")

@@ -18,13 +18,11 @@ from ...spec import Spec
 from .request import ENTRY_POINT
 
 _PACKAGE = Path(__file__).resolve().parents[2]  # python/jupyter_distributed
-# What a rank imports: the package marker, the spec and errors, the protocol and the worker.
+# What a rank imports: the package marker, the layout and errors, the protocol and the worker.
 _RUNTIME_FILES = (
     "__init__.py",
     "errors.py",
-    "redact.py",
-    "spec.py",
-    "sweeps.py",
+    "layout.py",
     "protocol/*.py",
     "worker/*.py",
 )

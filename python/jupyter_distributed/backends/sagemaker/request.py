@@ -12,7 +12,8 @@ import shlex
 from typing import Any
 
 from ...errors import SpecError
-from ...spec import Layout, ModelParallel, Spec, Strategy
+from ...layout import Layout, ModelParallel, Strategy
+from ...spec import Spec
 from .options import (
     MAX_HYPERPARAMETER_KEY,
     MAX_HYPERPARAMETER_VALUE,

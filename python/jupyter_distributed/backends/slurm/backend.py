@@ -25,10 +25,11 @@ from ...errors import LaunchError
 from ...spec import Spec
 from ...store import Store
 from ..base import Backend, Plan, RankPlan, RunView
+from ..liveness import REMOTE_SILENCE_LIMIT
 from ..local import WORKER_COMMAND, free_port
 from ..mpi import control_host
 from ..mpi_options import merge_options
-from ..process import REMOTE_SILENCE_LIMIT, ProcessCluster
+from ..process import ProcessCluster
 from ..transport import Transport
 from .log import SrunLog
 from .options import SlurmOptions, default_options, option_key, user_options

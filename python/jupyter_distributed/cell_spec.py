@@ -1,0 +1,116 @@
+"""From the parsed flags of a ``%%distributed`` line to its :class:`~.spec.Spec`.
+
+Apart from :mod:`.arguments` (which declares the flags) because this is where the configured
+defaults and caps (:mod:`.settings`) meet what the cell gave: ``-n`` against ``--nodes``, the
+world-size cap, the model-parallel flags, and a backend's options, where a flag of another
+backend is refused, never ignored. Every other check is the spec's own.
+"""
+
+from __future__ import annotations
+
+from argparse import Namespace
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .arguments import flag_owners
+from .backends import plugin, plugins
+from .errors import SpecError
+from .layout import Layout, ModelParallel
+from .settings import Distributed
+from .spec import BackendOptions, Spec, parse_env, parse_names, parse_targets
+from .sweeps import parse_sweep
+
+
+def _backend_options(
+    backend: str, args: Namespace, defaults: Mapping[str, Any]
+) -> BackendOptions | None:
+    """The chosen backend's options; a flag of another backend is refused, never ignored."""
+    owners = flag_owners()
+    given = {dest: value for dest, value in vars(args).items() if dest in owners}
+    foreign = [dest for dest in given if backend not in owners[dest]]
+    if foreign:
+        flags = {f.dest: f.flag for p in plugins() for f in p.flags()}
+        names = ", ".join(flags[d] for d in foreign)
+        others = sorted({b for d in foreign for b in owners[d]})
+        raise SpecError(
+            f"{names} {'applies' if len(foreign) == 1 else 'apply'} to --backend "
+            f"{' or '.join(others)}, not {backend}; add --backend {others[0]} or remove "
+            f"{'it' if len(foreign) == 1 else 'them'}"
+        )
+    chosen = plugin(backend)
+    if chosen.options is None:
+        return None
+    return chosen.options.from_flags(given, defaults)
+
+
+def spec_from_args(
+    args: Namespace,
+    settings: Distributed | None = None,
+    backend_defaults: Callable[[str], Mapping[str, Any]] | None = None,
+) -> Spec:
+    """The spec of a cell; ``settings`` give the general defaults and caps, and
+    ``backend_defaults(name)`` the configured defaults of a backend's options."""
+    settings = settings or Distributed()
+    backend = args.backend or settings.default_backend
+    if args.nprocs is not None and (args.nodes is not None or args.procs_per_node is not None):
+        raise SpecError("give either -n/--nprocs or --nodes/--procs-per-node, not both")
+    nodes = args.nodes if args.nodes is not None else 1
+    if args.nprocs is not None:
+        per_node = args.nprocs
+    elif args.procs_per_node is not None or args.nodes is not None:
+        per_node = args.procs_per_node if args.procs_per_node is not None else 1
+    else:
+        per_node = settings.nprocs
+    if nodes * per_node > settings.max_world_size and nodes > 0 and per_node > 0:
+        raise SpecError(
+            f"world size {nodes * per_node} is over the cap of {settings.max_world_size} "
+            "ranks (Distributed.max_world_size); use fewer ranks or raise the cap"
+        )
+    mp_flags = {
+        k: getattr(args, k)
+        for k in (
+            "partitions",
+            "microbatches",
+            "pipeline",
+            "placement",
+            "optimize",
+            "tensor_parallel",
+        )
+        if getattr(args, k) is not None
+    }
+    model_parallel = ModelParallel(**mp_flags) if mp_flags else None
+    if model_parallel is None and args.strategy == "model-parallel":
+        model_parallel = ModelParallel()
+    layout = Layout(
+        nodes=nodes,
+        procs_per_node=per_node,
+        strategy=args.strategy,
+        model_parallel=model_parallel,
+        parameter_servers=args.parameter_servers or 0,
+        dist_backend=args.dist_backend,
+    )
+    options = _backend_options(backend, args, backend_defaults(backend) if backend_defaults else {})
+    return Spec(
+        layout=layout,
+        backend=backend,
+        env=parse_env(args.env),
+        options=options,
+        push=parse_names("--push", args.push),
+        pull=parse_names("--pull", args.pull),
+        targets=parse_targets(args.targets, layout.world_size) if args.targets else None,
+        timeout=args.timeout,
+        display=_display_ranks(args.display, layout.world_size),
+        display_max_mb=(
+            args.display_max_mb if args.display_max_mb is not None else settings.display_max_mb
+        ),
+        sweep=parse_sweep(args.sweep, args.sweep_parallel),
+    )
+
+
+def _display_ranks(text: str | None, world_size: int) -> tuple[int, ...] | None:
+    if text is None or text.strip() == "all":
+        return None
+    try:
+        return parse_targets(text, world_size)
+    except SpecError as exc:
+        raise SpecError(str(exc).replace("--targets", "--display")) from None

@@ -1,0 +1,167 @@
+"""The line magic's commands (``%distributed status``, ``runs``, ``logs``, ...): their parser,
+their help text and what each one does.
+
+Apart from :mod:`.magics` so the magic stays a thin parse-and-hand-off: it keeps the cell
+magic, ``on``/``off`` and ``probe`` (which read the cell magic's own settings) and hands every
+other command here. Backends add their own commands through the registry (:mod:`.backends`).
+"""
+
+from __future__ import annotations
+
+from argparse import ArgumentTypeError, Namespace
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import MagicArgumentParser
+
+from . import scaling, textviews
+from .arguments import MAX_INT
+from .backends import plugin, plugins
+from .backends.plugin import CommandContext, doctor, load
+from .display import CellView
+from .errors import CloudError, NotFound, SpecError
+from .session import Session
+from .settings import Settings
+
+LINE_COMMANDS = """
+Line magic (%distributed COMMAND):
+  status                      the live cluster(s) and their ranks
+  stop                        stop every live cluster
+  runs [-n N]                 the history of runs, newest first
+  logs RUN [--rank R] [--search TEXT]   all output lines of a run
+  config                      the effective settings and where each came from
+  on [SETTINGS]               run every following cell on the ranks (as %%distributed SETTINGS);
+                              line magics (%...) still run in the kernel
+  off                         cells run in the kernel again
+  probe [--quick] [--sizes 1K-256M] [--cluster ID] [SETTINGS]   bandwidth/latency of every
+                              pair of ranks and an all_reduce curve, on the live cluster (ID:
+                              that one while it lives) or one with SETTINGS
+  compare [RUN ...] [--threshold 0.8]   samples/s against world size, ideal scaling and
+                              efficiency (default: the runs of the last cell that reported)
+  doctor --backend NAME       check what a backend needs here, and say what is missing
+  stacks [RUN] [--rank R]     every thread of each rank, where it waits (RUN: a run that
+                              another kernel, or this one, is running)
+"""
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 10_000:
+        raise ArgumentTypeError(f"must be 1-10000, got {text}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 1:
+        raise ArgumentTypeError(f"must be a fraction in (0, 1], got {text}")
+    return value
+
+
+def probe_parser() -> MagicArgumentParser:
+    """``%distributed probe``'s own flags; the rest of its words are cell magic settings."""
+    parser = MagicArgumentParser(prog="%distributed probe", add_help=False)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--sizes")
+    parser.add_argument("--cluster")  # the panel's Probe: this cluster while it lives here
+    return parser
+
+
+def _rank(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= MAX_INT:
+        raise ArgumentTypeError(f"must be a rank 0-{MAX_INT}, got {text}")
+    return value
+
+
+def line_parser() -> MagicArgumentParser:
+    """Every line command, the backends' included (``on``, ``off`` and ``probe`` only by name)."""
+    parser = MagicArgumentParser(prog="%distributed", description="Manage clusters and runs.")
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("status")
+    sub.add_parser("stop")
+    sub.add_parser("config")
+    sub.add_parser("on")  # (its settings are the cell magic's; see DistributedMagics._line)
+    sub.add_parser("off")
+    compare = sub.add_parser("compare")
+    compare.add_argument("runs", nargs="*")
+    compare.add_argument("--threshold", type=_fraction, default=0.8)
+    runs = sub.add_parser("runs")
+    runs.add_argument("-n", type=_count, default=20)
+    logs = sub.add_parser("logs")
+    logs.add_argument("run")
+    logs.add_argument("--rank", type=_rank)
+    logs.add_argument("--search")
+    doctors = [p.name for p in plugins() if p.doctor]
+    sub.add_parser("doctor").add_argument("--backend", required=True, choices=doctors)
+    stacks = sub.add_parser("stacks")
+    stacks.add_argument("run", nargs="?")
+    stacks.add_argument("--rank", type=_rank)
+    for p in plugins():
+        for command in p.commands:
+            parser_ = sub.add_parser(command.name)
+            for names, kwargs in command.arguments:
+                parser_.add_argument(*names, **kwargs)
+    return parser
+
+
+def command_help() -> str:
+    """The line commands for ``%%distributed?``, the backends' included."""
+    lines = [f"  {c.usage:<27} {c.help}" for p in plugins() for c in p.commands]
+    return LINE_COMMANDS + "\n".join(lines) + "\n"
+
+
+def run(
+    args: Namespace,
+    session: Session,
+    settings: list[Settings],
+    user_ns: dict[str, Any],
+    backend_defaults: Callable[[str], Mapping[str, Any]],
+) -> None:
+    """Do the parsed command and print what it says; a missing run or a bad setting becomes a
+    one-line ``UsageError``. ``backend_defaults(name)``: a backend's configured options."""
+    if args.command in (None, "status"):
+        print(textviews.status(session))
+    elif args.command == "stop":
+        stopped = session.stop()
+        print(f"stopped {', '.join(stopped)}" if stopped else "no cluster was running")
+    elif args.command == "config":
+        print(textviews.settings(settings))
+    elif args.command == "compare":
+        try:
+            print(scaling.compare(session.store, args.runs, args.threshold))
+        except NotFound as exc:
+            raise UsageError(str(exc.args[0])) from None
+    elif args.command == "doctor":
+        print(doctor(plugin(args.backend)))
+    elif args.command == "runs":
+        print(textviews.runs(session.store, args.n))
+    elif args.command == "stacks":
+        try:
+            print(textviews.stacks(session, args.run, args.rank))
+        except NotFound as exc:
+            raise UsageError(str(exc)) from None
+    elif args.command == "logs":
+        try:
+            print(textviews.logs(session.store, args.run, args.rank, args.search))
+        except NotFound as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        _plugin_command(args, session, user_ns, backend_defaults)
+
+
+def _plugin_command(
+    args: Namespace,
+    session: Session,
+    user_ns: dict[str, Any],
+    backend_defaults: Callable[[str], Mapping[str, Any]],
+) -> None:
+    owner, command = next((p, c) for p in plugins() for c in p.commands if c.name == args.command)
+    context = CommandContext(session.store, user_ns, CellView, backend_defaults(owner.name))
+    try:
+        said = load(command.run)(args, context)
+    except (SpecError, NotFound, CloudError) as exc:
+        raise UsageError(str(exc)) from None
+    if said:
+        print(said)

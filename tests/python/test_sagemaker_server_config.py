@@ -18,8 +18,7 @@ from tornado.httpclient import HTTPResponse
 
 from jupyter_distributed.store import STORE_ENV, Store
 
-from .sagemaker_fixtures import REGION
-from .sagemaker_runtime import LocalSageMaker
+from .sagemaker_runtime import REGION, LocalSageMaker
 from .test_sagemaker_server_follow import exited_pid, start_without_waiting
 
 Fetch = Callable[..., Awaitable[HTTPResponse]]

@@ -94,6 +94,9 @@ class RunRecorder:
     def queued(self, reason: str) -> None:
         """The run's ranks wait in a scheduler's queue (``reason`` from it); no time limit."""
         self.store.append([RunEvent(self.run_id, time.time(), RunState.QUEUED, reason)])
+        self.view.notice(
+            f"queued: {reason}; the ranks start when the scheduler allocates the nodes"
+        )
 
     # -- the backend's RunView -----------------------------------------------------------
 

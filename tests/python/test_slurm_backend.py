@@ -171,6 +171,8 @@ def test_doctor_and_dry_run(in_slurm: SlurmCluster, shell: Any, capsys: Any) -> 
     shell.run_line_magic("distributed", "doctor --backend slurm")
     text = capsys.readouterr().out
     assert "MISSING" not in text and "--backend slurm: ready" in text, text
+    # A job of an earlier test may still be completing: the dry run must add none.
+    before = {line.split()[0] for line in in_slurm.jobs()}
     shell.run_cell_magic(
         "distributed",
         "--backend slurm --nodes 2 --procs-per-node 2 --partition debug --time 5 "
@@ -182,4 +184,4 @@ def test_doctor_and_dry_run(in_slurm: SlurmCluster, shell: Any, capsys: Any) -> 
         "command:      srun -v --nodes 2 --ntasks-per-node 2 --ntasks 4 --kill-on-bad-exit=1 "
         "--export=ALL --label --job-name=jupyter-distributed --time=5 -p one --qos=normal "
     ) in plan, plan
-    assert in_slurm.jobs() == []
+    assert {line.split()[0] for line in in_slurm.jobs()} <= before

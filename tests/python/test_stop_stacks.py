@@ -108,6 +108,9 @@ class View:
     def notice(self, text: str) -> None:
         self.shown.append((time.monotonic(), f"[notice] {text}"))
 
+    def queued(self, reason: str) -> None:
+        self.notice(f"queued: {reason}")
+
     def flush(self) -> None:
         pass
 

@@ -177,6 +177,9 @@ class RunView(Protocol):
 
     def notice(self, text: str) -> None: ...
 
+    def queued(self, reason: str) -> None:
+        """The ranks wait in a scheduler's queue (``reason`` from it): shown and recorded."""
+
     def flush(self) -> None: ...
 
 

@@ -20,14 +20,6 @@ from .liveness import Processes
 from .startwatch import StartWatch, watch_start
 
 
-def show_queued(view: RunView, reason: str) -> None:
-    """Tell the cell (and, through a recorder, the history) that the ranks wait in a queue."""
-    view.notice(f"queued: {reason}; the ranks start when the scheduler allocates the nodes")
-    record = getattr(view, "queued", None)
-    if record is not None:
-        record(reason)
-
-
 def wait_ready(
     inbox: queue.SimpleQueue[Item],
     info: dict[int, RankInfo],
@@ -54,7 +46,7 @@ def wait_ready(
                 watch = StartWatch(info, time.monotonic())
                 if reason != shown:
                     shown = reason
-                    show_queued(view, reason)
+                    view.queued(reason)
                 continue
             now = time.monotonic()
             if now > deadline:

@@ -1,8 +1,9 @@
 /**
- * The panel's Probe action: `%distributed probe` run in the kernel that owns
- * the notebook of the selected run. The kernels are behind `INotebookKernels`
- * (`kernels.ts` is JupyterLab's, tests pass a fake); this module finds the
- * session, builds the line, runs it and shows the probe's run. No DOM.
+ * The panel's Probe action: `%distributed probe` run in the kernel that ran the
+ * selected run, or else has its notebook open. The kernels are behind
+ * `INotebookKernels` (`kernels.ts` is JupyterLab's, tests pass a fake); this
+ * module finds the session, builds the line, runs it and shows the probe's
+ * run. No DOM.
  */
 
 import type { Session } from '@jupyterlab/services';
@@ -38,6 +39,22 @@ export interface IProbeHost {
 
 /** Why a run cannot be probed now; null when it can. */
 export type ProbeBlock = 'no-notebook' | 'too-small' | 'no-kernel' | 'busy' | null;
+
+/**
+ * The session to probe `run` in: the one of the kernel that ran it (the run's
+ * `kernel_id`) while that kernel lives, whatever its notebook is called now;
+ * else, and for runs recorded before runs named their kernel, the one whose
+ * notebook has the run's path (`sessionFor`).
+ */
+export function sessionOf(
+  sessions: Iterable<ISessionInfo>,
+  run: Pick<Run, 'kernel_id' | 'notebook'>,
+  seen: ReadonlyMap<string, readonly string[]> = new Map()
+): ISessionInfo | null {
+  const all = Array.from(sessions);
+  const byKernel = run.kernel_id ? all.find(s => s.kernel?.id === run.kernel_id) : undefined;
+  return byKernel ?? sessionFor(all, run.notebook, seen);
+}
 
 /**
  * The session with a kernel whose notebook is `notebook`. A run records the
@@ -235,7 +252,7 @@ export class ProbeAction implements IDisposable {
   }
 
   private _session(run: Run): ISessionInfo | null {
-    return sessionFor(this._kernels.sessions(), run.notebook, this._seen);
+    return sessionOf(this._kernels.sessions(), run, this._seen);
   }
 
   private _onSessions(): void {

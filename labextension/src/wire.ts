@@ -46,6 +46,7 @@ export interface Run {
   cluster_id: string;
   spec: JSONObject;
   source: string;
+  /** The notebook's path now while the kernel that ran it lives, else the one it started with. */
   notebook: string;
   cell_id: string;
   host: string;
@@ -57,6 +58,8 @@ export interface Run {
   summary: JSONObject;
   /** Shared by the runs of one `--sweep` cell; "" for a cell without `--sweep`. */
   sweep_id: string;
+  /** The id of the Jupyter kernel that ran it; "" when it ran outside a kernel. */
+  kernel_id: string;
 }
 
 /**

@@ -4,7 +4,9 @@
 first layout, one ``events`` row per event with the run id, kind and stream as text. Migrating
 happens once, in the transaction that opens the store, so a crash leaves the old layout whole;
 every event keeps its ``seq``, so a reader's cursor stays valid. The space the old rows took is
-given back afterwards (``VACUUM``), where no other connection is reading.
+given back afterwards (``VACUUM``), where no other connection is reading. Columns added later
+(``runs.sweep_id``, ``controls.rank``, and ``runs.kernel_id``, version 3) are added where a table
+lacks them; a jupyter-distributed of layout 2 then refuses the file as newer, not misreading it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ def upgrade(db: sqlite3.Connection) -> bool:
     runs = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
     if runs and "sweep_id" not in runs:  # a history written before --sweep
         db.execute("ALTER TABLE runs ADD COLUMN sweep_id TEXT")
+    if runs and "kernel_id" not in runs:  # a history written before runs named their kernel
+        db.execute("ALTER TABLE runs ADD COLUMN kernel_id TEXT")
     controls = {row[1] for row in db.execute("PRAGMA table_info(controls)")}
     if controls and "rank" not in controls:  # before the stacks of one rank could be asked
         db.execute("ALTER TABLE controls ADD COLUMN rank INTEGER")

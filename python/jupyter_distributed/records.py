@@ -29,6 +29,7 @@ class RunRecord:
     message: str = ""
     summary: dict[str, Any] = field(default_factory=dict)
     sweep_id: str = ""  # runs of one --sweep cell share it ("" for a cell without --sweep)
+    kernel_id: str = ""  # the Jupyter kernel that ran it ("" outside a kernel)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,6 +51,7 @@ class RunRecord:
             "message": self.message,
             "summary": self.summary,
             "sweep_id": self.sweep_id,
+            "kernel_id": self.kernel_id,
         }
 
 
@@ -137,6 +139,7 @@ def _run(row: tuple[Any, ...]) -> RunRecord:
         message,
         summary,
         sweep_id,
+        kernel_id,
     ) = row
     return RunRecord(
         id=id_,
@@ -157,4 +160,5 @@ def _run(row: tuple[Any, ...]) -> RunRecord:
         message=message or "",
         summary=json.loads(summary or "{}"),
         sweep_id=sweep_id or "",
+        kernel_id=kernel_id or "",
     )

@@ -19,6 +19,7 @@ from .display import CellView
 from .events import RunState
 from .figures import kernel_figures
 from .global_batch import GlobalBatch
+from .kernelinfo import kernel_id
 from .push import pickle_push
 from .recorder import NamedView, RunRecorder, cluster_coords, new_run_id
 from .scaling import Throughput
@@ -136,6 +137,7 @@ class Session:
                 started=time.time(),
                 summary={"sweep": dict(spec.params)} if spec.params else {},
                 sweep_id=sweep_id,
+                kernel_id=kernel_id(),
             ),
             view,
             coords=cluster_coords(cluster) if cluster is not None else _planned(plan),

@@ -153,7 +153,7 @@ class Store(Queries, Coordination):
     def create_run(self, run: RunRecord, coords: dict[int, dict[str, Any]] | None = None) -> None:
         with self._tx() as db:
             db.execute(
-                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     run.id,
                     run.cluster_id,
@@ -173,6 +173,7 @@ class Store(Queries, Coordination):
                     run.message,
                     json.dumps(run.summary),
                     run.sweep_id,
+                    run.kernel_id,
                 ),
             )
             for rank in run.ranks:

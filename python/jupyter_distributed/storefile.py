@@ -30,7 +30,7 @@ _BROKEN_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
 #: The layout of the tables; an older store is migrated on open (:mod:`.migrate`).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: The history's tables; run on every open, so an older store gains what it lacks.
 SCHEMA = """
@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY, cluster_id TEXT, backend TEXT, world_size INTEGER, ranks TEXT,
     state TEXT, spec TEXT, source TEXT, notebook TEXT, cell_id TEXT, host TEXT,
     kernel_pid INTEGER, external_id TEXT, started REAL, ended REAL, message TEXT,
-    summary TEXT, sweep_id TEXT
+    summary TEXT, sweep_id TEXT, kernel_id TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
 CREATE TABLE IF NOT EXISTS ranks (

@@ -10,7 +10,7 @@ import stat
 import string
 from pathlib import Path
 
-from jupyter_distributed import eventrows
+from jupyter_distributed import eventrows, storefile
 from jupyter_distributed.errors import RankFailure
 from jupyter_distributed.events import (
     ErrorEvent,
@@ -181,13 +181,14 @@ def test_a_history_of_the_first_layout_is_migrated_whole(tmp_path: Path) -> None
     path.chmod(0o600)
 
     store = Store(path)
-    assert store._query("PRAGMA user_version") == [(2,)]
+    assert store._query("PRAGMA user_version") == [(storefile.SCHEMA_VERSION,)]
     assert [r[0] for r in store._query("SELECT name FROM sqlite_master")].count("events_v1") == 0
     run = store.run("r1")
-    assert run is not None and (run.state, run.summary, run.source) == (
+    assert run is not None and (run.state, run.summary, run.source, run.kernel_id) == (
         RunState.FAILED,
         {"lines": 4},
         "print(1)",
+        "",
     )
     assert [(r.rank, r.state) for r in store.ranks("r1")] == [(0, "done"), (1, "failed")]
     logs = store.logs("r1")
@@ -215,3 +216,30 @@ def test_a_history_of_the_first_layout_is_migrated_whole(tmp_path: Path) -> None
     reopened = Store(path)  # a second open finds nothing to migrate
     assert [s for s, _ in reopened.events_after(0)][-2:] == [12, 13]
     reopened.close()
+
+
+def test_a_history_written_before_runs_named_their_kernel_gains_the_column(tmp_path: Path) -> None:
+    """Version 2 had every table of today but no ``runs.kernel_id``: the column is added, its
+    runs read with no kernel, new runs keep theirs, and the file says version 3."""
+    path = tmp_path / "history.sqlite3"
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.executescript(storefile.SCHEMA.replace(", kernel_id TEXT", ""))
+    db.execute("PRAGMA user_version=2")
+    db.execute(
+        "INSERT INTO runs VALUES ('old', 'c1', 'local', 1, '[0]', 'completed', '{}', 'pass',"
+        " '/srv/Untitled.ipynb', 'cell', 'host', NULL, '', 10.0, 20.0, '', '{}', '')"
+    )
+    db.commit()
+    db.close()
+    path.chmod(0o600)
+
+    store = Store(path)
+    assert store._query("PRAGMA user_version") == [(3,)]
+    assert "kernel_id" in [row[1] for row in store._query("PRAGMA table_info(runs)")]
+    old = store.run("old")
+    assert old is not None and (old.notebook, old.kernel_id) == ("/srv/Untitled.ipynb", "")
+    store.create_run(RunRecord("new", "local", 1, [0], started=30.0, kernel_id="k-1"))
+    assert [(r.id, r.kernel_id) for r in store.runs()] == [("new", "k-1"), ("old", "")]
+    assert store.run("old") == old
+    store.close()

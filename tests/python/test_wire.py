@@ -103,6 +103,7 @@ def record_a_run(store: Store) -> str:
             host="laptop",
             kernel_pid=4242,
             started=T0,
+            kernel_id="4f9c2d1e-7b3a-4e8f-9c61-2d5a8b0e3f47",
         ),
         coords={
             r: {"rank": r, "local_rank": r, "node_rank": 0, "data_parallel": r, "host": "laptop"}

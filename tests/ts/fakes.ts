@@ -28,6 +28,7 @@ export function makeRun(id: string, started: number, extra: Partial<Run> = {}): 
     message: '',
     summary: {},
     sweep_id: '',
+    kernel_id: '',
     ...extra
   };
 }

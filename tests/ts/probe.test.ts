@@ -10,7 +10,8 @@ import {
   ProbeAction,
   probeCommand,
   probeRunId,
-  sessionFor
+  sessionFor,
+  sessionOf
 } from '../../labextension/src/probe';
 import type { Tab } from '../../labextension/src/tabs';
 import { makeRun } from './fakes';
@@ -90,6 +91,26 @@ describe('sessionFor', () => {
     const seen = new Map([['r', ['Untitled.ipynb', 'train.ipynb']]]);
     expect(sessionFor([renamed], '/srv/Untitled.ipynb', seen)?.id).toBe('r');
     expect(sessionFor([renamed, session('n', 'Untitled.ipynb')], '/srv/Untitled.ipynb', seen)?.id).toBe('n');
+  });
+});
+
+describe('sessionOf', () => {
+  it('finds the session of the run’s kernel first, whatever its notebook is called now', () => {
+    const renamed = session('s', 'train.ipynb'); // its kernel is k-s; it started as Untitled
+    const other = session('o', 'Untitled.ipynb'); // a new notebook under the old name
+    const run = makeRun('r', 1, { notebook: '/srv/Untitled.ipynb', kernel_id: 'k-s' });
+    expect(sessionOf([other, renamed], run)?.id).toBe('s');
+  });
+
+  it('falls back to the notebook path when the kernel is gone or the run names none', () => {
+    const sessions = [session('o', 'Untitled.ipynb'), session('x', 'train.ipynb', false)];
+    expect(sessionOf(sessions, makeRun('r', 1, { notebook: '/srv/Untitled.ipynb', kernel_id: 'k-gone' }))?.id).toBe(
+      'o'
+    );
+    expect(sessionOf(sessions, makeRun('r', 1, { notebook: '/srv/Untitled.ipynb' }))?.id).toBe('o');
+    const seen = new Map([['o', ['old.ipynb', 'Untitled.ipynb']]]);
+    expect(sessionOf(sessions, makeRun('r', 1, { notebook: '/srv/old.ipynb' }), seen)?.id).toBe('o');
+    expect(sessionOf(sessions, makeRun('r', 1, { notebook: '/srv/train.ipynb', kernel_id: 'k-x' }))).toBeNull();
   });
 });
 
@@ -208,6 +229,15 @@ describe('ProbeAction', () => {
     const again = action.probe(makeRun('r', 1, { notebook: '/root/n.ipynb' }));
     expect(action.error).toBe(''); // cleared when the next probe starts
     await again;
+  });
+
+  it('probes in the kernel that ran the run, after its notebook was renamed', async () => {
+    const { kernels, action } = setUp();
+    kernels.running = [session('new', 'Untitled.ipynb'), session('s', 'train.ipynb')];
+    const run = makeRun('r', 1, { notebook: '/root/Untitled.ipynb', kernel_id: 'k-s' });
+    expect(action.blocked(run)).toBeNull();
+    await action.probe(run);
+    expect(kernels.calls).toEqual([{ session: 's', code: probeCommand(run) }]);
   });
 
   it('does nothing for a blocked run', async () => {

@@ -14,7 +14,7 @@ from typing import cast
 from .. import __version__
 from ..errors import NotFound as Missing
 from ..events import Stream
-from ..store import Store
+from ..store import RunRecord, Store
 from .wire import (
     API_VERSION,
     ControlJSON,
@@ -122,6 +122,14 @@ class Query:
         return out if values else None
 
 
+def _run_json(run: RunRecord, notebooks: Mapping[str, str] | None) -> RunJSON:
+    """The run's JSON, its notebook's path the one its kernel has open now, where it lives."""
+    doc = cast(RunJSON, run.to_json())
+    if notebooks and run.kernel_id in notebooks:
+        doc["notebook"] = notebooks[run.kernel_id]
+    return doc
+
+
 class History:
     """The run history behind the endpoints; one per server, over one :class:`Store`, or none
     when the store could not be opened (``problem`` says why; every read answers 503)."""
@@ -138,22 +146,24 @@ class History:
     def version(self) -> VersionReply:
         return {"version": __version__, "api_version": API_VERSION}
 
-    def runs(self, q: Query) -> RunsPage:
+    def runs(self, q: Query, notebooks: Mapping[str, str] | None = None) -> RunsPage:
+        """``notebooks``: kernel id -> the notebook that live kernel has open now
+        (:mod:`.notebooks`); a run of such a kernel is answered with that path."""
         limit = q.integer("limit", 50, 1, MAX_RUNS) or 50
         last_seq = self.store.last_seq()  # read first: a stream from here misses nothing
         runs = self.store.runs(limit=limit, before=q.number("before"), sweep_id=q.text("sweep"))
         return {
-            "runs": [cast(RunJSON, r.to_json()) for r in runs],
+            "runs": [_run_json(r, notebooks) for r in runs],
             "version": API_VERSION,
             "last_seq": last_seq,
         }
 
-    def run(self, run_id: str) -> RunDetail:
+    def run(self, run_id: str, notebooks: Mapping[str, str] | None = None) -> RunDetail:
         run = self.store.run(run_id)
         if run is None:
             raise NotFound(f"no run {run_id!r} in the history")
         ranks = [cast(RankJSON, r.to_json()) for r in self.store.ranks(run.id)]
-        return {"run": cast(RunJSON, run.to_json()), "ranks": ranks}
+        return {"run": _run_json(run, notebooks), "ranks": ranks}
 
     def _run_id(self, run_id: str) -> str:
         run = self.store.run(run_id)

@@ -21,6 +21,7 @@ from tornado import iostream, web, websocket
 
 from ..errors import StoreError
 from .api import ApiError, History, Query, Unavailable
+from .notebooks import kernel_notebooks
 from .stream import Tail, encode, pump
 from .wire import StreamMessage
 
@@ -64,6 +65,10 @@ class BaseHandler(APIHandler):
     def query(self) -> Query:
         return Query({k: self.get_query_arguments(k) for k in self.request.query_arguments})
 
+    async def notebooks(self) -> dict[str, str]:
+        """Kernel id -> the notebook its session has open now: one listing of the sessions."""
+        return await kernel_notebooks(self.session_manager, self.kernel_manager.root_dir)
+
     async def answer(self, call: Callable[..., object], *args: Any, status: int = 200) -> None:
         reply: object
         try:
@@ -91,14 +96,14 @@ class RunsHandler(BaseHandler):
     @web.authenticated
     @allowed("read")
     async def get(self) -> None:
-        await self.answer(self.history.runs, self.query())
+        await self.answer(self.history.runs, self.query(), await self.notebooks())
 
 
 class RunHandler(BaseHandler):
     @web.authenticated
     @allowed("read")
     async def get(self, run_id: str) -> None:
-        await self.answer(self.history.run, run_id)
+        await self.answer(self.history.run, run_id, await self.notebooks())
 
 
 class LogsHandler(BaseHandler):

@@ -50,7 +50,7 @@ class RunJSON(TypedDict):
     cluster_id: str
     spec: dict[str, Any]
     source: str
-    notebook: str
+    notebook: str  # the path its kernel's notebook has now while the kernel lives, else at start
     cell_id: str
     host: str
     kernel_pid: int | None
@@ -60,6 +60,7 @@ class RunJSON(TypedDict):
     message: str
     summary: dict[str, Any]  # global_batch, sweep (this run's swept values), ...
     sweep_id: str  # shared by the runs of one --sweep cell; "" otherwise
+    kernel_id: str  # the Jupyter kernel that ran it; "" outside a kernel
 
 
 class RankJSON(TypedDict):

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...errors import NotFound, SpecError
+from ...kernelinfo import kernel_id
 from ...recorder import CellViewLike, RunRecorder, new_run_id
 from ...store import RunRecord, Store
 from ..base import RunOutcome
@@ -70,6 +71,7 @@ def attach(
             host=socket.gethostname(),
             kernel_pid=os.getpid(),
             started=time.time(),
+            kernel_id=kernel_id(),
         )
         recorder = RunRecorder.start(store, run, view)
     else:

@@ -1,11 +1,13 @@
 """Feed a synthetic 256-rank run into the run store, as a kernel would, for ``bench_panel``.
 
 Usage: ``python benchmarks/feed_panel.py STORE --seconds 20 --ranks 256 --lines-per-second 2000``
+(``--stop-file PATH`` ends the feed early once PATH exists: the benchmark says when it is done).
 
 Writes one run, its ranks (8 hosts, dp/pp/tp coordinates), then every ``--batch`` seconds a batch
 of output lines spread over the ranks, one ``samples`` metric and one system sample per rank per
 second, and a marker line ``BENCH-MARK <n> <unix time>`` that the browser side looks for to
-measure event-to-screen latency. Prints one JSON line with the run id when the run exists.
+measure event-to-screen latency. Prints one JSON line with the run id when the run exists, and
+one with the lines written and the seconds taken at the end.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=8)
     parser.add_argument("--lines-per-second", type=int, default=2000)
     parser.add_argument("--batch", type=float, default=0.1, help="seconds between writes")
+    parser.add_argument("--stop-file", type=Path, help="stop once this file exists")
     args = parser.parse_args()
 
     store = Store(args.store)
@@ -84,9 +87,10 @@ def main() -> None:
 
     lines_per_batch = max(1, int(args.lines_per_second * args.batch))
     marker = 0
+    written = 0
     next_metrics = now
     end = now + args.seconds
-    while (t := time.time()) < end:
+    while (t := time.time()) < end and not (args.stop_file and args.stop_file.exists()):
         batch: list[Event] = [
             OutputEvent(
                 run_id,
@@ -115,13 +119,17 @@ def main() -> None:
             )
         )
         store.append(batch)
+        written += lines_per_batch + 1
         time.sleep(max(0.0, args.batch - (time.time() - t)))
     t = time.time()
     store.append(
         [RankEvent(run_id, r, t, RankState.DONE) for r in ranks]
         + [RunEvent(run_id, t, RunState.COMPLETED)]
     )
-    print(json.dumps({"done": run_id, "markers": marker}), flush=True)
+    print(
+        json.dumps({"done": run_id, "markers": marker, "lines": written, "seconds": t - now}),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

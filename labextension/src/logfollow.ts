@@ -1,13 +1,16 @@
 /**
  * The Logs tab's scrolling: the viewport's size, its scroll position, and
  * following (staying at the end as lines arrive, stopped when the user
- * scrolls up to read).
+ * scrolls up to read). While following, the rows shown are computed from the
+ * row count: a new batch of lines is one render, not a render and then
+ * another for the scroll event it causes.
  */
 
 import * as React from 'react';
 
 export interface ILogScroll {
   scroller: React.RefObject<HTMLDivElement>;
+  /** The scroll position to render rows for. */
   scrollTop: number;
   height: number;
   onScroll: () => void;
@@ -27,6 +30,7 @@ export function useLogScroll(options: {
   // The scroll position seen last: moving up from it is the user's doing (following only
   // ever moves down; a shorter, filtered list resets it).
   const lastTop = React.useRef(0);
+  // The user's scroll position, while not following.
   const [scrollTop, setScrollTop] = React.useState(0);
   const [height, setHeight] = React.useState(400);
 
@@ -43,16 +47,22 @@ export function useLogScroll(options: {
     return () => observer.disconnect();
   }, []);
 
-  // Following: scroll to the end, computed from the row count rather than read from the DOM.
+  // Following: scroll to the end (the rows there are already rendered).
   React.useLayoutEffect(() => {
     const node = scroller.current;
     if (node && follow) {
-      const end = Math.max(0, total * rowHeight - height);
       lastTop.current = 0;
       node.scrollTop = total * rowHeight; // the browser clamps it to the end
-      setScrollTop(end);
     }
   }, [version, total, follow, height, rowHeight]);
+
+  // Following stopped: render from where the view is now.
+  React.useLayoutEffect(() => {
+    const node = scroller.current;
+    if (node && !follow) {
+      setScrollTop(node.scrollTop);
+    }
+  }, [follow]);
 
   const onScroll = (): void => {
     const node = scroller.current;
@@ -60,12 +70,16 @@ export function useLogScroll(options: {
       return;
     }
     const top = node.scrollTop;
-    setScrollTop(top);
-    if (follow && top < lastTop.current - rowHeight) {
+    if (!follow) {
+      setScrollTop(top);
+    } else if (top < lastTop.current - rowHeight) {
+      setScrollTop(top);
       onFollow(false); // the user scrolled up to read: stop following
     }
     lastTop.current = top;
   };
 
-  return { scroller, scrollTop, height, onScroll };
+  // While following, the end: what the layout effect scrolls to.
+  const tail = Math.max(0, total * rowHeight - height);
+  return { scroller, scrollTop: follow ? tail : scrollTop, height, onScroll };
 }

@@ -6,6 +6,8 @@
  *
  * - long tasks (PerformanceObserver 'longtask', > 50 ms): count and longest, and how many of
  *   them came in the first second after the tab was clicked (the switch itself);
+ * - main thread busy: milliseconds per second spent in the page's main-thread tasks (Chrome's
+ *   TaskDuration counter; wall time, so it grows with the machine's load and the throttle);
  * - frame delay: a probe asks for an animation frame every 50 ms and times how long it waits
  *   (how late the screen can change; ~16 ms when the page is idle), p95;
  * - on the Logs tab, event-to-screen latency: a marker line's time as written by the feeder to
@@ -14,7 +16,9 @@
  * Run: make bench-panel. Environment: BENCH_LINES_PER_SECOND (10000), BENCH_RANKS (256),
  * BENCH_SECONDS_PER_TAB (8), BENCH_TABS (Runs,Ranks,Logs,Throughput), BENCH_CPU_THROTTLE
  * (1: none; 4 makes Chromium's main thread 4x slower, as DevTools does), BENCH_PROFILE=1
- * (the top functions by own time, per tab), BENCH_TRACE=1 (what the long tasks did: script,
+ * (the top functions by own time, per tab), BENCH_HISTORY_SECONDS=600 (the run has been going
+ * on for that long: its past metrics are replayed first, as when the panel opens on a long run),
+ * BENCH_TRACE=1 (what the long tasks did: script,
  * style, layout, paint, GC..., from a Chrome trace, per tab). Writes ui-tests/test-results/<test>/bench_panel.json
  * and prints a table.
  */
@@ -32,6 +36,7 @@ import { type ITraceEvent, longTaskBreakdown, TRACE_CATEGORIES } from './trace_t
 const LINES = Number(process.env.BENCH_LINES_PER_SECOND ?? '10000');
 const RANKS = Number(process.env.BENCH_RANKS ?? '256');
 const PER_TAB = Number(process.env.BENCH_SECONDS_PER_TAB ?? '8');
+const HISTORY = Number(process.env.BENCH_HISTORY_SECONDS ?? '0');
 const TABS = (process.env.BENCH_TABS ?? 'Runs,Ranks,Logs,Throughput').split(',').map(t => t.trim());
 const THROTTLE = Number(process.env.BENCH_CPU_THROTTLE ?? '1');
 const PROFILE = Boolean(process.env.BENCH_PROFILE);
@@ -51,6 +56,8 @@ interface IPhase {
   tab: string;
   from: number;
   to: number;
+  /** Seconds of main-thread tasks, script, style and layout in the phase (Chrome's own counters). */
+  busy: Record<string, number>;
   profile: string[];
   trace: string[];
 }
@@ -145,7 +152,9 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
       '--ranks',
       String(RANKS),
       '--lines-per-second',
-      String(LINES)
+      String(LINES),
+      '--history-seconds',
+      String(HISTORY)
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] }
   );
@@ -155,11 +164,32 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
     .on('line', line => messages.push(JSON.parse(line) as Record<string, unknown>));
   const exited = new Promise<number | null>(resolve => feeder.on('exit', resolve));
 
-  // The new run is selected by itself; then each tab in turn.
+  // The run: selected by itself when it started after the panel opened; one with a history is
+  // older, so it is clicked. Then its history is replayed through the stream, then each tab.
+  await expect.poll(() => messages.length, { timeout: 120_000 }).toBeGreaterThan(0);
+  const { run, history_lines: historyLines } = messages[0] as { run: string; history_lines: number };
+  await panel.getByRole('option', { name: `Run ${run}` }).click();
   await expect(panel.getByLabel('Run state')).toHaveText('running', { timeout: 30_000 });
+  await expect
+    .poll(
+      () =>
+        page.evaluate(async () => {
+          type Galata = { getPlugin(id: string): Promise<{ live: { logs: { size: number } } | null }> };
+          const model = await (window as unknown as { galata: Galata }).galata.getPlugin('jupyter-distributed:plugin');
+          return model.live?.logs.size ?? 0;
+        }),
+      { timeout: 300_000 }
+    )
+    .toBeGreaterThanOrEqual(historyLines);
   if (THROTTLE > 1) {
     await cdp.send('Emulation.setCPUThrottlingRate', { rate: THROTTLE });
   }
+  await cdp.send('Performance.enable');
+  const mainThreadTimes = async (): Promise<Record<string, number>> => {
+    const { metrics } = await cdp.send('Performance.getMetrics');
+    const wanted = ['TaskDuration', 'ScriptDuration', 'RecalcStyleDuration', 'LayoutDuration'];
+    return Object.fromEntries(metrics.filter(m => wanted.includes(m.name)).map(m => [m.name, m.value]));
+  };
   const phases: IPhase[] = [];
   for (const tab of TABS) {
     if (PROFILE) {
@@ -174,6 +204,7 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
       cdp.on('Tracing.dataCollected', collect);
       await cdp.send('Tracing.start', { categories: TRACE_CATEGORIES, transferMode: 'ReportEvents' });
     }
+    const before = await mainThreadTimes();
     const from = await page.evaluate(() => performance.now());
     await panel.getByRole('tab', { name: tab }).click();
     if (tab === 'Logs') {
@@ -188,6 +219,8 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
       (window as unknown as { __watchLogs(on: boolean): void }).__watchLogs(false);
       return performance.now();
     });
+    const after = await mainThreadTimes();
+    const busy = Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]));
     const profile = PROFILE ? topFunctions((await cdp.send('Profiler.stop')).profile) : [];
     let trace: string[] = [];
     if (TRACE) {
@@ -201,7 +234,7 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
         ...work.slice(0, 15).map(([k, ms]) => `${ms.toFixed(0).padStart(7)} ms  ${k}`)
       ];
     }
-    phases.push({ tab, from, to, profile, trace });
+    phases.push({ tab, from, to, busy, profile, trace });
     await page.screenshot({ path: test.info().outputPath(`bench-${tab.toLowerCase()}.png`) });
   }
   if (THROTTLE > 1) {
@@ -217,7 +250,7 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
     return { seen: [...bench.seen.values()], longTasks: bench.longTasks, frames: bench.frames };
   });
   const done = messages.find(m => 'done' in m) ?? {};
-  const rows = phases.map(({ tab, from, to, profile, trace }) => {
+  const rows = phases.map(({ tab, from, to, busy, profile, trace }) => {
     const tasks = result.longTasks.filter(([start]) => start >= from && start <= to);
     const atSwitch = tasks.filter(([start]) => start < from + SWITCH_MS);
     const frames = result.frames.filter(([asked]) => asked >= from && asked <= to).map(([, ms]) => ms);
@@ -231,6 +264,10 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
       long_task_total_ms: tasks.reduce((a, [, d]) => a + d, 0),
       long_tasks_at_switch: atSwitch.length,
       long_task_max_at_switch_ms: Math.max(0, ...atSwitch.map(([, d]) => d)),
+      busy_ms_per_s: ((busy.TaskDuration ?? 0) * 1000) / ((to - from) / 1000),
+      script_ms_per_s: ((busy.ScriptDuration ?? 0) * 1000) / ((to - from) / 1000),
+      style_layout_ms_per_s:
+        (((busy.RecalcStyleDuration ?? 0) + (busy.LayoutDuration ?? 0)) * 1000) / ((to - from) / 1000),
       frame_delay_p95_ms: percentile(frames, 95),
       frame_delay_max_ms: Math.max(0, ...frames),
       event_to_screen_p95_ms: latency.length ? percentile(latency, 95) : null,
@@ -245,6 +282,7 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
     lines_per_second_written: Number(done.lines ?? 0) / Number(done.seconds ?? 1),
     cpu_throttle: THROTTLE,
     seconds_per_tab: PER_TAB,
+    history_seconds: HISTORY,
     load_average: os.loadavg(),
     cores: os.cpus().length,
     tabs: rows
@@ -254,14 +292,14 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
   const ms = (v: number | null): string => (v === null || Number.isNaN(v) ? '–' : v.toFixed(0));
   const table = [
     `bench_panel: ${RANKS} ranks, ${LINES} lines/s asked, ${summary.lines_per_second_written.toFixed(0)} written, ` +
-      `CPU throttle ${THROTTLE}x, ${PER_TAB} s per tab, load ${summary.load_average.map(l => l.toFixed(1)).join(' ')}`,
+      `CPU throttle ${THROTTLE}x, ${PER_TAB} s per tab, ${HISTORY} s of history, load ${summary.load_average.map(l => l.toFixed(1)).join(' ')}`,
     '',
-    '| tab | long tasks > 50 ms | max task (ms) | of which at the switch (max ms) | p95 frame delay (ms) | p95 event → screen (ms) |',
-    '|---|---|---|---|---|---|',
+    '| tab | long tasks > 50 ms | max task (ms) | of which at the switch (max ms) | main thread busy (ms/s) | p95 frame delay (ms) | p95 event → screen (ms) |',
+    '|---|---|---|---|---|---|---|',
     ...rows.map(
       r =>
         `| ${r.tab} | ${r.long_tasks} | ${ms(r.long_task_max_ms)} | ${r.long_tasks_at_switch} (${ms(r.long_task_max_at_switch_ms)}) ` +
-        `| ${ms(r.frame_delay_p95_ms)} | ${ms(r.event_to_screen_p95_ms)} |`
+        `| ${ms(r.busy_ms_per_s)} | ${ms(r.frame_delay_p95_ms)} | ${ms(r.event_to_screen_p95_ms)} |`
     )
   ];
   console.log(table.join('\n'));

@@ -3,7 +3,10 @@
  * following (staying at the end as lines arrive, stopped when the user
  * scrolls up to read). While following, the rows shown are computed from the
  * row count: a new batch of lines is one render, not a render and then
- * another for the scroll event it causes.
+ * another for the scroll event it causes. The user's scrolling up is seen on
+ * the wheel or key that does it, and on a scroll to above where following put
+ * the view (the scroll bar), so that lines arriving 4 times a second never pull
+ * the view back down from under the user.
  */
 
 import * as React from 'react';
@@ -14,7 +17,12 @@ export interface ILogScroll {
   scrollTop: number;
   height: number;
   onScroll: () => void;
+  onWheel: (event: React.WheelEvent) => void;
+  onKeyDown: (event: React.KeyboardEvent) => void;
 }
+
+/** Keys that scroll a list up. */
+const UP_KEYS = new Set(['ArrowUp', 'PageUp', 'Home']);
 
 export function useLogScroll(options: {
   /** Rows that pass the filter, and the height of one. */
@@ -27,9 +35,8 @@ export function useLogScroll(options: {
 }): ILogScroll {
   const { total, rowHeight, version, follow, onFollow } = options;
   const scroller = React.useRef<HTMLDivElement>(null);
-  // The scroll position seen last: moving up from it is the user's doing (following only
-  // ever moves down; a shorter, filtered list resets it).
-  const lastTop = React.useRef(0);
+  // Where following last put the view: a scroll to above it is the user's doing.
+  const followedTop = React.useRef<number | null>(null);
   // The user's scroll position, while not following.
   const [scrollTop, setScrollTop] = React.useState(0);
   const [height, setHeight] = React.useState(400);
@@ -51,8 +58,8 @@ export function useLogScroll(options: {
   React.useLayoutEffect(() => {
     const node = scroller.current;
     if (node && follow) {
-      lastTop.current = 0;
       node.scrollTop = total * rowHeight; // the browser clamps it to the end
+      followedTop.current = node.scrollTop;
     }
   }, [version, total, follow, height, rowHeight]);
 
@@ -64,22 +71,34 @@ export function useLogScroll(options: {
     }
   }, [follow]);
 
+  const stopFollowing = (): void => {
+    followedTop.current = null;
+    setScrollTop(scroller.current?.scrollTop ?? 0);
+    onFollow(false); // the user scrolls up to read
+  };
+
   const onScroll = (): void => {
-    const node = scroller.current;
-    if (!node) {
-      return;
-    }
-    const top = node.scrollTop;
+    const top = scroller.current?.scrollTop ?? 0;
     if (!follow) {
       setScrollTop(top);
-    } else if (top < lastTop.current - rowHeight) {
-      setScrollTop(top);
-      onFollow(false); // the user scrolled up to read: stop following
+    } else if (followedTop.current !== null && top < followedTop.current - rowHeight) {
+      stopFollowing(); // the scroll bar, dragged up
     }
-    lastTop.current = top;
+  };
+
+  const onWheel = (event: React.WheelEvent): void => {
+    if (follow && event.deltaY < 0) {
+      stopFollowing();
+    }
+  };
+
+  const onKeyDown = (event: React.KeyboardEvent): void => {
+    if (follow && UP_KEYS.has(event.key)) {
+      stopFollowing();
+    }
   };
 
   // While following, the end: what the layout effect scrolls to.
   const tail = Math.max(0, total * rowHeight - height);
-  return { scroller, scrollTop: follow ? tail : scrollTop, height, onScroll };
+  return { scroller, scrollTop: follow ? tail : scrollTop, height, onScroll, onWheel, onKeyDown };
 }

@@ -57,6 +57,8 @@ export function LogsView(props: ILogsViewProps): JSX.Element {
         role="list"
         aria-label={trans.__('Log lines')}
         onScroll={scroll.onScroll}
+        onWheel={scroll.onWheel}
+        onKeyDown={scroll.onKeyDown}
       >
         <LogRows lines={props.lines} first={first} last={last} slots={slotCount(scroll.height)} onOpen={props.onOpen} />
       </div>

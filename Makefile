@@ -180,8 +180,9 @@ ui-tests/node_modules/.stamp: ui-tests/package.json ui-tests/package-lock.json
 ui-test: ui-tests/node_modules/.stamp $(STAMPS)/package
 	cd ui-tests && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npx playwright test $(UI_TEST_ARGS)
 
-# Not part of `make test`: the panel under a synthetic 256-rank run (latency, long tasks).
-# BENCH_SECONDS, BENCH_LINES_PER_SECOND and BENCH_RANKS change the load.
+# Not part of `make test`: the panel under a synthetic 256-rank run, each tab in turn (long
+# tasks, frame delay, latency). BENCH_LINES_PER_SECOND, BENCH_RANKS, BENCH_SECONDS_PER_TAB,
+# BENCH_TABS and BENCH_CPU_THROTTLE change it (see benchmarks/bench_panel.spec.ts).
 bench-panel: ui-tests/node_modules/.stamp $(STAMPS)/package
 	cd ui-tests && NODE_PATH=$(abspath ui-tests/node_modules) PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
 	  npx playwright test --config playwright.bench.config.ts

@@ -1,161 +1,312 @@
 /**
  * Panel benchmark: a synthetic 256-rank run is written into the run store
- * (benchmarks/feed_panel.py) while the panel follows it in headless Chromium.
- * Reports event-to-screen latency (marker line written -> visible in the log
- * view) and long tasks (PerformanceObserver 'longtask') while it streams.
+ * (benchmarks/feed_panel.py) while the panel follows it in headless Chromium,
+ * showing each tab in turn (Runs, Ranks, Logs, Throughput) for the same time
+ * under the same load. Per tab it reports:
  *
- * Run: make bench-panel (BENCH_SECONDS, BENCH_LINES_PER_SECOND to change the load).
- * Writes ui-tests/test-results/bench_panel.json and prints a summary.
+ * - long tasks (PerformanceObserver 'longtask', > 50 ms): count and longest, and how many of
+ *   them came in the first second after the tab was clicked (the switch itself);
+ * - main thread busy: milliseconds per second spent in the page's main-thread tasks (Chrome's
+ *   TaskDuration counter; wall time, so it grows with the machine's load and the throttle);
+ * - frame delay: a probe asks for an animation frame every 50 ms and times how long it waits
+ *   (how late the screen can change; ~16 ms when the page is idle), p95;
+ * - on the Logs tab, event-to-screen latency: a marker line's time as written by the feeder to
+ *   the frame in which it is on screen, p95.
+ *
+ * Run: make bench-panel. Environment: BENCH_LINES_PER_SECOND (10000), BENCH_RANKS (256),
+ * BENCH_SECONDS_PER_TAB (8), BENCH_TABS (Runs,Ranks,Logs,Throughput), BENCH_CPU_THROTTLE
+ * (1: none; 4 makes Chromium's main thread 4x slower, as DevTools does), BENCH_PROFILE=1
+ * (the top functions by own time, per tab), BENCH_HISTORY_SECONDS=600 (the run has been going
+ * on for that long: its past metrics are replayed first, as when the panel opens on a long run),
+ * BENCH_TRACE=1 (what the long tasks did: script,
+ * style, layout, paint, GC..., from a Chrome trace, per tab). Writes ui-tests/test-results/<test>/bench_panel.json
+ * and prints a table.
  */
+
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as readline from 'node:readline';
 import { expect, test } from '@jupyterlab/galata';
-import { spawn } from 'child_process';
-import * as fs from 'fs';
-import * as path from 'path';
-import * as readline from 'readline';
+import type { Page } from '@playwright/test';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? '20');
-const LINES = Number(process.env.BENCH_LINES_PER_SECOND ?? '2000');
+import { type ITraceEvent, longTaskBreakdown, TRACE_CATEGORIES } from './trace_tasks';
+
+const LINES = Number(process.env.BENCH_LINES_PER_SECOND ?? '10000');
 const RANKS = Number(process.env.BENCH_RANKS ?? '256');
+const PER_TAB = Number(process.env.BENCH_SECONDS_PER_TAB ?? '8');
+const HISTORY = Number(process.env.BENCH_HISTORY_SECONDS ?? '0');
+const TABS = (process.env.BENCH_TABS ?? 'Runs,Ranks,Logs,Throughput').split(',').map(t => t.trim());
+const THROTTLE = Number(process.env.BENCH_CPU_THROTTLE ?? '1');
+const PROFILE = Boolean(process.env.BENCH_PROFILE);
+const TRACE = Boolean(process.env.BENCH_TRACE);
+/** Long tasks starting this soon after a tab's click are counted as the switch's. */
+const SWITCH_MS = 1000;
 
-function percentile(sorted: number[], p: number): number {
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
   if (!sorted.length) {
     return NaN;
   }
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
 }
 
-test('256-rank run: event-to-screen latency and long tasks', async ({ page }) => {
-  test.setTimeout((SECONDS + 120) * 1000);
+interface IPhase {
+  tab: string;
+  from: number;
+  to: number;
+  /** Seconds of main-thread tasks, script, style and layout in the phase (Chrome's own counters). */
+  busy: Record<string, number>;
+  profile: string[];
+  trace: string[];
+}
+
+type ProfileNode = { id: number; callFrame: { functionName: string; url: string; lineNumber: number } };
+
+function topFunctions(profile: { nodes: ProfileNode[]; samples?: number[]; timeDeltas?: number[] }): string[] {
+  const self = new Map<number, number>();
+  profile.samples?.forEach((id, i) => {
+    self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas?.[i] ?? 0));
+  });
+  const byName = new Map<string, number>();
+  for (const node of profile.nodes) {
+    const f = node.callFrame;
+    const key = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop()}:${f.lineNumber}`;
+    byName.set(key, (byName.get(key) ?? 0) + (self.get(node.id) ?? 0) / 1000);
+  }
+  return [...byName.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 15)
+    .map(([k, ms]) => `${ms.toFixed(0).padStart(7)} ms  ${k}`);
+}
+
+test('256-rank run: long tasks, frame delay and latency on every tab', async ({ page }) => {
+  test.setTimeout((TABS.length * PER_TAB + 180) * 1000);
   await page.menu.clickMenuItem('View>Open Distributed Panel');
   const panel = page.locator('#jupyter-distributed\\:panel');
   await expect(panel).toBeVisible();
 
-  // Observers in the page: marker lines as they appear, and long tasks.
+  // Observers in the page: long tasks, the frame-delay probe, marker lines as they appear.
   await page.evaluate(() => {
-    // Markers are only on screen in the Logs tab: latency comes from its half of the feed.
     const w = window as unknown as Record<string, unknown>;
-    const seen = new Map<number, number>();
+    const seen = new Map<number, [number, number]>(); // marker -> [performance.now(), latency s]
     const longTasks: [number, number][] = []; // [startTime, duration] in ms
-    w.__bench = { seen, longTasks };
+    const frames: [number, number][] = []; // [asked at, waited ms]
+    w.__bench = { seen, longTasks, frames };
     new PerformanceObserver(list => {
       for (const entry of list.getEntries()) {
         longTasks.push([entry.startTime, entry.duration]);
       }
     }).observe({ type: 'longtask', buffered: false });
+    const probe = (): void => {
+      const asked = performance.now();
+      requestAnimationFrame(() => {
+        frames.push([asked, performance.now() - asked]);
+        setTimeout(probe, 50);
+      });
+    };
+    probe();
+    // While the Logs tab is shown: its rows are looked at once per frame after they changed
+    // (only the rows in the DOM; the observer watches only the log list).
+    let pending = false;
+    let list: Element | null = null;
     const scan = (): void => {
+      pending = false;
       const now = Date.now() / 1000;
-      for (const row of document.querySelectorAll('.jp-Distributed-line')) {
+      for (const row of list?.querySelectorAll('.jp-Distributed-line') ?? []) {
         const m = /BENCH-MARK (\d+) ([\d.]+)/.exec(row.textContent ?? '');
         if (m && !seen.has(Number(m[1]))) {
-          seen.set(Number(m[1]), now - Number(m[2]));
+          seen.set(Number(m[1]), [performance.now(), now - Number(m[2])]);
         }
       }
     };
-    new MutationObserver(scan).observe(document.body, {
-      childList: true,
-      subtree: true,
-      characterData: true
+    const observer = new MutationObserver(() => {
+      if (!pending) {
+        pending = true;
+        requestAnimationFrame(scan);
+      }
     });
+    w.__watchLogs = (on: boolean): void => {
+      observer.disconnect();
+      list = on ? document.querySelector('.jp-Distributed-logScroller') : null;
+      if (list) {
+        observer.observe(list, { childList: true, subtree: true, characterData: true });
+      }
+    };
   });
 
+  // Galata's `page` is a proxy: the CDP session needs the context's own page.
+  const cdp = await page.context().newCDPSession(page.context().pages()[0] as Page);
   const store = process.env.JUPYTER_DISTRIBUTED_STORE as string;
+  const stopFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bench-panel-')), 'stop');
   const feeder = spawn(
     'python',
     [
       path.join(__dirname, 'feed_panel.py'),
       store,
       '--seconds',
-      String(SECONDS),
+      String(TABS.length * PER_TAB + 120),
+      '--stop-file',
+      stopFile,
       '--ranks',
       String(RANKS),
       '--lines-per-second',
-      String(LINES)
+      String(LINES),
+      '--history-seconds',
+      String(HISTORY)
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] }
   );
-  const lines = readline.createInterface({ input: feeder.stdout });
   const messages: Record<string, unknown>[] = [];
-  lines.on('line', line => messages.push(JSON.parse(line) as Record<string, unknown>));
-
-  // The new run is selected by itself; follow its logs.
-  await expect(panel.getByLabel('Run state')).toHaveText('running', { timeout: 30_000 });
-  await panel.getByRole('tab', { name: 'Logs' }).click();
-  const streamFrom = await page.evaluate(() => performance.now());
-  const cdp = process.env.BENCH_PROFILE ? await page.context().newCDPSession(page.context().pages()[0]!) : null;
-  if (cdp) {
-    await cdp.send('Profiler.enable');
-    await cdp.send('Profiler.start');
-  }
+  readline
+    .createInterface({ input: feeder.stdout })
+    .on('line', line => messages.push(JSON.parse(line) as Record<string, unknown>));
   const exited = new Promise<number | null>(resolve => feeder.on('exit', resolve));
-  // First half of the feed on the Logs tab, second half on the Throughput tab (256 traces).
-  await page.waitForTimeout((SECONDS * 1000) / 2);
-  await page.screenshot({ path: test.info().outputPath('bench-logs.png') });
-  const switchAt = await page.evaluate(() => performance.now());
-  await panel.getByRole('tab', { name: 'Throughput' }).click();
-  await expect(panel.getByLabel('samples/s plot').locator('.main-svg').first()).toBeVisible();
-  const exit = await exited;
-  await page.screenshot({ path: test.info().outputPath('bench-throughput.png') });
-  const streamTo = await page.evaluate(() => performance.now());
-  if (cdp) {
-    const { profile } = await cdp.send('Profiler.stop');
-    const self = new Map<number, number>();
-    profile.samples?.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas?.[i] ?? 0)));
-    const byName = new Map<string, number>();
-    for (const node of profile.nodes) {
-      const f = node.callFrame;
-      const key = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop()}:${f.lineNumber}`;
-      byName.set(key, (byName.get(key) ?? 0) + (self.get(node.id) ?? 0) / 1000);
-    }
-    const top = [...byName.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25);
-    console.log(top.map(([k, ms]) => `${ms.toFixed(0).padStart(7)} ms  ${k}`).join('\n'));
+
+  // The run: selected by itself when it started after the panel opened; one with a history is
+  // older, so it is clicked. Then its history is replayed through the stream, then each tab.
+  await expect.poll(() => messages.length, { timeout: 120_000 }).toBeGreaterThan(0);
+  const { run, history_lines: historyLines } = messages[0] as { run: string; history_lines: number };
+  await panel.getByRole('option', { name: `Run ${run}` }).click();
+  await expect(panel.getByLabel('Run state')).toHaveText('running', { timeout: 30_000 });
+  await expect
+    .poll(
+      () =>
+        page.evaluate(async () => {
+          type Galata = { getPlugin(id: string): Promise<{ live: { logs: { size: number } } | null }> };
+          const model = await (window as unknown as { galata: Galata }).galata.getPlugin('jupyter-distributed:plugin');
+          return model.live?.logs.size ?? 0;
+        }),
+      { timeout: 300_000 }
+    )
+    .toBeGreaterThanOrEqual(historyLines);
+  if (THROTTLE > 1) {
+    await cdp.send('Emulation.setCPUThrottlingRate', { rate: THROTTLE });
   }
-  expect(exit).toBe(0);
+  await cdp.send('Performance.enable');
+  const mainThreadTimes = async (): Promise<Record<string, number>> => {
+    const { metrics } = await cdp.send('Performance.getMetrics');
+    const wanted = ['TaskDuration', 'ScriptDuration', 'RecalcStyleDuration', 'LayoutDuration'];
+    return Object.fromEntries(metrics.filter(m => wanted.includes(m.name)).map(m => [m.name, m.value]));
+  };
+  const phases: IPhase[] = [];
+  for (const tab of TABS) {
+    if (PROFILE) {
+      await cdp.send('Profiler.enable');
+      await cdp.send('Profiler.start');
+    }
+    const traced: ITraceEvent[] = [];
+    const collect = (data: { value: object[] }): void => {
+      traced.push(...(data.value as ITraceEvent[]));
+    };
+    if (TRACE) {
+      cdp.on('Tracing.dataCollected', collect);
+      await cdp.send('Tracing.start', { categories: TRACE_CATEGORIES, transferMode: 'ReportEvents' });
+    }
+    const before = await mainThreadTimes();
+    const from = await page.evaluate(() => performance.now());
+    await panel.getByRole('tab', { name: tab }).click();
+    if (tab === 'Logs') {
+      await expect(panel.getByRole('list', { name: 'Log lines' })).toBeVisible();
+    }
+    await page.evaluate(
+      on => (window as unknown as { __watchLogs(on: boolean): void }).__watchLogs(on),
+      tab === 'Logs'
+    );
+    await page.waitForTimeout(PER_TAB * 1000);
+    const to = await page.evaluate(() => {
+      (window as unknown as { __watchLogs(on: boolean): void }).__watchLogs(false);
+      return performance.now();
+    });
+    const after = await mainThreadTimes();
+    const busy = Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]));
+    const profile = PROFILE ? topFunctions((await cdp.send('Profiler.stop')).profile) : [];
+    let trace: string[] = [];
+    if (TRACE) {
+      const complete = new Promise(resolve => cdp.once('Tracing.tracingComplete', resolve));
+      await cdp.send('Tracing.end');
+      await complete;
+      cdp.off('Tracing.dataCollected', collect);
+      const { tasks, work } = longTaskBreakdown(traced);
+      trace = [
+        `${tasks} tasks > 50 ms`,
+        ...work.slice(0, 15).map(([k, ms]) => `${ms.toFixed(0).padStart(7)} ms  ${k}`)
+      ];
+    }
+    phases.push({ tab, from, to, busy, profile, trace });
+    await page.screenshot({ path: test.info().outputPath(`bench-${tab.toLowerCase()}.png`) });
+  }
+  if (THROTTLE > 1) {
+    await cdp.send('Emulation.setCPUThrottlingRate', { rate: 1 });
+  }
+  fs.writeFileSync(stopFile, '');
+  expect(await exited).toBe(0);
   await expect(panel.getByLabel('Run state')).toHaveText('completed', { timeout: 30_000 });
-  await panel.getByRole('tab', { name: 'Ranks' }).click();
-  await page.screenshot({ path: test.info().outputPath('bench-ranks.png') });
 
   const result = await page.evaluate(() => {
-    type Bench = { seen: Map<number, number>; longTasks: [number, number][] };
+    type Bench = { seen: Map<number, [number, number]>; longTasks: [number, number][]; frames: [number, number][] };
     const bench = (window as unknown as Record<string, Bench>).__bench as Bench;
-    return { latencies: [...bench.seen.values()], longTasks: bench.longTasks };
+    return { seen: [...bench.seen.values()], longTasks: bench.longTasks, frames: bench.frames };
   });
-  const markers = Number(messages.find(m => 'markers' in m)?.markers ?? 0);
-  const lat = result.latencies.sort((a, b) => a - b);
-  // Long tasks while the log view followed the stream, and over the whole test (which also
-  // counts the panel's start-up, the first snapshot and the Ranks tab's 256 tiles).
-  const during = (from: number, to: number): number[] =>
-    result.longTasks.filter(([start]) => start >= from && start <= to).map(([, d]) => d);
-  const streaming = during(streamFrom, switchAt);
-  const plotting = during(switchAt, streamTo);
-  const all = result.longTasks.map(([, duration]) => duration);
+  const done = messages.find(m => 'done' in m) ?? {};
+  const rows = phases.map(({ tab, from, to, busy, profile, trace }) => {
+    const tasks = result.longTasks.filter(([start]) => start >= from && start <= to);
+    const atSwitch = tasks.filter(([start]) => start < from + SWITCH_MS);
+    const frames = result.frames.filter(([asked]) => asked >= from && asked <= to).map(([, ms]) => ms);
+    const latency = result.seen.filter(([at]) => at >= from && at <= to).map(([, s]) => s * 1000);
+    return {
+      tab,
+      seconds: (to - from) / 1000,
+      long_tasks: tasks.length,
+      long_task_ms: tasks.map(([start, d]) => [Math.round(start - from), Math.round(d)]),
+      long_task_max_ms: Math.max(0, ...tasks.map(([, d]) => d)),
+      long_task_total_ms: tasks.reduce((a, [, d]) => a + d, 0),
+      long_tasks_at_switch: atSwitch.length,
+      long_task_max_at_switch_ms: Math.max(0, ...atSwitch.map(([, d]) => d)),
+      busy_ms_per_s: ((busy.TaskDuration ?? 0) * 1000) / ((to - from) / 1000),
+      script_ms_per_s: ((busy.ScriptDuration ?? 0) * 1000) / ((to - from) / 1000),
+      style_layout_ms_per_s:
+        (((busy.RecalcStyleDuration ?? 0) + (busy.LayoutDuration ?? 0)) * 1000) / ((to - from) / 1000),
+      frame_delay_p95_ms: percentile(frames, 95),
+      frame_delay_max_ms: Math.max(0, ...frames),
+      event_to_screen_p95_ms: latency.length ? percentile(latency, 95) : null,
+      event_to_screen_median_ms: latency.length ? percentile(latency, 50) : null,
+      profile,
+      trace
+    };
+  });
   const summary = {
     ranks: RANKS,
-    seconds: SECONDS,
-    lines_per_second: LINES,
-    markers_written: markers,
-    markers_seen: lat.length,
-    latency_s: {
-      median: percentile(lat, 50),
-      p95: percentile(lat, 95),
-      max: lat[lat.length - 1] ?? NaN
-    },
-    long_tasks_throughput_tab: {
-      count: plotting.length,
-      total_ms: plotting.reduce((a, b) => a + b, 0),
-      max_ms: Math.max(0, ...plotting)
-    },
-    long_tasks_logs_tab: {
-      count: streaming.length,
-      total_ms: streaming.reduce((a, b) => a + b, 0),
-      max_ms: Math.max(0, ...streaming)
-    },
-    long_tasks_whole_test: {
-      count: all.length,
-      total_ms: all.reduce((a, b) => a + b, 0),
-      max_ms: Math.max(0, ...all)
-    }
+    lines_per_second_asked: LINES,
+    lines_per_second_written: Number(done.lines ?? 0) / Number(done.seconds ?? 1),
+    cpu_throttle: THROTTLE,
+    seconds_per_tab: PER_TAB,
+    history_seconds: HISTORY,
+    load_average: os.loadavg(),
+    cores: os.cpus().length,
+    tabs: rows
   };
-  const out = test.info().outputPath('bench_panel.json');
-  fs.writeFileSync(out, JSON.stringify(summary, null, 2));
-  console.log(`bench_panel: ${JSON.stringify(summary)}`);
+  fs.writeFileSync(test.info().outputPath('bench_panel.json'), JSON.stringify(summary, null, 2));
+
+  const ms = (v: number | null): string => (v === null || Number.isNaN(v) ? '–' : v.toFixed(0));
+  const table = [
+    `bench_panel: ${RANKS} ranks, ${LINES} lines/s asked, ${summary.lines_per_second_written.toFixed(0)} written, ` +
+      `CPU throttle ${THROTTLE}x, ${PER_TAB} s per tab, ${HISTORY} s of history, load ${summary.load_average.map(l => l.toFixed(1)).join(' ')}`,
+    '',
+    '| tab | long tasks > 50 ms | max task (ms) | of which at the switch (max ms) | main thread busy (ms/s) | p95 frame delay (ms) | p95 event → screen (ms) |',
+    '|---|---|---|---|---|---|---|',
+    ...rows.map(
+      r =>
+        `| ${r.tab} | ${r.long_tasks} | ${ms(r.long_task_max_ms)} | ${r.long_tasks_at_switch} (${ms(r.long_task_max_at_switch_ms)}) ` +
+        `| ${ms(r.busy_ms_per_s)} | ${ms(r.frame_delay_p95_ms)} | ${ms(r.event_to_screen_p95_ms)} |`
+    )
+  ];
+  console.log(table.join('\n'));
+  for (const r of rows.filter(r => r.profile.length)) {
+    console.log(`\nTop functions by own time, ${r.tab} tab:\n${r.profile.join('\n')}`);
+  }
+  for (const r of rows.filter(r => r.trace.length)) {
+    console.log(`\nInside the long tasks (own time), ${r.tab} tab: ${r.trace.join('\n')}`);
+  }
 });

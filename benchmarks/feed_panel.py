@@ -1,11 +1,14 @@
 """Feed a synthetic 256-rank run into the run store, as a kernel would, for ``bench_panel``.
 
 Usage: ``python benchmarks/feed_panel.py STORE --seconds 20 --ranks 256 --lines-per-second 2000``
+(``--stop-file PATH`` ends the feed early once PATH exists: the benchmark says when it is done;
+``--history-seconds N`` first writes N seconds of past metrics, as a run that has been going on).
 
 Writes one run, its ranks (8 hosts, dp/pp/tp coordinates), then every ``--batch`` seconds a batch
 of output lines spread over the ranks, one ``samples`` metric and one system sample per rank per
 second, and a marker line ``BENCH-MARK <n> <unix time>`` that the browser side looks for to
-measure event-to-screen latency. Prints one JSON line with the run id when the run exists.
+measure event-to-screen latency. Prints one JSON line with the run id when the run exists, and
+one with the lines written and the seconds taken at the end.
 """
 
 from __future__ import annotations
@@ -41,6 +44,13 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=8)
     parser.add_argument("--lines-per-second", type=int, default=2000)
     parser.add_argument("--batch", type=float, default=0.1, help="seconds between writes")
+    parser.add_argument("--stop-file", type=Path, help="stop once this file exists")
+    parser.add_argument(
+        "--history-seconds",
+        type=int,
+        default=0,
+        help="first write this many seconds of past metrics (and 10 lines a second)",
+    )
     args = parser.parse_args()
 
     store = Store(args.store)
@@ -49,6 +59,7 @@ def main() -> None:
     ranks = list(range(args.ranks))
     per_host = max(1, args.ranks // args.hosts)
     now = time.time()
+    started = now - args.history_seconds
     store.create_run(
         RunRecord(
             id=run_id,
@@ -58,7 +69,7 @@ def main() -> None:
             cluster_id=f"c-{run_id}",
             notebook="bench.ipynb",
             host="bench",
-            started=now,
+            started=started,
         ),
         coords={
             r: {
@@ -74,19 +85,35 @@ def main() -> None:
             for r in ranks
         },
     )
-    start: list[Event] = [RunEvent(run_id, now, RunState.RUNNING)]
+    start: list[Event] = [RunEvent(run_id, started, RunState.RUNNING)]
     start += [
-        RankEvent(run_id, r, now, RankState.RUNNING, f"node{r // per_host}", 10_000 + r)
+        RankEvent(run_id, r, started, RankState.RUNNING, f"node{r // per_host}", 10_000 + r)
         for r in ranks
     ]
     store.append(start)
-    print(json.dumps({"run": run_id}), flush=True)
+    history = 0
+    history_lines = 0
+    for second in range(args.history_seconds):
+        t = started + second + 0.5
+        past: list[Event] = metrics(run_id, ranks, t, rng)
+        past += [
+            OutputEvent(run_id, rng.randrange(args.ranks), t, Stream.STDOUT, f"past {second} {i}")
+            for i in range(10)
+        ]
+        history += len(past)
+        history_lines += 10
+        store.append(past)
+    print(
+        json.dumps({"run": run_id, "history_events": history, "history_lines": history_lines}),
+        flush=True,
+    )
 
     lines_per_batch = max(1, int(args.lines_per_second * args.batch))
     marker = 0
+    written = 0
     next_metrics = now
     end = now + args.seconds
-    while (t := time.time()) < end:
+    while (t := time.time()) < end and not (args.stop_file and args.stop_file.exists()):
         batch: list[Event] = [
             OutputEvent(
                 run_id,
@@ -99,15 +126,7 @@ def main() -> None:
         ]
         if t >= next_metrics:
             next_metrics = t + 1.0
-            batch += [
-                MetricEvent(run_id, r, t, {"samples": 64.0 * rng.uniform(0.9, 1.1)}) for r in ranks
-            ]
-            batch += [
-                MetricEvent(
-                    run_id, r, t, {"sys.cpu_percent": rng.uniform(50, 100), "sys.rss_mb": 500 + r}
-                )
-                for r in ranks
-            ]
+            batch += metrics(run_id, ranks, t, rng)
         marker += 1
         batch.append(
             OutputEvent(
@@ -115,13 +134,29 @@ def main() -> None:
             )
         )
         store.append(batch)
+        written += lines_per_batch + 1
         time.sleep(max(0.0, args.batch - (time.time() - t)))
     t = time.time()
     store.append(
         [RankEvent(run_id, r, t, RankState.DONE) for r in ranks]
         + [RunEvent(run_id, t, RunState.COMPLETED)]
     )
-    print(json.dumps({"done": run_id, "markers": marker}), flush=True)
+    print(
+        json.dumps({"done": run_id, "markers": marker, "lines": written, "seconds": t - now}),
+        flush=True,
+    )
+
+
+def metrics(run_id: str, ranks: list[int], t: float, rng: Random) -> list[Event]:
+    """One second's metrics of every rank: a ``samples`` report and a system sample."""
+    events: list[Event] = [
+        MetricEvent(run_id, r, t, {"samples": 64.0 * rng.uniform(0.9, 1.1)}) for r in ranks
+    ]
+    events += [
+        MetricEvent(run_id, r, t, {"sys.cpu_percent": rng.uniform(50, 100), "sys.rss_mb": 500 + r})
+        for r in ranks
+    ]
+    return events
 
 
 if __name__ == "__main__":

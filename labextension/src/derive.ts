@@ -8,10 +8,12 @@ import {
   RATE_WINDOW_SECONDS,
   type RankLive,
   type RunLive,
+  type SecondSpan,
   type Series,
   STALL_SECONDS,
   STRAGGLER_FRACTION
 } from './runstate';
+import { lowerBound } from './secondstats';
 import { isRunActive, type Run } from './wire';
 
 export type TileState = 'starting' | 'running' | 'done' | 'failed' | 'interrupted' | 'stalled';
@@ -47,7 +49,7 @@ export function rankGroups(live: RunLive, now: number, stragglerThreshold = STRA
   const runActive = live.run === null || isRunActive(live.run.state);
   const rates = new Map<number, number>();
   for (const [rank, perSecond] of live.samples) {
-    rates.set(rank, currentRate(perSecond));
+    rates.set(rank, currentRate(perSecond, live.sampleSpans.get(rank)));
   }
   const peers = [...rates.values()];
   const med = median(peers);
@@ -118,23 +120,25 @@ function tile(
   };
 }
 
-/** Mean samples/s over the last `RATE_WINDOW_SECONDS` seconds up to the rank's latest report. */
-export function currentRate(perSecond: ReadonlyMap<number, number>): number {
+/**
+ * Mean samples/s over the last `RATE_WINDOW_SECONDS` seconds up to the rank's latest report.
+ * With the span of its seconds, only the window's seconds are looked at.
+ */
+export function currentRate(perSecond: ReadonlyMap<number, number>, span?: SecondSpan): number {
   if (perSecond.size === 0) {
     return 0;
   }
-  let first = Infinity;
-  let last = -Infinity;
-  for (const second of perSecond.keys()) {
-    first = Math.min(first, second);
-    last = Math.max(last, second);
+  let { first, last } = span ?? { first: Infinity, last: -Infinity };
+  if (!span) {
+    for (const second of perSecond.keys()) {
+      first = Math.min(first, second);
+      last = Math.max(last, second);
+    }
   }
   const from = Math.max(first, last - RATE_WINDOW_SECONDS + 1);
   let total = 0;
-  for (const [second, count] of perSecond) {
-    if (second >= from) {
-      total += count;
-    }
+  for (let second = from; second <= last; second++) {
+    total += perSecond.get(second) ?? 0;
   }
   return total / (last - from + 1);
 }
@@ -224,10 +228,7 @@ export function lastSeconds(series: readonly Series[], seconds: number): Series[
   }
   const from = end - seconds;
   return series.map(s => {
-    let i = 0;
-    while (i < s.x.length && (s.x[i] ?? 0) < from) {
-      i++;
-    }
+    const i = lowerBound(s.x, from);
     return i === 0 ? s : { x: s.x.slice(i), y: s.y.slice(i) };
   });
 }

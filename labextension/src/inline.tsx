@@ -7,7 +7,7 @@
 import * as React from 'react';
 
 import { DEFAULT_CONFIG } from './config';
-import { rankGroups, throughputSeries } from './derive';
+import { rankGroups } from './derive';
 import { ThroughputView } from './plotsview';
 import { RanksView } from './ranksview';
 import { RunLive } from './runstate';
@@ -29,21 +29,11 @@ export function liveFrom(run: Run, ranks: RankInfo[], events: ISeqEvent[]): RunL
 
 export function InlineRun(props: { live: RunLive; now: number }): JSX.Element {
   const { live } = props;
-  const origin = Math.floor(live.run?.started ?? 0);
-  const { perRank, total } = throughputSeries(live, origin);
   return (
     <div className="jp-Distributed-inline">
       {live.run ? <RunHeader run={live.run} /> : null}
       <RanksView groups={rankGroups(live, props.now, DEFAULT_CONFIG.stragglerThreshold)} />
-      <ThroughputView
-        version={live.version}
-        origin={origin}
-        perRank={perRank}
-        total={total}
-        metrics={live.metrics}
-        system={live.system}
-        window={DEFAULT_CONFIG.plotWindow}
-      />
+      <ThroughputView live={live} origin={Math.floor(live.run?.started ?? 0)} window={DEFAULT_CONFIG.plotWindow} />
     </div>
   );
 }

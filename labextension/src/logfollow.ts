@@ -1,17 +1,28 @@
 /**
  * The Logs tab's scrolling: the viewport's size, its scroll position, and
  * following (staying at the end as lines arrive, stopped when the user
- * scrolls up to read).
+ * scrolls up to read). While following, the rows shown are computed from the
+ * row count: a new batch of lines is one render, not a render and then
+ * another for the scroll event it causes. The user's scrolling up is seen on
+ * the wheel or key that does it, and on a scroll to above where following put
+ * the view (the scroll bar), so that lines arriving 4 times a second never pull
+ * the view back down from under the user.
  */
 
 import * as React from 'react';
 
 export interface ILogScroll {
   scroller: React.RefObject<HTMLDivElement>;
+  /** The scroll position to render rows for. */
   scrollTop: number;
   height: number;
   onScroll: () => void;
+  onWheel: (event: React.WheelEvent) => void;
+  onKeyDown: (event: React.KeyboardEvent) => void;
 }
+
+/** Keys that scroll a list up. */
+const UP_KEYS = new Set(['ArrowUp', 'PageUp', 'Home']);
 
 export function useLogScroll(options: {
   /** Rows that pass the filter, and the height of one. */
@@ -24,9 +35,9 @@ export function useLogScroll(options: {
 }): ILogScroll {
   const { total, rowHeight, version, follow, onFollow } = options;
   const scroller = React.useRef<HTMLDivElement>(null);
-  // The scroll position seen last: moving up from it is the user's doing (following only
-  // ever moves down; a shorter, filtered list resets it).
-  const lastTop = React.useRef(0);
+  // Where following last put the view: a scroll to above it is the user's doing.
+  const followedTop = React.useRef<number | null>(null);
+  // The user's scroll position, while not following.
   const [scrollTop, setScrollTop] = React.useState(0);
   const [height, setHeight] = React.useState(400);
 
@@ -43,29 +54,51 @@ export function useLogScroll(options: {
     return () => observer.disconnect();
   }, []);
 
-  // Following: scroll to the end, computed from the row count rather than read from the DOM.
+  // Following: scroll to the end (the rows there are already rendered).
   React.useLayoutEffect(() => {
     const node = scroller.current;
     if (node && follow) {
-      const end = Math.max(0, total * rowHeight - height);
-      lastTop.current = 0;
       node.scrollTop = total * rowHeight; // the browser clamps it to the end
-      setScrollTop(end);
+      followedTop.current = node.scrollTop;
     }
   }, [version, total, follow, height, rowHeight]);
 
-  const onScroll = (): void => {
+  // Following stopped: render from where the view is now.
+  React.useLayoutEffect(() => {
     const node = scroller.current;
-    if (!node) {
-      return;
+    if (node && !follow) {
+      setScrollTop(node.scrollTop);
     }
-    const top = node.scrollTop;
-    setScrollTop(top);
-    if (follow && top < lastTop.current - rowHeight) {
-      onFollow(false); // the user scrolled up to read: stop following
-    }
-    lastTop.current = top;
+  }, [follow]);
+
+  const stopFollowing = (): void => {
+    followedTop.current = null;
+    setScrollTop(scroller.current?.scrollTop ?? 0);
+    onFollow(false); // the user scrolls up to read
   };
 
-  return { scroller, scrollTop, height, onScroll };
+  const onScroll = (): void => {
+    const top = scroller.current?.scrollTop ?? 0;
+    if (!follow) {
+      setScrollTop(top);
+    } else if (followedTop.current !== null && top < followedTop.current - rowHeight) {
+      stopFollowing(); // the scroll bar, dragged up
+    }
+  };
+
+  const onWheel = (event: React.WheelEvent): void => {
+    if (follow && event.deltaY < 0) {
+      stopFollowing();
+    }
+  };
+
+  const onKeyDown = (event: React.KeyboardEvent): void => {
+    if (follow && UP_KEYS.has(event.key)) {
+      stopFollowing();
+    }
+  };
+
+  // While following, the end: what the layout effect scrolls to.
+  const tail = Math.max(0, total * rowHeight - height);
+  return { scroller, scrollTop: follow ? tail : scrollTop, height, onScroll, onWheel, onKeyDown };
 }

@@ -1,62 +1,75 @@
 /**
  * Render-only: the log rows in view (virtualised: only the visible rows, plus
- * a margin, are in the DOM). Lines are React text nodes, never HTML; the mark
- * of a display with an image ("image/png 640×480") has an Open button.
+ * a margin, are in the DOM), each in the reusable slot `logwindow.ts` gives
+ * it, so that new lines change the text of existing nodes. Lines are React
+ * text nodes, never HTML; the mark of a display with an image ("image/png
+ * 640×480") has an Open button.
  */
 
 import * as React from 'react';
 
 import { canOpen } from './image';
+import { ROW_HEIGHT, rowSlots } from './logwindow';
 import { useTrans } from './translate';
 import type { LogLine } from './wire';
 
-/** Height of one log row in px (fixed, so that rows can be placed without measuring). */
-export const ROW_HEIGHT = 18;
-
-/** Rows rendered above and below the visible ones. */
-const OVERSCAN = 20;
-
-/** The indexes `[first, last)` of the rows to render for a viewport at `scrollTop` of `height` px. */
-export function visibleRows(scrollTop: number, height: number, total: number): [number, number] {
-  const first = Math.max(0, Math.floor(scrollTop / ROW_HEIGHT) - OVERSCAN);
-  const last = Math.min(total, Math.ceil((scrollTop + height) / ROW_HEIGHT) + OVERSCAN);
-  return [first, Math.max(first, last)];
-}
+/** One row; rendered again only when its line, place or the list's length changed. */
+const LogRow = React.memo(function LogRow(props: {
+  line: LogLine;
+  index: number;
+  total: number;
+  onOpen?: (line: LogLine) => void;
+}): JSX.Element {
+  const { line, index, onOpen } = props;
+  const trans = useTrans();
+  return (
+    <div
+      role="listitem"
+      aria-posinset={index + 1}
+      aria-setsize={props.total}
+      className={`jp-Distributed-line jp-mod-${line.stream}`}
+      style={{ top: index * ROW_HEIGHT, height: ROW_HEIGHT }}
+    >
+      <span className="jp-Distributed-lineRank">{trans.__('[rank %1]', line.rank)}</span>
+      {line.stream === 'stderr' ? <span className="jp-Distributed-lineStream">stderr</span> : null}
+      {line.text}
+      {onOpen && canOpen(line) ? (
+        <button
+          type="button"
+          className="jp-Distributed-lineOpen"
+          aria-label={trans.__('Open the image of rank %1: %2', line.rank, line.text)}
+          onClick={() => onOpen(line)}
+        >
+          {trans.__('Open')}
+        </button>
+      ) : null}
+    </div>
+  );
+});
 
 export function LogRows(props: {
   lines: readonly LogLine[];
   first: number;
   last: number;
+  slots: number;
   /** Open the image of a display's log line. */
   onOpen?: (line: LogLine) => void;
 }): JSX.Element {
-  const onOpen = props.onOpen;
-  const trans = useTrans();
+  const total = props.lines.length;
+  // One function for every row and render (the caller's changes each render), so that rows
+  // whose line did not change are not rendered again.
+  const latest = React.useRef(props.onOpen);
+  latest.current = props.onOpen;
+  const open = React.useCallback((line: LogLine) => latest.current?.(line), []);
+  const onOpen = props.onOpen ? open : undefined;
   const rows: JSX.Element[] = [];
-  for (let i = props.first; i < props.last; i++) {
-    const line = props.lines[i] as LogLine;
-    rows.push(
-      <div
-        key={line.seq}
-        role="listitem"
-        className={`jp-Distributed-line jp-mod-${line.stream}`}
-        style={{ top: i * ROW_HEIGHT, height: ROW_HEIGHT }}
-      >
-        <span className="jp-Distributed-lineRank">{trans.__('[rank %1]', line.rank)}</span>
-        {line.stream === 'stderr' ? <span className="jp-Distributed-lineStream">stderr</span> : null}
-        {line.text}
-        {onOpen && canOpen(line) ? (
-          <button
-            type="button"
-            className="jp-Distributed-lineOpen"
-            aria-label={trans.__('Open the image of rank %1: %2', line.rank, line.text)}
-            onClick={() => onOpen(line)}
-          >
-            {trans.__('Open')}
-          </button>
-        ) : null}
-      </div>
-    );
-  }
-  return <div style={{ height: props.lines.length * ROW_HEIGHT, position: 'relative' }}>{rows}</div>;
+  rowSlots(props.first, props.last, props.slots).forEach((index, slot) => {
+    if (index !== null) {
+      rows.push(
+        // biome-ignore lint/suspicious/noArrayIndexKey: the key is the row's slot, on purpose (see logwindow.ts)
+        <LogRow key={slot} line={props.lines[index] as LogLine} index={index} total={total} onOpen={onOpen} />
+      );
+    }
+  });
+  return <div style={{ height: total * ROW_HEIGHT, position: 'relative' }}>{rows}</div>;
 }

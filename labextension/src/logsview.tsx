@@ -10,8 +10,9 @@ import type { IOpenedImage } from './image';
 import { ImageView } from './imageview';
 import type { ILogFilter } from './logbuffer';
 import { useLogScroll } from './logfollow';
-import { LogRows, ROW_HEIGHT, visibleRows } from './logrows';
+import { LogRows } from './logrows';
 import { LogToolbar } from './logtoolbar';
+import { ROW_HEIGHT, slotCount, visibleRows } from './logwindow';
 import { useTrans } from './translate';
 import type { LogLine } from './wire';
 
@@ -56,8 +57,10 @@ export function LogsView(props: ILogsViewProps): JSX.Element {
         role="list"
         aria-label={trans.__('Log lines')}
         onScroll={scroll.onScroll}
+        onWheel={scroll.onWheel}
+        onKeyDown={scroll.onKeyDown}
       >
-        <LogRows lines={props.lines} first={first} last={last} onOpen={props.onOpen} />
+        <LogRows lines={props.lines} first={first} last={last} slots={slotCount(scroll.height)} onOpen={props.onOpen} />
       </div>
     </div>
   );

@@ -8,10 +8,11 @@ import type { HostGroup, RankTile } from './derive';
 import { useTrans } from './translate';
 
 function formatAge(age: number | null, trans: TranslationBundle): string {
-  if (age === null) {
+  const shown = ageShown(age);
+  if (shown === null) {
     return '–';
   }
-  return age < 1 ? trans.__('now') : trans.__('%1 s ago', Math.round(age));
+  return shown < 0 ? trans.__('now') : trans.__('%1 s ago', shown);
 }
 
 function formatRate(rate: number | null): string {
@@ -38,50 +39,76 @@ function coordsText(tile: RankTile): string {
   return parts.join(' · ');
 }
 
-function Tile(props: { tile: RankTile; onStacks?: (rank: number) => void }): JSX.Element {
-  const { tile, onStacks } = props;
-  const trans = useTrans();
-  const label = tile.straggler
-    ? trans.__('Rank %1: %2, straggler', tile.rank, tile.state)
-    : trans.__('Rank %1: %2', tile.rank, tile.state);
+/** Whether two tiles look the same: ages and rates as they are shown, the rest as they are. */
+function sameTile(a: RankTile, b: RankTile): boolean {
+  for (const key of Object.keys(a) as (keyof RankTile)[]) {
+    if (key !== 'heartbeatAge' && key !== 'samplesPerSec' && a[key] !== b[key]) {
+      return false;
+    }
+  }
   return (
-    <div
-      role="listitem"
-      aria-label={label}
-      title={label}
-      className={`jp-Distributed-tile jp-mod-${tile.state}${tile.straggler ? ' jp-mod-straggler' : ''}`}
-    >
-      <div className="jp-Distributed-tileHead">
-        <strong>{trans.__('rank %1', tile.rank)}</strong>
-        <span className="jp-Distributed-tileState">
-          {tile.state}
-          {tile.straggler ? ` · ${trans.__('straggler')}` : ''}
-        </span>
-      </div>
-      <div>{trans.__('pid %1', tile.pid ?? '–')}</div>
-      <div>{trans.__('heartbeat %1', formatAge(tile.heartbeatAge, trans))}</div>
-      <div>{trans.__('%1 samples/s', formatRate(tile.samplesPerSec))}</div>
-      {tile.progress !== null ? (
-        <div className="jp-Distributed-tileProgress">
-          <progress max={1} value={tile.progress} aria-label={trans.__('rank %1 progress', tile.rank)} />{' '}
-          {trans.__('%1 %', Math.round(tile.progress * 100))}
-        </div>
-      ) : null}
-      <div className="jp-Distributed-coords">{coordsText(tile)}</div>
-      {onStacks ? (
-        <button
-          type="button"
-          className="jp-Button jp-Distributed-tileStacks"
-          aria-label={trans.__('Stacks of rank %1', tile.rank)}
-          title={trans.__('Where rank %1 is now: the stack of each of its threads', tile.rank)}
-          onClick={() => onStacks(tile.rank)}
-        >
-          {trans.__('Stacks')}
-        </button>
-      ) : null}
-    </div>
+    ageShown(a.heartbeatAge) === ageShown(b.heartbeatAge) && formatRate(a.samplesPerSec) === formatRate(b.samplesPerSec)
   );
 }
+
+function ageShown(age: number | null): number | null {
+  return age === null ? null : age < 1 ? -1 : Math.round(age);
+}
+
+interface ITileProps {
+  tile: RankTile;
+  /** Asks for the rank's stacks (the same function on every render); none without a Stacks button. */
+  onStacks?: (rank: number) => void;
+}
+
+/** One rank's tile; rendered again only when what it shows changed (256 tiles, several renders a second). */
+const Tile = React.memo(
+  function Tile(props: ITileProps): JSX.Element {
+    const { tile, onStacks } = props;
+    const trans = useTrans();
+    const label = tile.straggler
+      ? trans.__('Rank %1: %2, straggler', tile.rank, tile.state)
+      : trans.__('Rank %1: %2', tile.rank, tile.state);
+    return (
+      <div
+        role="listitem"
+        aria-label={label}
+        title={label}
+        className={`jp-Distributed-tile jp-mod-${tile.state}${tile.straggler ? ' jp-mod-straggler' : ''}`}
+      >
+        <div className="jp-Distributed-tileHead">
+          <strong>{trans.__('rank %1', tile.rank)}</strong>
+          <span className="jp-Distributed-tileState">
+            {tile.state}
+            {tile.straggler ? ` · ${trans.__('straggler')}` : ''}
+          </span>
+        </div>
+        <div>{trans.__('pid %1', tile.pid ?? '–')}</div>
+        <div>{trans.__('heartbeat %1', formatAge(tile.heartbeatAge, trans))}</div>
+        <div>{trans.__('%1 samples/s', formatRate(tile.samplesPerSec))}</div>
+        {tile.progress !== null ? (
+          <div className="jp-Distributed-tileProgress">
+            <progress max={1} value={tile.progress} aria-label={trans.__('rank %1 progress', tile.rank)} />{' '}
+            {trans.__('%1 %', Math.round(tile.progress * 100))}
+          </div>
+        ) : null}
+        <div className="jp-Distributed-coords">{coordsText(tile)}</div>
+        {onStacks ? (
+          <button
+            type="button"
+            className="jp-Button jp-Distributed-tileStacks"
+            aria-label={trans.__('Stacks of rank %1', tile.rank)}
+            title={trans.__('Where rank %1 is now: the stack of each of its threads', tile.rank)}
+            onClick={() => onStacks(tile.rank)}
+          >
+            {trans.__('Stacks')}
+          </button>
+        ) : null}
+      </div>
+    );
+  },
+  (a: ITileProps, b: ITileProps) => a.onStacks === b.onStacks && sameTile(a.tile, b.tile)
+);
 
 /**
  * The tiles; `onStacks` (given while the run is running) puts a Stacks button on the tiles
@@ -92,7 +119,13 @@ export function RanksView(props: {
   onStacks?: (rank: number) => void;
   hasStacks?: (tile: RankTile) => boolean;
 }): JSX.Element {
-  const { onStacks, hasStacks } = props;
+  const { hasStacks } = props;
+  // One function for every tile and render (the caller's changes each render), so that tiles
+  // that look the same are not rendered again.
+  const latest = React.useRef(props.onStacks);
+  latest.current = props.onStacks;
+  const stacks = React.useCallback((rank: number) => latest.current?.(rank), []);
+  const onStacks = props.onStacks ? stacks : undefined;
   const trans = useTrans();
   if (!props.groups.length) {
     return <p className="jp-Distributed-empty">{trans.__('No ranks reported yet')}</p>;

@@ -5,6 +5,7 @@
  */
 
 import { LogBuffer } from './logbuffer';
+import { lowerBound, SecondStats, type Series } from './secondstats';
 import type { ISeqEvent } from './stream';
 import {
   isRunActive,
@@ -42,10 +43,13 @@ export interface RankLive {
   heartbeat: number | null;
 }
 
-export interface Series {
-  x: number[];
-  y: number[];
+/** The first and last whole second (Unix) of a rank's samples. */
+export interface SecondSpan {
+  first: number;
+  last: number;
 }
+
+export type { Series } from './secondstats';
 
 /** Per metric name, per rank, (t, value) points. */
 export type MetricSeries = Map<string, Map<number, Series>>;
@@ -59,6 +63,21 @@ export class RunLive {
   readonly failures: RankFailure[] = [];
   /** Per rank, per whole second (Unix), samples reported in that second. */
   readonly samples = new Map<number, Map<number, number>>();
+  /** Per rank, the first and last whole second of `samples` (so that rates need not scan them all). */
+  readonly sampleSpans = new Map<number, SecondSpan>();
+  /** Per second, samples across ranks (the total is their sum), kept up to date for the plots. */
+  readonly samplesStats = new SecondStats(second => {
+    const values: number[] = [];
+    for (const perSecond of this.samples.values()) {
+      const v = perSecond.get(second);
+      if (v !== undefined) {
+        values.push(v);
+      }
+    }
+    return values;
+  }, MAX_POINTS);
+  /** Per metric name (of `metrics` and `system`), each rank's last value per second across ranks. */
+  readonly metricStats = new Map<string, SecondStats>();
   /** Reported metrics other than `samples` and the `sys.*` system samples. */
   readonly metrics: MetricSeries = new Map();
   /** `sys.*` system samples (CPU percent, RSS in MB, GPU where present). */
@@ -164,14 +183,43 @@ export class RunLive {
         }
         const second = Math.floor(t);
         perSecond.set(second, (perSecond.get(second) ?? 0) + value);
+        this.samplesStats.touch(second);
+        let span = this.sampleSpans.get(rank);
+        if (!span) {
+          span = { first: second, last: second };
+          this.sampleSpans.set(rank, span);
+        }
+        span.first = Math.min(span.first, second);
+        span.last = Math.max(span.last, second);
         if (perSecond.size > MAX_POINTS) {
           perSecond.delete(perSecond.keys().next().value as number);
+          span.first = perSecond.keys().next().value as number; // the oldest left (seconds come in order)
         }
         continue;
       }
-      addPoint(name.startsWith('sys.') ? this.system : this.metrics, name, rank, t, value);
+      const series = name.startsWith('sys.') ? this.system : this.metrics;
+      addPoint(series, name, rank, t, value);
+      let stats = this.metricStats.get(name);
+      if (!stats) {
+        const byRank = series.get(name) as Map<number, Series>;
+        stats = new SecondStats(second => lastPerRank(byRank, second), MAX_POINTS);
+        this.metricStats.set(name, stats);
+      }
+      stats.touch(Math.floor(t));
     }
   }
+}
+
+/** Each rank's last value within a whole second (its points are in time order). */
+function lastPerRank(byRank: ReadonlyMap<number, Series>, second: number): number[] {
+  const values: number[] = [];
+  for (const { x, y } of byRank.values()) {
+    const i = lowerBound(x, second + 1) - 1;
+    if (i >= 0 && (x[i] as number) >= second) {
+      values.push(y[i] as number);
+    }
+  }
+  return values;
 }
 
 function addPoint(series: MetricSeries, name: string, rank: number, t: number, value: number): void {
@@ -185,8 +233,18 @@ function addPoint(series: MetricSeries, name: string, rank: number, t: number, v
     points = { x: [], y: [] };
     byRank.set(rank, points);
   }
-  points.x.push(t);
-  points.y.push(value);
+  if (!points.x.length || t >= (points.x[points.x.length - 1] as number)) {
+    points.x.push(t);
+    points.y.push(value);
+  } else {
+    // Late (out of order): kept in time order, which the per-second statistics rely on.
+    let i = lowerBound(points.x, t);
+    while (points.x[i] === t) {
+      i++; // after points of the same time: the later report wins
+    }
+    points.x.splice(i, 0, t);
+    points.y.splice(i, 0, value);
+  }
   if (points.x.length > MAX_POINTS) {
     points.x.splice(0, points.x.length - MAX_POINTS);
     points.y.splice(0, points.y.length - MAX_POINTS);

@@ -5,7 +5,7 @@
 
 import * as React from 'react';
 
-import { rankGroups, throughputSeries, tileHasStacks } from './derive';
+import { rankGroups, tileHasStacks } from './derive';
 import { LogsView } from './logsview';
 import type { DistributedModel } from './model';
 import { ThroughputView } from './plotsview';
@@ -47,22 +47,10 @@ export const TAB_VIEWS: { readonly [T in Tab]: TabView } = {
       onCloseImage={() => model.image.close()}
     />
   )),
-  throughput: ofRun((model, live) => {
+  throughput: ofRun((model, live) => (
     // Whole seconds, so that per-second throughput buckets start at 0.
-    const origin = Math.floor(model.selectedRun?.started ?? 0);
-    const { perRank, total } = throughputSeries(live, origin);
-    return (
-      <ThroughputView
-        version={live.version}
-        origin={origin}
-        perRank={perRank}
-        total={total}
-        metrics={live.metrics}
-        system={live.system}
-        window={model.config.plotWindow}
-      />
-    );
-  }),
+    <ThroughputView live={live} origin={Math.floor(model.selectedRun?.started ?? 0)} window={model.config.plotWindow} />
+  )),
   scaling: (model, live) => {
     // The listed copy: summaries written after a run ends (a probe's result) arrive with the list.
     const run = model.runs.find(r => r.id === model.selectedId) ?? live?.run ?? model.selectedRun;

@@ -166,6 +166,16 @@ describe('throughput', () => {
     ).toBe(2);
     expect(median([3, 1, 2, 10])).toBe(2.5);
   });
+
+  it('reads only the window of seconds when it knows their span, with the same result', () => {
+    const perSecond = new Map<number, number>();
+    for (let s = 100; s < 10_000; s += 3) {
+      perSecond.set(s, s % 7);
+    }
+    expect(currentRate(perSecond, { first: 100, last: 9997 })).toBe(currentRate(perSecond));
+    const live = liveWith([samples(0, T + 1.5, 10), samples(0, T + 0.2, 5), samples(0, T + 7.9, 20)]);
+    expect(live.sampleSpans.get(0)).toEqual({ first: T, last: T + 7 });
+  });
 });
 
 describe('log buffer', () => {

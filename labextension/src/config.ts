@@ -43,3 +43,8 @@ export function readConfig(values: ReadonlyPartialJSONObject): IPanelConfig {
   }
   return config;
 }
+
+/** How often the runs list is polled: the user's interval, backing off up to 30 s on errors. */
+export function pollFrequency(config: IPanelConfig): { interval: number; backoff: boolean; max: number } {
+  return { interval: config.refreshInterval, backoff: true, max: Math.max(30 * 1000, config.refreshInterval) };
+}

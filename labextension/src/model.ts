@@ -10,10 +10,11 @@ import type { IDisposable } from '@lumino/disposable';
 import { Poll } from '@lumino/polling';
 import { type ISignal, Signal } from '@lumino/signaling';
 
+import { RunActions } from './actions';
 import { DistributedApi } from './api';
-import { DEFAULT_CONFIG, type IPanelConfig } from './config';
+import { DEFAULT_CONFIG, type IPanelConfig, pollFrequency } from './config';
 import { ImageOpener } from './image';
-import { ALL_LINES, type ILogFilter } from './logbuffer';
+import { LogViewState } from './logstate';
 import { type IStateStore, loadPanelState, savePanelState } from './panelstate';
 import { type INotebookKernels, ProbeAction } from './probe';
 import { RunLive } from './runstate';
@@ -46,6 +47,12 @@ export class DistributedModel implements IDisposable {
     this._config = options.config ?? DEFAULT_CONFIG;
     this._throttle = new Throttle(() => this._changed.emit(), options.throttle ?? 250);
     this.image = new ImageOpener(() => this._throttle.now());
+    this.logView = new LogViewState(() => this._throttle.now());
+    this.actions = new RunActions(
+      this.api,
+      () => this.selectedRun,
+      error => this._acted(error)
+    );
     this.now = options.now ?? (() => Date.now() / 1000);
     this._openedAt = this.now();
     this.probe = options.kernels ? new ProbeAction(options.kernels, this) : null;
@@ -53,7 +60,7 @@ export class DistributedModel implements IDisposable {
     this._poll = new Poll({
       name: 'jupyter-distributed:runs',
       factory: () => this.refresh(),
-      frequency: frequency(this._config),
+      frequency: pollFrequency(this._config),
       standby: () => this._hidden || 'when-hidden'
     });
     // The saved state first, so that the first list already shows the saved run.
@@ -68,6 +75,10 @@ export class DistributedModel implements IDisposable {
   readonly restored: Promise<void>;
 
   readonly api: DistributedApi;
+  /** Cancel, stop and stacks for the selected run. */
+  readonly actions: RunActions;
+  /** The Logs tab's filter and follow state. */
+  readonly logView: LogViewState;
   /** The display image opened from the Logs. */
   readonly image: ImageOpener;
   readonly now: () => number;
@@ -120,21 +131,12 @@ export class DistributedModel implements IDisposable {
     const old = this._config;
     this._config = config;
     if (old.refreshInterval !== config.refreshInterval) {
-      this._poll.frequency = frequency(config);
+      this._poll.frequency = pollFrequency(config);
     }
     if (old.runListLength !== config.runListLength && !this._disposed) {
       void this._poll.refresh();
     }
     this._throttle.now();
-  }
-
-  get logFilter(): ILogFilter {
-    return this._logFilter;
-  }
-
-  /** Whether the log view follows new lines. */
-  get followLogs(): boolean {
-    return this._followLogs;
   }
 
   /** Open the image of a display's log line of the selected run (from the history). */
@@ -164,16 +166,6 @@ export class DistributedModel implements IDisposable {
     }
   }
 
-  setLogFilter(filter: Partial<ILogFilter>): void {
-    this._logFilter = { ...this._logFilter, ...filter };
-    this._throttle.now();
-  }
-
-  setFollowLogs(follow: boolean): void {
-    this._followLogs = follow;
-    this._throttle.now();
-  }
-
   /** Show one run: its ranks snapshot, then every event of it through the live stream. */
   select(id: string | null): void {
     if (id === this._selectedId && (id === null || this._live)) {
@@ -183,7 +175,7 @@ export class DistributedModel implements IDisposable {
     this._stream = null;
     this._selectedId = id;
     this._live = id === null ? null : new RunLive(id);
-    this._logFilter = ALL_LINES;
+    this.logView.reset();
     this.image.close();
     this._save();
     if (id !== null) {
@@ -225,19 +217,6 @@ export class DistributedModel implements IDisposable {
     this._throttle.soon();
   }
 
-  async cancel(): Promise<void> {
-    await this._act(run => this.api.cancel(run.id));
-  }
-
-  /** The stacks of every rank of the selected run, or of `rank` only (a rank tile's action). */
-  async requestStacks(rank?: number): Promise<void> {
-    await this._act(run => this.api.requestStacks(run.id, rank));
-  }
-
-  async stopCluster(): Promise<void> {
-    await this._act(run => this.api.stopCluster(run.cluster_id));
-  }
-
   dispose(): void {
     if (this._disposed) {
       return;
@@ -250,17 +229,9 @@ export class DistributedModel implements IDisposable {
     Signal.clearData(this);
   }
 
-  private async _act(action: (run: Run) => Promise<void>): Promise<void> {
-    const run = this.selectedRun;
-    if (!run) {
-      return;
-    }
-    try {
-      await action(run);
-      this._error = '';
-    } catch (error) {
-      this._error = (error as Error).message;
-    }
+  /** After a control action: its error (or none) shown, the list refreshed. */
+  private async _acted(error: string): Promise<void> {
+    this._error = error;
     await this._poll.refresh();
     this._throttle.soon();
   }
@@ -305,8 +276,6 @@ export class DistributedModel implements IDisposable {
   private _selectedId: string | null = null;
   private _live: RunLive | null = null;
   private _tab: Tab = 'runs';
-  private _logFilter: ILogFilter = ALL_LINES;
-  private _followLogs = true;
   private _hidden = false;
   private _disposed = false;
   private _openedAt: number;
@@ -319,8 +288,4 @@ export class DistributedModel implements IDisposable {
   private _changed = new Signal<this, void>(this);
   /** Signals views: `soon()` (throttled) when data changed, `now()` for user actions. */
   private _throttle: Throttle;
-}
-
-function frequency(config: IPanelConfig): { interval: number; backoff: boolean; max: number } {
-  return { interval: config.refreshInterval, backoff: true, max: Math.max(30 * 1000, config.refreshInterval) };
 }

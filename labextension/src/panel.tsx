@@ -35,9 +35,9 @@ export function PanelView(props: { model: DistributedModel }): JSX.Element {
       {run ? (
         <RunHeader
           run={run}
-          onCancel={() => void model.cancel()}
-          onStop={() => void model.stopCluster()}
-          onStacks={() => void model.requestStacks()}
+          onCancel={() => void model.actions.cancel()}
+          onStop={() => void model.actions.stopCluster()}
+          onStacks={() => void model.actions.requestStacks()}
         >
           {model.probe ? <ProbeButton probe={model.probe} run={run} /> : null}
         </RunHeader>

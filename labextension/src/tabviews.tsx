@@ -30,18 +30,18 @@ export const TAB_VIEWS: { readonly [T in Tab]: TabView } = {
   ranks: ofRun((model, live) => (
     <RanksView
       groups={rankGroups(live, model.now(), model.config.stragglerThreshold)}
-      onStacks={rank => void model.requestStacks(rank)}
+      onStacks={rank => void model.actions.requestStacks(rank)}
       hasStacks={tile => tileHasStacks(model.selectedRun, tile)}
     />
   )),
   logs: ofRun((model, live) => (
     <LogsView
-      lines={live.logs.filtered(model.logFilter)}
+      lines={live.logs.filtered(model.logView.filter)}
       version={live.version}
-      filter={model.logFilter}
-      follow={model.followLogs}
-      onFilter={filter => model.setLogFilter(filter)}
-      onFollow={follow => model.setFollowLogs(follow)}
+      filter={model.logView.filter}
+      follow={model.logView.follow}
+      onFilter={filter => model.logView.setFilter(filter)}
+      onFollow={follow => model.logView.setFollow(follow)}
       image={model.image.opened}
       onOpen={line => void model.openImage(line)}
       onCloseImage={() => model.image.close()}

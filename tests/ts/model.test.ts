@@ -172,10 +172,10 @@ describe('DistributedModel', () => {
     const m = open();
     m.select('r9');
     await until(() => m.live?.run !== null);
-    await m.cancel();
-    await m.stopCluster();
-    await m.requestStacks();
-    await m.requestStacks(1);
+    await m.actions.cancel();
+    await m.actions.stopCluster();
+    await m.actions.requestStacks();
+    await m.actions.requestStacks(1);
     const posts = server.requests
       .filter(r => r.method === 'POST')
       .map(r => {

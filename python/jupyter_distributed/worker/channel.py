@@ -55,14 +55,15 @@ class Channel:
     def start(self) -> None:
         self._loop.start()
 
-    def send(self, message: Message, buffers: Sequence[Buffer] = ()) -> None:
-        """Queue a message; safe from any thread, never blocks."""
+    def send(self, message: Message, buffers: Sequence[Buffer] = (), wake: bool = True) -> None:
+        """Queue a message; safe from any thread, never blocks. With ``wake`` False it leaves
+        with the next message sent, or at the I/O thread's next look (within ~100 ms)."""
         header = message.to_header()
         frames, parts = split_large(buffers)
         if parts is not None:
             header = {**header, "parts": parts}
         with self._lock:  # counters leave in order, whichever thread sends
-            self._loop.put(self._signer.pack(header, frames))
+            self._loop.put(self._signer.pack(header, frames), wake)
 
     def close(self, timeout: float = 5.0) -> None:
         """Send what is queued, then stop the I/O thread."""

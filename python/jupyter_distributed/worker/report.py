@@ -61,7 +61,10 @@ class ChannelReporter:
         self.channel.send(message)
 
     def state(self, run_id: str, state: str) -> None:
-        self.channel.send(State(run_id, state))
+        # Not woken for it: a short cell's state leaves with its result, a long one's within
+        # the I/O thread's next look (~100 ms). Waking that thread here would have it take the
+        # GIL from the cell as it starts, and the cell wait for it at each system call.
+        self.channel.send(State(run_id, state), wake=False)
 
     def metrics(self, run_id: str, samples: list[Sample]) -> None:
         self.channel.send(Metrics(run_id, len(samples)), [pack_samples(samples)])

@@ -5,7 +5,11 @@
   handed to the cell before it is recorded, and a reply with something to show, a failure or
   the end of the hold records what was held first, in order.
 - The I/O loop runs its tick early when asked (the end of a hold), not at its next look.
-- A rank's ``running`` state is recorded while its cell runs, not only with its end.
+- A rank holds its ``running`` state back: it leaves before anything else the rank sends, or
+  at the I/O thread's next look; a cell that ends first says it ran with its end (the kernel
+  records ``running`` then). A long cell's state is recorded while it runs.
+- A rank's ``running`` and ``done`` in one batch update its row once, as if both had been
+  applied (both events stay in the history).
 - The kernel's figure settings, kept between cells, follow a changed config.
 
 The router is driven here on the test's thread, without its I/O thread: its batches are fed
@@ -30,14 +34,15 @@ from jupyter_distributed.backends.inbox import Finished, Item, Show
 from jupyter_distributed.backends.router import Router
 from jupyter_distributed.backends.transport import Transport
 from jupyter_distributed.display import CellView
-from jupyter_distributed.events import Event, OutputEvent, RankEvent
+from jupyter_distributed.events import Event, OutputEvent, RankEvent, RankState
 from jupyter_distributed.figures import kernel_figures
 from jupyter_distributed.protocol.figures import FigureConfig
-from jupyter_distributed.protocol.messages import Done, Message, Output, State
-from jupyter_distributed.protocol.signing import Signer, rank_name
+from jupyter_distributed.protocol.messages import Done, Message, Output, State, parse
+from jupyter_distributed.protocol.signing import KERNEL, Signer, rank_name
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Layout, Spec
-from jupyter_distributed.store import Store
+from jupyter_distributed.store import RunRecord, Store
+from jupyter_distributed.worker.channel import Channel
 from jupyter_distributed.worker.loop import IoLoop
 
 pytestmark = pytest.mark.timeout(120)
@@ -178,6 +183,39 @@ def test_the_loop_ticks_early_when_asked() -> None:
     assert errors == []
 
 
+def test_a_held_back_state_leaves_first_or_is_said_by_the_end(tmp_path: Path) -> None:
+    ctx = zmq.Context()
+    kernel = ctx.socket(zmq.ROUTER)
+    kernel.setsockopt(zmq.RCVTIMEO, 10_000)
+    kernel.bind(f"ipc://{tmp_path}/ctl")
+    channel = Channel(f"ipc://{tmp_path}/ctl", Signer(KEY, "r0"), lambda m, b: None, lambda: None)
+    channel.start()
+    signer = Signer(KEY, KERNEL)
+
+    def received() -> type[Message]:
+        header, _ = signer.unpack(kernel.recv_multipart()[1:])
+        message = parse(header)
+        assert message is not None
+        return type(message)
+
+    try:
+        channel.send_later(State(RUN, "running"))
+        channel.send(Output(RUN, "stdout", [(time.time(), "x")]))
+        assert [received(), received()] == [State, Output]
+        channel.send_later(State(RUN, "running"))
+        channel.send(Done(RUN, "ok"), drop_later=True)
+        assert received() is Done
+        channel.send_later(State(RUN, "running"))
+        channel.flush_later(60.0)  # not held long enough yet
+        channel.flush_later(0.0)
+        assert received() is State
+        assert kernel.poll(100) == 0  # nothing else
+    finally:
+        channel.close()
+        kernel.close(linger=0)
+        ctx.term()
+
+
 def test_a_ranks_running_state_is_recorded_while_its_cell_runs(store: Store) -> None:
     session = Session(store)
     spec = Spec(layout=Layout(procs_per_node=2))
@@ -217,3 +255,20 @@ def test_figure_settings_follow_the_config_when_kept_between_cells(
     assert kernel_figures(shell) == FigureConfig(("png",))
     config.InlineBackendConfig.rc = {"lines.linewidth": 2}  # a base class's section counts
     assert kernel_figures(shell) == FigureConfig(("png",), {"lines.linewidth": 2})
+
+
+def test_a_ranks_states_in_one_batch_leave_its_row_as_applied_one_by_one(store: Store) -> None:
+    store.create_run(RunRecord(id=RUN, backend="local", world_size=2, ranks=[0, 1], started=1.0))
+    running, done = RankState.RUNNING, RankState.DONE
+    store.append(
+        [
+            RankEvent(RUN, 0, 2.0, running, "h0", 10),
+            RankEvent(RUN, 0, 3.0, done, "h0", 10),  # same host and pid: one update
+            RankEvent(RUN, 1, 2.0, running, "h1", 11),
+            RankEvent(RUN, 1, 3.0, done, "", None),  # says less: both applied
+        ]
+    )
+    rows = {r.rank: (r.state, r.updated, r.host, r.pid) for r in store.ranks(RUN)}
+    assert rows == {0: ("done", 3.0, "h0", 10), 1: ("done", 3.0, "h1", 11)}
+    states = [e["state"] for _, e in store.events_after(0, RUN) if e.get("kind") == "rank"]
+    assert states == ["running", "done", "running", "done"]

@@ -128,15 +128,15 @@ class Router:
         that has not been heard from yet has no connection to send on: it is skipped."""
         header = message.to_header()
         digests = [digest(b) for b in buffers]
+        peers = [(r, p) for r in ranks if (p := self._peers.get(r)) is not None]
         if isinstance(message, Execute):  # (before the cell leaves: its answers are awaited)
-            sent = {r for r in ranks if r in self._peers}
+            sent = {r for r, _ in peers}
             self._loop.call(lambda: self._await(sent), wake=False)
+        names = [rank_name(r) for r, _ in peers]
         with self._send_lock:  # counters leave in order, whichever thread sends
-            for rank in ranks:
-                peer = self._peers.get(rank)
-                if peer is not None:
-                    frames = self._signer.pack(header, buffers, digests, rank_name(rank))
-                    self._loop.put([peer, *frames], wake=False)
+            signed = self._signer.pack_each(header, names, buffers, digests)
+            for (_, peer), frames in zip(peers, signed, strict=True):
+                self._loop.put([peer, *frames], wake=False)
         self._loop.wake()  # once for all ranks (each wake-up lets go of the GIL)
 
     def watch(self, fd: int, fn: Callable[[], None]) -> None:

@@ -124,14 +124,8 @@ class IoLoop:
                     return
                 if ready.get(self.sock):
                     self._receive()
-                for fd in [fd for fd in self._watched if fd in ready]:
-                    poller.unregister(fd)
-                    polled.discard(fd)
-                    os.close(fd)
-                    self._watched.pop(fd)()
-                for fd in self._watched.keys() - polled:
-                    poller.register(fd, zmq.POLLIN)
-                    polled.add(fd)
+                if self._watched or polled:
+                    self._rewatch(poller, polled, ready)
                 if self._due is not None and time.monotonic() >= self._due:
                     self._due = None  # (this tick is the one asked for)
                 self._tick()
@@ -143,6 +137,17 @@ class IoLoop:
                     os.close(fd)
             self.sock.close(linger=None)
             self.stopped.set()  # (the pipe stays open: a late _wake must not hit a reused fd)
+
+    def _rewatch(self, poller: zmq.Poller, polled: set[int], ready: dict[object, int]) -> None:
+        """Run the functions of the watched descriptors that are ready; poll the new ones."""
+        for fd in [fd for fd in self._watched if fd in ready]:
+            poller.unregister(fd)
+            polled.discard(fd)
+            os.close(fd)
+            self._watched.pop(fd)()
+        for fd in self._watched.keys() - polled:
+            poller.register(fd, zmq.POLLIN)
+            polled.add(fd)
 
     def _drain(self) -> bool:
         while True:

@@ -36,11 +36,14 @@ from jupyter_distributed.backends.transport import Transport
 from jupyter_distributed.display import CellView
 from jupyter_distributed.events import Event, OutputEvent, RankEvent, RankState
 from jupyter_distributed.figures import kernel_figures
+from jupyter_distributed.layout import Layout
 from jupyter_distributed.protocol.figures import FigureConfig
-from jupyter_distributed.protocol.messages import Done, Message, Output, State, parse
+from jupyter_distributed.protocol.header import Message
+from jupyter_distributed.protocol.messages import parse
+from jupyter_distributed.protocol.reports import Done, Output, State
 from jupyter_distributed.protocol.signing import KERNEL, Signer, rank_name
 from jupyter_distributed.session import Session
-from jupyter_distributed.spec import Layout, Spec
+from jupyter_distributed.spec import Spec
 from jupyter_distributed.store import RunRecord, Store
 from jupyter_distributed.worker.channel import Channel
 from jupyter_distributed.worker.loop import IoLoop

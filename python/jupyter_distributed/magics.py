@@ -8,7 +8,10 @@ traitlets settings (:mod:`.settings`) registered with the shell, so ``%config`` 
 
 from __future__ import annotations
 
+import copy
+import functools
 import shlex
+from argparse import Namespace
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -31,6 +34,13 @@ def _split(line: str) -> list[str]:
         return shlex.split(line)
     except ValueError as exc:
         raise UsageError(f"%distributed: {exc} in {line!r}") from None
+
+
+@functools.lru_cache(maxsize=16)  # pure in the line, parsed again on every run of a cell
+def _parsed(line: str) -> Namespace:
+    _split(line)  # an unbalanced quote is a one-line error, not argparse's traceback
+    args: Namespace = parse_argstring(DistributedMagics.distributed, line)
+    return args
 
 
 @magics_class
@@ -72,8 +82,7 @@ class DistributedMagics(Magics):
             return
         if self.auto is not None and line == self.auto:
             print(f"[distributed on: {line or 'default settings'}; %distributed off to leave]")
-        _split(line)  # an unbalanced quote is a one-line error, not argparse's traceback
-        args = parse_argstring(self.distributed, line)
+        args = copy.copy(_parsed(line))
         try:
             spec = spec_from_args(args, self.settings, self._backend_defaults)
             if args.dry_run:

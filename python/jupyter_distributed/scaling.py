@@ -115,8 +115,10 @@ class Throughput:
             self.tally.add(event.rank, event.t, event.values)
 
     def finish(self, store: Store, run_id: str) -> str | None:
+        if not (self.tally.first or self.tally.final):
+            return None  # nothing reported (most cells): the run is not even read
         run = store.run(run_id)
-        if run is None or not (self.tally.first or self.tally.final):
+        if run is None:
             return None
         rate = self.tally.rate(self.started, _dp_degree(run), run)
         values: dict[str, Any] = {

@@ -220,19 +220,24 @@ class Store(Queries, Coordination):
         """Write a batch of events in one transaction; returns how many."""
         items: list[eventrows.Item] = []
         beats: dict[tuple[str, int], float] = {}
+        events = list(events)
+        # a rank's state that a later state of the batch overwrites is not applied (its event
+        # is kept): a cell's ``running`` and ``done`` arriving together are one row update
+        last = {(e.run_id, e.rank): e for e in events if isinstance(e, RankEvent)}
         with self._tx() as db:
             for ev in events:
                 items.append(eventrows.item(ev))
                 if isinstance(ev, MetricEvent):  # the ranks' heartbeats: once per batch
                     key = (ev.run_id, ev.rank)
                     beats[key] = max(ev.t, beats.get(key, ev.t))
-                else:
+                elif not (isinstance(ev, RankEvent) and _overwritten(ev, last)):
                     self._apply(db, ev)
             eventrows.append(db, items)
-            db.executemany(
-                "UPDATE ranks SET heartbeat=? WHERE run_id=? AND rank=?",
-                [(t, run_id, rank) for (run_id, rank), t in beats.items()],
-            )
+            if beats:
+                db.executemany(
+                    "UPDATE ranks SET heartbeat=? WHERE run_id=? AND rank=?",
+                    [(t, run_id, rank) for (run_id, rank), t in beats.items()],
+                )
         return len(items)
 
     @staticmethod
@@ -255,3 +260,10 @@ class Store(Queries, Coordination):
                 "UPDATE ranks SET state='failed', updated=? WHERE run_id=? AND rank=?",
                 (ev.t, ev.run_id, ev.rank),
             )
+
+
+def _overwritten(ev: RankEvent, last: dict[tuple[str, int], RankEvent]) -> bool:
+    """Whether the batch's last state of ``ev``'s rank leaves its row as if ``ev`` had been
+    applied before it (same host and pid: every column ``ev`` sets is set again)."""
+    final = last[ev.run_id, ev.rank]
+    return final is not ev and final.host == ev.host and final.pid == ev.pid

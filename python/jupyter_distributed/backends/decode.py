@@ -181,8 +181,10 @@ def _metrics(
 
 
 def _done(rank: int, info: RankInfo, done: Done, buffers: list[Buffer], now: float) -> Decoded:
-    info.state = "idle"
     events: list[Event] = []
+    if info.state != "running":  # a short cell's end says it ran (no state of its own came)
+        events.append(RankEvent(done.run_id, rank, now, RankState.RUNNING, info.host, info.pid))
+    info.state = "idle"
     if done.value is not None:
         events.append(OutputEvent(done.run_id, rank, now, Stream.RESULT, done.value))
     if done.failure:

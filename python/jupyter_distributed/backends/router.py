@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 import zmq
 
 from ..errors import StoreError
-from ..events import Event
-from ..protocol.commands import Ping
+from ..events import Event, MetricEvent, RankEvent
+from ..protocol.commands import Execute, Ping
 from ..protocol.frames import join_parts
 from ..protocol.header import BadHeader, Message
 from ..protocol.messages import parse
@@ -38,11 +38,14 @@ from ..store import Store
 from ..worker.loop import Batch, IoLoop
 from .base import RankInfo
 from .decode import Ranks, decode
-from .inbox import ChannelLost, Exited, Item, Show, StacksReply
+from .inbox import ChannelLost, Exited, Finished, Item, Show, StacksReply
 from .stackboard import StackBoard
 from .transport import Transport, listen
 
 log = logging.getLogger("jupyter_distributed")
+# seconds a rank's quiet reply to a cell (its state and end, nothing to show) waits for the
+# other ranks' before it is recorded: a cell's replies in one transaction, not one per rank
+HOLD = 0.005
 WARN_BURST = 5  # rejected-message warnings per WARN_WINDOW; the rest are counted
 WARN_WINDOW = 60.0
 
@@ -96,6 +99,10 @@ class Router:
         self._tick, self._on_lost = tick, on_lost
         self._last_ping = 0.0
         self._peers: dict[int, bytes] = {}  # rank -> routing id of its connection
+        # (I/O thread) ranks sent a cell that have not answered; replies held back for them
+        self._awaited: set[int] = set()
+        self._held: tuple[list[Event], list[Item]] = ([], [])
+        self._held_until = 0.0
         self._send_lock = threading.Lock()
         self.rejected = Throttled()
         self._ctx = zmq.Context()
@@ -121,29 +128,38 @@ class Router:
         that has not been heard from yet has no connection to send on: it is skipped."""
         header = message.to_header()
         digests = [digest(b) for b in buffers]
+        peers = [(r, p) for r in ranks if (p := self._peers.get(r)) is not None]
+        if isinstance(message, Execute):  # (before the cell leaves: its answers are awaited)
+            sent = {r for r, _ in peers}
+            self._loop.call(lambda: self._await(sent), wake=False)
+        names = [rank_name(r) for r, _ in peers]
         with self._send_lock:  # counters leave in order, whichever thread sends
-            for rank in ranks:
-                peer = self._peers.get(rank)
-                if peer is not None:
-                    frames = self._signer.pack(header, buffers, digests, rank_name(rank))
-                    self._loop.put([peer, *frames])
+            signed = self._signer.pack_each(header, names, buffers, digests)
+            for (_, peer), frames in zip(peers, signed, strict=True):
+                self._loop.put([peer, *frames], wake=False)
+        self._loop.wake()  # once for all ranks (each wake-up lets go of the GIL)
 
     def watch(self, fd: int, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the I/O thread once ``fd`` is readable (the loop then closes it)."""
         self._loop.watch(fd, fn)
 
     def begin(self, run_id: str) -> None:
+        """The run starts: output from now on is its. Takes effect on the I/O thread before
+        the next :meth:`send` goes out, without a wake-up of its own (the send's wakes it)."""
         self.unrecorded = 0
-        self._loop.call(lambda: self.record(list(self.ranks.begin(run_id)), []))
+        self._loop.call(lambda: self.record(list(self.ranks.begin(run_id)), []), wake=False)
 
     def call(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the I/O thread, in order with the queued messages."""
         self._loop.call(fn)
 
     def end(self) -> None:
-        self._loop.call(lambda: setattr(self.ranks, "run_id", ""))
+        """The run is over: takes effect when the I/O thread next wakes (not woken for it),
+        before it reads any message that arrives after this."""
+        self._loop.call(self._ended, wake=False)
 
     def close(self) -> None:
+        self._loop.call(lambda: self.record([], []))  # what is held back, before the end
         stopped = self._loop.stop(5)
         self.listener.close()
         if stopped:
@@ -152,7 +168,11 @@ class Router:
     def record(self, events: list[Event], items: list[Item]) -> None:
         """Record ``events``, then hand over ``items`` (the history is never behind the cell).
         When the store fails, the items are still handed over (shown) and the events counted.
-        Only on the I/O thread."""
+        Replies held back (see :data:`HOLD`) go first, in the same transaction. Only on the
+        I/O thread."""
+        if self._held[0] or self._held[1]:
+            events, items = self._held[0] + events, self._held[1] + items
+            self._held = ([], [])
         try:
             if events:
                 self.store.append(events)
@@ -172,9 +192,39 @@ class Router:
             cause = f"the control channel failed: {type(exc).__name__}: {exc}"
         log.error("jupyter-distributed: control channel %s lost: %s", self.address, cause)
         self._on_lost(cause)
+        held_events, held_items = self._held
+        self.unrecorded += len(held_events)  # (never recorded; shown all the same)
+        for item in held_items:
+            self.inbox.put(item)
+        self._held = ([], [])
         self.inbox.put(ChannelLost(cause))
 
+    def _await(self, ranks: set[int]) -> None:
+        self._awaited = ranks
+
+    def _ended(self) -> None:
+        self.ranks.run_id = ""
+        self._awaited = set()
+        self.record([], [])
+
+    def _hold(self, events: list[Event], items: list[Item]) -> bool:
+        """Hold back a batch of quiet replies (rank states, samples; no output, no failure)
+        while other ranks of the cell have not answered, for at most :data:`HOLD` seconds:
+        it is then recorded with theirs. Nothing is handed over before it is recorded."""
+        if not self._awaited or not all(isinstance(e, RankEvent | MetricEvent) for e in events):
+            return False
+        if not all(isinstance(i, Show | Finished) for i in items):
+            return False
+        if (events or items) and not (self._held[0] or self._held[1]):
+            self._held_until = time.monotonic() + HOLD
+            self._loop.tick_within(HOLD)
+        self._held[0].extend(events)
+        self._held[1].extend(items)
+        return True
+
     def _on_tick(self) -> None:
+        if (self._held[0] or self._held[1]) and time.monotonic() >= self._held_until:
+            self.record([], [])
         self._tick()
         self.rejected.flush()
         now = time.monotonic()
@@ -205,6 +255,8 @@ class Router:
                 continue
             decoded = decode(self.ranks, rank, message, buffers)
             events.extend(decoded.events)
+            if isinstance(decoded.item, Finished):
+                self._awaited.discard(rank)
             if isinstance(decoded.item, StacksReply):
                 self.board.put(decoded.item)
             elif decoded.item is not None:  # in order: the events before it are shown first
@@ -216,6 +268,8 @@ class Router:
                 lost = lost or decoded.item.failure.summary
         if len(events) > shown:
             items.append(Show(tuple(events[shown:])))
+        if not lost and self._hold(events, items):
+            return
         try:
             self.record(events, items)
         finally:  # as for an exit: the failure is in the inbox before the cluster reads lost

@@ -61,10 +61,10 @@ class Signer:
         self._last: dict[str, int] = {}  # sender -> the highest counter accepted from it
 
     def sign(self, header: Buffer, digests: Sequence[bytes]) -> bytes:
-        mac = hmac.new(self._key, header, digestmod=hashlib.sha256)
-        for d in digests:
-            mac.update(d)
-        return mac.hexdigest().encode()
+        # HMAC of the header followed by the digests, in one call (OpenSSL's one-shot HMAC:
+        # a third of the time of an hmac.new object fed piece by piece, same result)
+        message = bytes(header) + b"".join(digests) if digests else header
+        return hmac.digest(self._key, message, "sha256").hex().encode()
 
     def pack(
         self,
@@ -78,14 +78,27 @@ class Signer:
         :func:`digest`) to sign the same large buffers for many ranks without hashing them
         again. Callers on several threads must pack and queue under one lock (counters leave
         in order)."""
-        header = json.dumps(
-            {"src": self.me, "dst": to, "seq": next(self._counter), "v": PROTOCOL_VERSION,
-             **fields},
-            separators=(",", ":"),
-        ).encode()  # fmt: skip
+        return self.pack_each(fields, [to], buffers, digests)[0]
+
+    def pack_each(
+        self,
+        fields: dict[str, Any],
+        receivers: Sequence[str],
+        buffers: Sequence[Buffer] = (),
+        digests: Sequence[bytes] | None = None,
+    ) -> list[list[Buffer]]:
+        """:meth:`pack` for each of ``receivers`` in turn (one message to every rank), the
+        fields encoded once for all."""
+        body = json.dumps(fields, separators=(",", ":"))[1:]  # '"type":...}' (or '}')
         if digests is None:
             digests = [digest(b) for b in buffers]
-        return [self.sign(header, digests), header, *buffers]
+        src, tail = json.dumps(self.me), f',"v":{PROTOCOL_VERSION}' + ("," if body != "}" else "")
+        out: list[list[Buffer]] = []
+        for to in receivers:
+            seq = next(self._counter)
+            header = f'{{"src":{src},"dst":{json.dumps(to)},"seq":{seq}{tail}{body}'.encode()
+            out.append([self.sign(header, digests), header, *buffers])
+        return out
 
     def unpack(self, frames: Sequence[Buffer]) -> tuple[dict[str, Any], list[Buffer]]:
         """The verified header (its ``src`` says who sent it) and buffers of ``frames``."""

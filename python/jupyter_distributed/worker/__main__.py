@@ -28,6 +28,10 @@ from .slurm import export_master_addr
 from .stacks import current_stacks, install_dump, on_stage, set_stage, stage
 from .strategies import StrategyError, setup
 
+# seconds a cell's running state is held back before the I/O thread's next look sends it: a
+# cell that ends first says it ran with its end (one message, not two)
+STATE_AFTER = 0.02
+
 
 def _die_with_parent() -> None:
     """Linux: the kernel asks for SIGKILL if our parent dies (no orphan after a crash)."""
@@ -50,13 +54,14 @@ class _Ticker:
         self.channel: Channel | None = None
 
     def __call__(self) -> None:
-        if self.runtime is None:
+        if self.runtime is None or self.channel is None:
             return
+        self.channel.flush_later(STATE_AFTER)
         now = time.monotonic()
         if now - self.last_metrics >= 0.1:
             self.last_metrics = now
             self.runtime.flush_metrics()
-        if now - self.last_beat >= 1.0 and self.channel is not None:
+        if now - self.last_beat >= 1.0:
             self.last_beat = now
             if self.same_host and self.kernel_pid and not pid_alive(self.kernel_pid):
                 os._exit(0)

@@ -14,6 +14,7 @@ their counts in the header's ``parts``.
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 
@@ -51,21 +52,46 @@ class Channel:
         sock.setsockopt(zmq.LINGER, 5000)
         sock.connect(address)
         self._loop = IoLoop(sock, self._receive, tick, self._failed, 100, "jd-channel")
+        self._later: Message | None = None  # held back by send_later, since _later_since
+        self._later_since = 0.0
 
     def start(self) -> None:
         self._loop.start()
 
-    def send(self, message: Message, buffers: Sequence[Buffer] = ()) -> None:
-        """Queue a message; safe from any thread, never blocks."""
+    def send(
+        self, message: Message, buffers: Sequence[Buffer] = (), drop_later: bool = False
+    ) -> None:
+        """Queue a message; safe from any thread, never blocks. What :meth:`send_later` holds
+        back leaves first, unless ``drop_later`` (this message says it too)."""
         header = message.to_header()
         frames, parts = split_large(buffers)
         if parts is not None:
             header = {**header, "parts": parts}
         with self._lock:  # counters leave in order, whichever thread sends
+            later, self._later = self._later, None
+            if later is not None and not drop_later:
+                self._loop.put(self._signer.pack(later.to_header()), wake=False)
             self._loop.put(self._signer.pack(header, frames))
+
+    def send_later(self, message: Message) -> None:
+        """Hold ``message`` back: it leaves before the next message sent, or at the I/O
+        thread's next look once it has waited (:meth:`flush_later`), without a wake-up of
+        that thread now (which would take the GIL from the cell as it starts)."""
+        with self._lock:
+            self._later, self._later_since = message, time.monotonic()
+
+    def flush_later(self, after: float) -> None:
+        """Send what is held back if it has waited ``after`` seconds (on the I/O thread)."""
+        if self._later is None or time.monotonic() - self._later_since < after:
+            return
+        with self._lock:
+            later, self._later = self._later, None
+            if later is not None:
+                self._loop.put(self._signer.pack(later.to_header()))
 
     def close(self, timeout: float = 5.0) -> None:
         """Send what is queued, then stop the I/O thread."""
+        self.flush_later(0.0)
         if self._loop.stop(timeout):
             self._ctx.term()
 

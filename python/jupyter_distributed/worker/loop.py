@@ -17,6 +17,7 @@ import contextlib
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import cast
 
@@ -49,20 +50,37 @@ class IoLoop:
         self.stopped = threading.Event()
         self._watched: dict[int, Callable[[], None]] = {}
         self._woken = False  # the pipe holds a wake-up the thread has not read yet
+        self._due: float | None = None  # (I/O thread) run ``tick`` again by then (monotonic)
         self._thread = threading.Thread(target=self._run, daemon=True, name=name)
 
     def start(self) -> None:
         self._thread.start()
 
-    def put(self, frames: Sequence[Buffer]) -> None:
-        """Queue a multipart message; safe from any thread, never blocks."""
+    def put(self, frames: Sequence[Buffer], wake: bool = True) -> None:
+        """Queue a multipart message; safe from any thread, never blocks. With ``wake``
+        False the thread is not woken for it: the caller calls :meth:`wake` after queueing
+        more (one wake-up for a cell's messages to every rank)."""
         self._out.put(frames)
+        if wake:
+            self._wake()
+
+    def call(self, fn: Callable[[], None], wake: bool = True) -> None:
+        """Run ``fn`` on the I/O thread, in order with the queued messages. With ``wake``
+        False it runs when the thread next wakes (for a message, a put, or its tick): before
+        any message received after that, never later."""
+        self._out.put(fn)
+        if wake:
+            self._wake()
+
+    def wake(self) -> None:
+        """Have the thread look at its queue now."""
         self._wake()
 
-    def call(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the I/O thread, in order with the queued messages."""
-        self._out.put(fn)
-        self._wake()
+    def tick_within(self, seconds: float) -> None:
+        """Run ``tick`` again within ``seconds`` (not the usual ``poll_ms``) even if nothing
+        arrives; only on the I/O thread (from ``on_batch`` or ``tick``), once per need."""
+        due = time.monotonic() + seconds
+        self._due = due if self._due is None else min(self._due, due)
 
     def watch(self, fd: int, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the I/O thread as soon as ``fd`` is readable, once; the loop owns
@@ -93,7 +111,11 @@ class IoLoop:
         polled: set[int] = set()
         try:
             while True:
-                ready = dict(poller.poll(self._poll_ms))
+                timeout = self._poll_ms
+                if self._due is not None:
+                    left = self._due - time.monotonic()
+                    timeout = max(0, min(timeout, int(left * 1000 + 0.999)))
+                ready = dict(poller.poll(timeout))
                 if self._wake_r in ready:
                     with contextlib.suppress(BlockingIOError):
                         os.read(self._wake_r, 65536)
@@ -102,14 +124,10 @@ class IoLoop:
                     return
                 if ready.get(self.sock):
                     self._receive()
-                for fd in [fd for fd in self._watched if fd in ready]:
-                    poller.unregister(fd)
-                    polled.discard(fd)
-                    os.close(fd)
-                    self._watched.pop(fd)()
-                for fd in self._watched.keys() - polled:
-                    poller.register(fd, zmq.POLLIN)
-                    polled.add(fd)
+                if self._watched or polled:
+                    self._rewatch(poller, polled, ready)
+                if self._due is not None and time.monotonic() >= self._due:
+                    self._due = None  # (this tick is the one asked for)
                 self._tick()
         except Exception as exc:  # noqa: BLE001 (handed on: the owner decides what it means)
             self._on_error(exc)
@@ -119,6 +137,17 @@ class IoLoop:
                     os.close(fd)
             self.sock.close(linger=None)
             self.stopped.set()  # (the pipe stays open: a late _wake must not hit a reused fd)
+
+    def _rewatch(self, poller: zmq.Poller, polled: set[int], ready: dict[object, int]) -> None:
+        """Run the functions of the watched descriptors that are ready; poll the new ones."""
+        for fd in [fd for fd in self._watched if fd in ready]:
+            poller.unregister(fd)
+            polled.discard(fd)
+            os.close(fd)
+            self._watched.pop(fd)()
+        for fd in self._watched.keys() - polled:
+            poller.register(fd, zmq.POLLIN)
+            polled.add(fd)
 
     def _drain(self) -> bool:
         while True:

@@ -61,13 +61,16 @@ class ChannelReporter:
         self.channel.send(message)
 
     def state(self, run_id: str, state: str) -> None:
-        self.channel.send(State(run_id, state))
+        # Held back: a cell that ends within ~0.1 s says it ran with its end (the kernel records
+        # ``running`` then); a longer one's state leaves at the I/O thread's next look, and
+        # always before anything else the rank sends.
+        self.channel.send_later(State(run_id, state))
 
     def metrics(self, run_id: str, samples: list[Sample]) -> None:
         self.channel.send(Metrics(run_id, len(samples)), [pack_samples(samples)])
 
     def done(self, done: Done, buffers: Sequence[Buffer]) -> None:
-        self.channel.send(done, buffers)
+        self.channel.send(done, buffers, drop_later=True)  # (the cell's state, still held)
 
     def fatal(self, message: str) -> None:
         self.channel.send(Fatal(message))

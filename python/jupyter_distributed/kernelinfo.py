@@ -16,12 +16,18 @@ _CONNECTION_FILE = re.compile(r"kernel-(.+)\.json")
 
 def kernel_id() -> str:
     """The id of the Jupyter kernel this process runs; "" outside a kernel (or one started
-    without a server, whose connection file is named otherwise)."""
+    without a server, whose connection file is named otherwise). Never creates the kernel
+    application: ``get_connection_file()`` would make one in a process that has none."""
     try:
-        from ipykernel.connect import get_connection_file
-
-        name = Path(get_connection_file()).name
-    except (ImportError, RuntimeError, OSError):  # not in a kernel / no ipykernel / no file
+        from ipykernel.kernelapp import IPKernelApp
+        from traitlets.config.configurable import MultipleInstanceError
+    except ImportError:
+        return ""
+    if not IPKernelApp.initialized():
+        return ""
+    try:
+        name = Path(IPKernelApp.instance().connection_file).name
+    except MultipleInstanceError:  # another application is the singleton (a server, a test)
         return ""
     found = _CONNECTION_FILE.fullmatch(name)
     return found.group(1) if found else ""

@@ -133,3 +133,6 @@ async def test_a_kernels_notebook_session_wins_over_its_console() -> None:
         "k2": str(root / "console-2"),
     }
     assert kernel_id() == ""  # this process is no kernel
+    from ipykernel.kernelapp import IPKernelApp
+
+    assert not isinstance(IPKernelApp._instance, IPKernelApp)  # and asking made it none

@@ -239,7 +239,7 @@ def main() -> None:
     ip.run_line_magic("load_ext", "jupyter_distributed")
     ip.run_cell("raise KeyboardInterrupt")  # IPython's first traceback costs ~0.7 s: not ours
     began, load0 = time.monotonic(), os.getloadavg()[0]
-    rows: dict[str, dict[str, str]] = {}
+    measured: dict[str, dict[str, str]] = {}  # backend -> metric -> text
     skipped: list[str] = []
     try:
         for name in args.backends:
@@ -250,17 +250,18 @@ def main() -> None:
                 if reason := engine.missing():
                     skipped.append(f"{name}: {reason}")
                     continue
-                for metric, text in measure(ip, engine, args.runs, tmp).items():
-                    rows.setdefault(metric, {})[name] = text
+                measured[name] = measure(ip, engine, args.runs, tmp)
+                for metric, text in measured[name].items():
                     print(f"{name:<6} {metric}: {text}", file=sys.stderr)
             finally:
                 shutil.rmtree(root, ignore_errors=True)
     finally:
         ip.run_line_magic("distributed", "stop")
         shutil.rmtree(tmp, ignore_errors=True)
-    names = [n for n in args.backends if any(n in cells for cells in rows.values())]
+    names = [n for n in args.backends if n in measured]
     table = ["| metric | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    table += [f"| {m} | " + " | ".join(c.get(n, "") for n in names) + " |" for m, c in rows.items()]
+    order = max((list(m) for m in measured.values()), key=len, default=[])  # slurm's has all
+    table += [f"| {m} | " + " | ".join(measured[n].get(m, "") for n in names) + " |" for m in order]
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     text = "\n".join(
         [

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..protocol.flight import DEFAULT_PG, Collective, GroupFlight
+from ..protocol.flight import DEFAULT_PG, LABEL, Collective, GroupFlight
 from ..protocol.stacks import RankStacks, Where
 
 
@@ -36,7 +36,7 @@ def _counts(group: str, flights: dict[int, GroupFlight]) -> str:
     for rank, g in sorted(flights.items()):
         started = f", started #{g.started}" if g.started >= 0 else ""
         parts.append(f"rank {rank} enqueued #{g.last}{started}, completed #{g.completed}")
-    return f"collectives in {group} (torch flight recorder): " + "; ".join(parts)
+    return f"collectives in {group} {LABEL}: " + "; ".join(parts)
 
 
 def describe(w: Where, many: bool) -> str:

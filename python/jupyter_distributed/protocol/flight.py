@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_PG = "default_pg"
+LABEL = "(torch flight recorder)"  # marks the diagnosis lines of per-rank sequence ids
 _PREFIXES = ("gloo:", "nccl:", "ucc:", "mpi:", "xccl:")
 
 

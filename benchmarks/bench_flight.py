@@ -46,7 +46,7 @@ def one_round(size: str, reps: int) -> list[float]:
     env = {**os.environ, "TORCH_FR_BUFFER_SIZE": size, "GLOO_SOCKET_IFNAME": "lo"}
     args = [sys.executable, __file__, "--rank"]
     procs = [
-        subprocess.Popen([*args, str(r), str(port), str(reps)], env=env, stdout=subprocess.PIPE)
+        subprocess.Popen([*args, str(r), str(port), str(reps)], env=env, stdout=subprocess.PIPE)  # noqa: S603
         for r in (0, 1)
     ]
     out = [p.communicate(timeout=300)[0] for p in procs]

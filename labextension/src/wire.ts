@@ -210,6 +210,17 @@ export interface ThreadStack {
   frames: [string, number, string, string, string][];
 }
 
+/** One process group in torch's flight recorder on one rank (`protocol.flight.GroupFlight`);
+ * sequence ids are -1 when none (or unknown). */
+export interface GroupFlight {
+  group: string;
+  enqueued: number;
+  started: number;
+  completed: number;
+  /** collectives still active: [sequence id, op, input sizes] */
+  active: [number, string, number[][]][];
+}
+
 /** Every thread of one rank (`protocol.stacks.RankStacks`). */
 export interface RankStacks {
   rank: number;
@@ -218,6 +229,8 @@ export interface RankStacks {
   /** channel: its I/O thread answered; faulthandler: a signal dump (the GIL was held); none */
   source: 'channel' | 'faulthandler' | 'none';
   error: string;
+  /** torch's flight recorder per process group; absent when the rank had none */
+  flight?: GroupFlight[];
 }
 
 /** Where ranks were when their stacks were taken (`events.StacksEvent`). */

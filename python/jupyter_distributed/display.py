@@ -26,6 +26,7 @@ from collections.abc import Collection, Sequence
 from typing import Any, TextIO
 
 from .events import DisplayEvent, ErrorEvent, Event, OutputEvent, RankEvent, StacksEvent, Stream
+from .protocol.flight import LABEL as FLIGHT_LABEL
 
 FLUSH_EVERY = 0.01
 BURST_BYTES = 512 * 1024
@@ -77,10 +78,12 @@ class CellView:
         elif isinstance(event, DisplayEvent):
             self._display(event)
         elif isinstance(event, StacksEvent):
-            # on a timeout each rank's failure shows its stack: the diagnosis' headline is enough
+            # on a timeout each rank's failure shows its stack: the diagnosis' headline is enough,
+            # with the ranks' collective sequence ids when the flight recorder gave them
             text = event.diagnosis
             if event.reason == "timeout":
-                text = text.split("\n", 1)[0]
+                head, *rest = text.split("\n")
+                text = "\n".join([head, *(line for line in rest if FLIGHT_LABEL in line)])
             self._write(self._err, f"[jupyter-distributed] {text}\n", force=True)
         elif isinstance(event, RankEvent):
             return

@@ -83,15 +83,16 @@ def test_timeout_names_the_rank_in_the_barrier_and_the_rank_that_finished(
     took = time.monotonic() - t0
     assert reply["status"] == "error"
     assert "rank 1 waits in torch.distributed.barrier (cell line 3: dist.barrier())" in shown
-    assert "rank 0 finished the cell" in shown
-    assert "the collective was entered by 1 of 2 ranks" in shown
+    assert "rank 0 finished the cell without entering it" in shown
+    # torch's flight recorder names the collective and its sequence number
+    assert "barrier #1 (default_pg) was entered by 1 of 2 ranks (rank 1)" in shown
     assert 'File "<cell ' in shown and "line 3" in shown  # the stack itself, with the cell line
     assert "rank(s) [1] did not stop" in shown  # killed, named with its last stack
     assert "last seen: rank 1 waits in torch.distributed.barrier" in shown
     assert took < 6 + 30  # start-up (torch import) + timeout + grace, never the barrier's own
     events = _stacks_events(tmp_path)
     assert [e.reason for e in events] == ["timeout", "killed"]
-    assert events[0].diagnosis.startswith("rank 1 waits in torch.distributed.barrier")
+    assert events[0].diagnosis.startswith("barrier #1 (default_pg) was entered by 1 of 2")
     assert events[0].ranks[1]["threads"][0]["main"]
     reply, shown = run(kernel, "%%distributed -n 2\nrank * 10")
     assert reply["status"] == "ok" and "Out[rank 1]: 10" in shown
@@ -137,7 +138,8 @@ def test_the_stop_button_shows_the_stacks_of_ranks_that_do_not_yield(
     # diagnosed shortly after the interrupt, before the 2 s grace ends and rank 1 is killed
     assert first_seen(where) < first_seen("did not stop within 2s")
     assert first_seen(where) - pressed[0] < 2.0
-    assert shown.count(f"] {where}") == 1  # the kill names it again only in its notice
+    # the kill names it again only in its notice
+    assert shown.count("barrier #1 (default_pg) was entered by 1 of 2 ranks") == 1
     assert "last seen: rank 1 waits in torch.distributed.barrier" in shown
     assert [e.reason for e in _stacks_events(tmp_path)] == ["interrupt", "killed"]
     assert run(kernel, "%%distributed -n 2\nrank")[0]["status"] == "ok"
@@ -194,3 +196,26 @@ def test_ranks_stopped_with_a_rank_that_died_are_named_with_their_last_stacks(
     assert "exited with code 3" in reply["evalue"]
     assert "rank 1 is at cell line 4: time.sleep(60)" in shown
     assert [e.reason for e in _stacks_events(tmp_path)] == ["killed"]
+
+
+ALL_REDUCE = (
+    "%%distributed -n 2 --strategy ddp --timeout 6\nimport time\nt = torch.ones(4)\n"
+    "for _ in range(3):\n    dist.all_reduce(t)\nif rank == 0:\n    dist.all_reduce(t)\n"
+    "else:\n    time.sleep(60)\nrank"
+)
+
+
+def test_the_flight_recorder_names_the_collective_and_its_sequence_numbers(
+    kernel: BlockingKernelClient, tmp_path: Path
+) -> None:
+    reply, shown = run(kernel, ALL_REDUCE)
+    assert reply["status"] == "error"
+    assert "all_reduce #4 (default_pg) was entered by 1 of 2 ranks (rank 0)" in shown
+    assert "rank 1's last collective is #3 — rank 1 is at cell line 8: time.sleep(60)" in shown
+    counts = "collectives in default_pg (torch flight recorder): "
+    assert counts + "rank 0 enqueued #4, completed #3; rank 1 enqueued #3, completed #3" in shown, (
+        shown
+    )
+    (event, *_) = _stacks_events(tmp_path)
+    assert event.diagnosis.startswith("all_reduce #4 (default_pg) was entered by 1 of 2")
+    assert event.ranks[0]["flight"][0]["active"][0][:2] == [4, "all_reduce"]

@@ -11,7 +11,9 @@ import logging
 import pickle
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import RankFailure
 from ..events import (
@@ -25,6 +27,7 @@ from ..events import (
     Stream,
     done_state,
 )
+from ..protocol.flight import GroupFlight
 from ..protocol.header import Message
 from ..protocol.metrics import bad_metric_message, numeric, unpack_samples
 from ..protocol.reports import (
@@ -134,12 +137,23 @@ def decode(ranks: Ranks, rank: int, message: Message, buffers: list[Buffer]) -> 
     if isinstance(message, Stacks):
         try:
             stacks = RankStacks(
-                rank, tuple(ThreadStack.from_json(t) for t in message.threads), message.stage
+                rank,
+                tuple(ThreadStack.from_json(t) for t in message.threads),
+                message.stage,
+                flight=_flight(message.flight),
             )
         except (KeyError, TypeError, ValueError) as exc:
             stacks = RankStacks(rank, (), message.stage, "none", f"an unreadable answer: {exc}")
         return Decoded(item=StacksReply(message.request_id, stacks))
     return Decoded()
+
+
+def _flight(data: Sequence[dict[str, Any]] | None) -> tuple[GroupFlight, ...]:
+    """A rank's flight-recorder summary; an unreadable one is left out, the stacks kept."""
+    try:
+        return tuple(GroupFlight.from_json(g) for g in data or ())
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return ()
 
 
 def _live(run_id: str, rank: int, live: Live, now: float) -> Decoded:

@@ -3,6 +3,8 @@
 Ranks whose main threads stand at the same call and cell line are one group, shown once:
 ``rank 1 waits in torch.distributed.barrier (cell line 3: dist.barrier()); rank 0 finished the
 cell; the collective was entered by 1 of 2 ranks``. Then the shared stack of each group.
+When ranks answered with torch's flight recorder (:mod:`.hangflight`), the collective that hangs
+and its sequence number come first, and each rank's last sequence numbers are shown.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..protocol.stacks import RankStacks, Where
+from .hangflight import describe, diagnose_flight, ranks_text
 
 # the last part of a call that waits for other ranks (torch.distributed, mpi4py, horovod, ...)
 _NAMES = """barrier monitored_barrier all_reduce allreduce all_gather allgather all_gather_object
@@ -21,11 +24,6 @@ _NAMES = """barrier monitored_barrier all_reduce allreduce all_gather allgather 
 COLLECTIVES = frozenset(_NAMES.split())
 
 
-def ranks_text(ranks: Sequence[int]) -> str:
-    ranks = sorted(ranks)
-    return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
-
-
 @dataclass(frozen=True)
 class Diagnosis:
     headline: str  # one line, root cause first
@@ -34,14 +32,6 @@ class Diagnosis:
     @property
     def text(self) -> str:
         return "\n".join((self.headline, *self.details))
-
-
-def _describe(w: Where, many: bool) -> str:
-    text = w.describe()
-    if many:
-        text = text.replace("waits in", "wait in", 1).replace("is at", "are at", 1)
-        text = text.replace("is outside", "are outside", 1)
-    return text
 
 
 def diagnose(
@@ -66,11 +56,15 @@ def diagnose(
     parts: list[str] = []
     collective: list[str] = []
     total = len(ranks) or len(stacks) + len(finished)
+    flight = diagnose_flight(stacks, ranks, finished) if whole else None
+    placed = flight.placed if flight is not None else frozenset()
     for key, members in sorted(groups.items(), key=lambda kv: len(kv[1])):
         w = wheres[key]
+        if placed.issuperset(members):
+            continue  # the flight recorder's headline says where they are
         stage = stacks[members[0]].stage
         during = f" during {stage}" if stage and stage not in ("ready", "setup") else ""
-        parts.append(f"{ranks_text(members)} {_describe(w, len(members) > 1)}{during}")
+        parts.append(f"{ranks_text(members)} {describe(w, len(members) > 1)}{during}")
         if whole and w.call.rsplit(".", 1)[-1] in COLLECTIVES:
             others = sorted(set(ranks or stacks) - set(members))
             never = f" ({ranks_text(others)} never entered it)" if others else ""
@@ -79,11 +73,16 @@ def diagnose(
         parts.append(f"{ranks_text(finished)} finished the cell")
     for s in unread:
         parts.append(f"{ranks_text([s.rank])}: no stack ({s.error or 'no answer'})")
-    if len(collective) == 1 and len(groups) == 1:
+    details: list[str] = []
+    if flight is not None:  # the collective and its sequence number say more than the stacks
+        if "finished the cell" in flight.headline:
+            parts = [p for p in parts if not p.endswith(" finished the cell")]
+        parts.insert(0, flight.headline)
+        details.extend(f"--- {c}" for c in flight.counts)
+    elif len(collective) == 1 and len(groups) == 1:
         parts.append("the collective was entered by " + collective[0].split(" was entered by ")[1])
     else:
         parts.extend(f"the collective {c}" for c in collective)
-    details: list[str] = []
     for members in groups.values():
         first = stacks[members[0]]
         how = " (dumped by faulthandler: the GIL was held)"

@@ -28,7 +28,8 @@ from ..protocol.signing import BOOTSTRAP_ENV, Buffer
 from ..protocol.stacks import RankStacks
 from ..store import Store
 from .base import Cluster, Plan, RankInfo, RunOutcome, RunRequest, RunView
-from .hang import diagnose, ranks_text
+from .hang import diagnose
+from .hangflight import ranks_text
 from .inbox import CancelRequested, Exited, Item
 from .liveness import StartProcesses, exit_failures, silent_ranks
 from .router import Router

@@ -17,6 +17,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ..protocol.commands import StackRequest
@@ -156,4 +157,4 @@ def _with_text(stacks: RankStacks, code: str) -> RankStacks:
                 text = linecache.getline(f.file, f.line).strip()
             frames.append(Frame(f.file, f.line, f.func, f.module, text))
         threads.append(ThreadStack(t.name, t.main, tuple(frames)))
-    return RankStacks(stacks.rank, tuple(threads), stacks.stage, stacks.source, stacks.error)
+    return replace(stacks, threads=tuple(threads))

@@ -23,7 +23,8 @@ from ..protocol.header import Message
 from ..protocol.signing import Buffer
 from ..protocol.stacks import RankStacks
 from .base import RankInfo, RunOutcome, RunRequest, RunView
-from .hang import diagnose, ranks_text
+from .hang import diagnose
+from .hangflight import ranks_text
 from .inbox import CancelRequested, Cleared, Exited, Finished, Item, LiveLine, Show
 
 log = logging.getLogger("jupyter_distributed")

@@ -221,16 +221,23 @@ class Stage(Message):
 
 @dataclass(frozen=True)
 class Stacks(Message):
-    """The answer to :class:`StackRequest`: every thread as JSON (:mod:`.stacks`)."""
+    """The answer to :class:`StackRequest`: every thread as JSON (:mod:`.stacks`), and torch's
+    flight recorder per process group (:mod:`.flight`) when the rank has one (older ranks: None)."""
 
     kind: ClassVar[str] = "stacks"
     request_id: str
     threads: Sequence[dict[str, Any]]
     stage: str = ""
+    flight: Sequence[dict[str, Any]] | None = None
 
     @classmethod
     def _read(cls, h: dict[str, Any]) -> Stacks:
         threads = h["threads"]
         if not isinstance(threads, list) or not all(isinstance(t, dict) for t in threads):
             raise TypeError("threads must be a list of objects")
-        return cls(str(h["request_id"]), threads, str(h.get("stage", "")))
+        flight = h.get("flight")
+        if flight is not None and (
+            not isinstance(flight, list) or not all(isinstance(g, dict) for g in flight)
+        ):
+            raise TypeError("flight must be a list of objects")
+        return cls(str(h["request_id"]), threads, str(h.get("stage", "")), flight)

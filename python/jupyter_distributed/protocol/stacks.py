@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .flight import GroupFlight
+
 CELL_PREFIX = "<cell "
 # modules whose public name is shorter than their file's (``torch.distributed.barrier``)
 PUBLIC_MODULES = {"torch.distributed.distributed_c10d": "torch.distributed"}
@@ -102,13 +104,15 @@ def where(frames: tuple[Frame, ...]) -> Where:
 @dataclass(frozen=True)
 class RankStacks:
     """Every thread of one rank. ``source``: ``channel`` (its I/O thread answered),
-    ``faulthandler`` (a signal dump: the GIL was held), or ``none`` (no answer; ``error``)."""
+    ``faulthandler`` (a signal dump: the GIL was held), or ``none`` (no answer; ``error``).
+    ``flight``: torch's flight recorder per process group, when the rank had one (else empty)."""
 
     rank: int
     threads: tuple[ThreadStack, ...] = ()
     stage: str = ""
     source: str = "channel"
     error: str = ""
+    flight: tuple[GroupFlight, ...] = ()
 
     @property
     def main(self) -> ThreadStack | None:
@@ -143,13 +147,16 @@ class RankStacks:
         return lines
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "rank": self.rank,
             "threads": [t.to_json() for t in self.threads],
             "stage": self.stage,
             "source": self.source,
             "error": self.error,
         }
+        if self.flight:  # absent for ranks without a flight recorder (and from older peers)
+            out["flight"] = [g.to_json() for g in self.flight]
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RankStacks:
@@ -159,6 +166,7 @@ class RankStacks:
             str(data.get("stage", "")),
             str(data.get("source", "channel")),
             str(data.get("error", "")),
+            tuple(GroupFlight.from_json(g) for g in data.get("flight") or ()),
         )
 
 

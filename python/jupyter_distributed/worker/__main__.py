@@ -25,7 +25,7 @@ from .mpi import MpiSetupError, setup_comm
 from .report import ChannelReporter
 from .runtime import RankEnv, Runtime
 from .slurm import export_master_addr
-from .stacks import current_stacks, install_dump, on_stage, set_stage, stage
+from .stacks import current_stacks, flight_summary, install_dump, on_stage, set_stage, stage
 from .strategies import StrategyError, setup
 
 # seconds a cell's running state is held back before the I/O thread's next look sends it: a
@@ -120,7 +120,7 @@ def main() -> int:
 
     def on_message(message: Message, buffers: list[Buffer]) -> None:
         if isinstance(message, StackRequest):  # on the I/O thread, whatever the main one does
-            channel.send(Stacks(message.request_id, current_stacks(), stage()))
+            channel.send(Stacks(message.request_id, current_stacks(), stage(), flight_summary()))
         else:
             runtime.on_message(message, buffers)
 

@@ -18,9 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from ..protocol.flight import summarize
 from ..protocol.stacks import Frame, ThreadStack
 
 DUMP_SIGNAL = signal.SIGUSR2
+# torch's flight recorder: gloo/xccl builds name it one way, NCCL builds the other
+_FR_DUMPS = ("_dump_fr_trace_json", "_dump_nccl_trace_json")
 MAX_FRAMES = 64
 _stage = ["start"]
 _dump: list[IO[str]] = []
@@ -86,3 +89,21 @@ def current_stacks() -> list[dict[str, Any]]:
         out.append(thread.to_json())
     out.sort(key=lambda t: not t["main"])
     return out
+
+
+def flight_summary() -> list[dict[str, Any]] | None:
+    """torch's flight recorder per process group (:mod:`..protocol.flight`), or None when this
+    rank has none (torch.distributed not imported or not initialised, no dump function) or the
+    dump fails: the stacks answer never fails for it. Never imports torch."""
+    dist = sys.modules.get("torch.distributed")
+    c10d = sys.modules.get("torch._C._distributed_c10d")
+    try:
+        if dist is None or c10d is None or not dist.is_initialized():
+            return None
+        dump = next((getattr(c10d, n) for n in _FR_DUMPS if hasattr(c10d, n)), None)
+        if dump is None:
+            return None
+        groups = summarize(dump(True, True))  # includeCollectives, onlyActive
+    except Exception:  # noqa: BLE001 - a recorder's failure only leaves the summary out
+        return None
+    return [g.to_json() for g in groups] or None

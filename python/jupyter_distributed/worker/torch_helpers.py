@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import MutableMapping
 from typing import Any
 
 from ..layout import Layout, Strategy
 from .errors import StrategyError
+
+# torch's flight recorder: the last collectives of each rank, which the hang diagnosis names
+FLIGHT_RECORDER_ENV = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
+FLIGHT_RECORDER_SIZE = "2000"
 
 
 def import_torch(strategy: str) -> Any:
@@ -49,6 +54,14 @@ def choose_backend(requested: str, gpus: int, local_ranks: int) -> tuple[str, st
     return "gloo", ""
 
 
+def enable_flight_recorder(environ: MutableMapping[str, str] | None = None) -> None:
+    """Record the last collectives (read before the process group starts) unless the user
+    chose a size, either name. Costs nothing noticeable (benchmarks/RESULTS.md)."""
+    env = os.environ if environ is None else environ
+    if not any(name in env for name in FLIGHT_RECORDER_ENV):
+        env[FLIGHT_RECORDER_ENV[0]] = FLIGHT_RECORDER_SIZE
+
+
 def init_process_group(layout: Layout, namespace: dict[str, Any]) -> Any:
     """The process group (:func:`choose_backend`); returns the rank's device."""
     torch = import_torch(layout.strategy.value)
@@ -68,6 +81,7 @@ def init_process_group(layout: Layout, namespace: dict[str, Any]) -> Any:
 
         addr = f"{os.environ.get('MASTER_ADDR', '')}:{os.environ.get('MASTER_PORT', '')}"
         set_stage("init_process_group", f"rendezvous at {addr}")
+        enable_flight_recorder()
         dist.init_process_group(
             backend=backend,
             init_method="env://",

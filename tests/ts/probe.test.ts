@@ -172,7 +172,7 @@ describe('ProbeAction', () => {
 
   it('is blocked with a reason until a kernel has the run’s notebook', () => {
     const { kernels, action } = setUp();
-    const run = makeRun('r', 1, { notebook: '/root/n.ipynb' });
+    const run = makeRun('r', 1, { notebook: '/srv/n.ipynb' });
     expect(action.blocked(run)).toBe('no-kernel');
     expect(action.blocked({ ...run, notebook: '' })).toBe('no-notebook');
     expect(action.blocked({ ...run, world_size: 1 })).toBe('too-small');
@@ -190,18 +190,18 @@ describe('ProbeAction', () => {
     kernels.changed.emit();
     kernels.running = [session('s', 'train.ipynb')]; // renamed; its kernel still says Untitled
     kernels.changed.emit();
-    expect(action.blocked(makeRun('r', 1, { notebook: '/root/Untitled.ipynb' }))).toBeNull();
+    expect(action.blocked(makeRun('r', 1, { notebook: '/srv/Untitled.ipynb' }))).toBeNull();
     kernels.running = [];
     kernels.changed.emit();
     kernels.running = [session('s2', 'train.ipynb')];
     kernels.changed.emit();
-    expect(action.blocked(makeRun('r', 1, { notebook: '/root/Untitled.ipynb' }))).toBe('no-kernel');
+    expect(action.blocked(makeRun('r', 1, { notebook: '/srv/Untitled.ipynb' }))).toBe('no-kernel');
   });
 
   it('runs the probe in that kernel, then shows the probe’s run in the Scaling tab', async () => {
     const { kernels, host, action } = setUp();
     kernels.running = [session('other', 'm.ipynb'), session('s', 'n.ipynb')];
-    const run = makeRun('r', 1, { notebook: '/root/n.ipynb', cluster_id: 'c-1', spec: LAYOUT });
+    const run = makeRun('r', 1, { notebook: '/srv/n.ipynb', cluster_id: 'c-1', spec: LAYOUT });
     kernels.hold = true;
     kernels.reply = { ok: true, stdout: 'probe run-p: 2 rank(s) on 1 host(s)\n' };
     const done = action.probe(run);
@@ -222,11 +222,11 @@ describe('ProbeAction', () => {
       ok: false,
       error: '\u001b[0;31mUsageError\u001b[0m: cluster c-1 is no longer running in this kernel\nmore'
     };
-    await action.probe(makeRun('r', 1, { notebook: '/root/n.ipynb' }));
+    await action.probe(makeRun('r', 1, { notebook: '/srv/n.ipynb' }));
     expect(action.error).toBe('UsageError: cluster c-1 is no longer running in this kernel');
     expect(host.log).toEqual([]);
     kernels.reply = { ok: true, stdout: '' };
-    const again = action.probe(makeRun('r', 1, { notebook: '/root/n.ipynb' }));
+    const again = action.probe(makeRun('r', 1, { notebook: '/srv/n.ipynb' }));
     expect(action.error).toBe(''); // cleared when the next probe starts
     await again;
   });
@@ -234,7 +234,7 @@ describe('ProbeAction', () => {
   it('probes in the kernel that ran the run, after its notebook was renamed', async () => {
     const { kernels, action } = setUp();
     kernels.running = [session('new', 'Untitled.ipynb'), session('s', 'train.ipynb')];
-    const run = makeRun('r', 1, { notebook: '/root/Untitled.ipynb', kernel_id: 'k-s' });
+    const run = makeRun('r', 1, { notebook: '/srv/Untitled.ipynb', kernel_id: 'k-s' });
     expect(action.blocked(run)).toBeNull();
     await action.probe(run);
     expect(kernels.calls).toEqual([{ session: 's', code: probeCommand(run) }]);
@@ -242,7 +242,7 @@ describe('ProbeAction', () => {
 
   it('does nothing for a blocked run', async () => {
     const { kernels, action } = setUp();
-    await action.probe(makeRun('r', 1, { notebook: '/root/n.ipynb' }));
+    await action.probe(makeRun('r', 1, { notebook: '/srv/n.ipynb' }));
     expect(kernels.calls).toEqual([]);
   });
 });

@@ -11,20 +11,17 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import IO, ClassVar
+from typing import ClassVar
 
 from ..errors import LaunchError
-from ..reaper import leftover_prefix
 from ..spec import Spec
 from ..store import Store
 from ..worker.mpi import MPI_FLAG_ENV
 from .base import Backend, Plan, RankPlan, RunView
+from .launcher import Launcher
 from .local import WORKER_COMMAND, check_cores, free_port, sweep_slots
 from .mpi_options import MpiOptions, default_options, merge_options, user_options
 from .mpirun_log import MpirunLog
@@ -143,42 +140,21 @@ class MpiProcesses:
                 "openmpi-bin), set DistributedMPI.mpirun, or use --backend local"
             )
         self.log = MpirunLog()
-        self.logfile = Path(tempfile.mkdtemp(prefix=leftover_prefix())) / "mpirun.log"
         port = str(free_port())
         env = {
             **os.environ,
             **boot_env,
             **{k: (port if v == FREE_PORT else v) for k, v in plan.env},
         }
-        self.proc = subprocess.Popen(  # noqa: S603 (mpirun running our own worker command)
-            (mpirun, *plan.command[1:]),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        stdout = self.proc.stdout
-        if stdout is None:  # pragma: no cover - stdout=PIPE always gives a stream
-            raise LaunchError("mpirun started without an output pipe")
-        self._reader = threading.Thread(
-            target=self._read, args=(stdout,), daemon=True, name="jd-mpirun-log"
-        )
-        self._reader.start()
+        self.launcher = Launcher((mpirun, *plan.command[1:]), env, self.log.feed)
+        self.proc = self.launcher.proc
         self._reported: set[int] = set()
         self._ended = False
-
-    def _read(self, stream: IO[bytes]) -> None:
-        with self.logfile.open("wb") as out, stream:
-            for raw in stream:
-                out.write(raw)
-                out.flush()
-                self.log.feed(raw.decode(errors="replace"))
 
     def exited(self) -> list[tuple[int | None, int]]:
         code = self.proc.poll()
         if code is not None and not self._ended:
-            self._reader.join(1.0)  # mpirun's last words name the rank that ended the job
+            self.launcher.read_to_end(1.0)  # mpirun's last words name the rank that ended the job
         out: list[tuple[int | None, int]] = []
         for rank, rank_code in self.log.failures():
             if rank not in self._reported:
@@ -205,8 +181,7 @@ class MpiProcesses:
         self.proc.wait()
         for pid in family:
             self._signal(pid, signal.SIGKILL)
-        self._reader.join(2.0)
-        shutil.rmtree(self.logfile.parent, ignore_errors=True)
+        self.launcher.remove()
 
     @staticmethod
     def _signal(pid: int, sig: int, group: bool = False) -> None:

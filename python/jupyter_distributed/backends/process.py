@@ -26,6 +26,7 @@ from ..protocol.commands import Shutdown
 from ..protocol.header import Message
 from ..protocol.signing import BOOTSTRAP_ENV, Buffer
 from ..protocol.stacks import RankStacks
+from ..reaper import leftover_prefix
 from ..store import Store
 from .base import Cluster, Plan, RankInfo, RunOutcome, RunRequest, RunView
 from .hang import diagnose
@@ -69,7 +70,8 @@ class ProcessCluster(Cluster):
         self.store = store
         self.view = view
         self.id = f"c-{secrets.token_hex(4)}"
-        self.stacks_dir = tempfile.mkdtemp(prefix="jd-stacks-")  # faulthandler dumps
+        # faulthandler dumps; swept with the kernel's other cluster files if the kernel dies
+        self.stacks_dir = tempfile.mkdtemp(prefix=leftover_prefix() + "stacks-")
         key = secrets.token_bytes(32)
         self.info: dict[int, RankInfo] = {
             r.rank: RankInfo(r.rank, r.host, None, "starting", r.coords) for r in plan.ranks

@@ -4,6 +4,7 @@ the kernel over the signed channel) and reports that child's exit. Imported on t
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -55,6 +56,7 @@ class RankActor:
 
     def stop(self, grace: float) -> None:
         if self.proc is None or self.proc.poll() is not None:
+            shutil.rmtree(self.log.parent, ignore_errors=True)
             return
         os.killpg(self.proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
@@ -63,6 +65,7 @@ class RankActor:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+        shutil.rmtree(self.log.parent, ignore_errors=True)  # the worker's log, on this node
 
     def tail(self) -> str:
         try:

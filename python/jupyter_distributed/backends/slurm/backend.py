@@ -15,16 +15,14 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
-import threading
 import time
-from pathlib import Path
-from typing import IO, ClassVar
+from typing import ClassVar
 
 from ...errors import LaunchError
 from ...spec import Spec
 from ...store import Store
 from ..base import Backend, Plan, RankPlan, RunView
+from ..launcher import Launcher
 from ..liveness import REMOTE_SILENCE_LIMIT
 from ..local import WORKER_COMMAND, free_port
 from ..mpi import control_host
@@ -125,7 +123,6 @@ class SrunProcesses:
         if srun is None:
             raise LaunchError("srun is not on PATH; install slurm-client or use --backend local")
         self.log = SrunLog()
-        self.logfile = Path(tempfile.mkdtemp(prefix="jupyter-distributed-slurm-")) / "srun.log"
         port = str(free_port())
         env = {**os.environ, **boot_env}
         for key, value in plan.env:
@@ -133,31 +130,11 @@ class SrunProcesses:
                 env[key] = port
             elif value != FIRST_HOST:  # the worker finds it (scontrol show hostnames)
                 env[key] = value
-        self.proc = subprocess.Popen(  # noqa: S603 (srun running our own worker command)
-            (srun, *plan.command[1:]),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        stdout = self.proc.stdout
-        if stdout is None:  # pragma: no cover - stdout=PIPE always gives a stream
-            raise LaunchError("srun started without an output pipe")
-        self._reader = threading.Thread(
-            target=self._read, args=(stdout,), daemon=True, name="jd-srun-log"
-        )
-        self._reader.start()
+        self.launcher = Launcher((srun, *plan.command[1:]), env, self.log.feed)
+        self.proc = self.launcher.proc
         self._reported: set[int] = set()
         self._ended = False
         self._reason = ("", 0.0)
-
-    def _read(self, stream: IO[bytes]) -> None:
-        with self.logfile.open("wb") as out, stream:
-            for raw in stream:
-                out.write(raw)
-                out.flush()
-                self.log.feed(raw.decode(errors="replace"))
 
     def waiting(self) -> str:
         """Why the job waits in Slurm's queue (squeue's reason), or empty once it runs."""
@@ -176,7 +153,7 @@ class SrunProcesses:
     def exited(self) -> list[tuple[int | None, int]]:
         code = self.proc.poll()
         if code is not None and not self._ended:
-            self._reader.join(1.0)  # srun's last words name the task that ended the step
+            self.launcher.read_to_end(1.0)  # srun's last words name the task that ended the step
         out: list[tuple[int | None, int]] = []
         for rank, rank_code, _host in self.log.failures():
             if rank not in self._reported:
@@ -210,7 +187,7 @@ class SrunProcesses:
                 except subprocess.TimeoutExpired:
                     continue
         self.proc.wait()
-        self._reader.join(2.0)
+        self.launcher.remove()
 
     def log_tail(self, rank: int | None) -> str:
         return self.log.tail(rank, lines=1 if rank is not None else 3)

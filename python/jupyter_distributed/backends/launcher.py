@@ -1,0 +1,57 @@
+"""A launcher process (``mpirun``, ``srun``) started in its own session, whose merged output is
+kept in a log file and fed, as it comes, to the backend's parser of that launcher's reports
+(which rank died, where the job waits). The log lives in this kernel's cluster directory: removed
+when the cluster stops, swept by :mod:`~jupyter_distributed.reaper` if the kernel dies."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from ..errors import LaunchError
+from ..reaper import leftover_prefix
+
+
+class Launcher:
+    def __init__(
+        self, argv: Sequence[str], env: Mapping[str, str], feed: Callable[[str], None]
+    ) -> None:
+        name = Path(argv[0]).name
+        self.directory = Path(tempfile.mkdtemp(prefix=leftover_prefix()))
+        self.logfile = self.directory / f"{name}.log"
+        self._feed = feed
+        self.proc = subprocess.Popen(  # noqa: S603 (the launcher running our own worker command)
+            tuple(argv),
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        if self.proc.stdout is None:  # pragma: no cover - stdout=PIPE always gives a stream
+            raise LaunchError(f"{name} started without an output pipe")
+        self._reader = threading.Thread(
+            target=self._read, args=(self.proc.stdout,), daemon=True, name=f"jd-{name}-log"
+        )
+        self._reader.start()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        with self.logfile.open("wb") as out, stream:
+            for raw in stream:
+                out.write(raw)
+                out.flush()
+                self._feed(raw.decode(errors="replace"))
+
+    def read_to_end(self, timeout: float) -> None:
+        """Wait (up to ``timeout``) until the launcher's last words are parsed."""
+        self._reader.join(timeout)
+
+    def remove(self) -> None:
+        """The launcher has ended: remove its log and directory."""
+        self._reader.join(2.0)
+        shutil.rmtree(self.directory, ignore_errors=True)

@@ -205,7 +205,7 @@ def compare(store: Store, run_ids: Sequence[str], threshold: float = 0.8) -> str
     base = measured[0]
     per_rank = base.throughput / base.run.world_size
     out.append(
-        f"{'run':<21} {'ranks':>5} {'samples/s':>10} {'ideal':>10} {'efficiency':>10} "
+        f"{'run':<24} {'ranks':>5} {'samples/s':>10} {'ideal':>10} {'efficiency':>10} "
         f"{'global batch':>12}"
     )
     for r in rates:
@@ -215,11 +215,11 @@ def compare(store: Store, run_ids: Sequence[str], threshold: float = 0.8) -> str
         batch = r.run.summary.get("global_batch", "-")
         shown = f"{eff:.0%}" if r.throughput else "-"
         out.append(
-            f"{r.run.id:<21} {n:>5} {r.throughput:>10.1f} {ideal:>10.1f} {shown:>10} {batch!s:>12}"
+            f"{r.run.id:<24} {n:>5} {r.throughput:>10.1f} {ideal:>10.1f} {shown:>10} {batch!s:>12}"
         )
         if r.throughput and eff < threshold and r is not base:
-            out.append(f"{'':<21} below {threshold:.0%}: {hint(r, _probe(store, r.run))}")
+            out.append(f"{'':<24} below {threshold:.0%}: {hint(r, _probe(store, r.run))}")
         warning = batch_warning(r.run.summary)
         if warning:
-            out.append(f"{'':<21} warning: {warning}")
+            out.append(f"{'':<24} warning: {warning}")
     return "\n".join(out)

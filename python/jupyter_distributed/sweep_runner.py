@@ -87,7 +87,7 @@ class SweepOutcome:
         width = max(len(label(r.combo)) for r in self.results)
         for r in self.results:
             lines.append(
-                f"  {label(r.combo):<{width}}  {r.run_id or '-':<22} {r.state.value:<11} "
+                f"  {label(r.combo):<{width}}  {r.run_id or '-':<24} {r.state.value:<11} "
                 f"{r.seconds:6.1f}s  {r.message.splitlines()[0] if r.message else ''}".rstrip()
             )
         return "\n".join(lines)

@@ -71,7 +71,7 @@ def runs(store: Store, limit: int = 20) -> str:
     if not records:
         return "No runs recorded yet."
     out = [
-        f"{'run':<21} {'backend':<9} {'ranks':>5}  {'state':<11} {'started':<19} "
+        f"{'run':<24} {'backend':<9} {'ranks':>5}  {'state':<11} {'started':<19} "
         f"{'duration':>9}  cell"
     ]
     for r in records:
@@ -79,23 +79,23 @@ def runs(store: Store, limit: int = 20) -> str:
         duration = f"{(r.ended or time.time()) - r.started:.2f}s"
         first = (r.source.strip().splitlines() or [""])[0][:40]
         out.append(
-            f"{r.id:<21} {r.backend:<9} {len(r.ranks):>5}  {r.state.value:<11} "
+            f"{r.id:<24} {r.backend:<9} {len(r.ranks):>5}  {r.state.value:<11} "
             f"{started:<19} {duration:>9}  {first}"
         )
         if r.sweep_id:
             swept = " ".join(f"{k}={v!r}" for k, v in r.summary.get("sweep", {}).items())
-            out.append(f"{'':<21} {r.sweep_id}: {swept}")
+            out.append(f"{'':<24} {r.sweep_id}: {swept}")
         if r.message:
-            out.append(f"{'':<21} {r.message}")
+            out.append(f"{'':<24} {r.message}")
         if "global_batch" in r.summary:
             s = r.summary
             out.append(
-                f"{'':<21} global batch {s['global_batch']} = {s['per_rank_batch']} per "
+                f"{'':<24} global batch {s['global_batch']} = {s['per_rank_batch']} per "
                 f"rank × {s['data_parallel_degree']} data-parallel"
             )
             warning = batch_warning(s)
             if warning:
-                out.append(f"{'':<21} warning: {warning}")
+                out.append(f"{'':<24} warning: {warning}")
     return "\n".join(out)
 
 

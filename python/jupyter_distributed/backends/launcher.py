@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
@@ -55,3 +56,24 @@ class Launcher:
         """The launcher has ended: remove its log and directory."""
         self._reader.join(2.0)
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class RankTails:
+    """The last lines a launcher printed per rank (None: the launcher's own messages), fed from
+    the reader thread, read from another; subclasses parse the launcher's reports under
+    ``_lock``."""
+
+    def __init__(self, tail: int = 20) -> None:
+        self._lock = threading.Lock()
+        self._tails: dict[int | None, deque[str]] = {}
+        self._tail = tail
+
+    def _keep(self, rank: int | None, line: str) -> None:
+        if line.strip():
+            self._tails.setdefault(rank, deque(maxlen=self._tail)).append(line.strip())
+
+    def tail(self, rank: int | None, lines: int = 1) -> str:
+        """The last ``lines`` lines of a rank (None: the launcher's own messages)."""
+        with self._lock:
+            kept = list(self._tails.get(rank, ()))
+        return " ".join(kept[-lines:])

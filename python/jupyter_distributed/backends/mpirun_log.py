@@ -7,8 +7,8 @@ Open MPI reports the first rank that ended a job in one of three messages; each 
 from __future__ import annotations
 
 import re
-import threading
-from collections import deque
+
+from .launcher import RankTails
 
 _TAGGED = re.compile(r"^\[\d+,(\d+)\]<(?:stdout|stderr)>:(.*)$")
 _PROCESS_NAME = re.compile(r"Process name:\s*\[\[\d+,\d+\],(\d+)\]")
@@ -18,13 +18,11 @@ _IMPROPER = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exiting imp
 _RULE = re.compile(r"^-{10,}$")
 
 
-class MpirunLog:
+class MpirunLog(RankTails):
     """Fed line by line from mpirun's output (any thread); read from another."""
 
     def __init__(self, tail: int = 20) -> None:
-        self._lock = threading.Lock()
-        self._tails: dict[int | None, deque[str]] = {}
-        self._tail = tail
+        super().__init__(tail)
         self._failures: list[tuple[int, int]] = []
         self._named: int | None = None  # rank of a "Process name:" line awaiting its exit code
 
@@ -39,8 +37,8 @@ class MpirunLog:
             self._parse(line.strip())
 
     def _keep(self, rank: int | None, line: str) -> None:
-        if line.strip() and not _RULE.match(line.strip()):
-            self._tails.setdefault(rank, deque(maxlen=self._tail)).append(line.strip())
+        if not _RULE.match(line.strip()):  # Open MPI frames its reports with rules
+            super()._keep(rank, line)
 
     def _parse(self, line: str) -> None:
         if m := _PROCESS_NAME.search(line):
@@ -61,9 +59,3 @@ class MpirunLog:
         """(rank, code) of every rank mpirun reported dead, first first."""
         with self._lock:
             return list(self._failures)
-
-    def tail(self, rank: int | None, lines: int = 1) -> str:
-        """The last ``lines`` lines of a rank (None: mpirun's own messages)."""
-        with self._lock:
-            kept = list(self._tails.get(rank, ()))
-        return " ".join(kept[-lines:])

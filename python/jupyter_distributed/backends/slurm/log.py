@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import signal
-import threading
-from collections import deque
+
+from ..launcher import RankTails
 
 _LABELED = re.compile(r"^\s*(\d+): (.*)$")
 _TASK = re.compile(r"^srun: error: (\S+): tasks? ([\d,\-]+): (.+)$")
@@ -44,13 +44,11 @@ def _code(reason: str) -> int | None:
     return None
 
 
-class SrunLog:
+class SrunLog(RankTails):
     """Fed line by line from srun's output (any thread); read from another."""
 
     def __init__(self, tail: int = 20) -> None:
-        self._lock = threading.Lock()
-        self._tails: dict[int | None, deque[str]] = {}
-        self._tail = tail
+        super().__init__(tail)
         self._failures: list[tuple[int, int, str]] = []
         self.job_id = ""
         self.step = ""  # JOB.STEP once srun launched the tasks
@@ -79,10 +77,6 @@ class SrunLog:
                 for rank in _ranks(m.group(2)):
                     self._add(rank, code, m.group(1))
 
-    def _keep(self, rank: int | None, line: str) -> None:
-        if line.strip():
-            self._tails.setdefault(rank, deque(maxlen=self._tail)).append(line.strip())
-
     def _add(self, rank: int, code: int, host: str) -> None:
         if any(r == rank for r, _, _ in self._failures):
             return
@@ -94,9 +88,3 @@ class SrunLog:
         """(rank, code, host) of every task srun reported dead, first first."""
         with self._lock:
             return list(self._failures)
-
-    def tail(self, rank: int | None, lines: int = 1) -> str:
-        """The last ``lines`` lines of a rank (None: srun's own messages)."""
-        with self._lock:
-            kept = list(self._tails.get(rank, ()))
-        return " ".join(kept[-lines:])

@@ -84,9 +84,17 @@ def failed(path: Path, exc: sqlite3.Error) -> StoreError:
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """A connection in autocommit mode whose reads survive invalid UTF-8 in a row."""
+    """A connection in autocommit mode whose reads survive invalid UTF-8 in a row.
+
+    Its commits are ``synchronous=NORMAL``, SQLite's setting for WAL mode: a committed
+    transaction is in the WAL before the commit returns, so it survives the kernel's crash or
+    SIGKILL (what the history promises: every line is recorded before the cell is told); only a
+    power loss or an OS crash may take back the last transactions, never corrupt the file.
+    FULL would also fsync the WAL at every commit: 150-200 µs on these machines, three times
+    per warm cell and once per batch of output."""
     db = sqlite3.connect(path, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None)
     db.text_factory = lambda raw: raw.decode("utf-8", "replace")
+    db.execute("PRAGMA synchronous=NORMAL")
     return db
 
 

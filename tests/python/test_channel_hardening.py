@@ -29,7 +29,8 @@ from jupyter_distributed.backends import process
 from jupyter_distributed.backends.base import RankInfo
 from jupyter_distributed.backends.inbox import Ready
 from jupyter_distributed.backends.local import LocalProcesses
-from jupyter_distributed.backends.router import WARN_BURST, Router
+from jupyter_distributed.backends.router import Router
+from jupyter_distributed.backends.throttle import WARN_BURST
 from jupyter_distributed.backends.transport import Transport
 from jupyter_distributed.display import CellView
 from jupyter_distributed.layout import Layout

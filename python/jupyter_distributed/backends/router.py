@@ -24,59 +24,40 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import zmq
 
 from ..errors import StoreError
 from ..events import Event, MetricEvent, RankEvent
-from ..protocol.commands import Execute, Ping
+from ..protocol.commands import Execute, Ping, Shutdown
 from ..protocol.frames import join_parts
 from ..protocol.header import BadHeader, Message
 from ..protocol.messages import parse
-from ..protocol.signing import KERNEL, BadMessage, Buffer, Signer, digest, rank_name
+from ..protocol.signing import (
+    KERNEL,
+    BadMessage,
+    Buffer,
+    Signer,
+    cell_name,
+    digest,
+    rank_name,
+    sender,
+)
 from ..store import Store
 from ..worker.loop import Batch, IoLoop
 from .base import RankInfo
+from .cellorder import CellOrder, after
 from .decode import Ranks, decode
 from .inbox import ChannelLost, Exited, Finished, Item, Show, StacksReply
 from .stackboard import StackBoard
+from .throttle import Throttled
 from .transport import Transport, listen
 
 log = logging.getLogger("jupyter_distributed")
 # seconds a rank's quiet reply to a cell (its state and end, nothing to show) waits for the
 # other ranks' before it is recorded: a cell's replies in one transaction, not one per rank
 HOLD = 0.005
-WARN_BURST = 5  # rejected-message warnings per WARN_WINDOW; the rest are counted
-WARN_WINDOW = 60.0
-
-
-class Throttled:
-    """Warnings about rejected messages, at most ``burst`` per ``window`` seconds; the number
-    left out is told once the window ends (a flood of junk gives a few lines, not thousands)."""
-
-    def __init__(self, burst: int = WARN_BURST, window: float = WARN_WINDOW) -> None:
-        self.burst, self.window = burst, window
-        self._start, self._shown, self.dropped = time.monotonic(), 0, 0
-
-    def warning(self, msg: str, *args: object) -> None:
-        self.flush()
-        if self._shown < self.burst:
-            self._shown += 1
-            log.warning(msg, *args)
-        else:
-            self.dropped += 1
-
-    def flush(self) -> None:
-        now = time.monotonic()
-        if now - self._start < self.window:
-            return
-        if self.dropped:
-            log.warning(
-                "jupyter-distributed: %d more messages rejected in the last %.0f s",
-                self.dropped,
-                now - self._start,
-            )
-        self._start, self._shown, self.dropped = now, 0, 0
 
 
 class Router:
@@ -98,7 +79,9 @@ class Router:
         self._signer = Signer(key, KERNEL)
         self._tick, self._on_lost = tick, on_lost
         self._last_ping = 0.0
-        self._peers: dict[int, bytes] = {}  # rank -> routing id of its connection
+        self._peers: dict[int, bytes] = {}  # rank -> routing id of its control channel
+        self._cell_peers: dict[int, bytes] = {}  # rank -> routing id of its cell socket
+        self._order = CellOrder()  # (I/O thread) cell-socket messages ahead of their turn
         # (I/O thread) ranks sent a cell that have not answered; replies held back for them
         self._awaited: set[int] = set()
         self._held: tuple[list[Event], list[Item]] = ([], [])
@@ -128,11 +111,15 @@ class Router:
         that has not been heard from yet has no connection to send on: it is skipped."""
         header = message.to_header()
         digests = [digest(b) for b in buffers]
-        peers = [(r, p) for r in ranks if (p := self._peers.get(r)) is not None]
+        if isinstance(message, Execute | Shutdown):  # to the rank's main thread, directly
+            peers = [(r, p) for r in ranks if (p := self._cell_peers.get(r)) is not None]
+            names = [cell_name(r) for r, _ in peers]
+        else:
+            peers = [(r, p) for r in ranks if (p := self._peers.get(r)) is not None]
+            names = [rank_name(r) for r, _ in peers]
         if isinstance(message, Execute):  # (before the cell leaves: its answers are awaited)
             sent = {r for r, _ in peers}
             self._loop.call(lambda: self._await(sent), wake=False)
-        names = [rank_name(r) for r, _ in peers]
         with self._send_lock:  # counters leave in order, whichever thread sends
             signed = self._signer.pack_each(header, names, buffers, digests)
             for (_, peer), frames in zip(peers, signed, strict=True):
@@ -233,45 +220,65 @@ class Router:
             self.send([i for i, r in self.ranks.info.items() if r.pid], Ping())
 
     def _on_batch(self, batch: Batch) -> None:
-        events: list[Event] = []
-        items: list[Item] = []
-        shown = 0  # events[shown:] are not in an item yet
-        lost = ""
+        taken = _Taken()
         for frames in batch:
             try:
                 header, buffers = self._signer.unpack([f.buffer for f in frames[1:]])
-                rank = int(str(header["src"]).removeprefix("r"))
+                rank, cell = sender(str(header["src"]))
                 if "parts" in header:  # a buffer the rank cut into frames
                     buffers = join_parts(buffers, header["parts"])
                 message = parse(header)
+                wait = after(header) if cell else 0
             except (BadMessage, BadHeader, ValueError) as exc:
                 self.rejected.warning(
                     "jupyter-distributed: rejected a message on %s: %s", self.address, exc
                 )
                 continue
-            if rank in self.ranks.info:
-                self._peers[rank] = frames[0].bytes  # verified: this connection is rank's
-            if message is None:
+            if rank in self.ranks.info:  # verified: this connection is rank's
+                (self._cell_peers if cell else self._peers)[rank] = frames[0].bytes
+            accepted = self._signer.accepted(rank_name(rank))
+            if cell and message is not None and not self._order.ready(rank, wait, accepted):
+                self._order.wait(rank, (wait, message, buffers))  # its output is on the way
                 continue
-            decoded = decode(self.ranks, rank, message, buffers)
-            events.extend(decoded.events)
-            if isinstance(decoded.item, Finished):
-                self._awaited.discard(rank)
-            if isinstance(decoded.item, StacksReply):
-                self.board.put(decoded.item)
-            elif decoded.item is not None:  # in order: the events before it are shown first
-                if len(events) > shown:
-                    items.append(Show(tuple(events[shown:])))
-                    shown = len(events)
-                items.append(decoded.item)
-            if isinstance(decoded.item, Exited):  # a rank restarted: the cluster is lost
-                lost = lost or decoded.item.failure.summary
-        if len(events) > shown:
-            items.append(Show(tuple(events[shown:])))
-        if not lost and self._hold(events, items):
+            if message is not None:
+                self._take(taken, rank, message, buffers)
+            if not cell:
+                for _, waited, waited_buffers in self._order.release(rank, accepted):
+                    self._take(taken, rank, waited, waited_buffers)
+        events, items = taken.events, taken.items
+        if len(events) > taken.shown:
+            items.append(Show(tuple(events[taken.shown :])))
+        if not taken.lost and self._hold(events, items):
             return
         try:
             self.record(events, items)
         finally:  # as for an exit: the failure is in the inbox before the cluster reads lost
-            if lost:
-                self._on_lost(lost)
+            if taken.lost:
+                self._on_lost(taken.lost)
+
+    def _take(self, taken: _Taken, rank: int, message: Message, buffers: list[Buffer]) -> None:
+        """Decode a verified message of ``rank`` into the batch's events and items."""
+        decoded = decode(self.ranks, rank, message, buffers)
+        events, items = taken.events, taken.items
+        events.extend(decoded.events)
+        if isinstance(decoded.item, Finished):
+            self._awaited.discard(rank)
+        if isinstance(decoded.item, StacksReply):
+            self.board.put(decoded.item)
+        elif decoded.item is not None:  # in order: the events before it are shown first
+            if len(events) > taken.shown:
+                items.append(Show(tuple(events[taken.shown :])))
+                taken.shown = len(events)
+            items.append(decoded.item)
+        if isinstance(decoded.item, Exited):  # a rank restarted: the cluster is lost
+            taken.lost = taken.lost or decoded.item.failure.summary
+
+
+@dataclass
+class _Taken:
+    """What one batch of messages gave: events to record, items for the main thread."""
+
+    events: list[Event] = field(default_factory=list)
+    items: list[Item] = field(default_factory=list)
+    shown: int = 0  # events[shown:] are not in an item yet
+    lost: str = ""

@@ -38,8 +38,21 @@ def digest(buffer: Buffer) -> bytes:
 
 
 def rank_name(rank: int) -> str:
-    """The signed name of ``rank`` (its ``src``/``dst``)."""
+    """The signed name of ``rank``'s control channel (its ``src``/``dst``)."""
     return f"r{rank}"
+
+
+def cell_name(rank: int) -> str:
+    """The signed name of ``rank``'s cell socket (see ``worker/cellsocket.py``)."""
+    return f"c{rank}"
+
+
+def sender(src: str) -> tuple[int, bool]:
+    """The rank a signed ``src`` names, and whether it is that rank's cell socket;
+    ``ValueError`` for any other name."""
+    if src[:1] not in ("r", "c") or not src[1:].isdigit():
+        raise ValueError(f"unknown sender {src!r}")
+    return int(src[1:]), src[0] == "c"
 
 
 class BadMessage(Exception):
@@ -58,6 +71,7 @@ class Signer:
         # from the clock: a sender started again (a launcher that retried a rank) counts on
         # above its previous life, so its hello is heard and the kernel sees the restart
         self._counter = itertools.count(time.time_ns())
+        self.sent = 0  # the counter of the last message packed
         self._last: dict[str, int] = {}  # sender -> the highest counter accepted from it
 
     def sign(self, header: Buffer, digests: Sequence[bytes]) -> bytes:
@@ -95,10 +109,14 @@ class Signer:
         src, tail = json.dumps(self.me), f',"v":{PROTOCOL_VERSION}' + ("," if body != "}" else "")
         out: list[list[Buffer]] = []
         for to in receivers:
-            seq = next(self._counter)
+            self.sent = seq = next(self._counter)
             header = f'{{"src":{src},"dst":{json.dumps(to)},"seq":{seq}{tail}{body}'.encode()
             out.append([self.sign(header, digests), header, *buffers])
         return out
+
+    def accepted(self, src: str) -> int:
+        """The highest counter accepted from ``src`` so far (0: none)."""
+        return self._last.get(src, 0)
 
     def unpack(self, frames: Sequence[Buffer]) -> tuple[dict[str, Any], list[Buffer]]:
         """The verified header (its ``src`` says who sent it) and buffers of ``frames``."""

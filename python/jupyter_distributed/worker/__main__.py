@@ -17,8 +17,9 @@ from ..pids import pid_alive
 from ..protocol.commands import StackRequest
 from ..protocol.header import Message
 from ..protocol.reports import Heartbeat, Hello, Live, Stacks, Stage
-from ..protocol.signing import BOOTSTRAP_ENV, Buffer, Signer, rank_name
+from ..protocol.signing import BOOTSTRAP_ENV, Buffer, Signer, cell_name, rank_name
 from .capture import FdCapture
+from .cellsocket import CellSocket
 from .channel import Channel
 from .guard import guard_group
 from .mpi import MpiSetupError, setup_comm
@@ -131,7 +132,13 @@ def main() -> int:
         ticker,
         boot.get("curve"),
     )
-    reporter = ChannelReporter(channel)
+    cell = CellSocket(
+        boot["address"],
+        Signer(bytes.fromhex(boot["key"]), cell_name(env.rank)),
+        channel.sent,
+        boot.get("curve"),
+    )
+    reporter = ChannelReporter(channel, cell)
     runtime = Runtime(env, reporter)
     ticker.runtime, ticker.channel = runtime, channel
     capture = FdCapture(
@@ -149,13 +156,15 @@ def main() -> int:
     except (StrategyError, MpiSetupError) as exc:
         reporter.fatal(str(exc))
         channel.close()
+        cell.close()
         return 2
     except Exception as exc:  # noqa: BLE001 (report any set-up failure to the kernel)
         reporter.fatal(f"{type(exc).__name__}: {exc}")
         channel.close()
+        cell.close()
         return 2
     set_stage("ready")
-    channel.send(
+    cell.send(  # (the kernel learns the cell socket from it, after the stages before it)
         Hello(
             env.rank,
             runtime.host,
@@ -164,9 +173,10 @@ def main() -> int:
             layout.coords(env.rank).to_json(),
         )
     )
-    runtime.serve(capture.sync)
+    runtime.serve(capture.sync, cell.recv)
     capture.sync()
     channel.close()
+    cell.close()
     return 0
 
 

@@ -29,6 +29,23 @@ from .loop import Batch, IoLoop
 OnMessage = Callable[[Message, list[Buffer]], None]
 
 
+def dealer(
+    ctx: zmq.Context[zmq.Socket[bytes]], address: str, curve: dict[str, str] | None
+) -> zmq.Socket[bytes]:
+    """A rank's connection to the kernel: no queue limits, 5 s to send what is left at close,
+    CurveZMQ with the bootstrap's keys across hosts."""
+    sock = ctx.socket(zmq.DEALER)
+    if curve:
+        sock.setsockopt(zmq.CURVE_SERVERKEY, curve["server"].encode())
+        sock.setsockopt(zmq.CURVE_PUBLICKEY, curve["public"].encode())
+        sock.setsockopt(zmq.CURVE_SECRETKEY, curve["secret"].encode())
+    for opt in (zmq.SNDHWM, zmq.RCVHWM):
+        sock.setsockopt(opt, 0)
+    sock.setsockopt(zmq.LINGER, 5000)
+    sock.connect(address)
+    return sock
+
+
 class Channel:
     def __init__(
         self,
@@ -42,15 +59,7 @@ class Channel:
         self._on_message = on_message
         self._lock = threading.Lock()
         self._ctx = zmq.Context()
-        sock = self._ctx.socket(zmq.DEALER)
-        if curve:
-            sock.setsockopt(zmq.CURVE_SERVERKEY, curve["server"].encode())
-            sock.setsockopt(zmq.CURVE_PUBLICKEY, curve["public"].encode())
-            sock.setsockopt(zmq.CURVE_SECRETKEY, curve["secret"].encode())
-        sock.setsockopt(zmq.SNDHWM, 0)
-        sock.setsockopt(zmq.RCVHWM, 0)
-        sock.setsockopt(zmq.LINGER, 5000)
-        sock.connect(address)
+        sock = dealer(self._ctx, address, curve)
         self._loop = IoLoop(sock, self._receive, tick, self._failed, 100, "jd-channel")
         self._later: Message | None = None  # held back by send_later, since _later_since
         self._later_since = 0.0
@@ -79,6 +88,16 @@ class Channel:
         that thread now (which would take the GIL from the cell as it starts)."""
         with self._lock:
             self._later, self._later_since = message, time.monotonic()
+
+    def drop_later(self) -> None:
+        """Forget what :meth:`send_later` holds (a message sent elsewhere says it too)."""
+        with self._lock:
+            self._later = None
+
+    def sent(self) -> int:
+        """The counter of the last message queued (0: none yet): a message on another
+        connection that must not overtake it names this (see ``cellsocket``)."""
+        return self._signer.sent
 
     def flush_later(self, after: float) -> None:
         """Send what is held back if it has waited ``after`` seconds (on the I/O thread)."""

@@ -15,6 +15,7 @@ from ..protocol.reports import ClearOutput, Display, Done, Fatal, Live, Metrics,
 from ..protocol.signing import Buffer
 
 if TYPE_CHECKING:  # a SageMaker rank has no ZeroMQ: never import the channel at run time
+    from .cellsocket import CellSocket
     from .channel import Channel
 
 
@@ -43,10 +44,12 @@ class Reporter(Protocol):
 
 class ChannelReporter:
     """Signed messages on the control channel; metrics as one packed batch (the kernel checks
-    each value when it unpacks them)."""
+    each value when it unpacks them). With a ``cell`` socket (the main thread's), a cell's end
+    goes there, straight from the main thread."""
 
-    def __init__(self, channel: Channel) -> None:
+    def __init__(self, channel: Channel, cell: CellSocket | None = None) -> None:
         self.channel = channel
+        self.cell = cell
 
     def output(self, run_id: str, stream: str, lines: list[tuple[float, str]]) -> None:
         self.channel.send(Output(run_id, stream, lines))
@@ -70,7 +73,11 @@ class ChannelReporter:
         self.channel.send(Metrics(run_id, len(samples)), [pack_samples(samples)])
 
     def done(self, done: Done, buffers: Sequence[Buffer]) -> None:
-        self.channel.send(done, buffers, drop_later=True)  # (the cell's state, still held)
+        if self.cell is None:
+            self.channel.send(done, buffers, drop_later=True)  # (the cell's state, still held)
+            return
+        self.channel.drop_later()
+        self.cell.send(done, buffers)
 
     def fatal(self, message: str) -> None:
         self.channel.send(Fatal(message))

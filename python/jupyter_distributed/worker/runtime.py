@@ -188,12 +188,19 @@ class Runtime:
         if self._executing:
             raise KeyboardInterrupt
 
-    def serve(self, sync_output: Callable[[], None]) -> None:
+    def serve(
+        self,
+        sync_output: Callable[[], None],
+        receive: Callable[[], tuple[Message, list[Buffer]]] | None = None,
+    ) -> None:
+        """Execute cells until told to stop: from ``receive`` (the main thread's own socket),
+        else from what the I/O thread queued."""
         while True:
-            command, buffers = self.commands.get()
+            command, buffers = (receive or self.commands.get)()
             if isinstance(command, Shutdown):
                 return
-            self.execute(command, buffers, sync_output)
+            if isinstance(command, Execute):
+                self.execute(command, buffers, sync_output)
 
     def execute(
         self, command: Execute, buffers: list[Buffer], sync_output: Callable[[], None]

@@ -133,6 +133,7 @@ def main() -> int:
         boot.get("curve"),
     )
     cell = CellSocket(
+        channel.context,
         boot["address"],
         Signer(bytes.fromhex(boot["key"]), cell_name(env.rank)),
         channel.sent,
@@ -155,13 +156,13 @@ def main() -> int:
         setup(layout, runtime.namespace)
     except (StrategyError, MpiSetupError) as exc:
         reporter.fatal(str(exc))
-        channel.close()
         cell.close()
+        channel.close()
         return 2
     except Exception as exc:  # noqa: BLE001 (report any set-up failure to the kernel)
         reporter.fatal(f"{type(exc).__name__}: {exc}")
-        channel.close()
         cell.close()
+        channel.close()
         return 2
     set_stage("ready")
     cell.send(  # (the kernel learns the cell socket from it, after the stages before it)
@@ -175,8 +176,8 @@ def main() -> int:
     )
     runtime.serve(capture.sync, cell.recv)
     capture.sync()
-    channel.close()
     cell.close()
+    channel.close()
     return 0
 
 

@@ -31,15 +31,16 @@ from .channel import dealer
 class CellSocket:
     def __init__(
         self,
+        ctx: zmq.Context[zmq.Socket[bytes]],
         address: str,
         signer: Signer,
         after: Callable[[], int],
         curve: dict[str, str] | None = None,
     ) -> None:
+        """A socket of ``ctx`` (the control channel's: one ZeroMQ I/O thread per rank)."""
         self._signer = signer
         self._after = after  # the control channel's last queued counter
-        self._ctx = zmq.Context()
-        self._sock = dealer(self._ctx, address, curve)
+        self._sock = dealer(ctx, address, curve)
 
     def send(self, message: Message, buffers: Sequence[Buffer] = ()) -> None:
         """Send ``message`` now (main thread only), ordered after the control channel's."""
@@ -63,5 +64,6 @@ class CellSocket:
                 return message, buffers
 
     def close(self) -> None:
+        """Close the socket (before the control channel, which ends the context), sending
+        what is left within 5 s."""
         self._sock.close(linger=5000)
-        self._ctx.term()

@@ -58,8 +58,8 @@ class Channel:
         self._signer = signer
         self._on_message = on_message
         self._lock = threading.Lock()
-        self._ctx = zmq.Context()
-        sock = dealer(self._ctx, address, curve)
+        self.context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+        sock = dealer(self.context, address, curve)
         self._loop = IoLoop(sock, self._receive, tick, self._failed, 100, "jd-channel")
         self._later: Message | None = None  # held back by send_later, since _later_since
         self._later_since = 0.0
@@ -112,7 +112,7 @@ class Channel:
         """Send what is queued, then stop the I/O thread."""
         self.flush_later(0.0)
         if self._loop.stop(timeout):
-            self._ctx.term()
+            self.context.term()
 
     def _failed(self, exc: BaseException) -> None:
         traceback.print_exception(exc)  # the kernel sees the rank go quiet, then exit

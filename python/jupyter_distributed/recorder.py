@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import secrets
 import sqlite3
+import threading
 import time
 from collections.abc import MutableMapping, Sequence
 from typing import Any, Protocol
@@ -66,12 +67,33 @@ def cluster_coords(cluster: Cluster) -> dict[int, dict[str, Any]]:
     return {r.rank: {**r.coords.to_json(), "host": r.host, "pid": r.pid} for r in cluster.ranks()}
 
 
+class DeferredRecord:
+    """A run's record not written yet (a :class:`~.backends.base.RunWriter`): whichever
+    thread writes the run's first events writes it in the same transaction, once."""
+
+    def __init__(
+        self, store: Store, record: RunRecord, coords: dict[int, dict[str, Any]] | None
+    ) -> None:
+        self.store = store
+        self._run: tuple[RunRecord, dict[int, dict[str, Any]] | None] | None = (record, coords)
+        self._lock = threading.Lock()  # (held while writing: nothing of the run goes before)
+
+    def append(self, events: Sequence[Event]) -> None:
+        with self._lock:
+            if self._run is None:
+                self.store.append(events)
+            else:
+                self.store.append(events, run=self._run)
+                self._run = None  # (only once written: a failed write is tried again)
+
+
 class RunRecorder:
     def __init__(
         self, store: Store, run_id: str, view: CellViewLike, observers: Sequence[Observer] = ()
     ) -> None:
         self.store, self.run_id, self.view = store, run_id, view
         self.observers = tuple(observers)
+        self.deferred: DeferredRecord | None = None
 
     @classmethod
     def start(
@@ -81,19 +103,32 @@ class RunRecorder:
         view: CellViewLike,
         coords: dict[int, dict[str, Any]] | None = None,
         observers: Sequence[Observer] = (),
+        deferred: bool = False,
     ) -> RunRecorder:
-        """Record a new run (``pending`` while its cluster starts, else ``running``)."""
-        store.create_run(record, coords)
-        return cls(store, record.id, view, observers)
+        """Record a new run (``pending`` while its cluster starts, else ``running``). With
+        ``deferred`` (a cell on a live cluster) the record is written with the run's first
+        events (see :attr:`deferred`, which the cluster writes them through), at the latest
+        with its end: a short cell costs one or two store transactions, not three."""
+        recorder = cls(store, record.id, view, observers)
+        if deferred:
+            recorder.deferred = DeferredRecord(store, record, coords)
+        else:
+            store.create_run(record, coords)
+        return recorder
+
+    def _append(self, events: Sequence[Event]) -> None:
+        (self.deferred or self.store).append(events)
 
     def launched(self, cluster: Cluster) -> None:
         """The run's cluster started: record where its ranks are; the run is running."""
+        if self.deferred is not None:
+            self.deferred.append([])
         self.store.set_cluster(self.run_id, cluster.id, cluster_coords(cluster))
         self.store.append([RunEvent(self.run_id, time.time(), RunState.RUNNING)])
 
     def queued(self, reason: str) -> None:
         """The run's ranks wait in a scheduler's queue (``reason`` from it); no time limit."""
-        self.store.append([RunEvent(self.run_id, time.time(), RunState.QUEUED, reason)])
+        self._append([RunEvent(self.run_id, time.time(), RunState.QUEUED, reason)])
         self.view.notice(
             f"queued: {reason}; the ranks start when the scheduler allocates the nodes"
         )
@@ -149,7 +184,7 @@ class RunRecorder:
             message = f"the kernel failed while {doing}: {type(exc).__name__}: {exc}"
         end = RunEvent(self.run_id, time.time(), state, message)
         try:
-            self.store.append([end])
+            self._append([end])
         except Exception:  # the original error is what the user must see; log this one
             log.exception("jupyter-distributed: could not record the end of run %s", self.run_id)
         self.view.on_event(end)  # the inline widget shows how the run ended
@@ -172,11 +207,13 @@ class RunRecorder:
         headline = RunFailed(list(outcome.failures)).headline if outcome.failures else ""
         message = outcome.message or headline
         unrecordable = ""
-        end = RunEvent(self.run_id, time.time(), state, message)
-        try:
-            self.store.append([end])
-        except (sqlite3.Error, StoreError) as exc:  # the store failed: say so, no traceback
-            unrecordable = f"the end of the run could not be recorded ({exc})"
+        end = outcome.recorded_end
+        if end is None or state is not RunState.COMPLETED or message:
+            end = RunEvent(self.run_id, time.time(), state, message)
+            try:
+                self._append([end])
+            except (sqlite3.Error, StoreError) as exc:  # the store failed: say so
+                unrecordable = f"the end of the run could not be recorded ({exc})"
         self.view.on_event(end)  # the inline widget shows how the run ended
         for observer in self.observers:
             warning = observer.finish(self.store, self.run_id)

@@ -78,7 +78,8 @@ class Session:
         view = view or CellView()
         cluster = self._reusable(spec, view)
         plan = cluster.plan if cluster is not None else self.plan(spec)
-        recorder = self.record(spec, code, plan, view, cell_id, cluster)
+        deferred = cluster is not None and cluster.defers_record
+        recorder = self.record(spec, code, plan, view, cell_id, cluster, deferred=deferred)
         run_id = recorder.run_id
         doing = "starting the cluster"
         try:
@@ -90,6 +91,7 @@ class Session:
                 run_id, code, spec.ranks, push, spec.pull, spec.timeout,
                 display_max=int(spec.display_max_mb * 2**20), figures=kernel_figures(),
                 interrupt_grace=self.interrupt_grace,
+                record=recorder.deferred,
             )  # fmt: skip
             outcome = cluster.execute(request, recorder)
         except BaseException as exc:
@@ -115,8 +117,10 @@ class Session:
         cell_id: str = "",
         cluster: Cluster | None = None,
         sweep_id: str = "",
+        deferred: bool = False,
     ) -> RunRecorder:
-        """Record a new run of ``code`` (before its cluster starts, unless ``cluster`` runs)."""
+        """Record a new run of ``code`` (before its cluster starts, unless ``cluster`` runs;
+        ``deferred``: once the cell left for the cluster, see :meth:`RunRecorder.start`)."""
         run_id = new_run_id()
         view.run_id = run_id
         return RunRecorder.start(
@@ -142,6 +146,7 @@ class Session:
             view,
             coords=cluster_coords(cluster) if cluster is not None else _planned(plan),
             observers=[GlobalBatch(code, spec.layout), Throughput()],
+            deferred=deferred,
         )
 
     def run_sweep(

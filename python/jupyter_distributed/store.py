@@ -152,46 +152,53 @@ class Store(Queries, Coordination):
 
     def create_run(self, run: RunRecord, coords: dict[int, dict[str, Any]] | None = None) -> None:
         with self._tx() as db:
+            eventrows.append(db, [self._create(db, run, coords)])
+
+    @staticmethod
+    def _create(
+        db: sqlite3.Connection, run: RunRecord, coords: dict[int, dict[str, Any]] | None
+    ) -> eventrows.Item:
+        """Insert the run's and its ranks' rows; returns its first event, to append."""
+        db.execute(
+            "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                run.id,
+                run.cluster_id,
+                run.backend,
+                run.world_size,
+                json.dumps(run.ranks),
+                run.state.value,
+                json.dumps(run.spec),
+                run.source,
+                run.notebook,
+                run.cell_id,
+                run.host,
+                run.kernel_pid,
+                run.external_id,
+                run.started,
+                run.ended,
+                run.message,
+                json.dumps(run.summary),
+                run.sweep_id,
+                run.kernel_id,
+            ),
+        )
+        for rank in run.ranks:
+            c = (coords or {}).get(rank, {})
             db.execute(
-                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO ranks VALUES (?,?,?,?,?,?,?,?)",
                 (
                     run.id,
-                    run.cluster_id,
-                    run.backend,
-                    run.world_size,
-                    json.dumps(run.ranks),
-                    run.state.value,
-                    json.dumps(run.spec),
-                    run.source,
-                    run.notebook,
-                    run.cell_id,
-                    run.host,
-                    run.kernel_pid,
-                    run.external_id,
+                    rank,
+                    c.get("host", ""),
+                    c.get("pid"),
+                    "starting",
+                    json.dumps(c),
                     run.started,
-                    run.ended,
-                    run.message,
-                    json.dumps(run.summary),
-                    run.sweep_id,
-                    run.kernel_id,
+                    None,
                 ),
             )
-            for rank in run.ranks:
-                c = (coords or {}).get(rank, {})
-                db.execute(
-                    "INSERT INTO ranks VALUES (?,?,?,?,?,?,?,?)",
-                    (
-                        run.id,
-                        rank,
-                        c.get("host", ""),
-                        c.get("pid"),
-                        "starting",
-                        json.dumps(c),
-                        run.started,
-                        None,
-                    ),
-                )
-            eventrows.append(db, [eventrows.item(RunEvent(run.id, run.started, run.state))])
+        return eventrows.item(RunEvent(run.id, run.started, run.state))
 
     def set_cluster(self, run_id: str, cluster_id: str, coords: dict[int, dict[str, Any]]) -> None:
         """Where a run's ranks are once its cluster runs (the run is recorded before launch)."""
@@ -216,8 +223,14 @@ class Store(Queries, Coordination):
         with self._tx() as db:
             db.execute("UPDATE runs SET external_id=? WHERE id=?", (external_id, run_id))
 
-    def append(self, events: Iterable[Event]) -> int:
-        """Write a batch of events in one transaction; returns how many."""
+    def append(
+        self,
+        events: Iterable[Event],
+        run: tuple[RunRecord, dict[int, dict[str, Any]] | None] | None = None,
+    ) -> int:
+        """Write a batch of events in one transaction; returns how many. With ``run`` (a
+        record and its ranks' coordinates, as for :meth:`create_run`) the run is created
+        first, in the same transaction."""
         items: list[eventrows.Item] = []
         beats: dict[tuple[str, int], float] = {}
         events = list(events)
@@ -225,6 +238,8 @@ class Store(Queries, Coordination):
         # is kept): a cell's ``running`` and ``done`` arriving together are one row update
         last = {(e.run_id, e.rank): e for e in events if isinstance(e, RankEvent)}
         with self._tx() as db:
+            if run is not None:
+                items.append(self._create(db, *run))
             for ev in events:
                 items.append(eventrows.item(ev))
                 if isinstance(ev, MetricEvent):  # the ranks' heartbeats: once per batch
@@ -238,7 +253,7 @@ class Store(Queries, Coordination):
                     "UPDATE ranks SET heartbeat=? WHERE run_id=? AND rank=?",
                     [(t, run_id, rank) for (run_id, rank), t in beats.items()],
                 )
-        return len(items)
+        return len(items) - (run is not None)
 
     @staticmethod
     def _apply(db: sqlite3.Connection, ev: Event) -> None:

@@ -11,6 +11,9 @@
 - A rank's ``running`` and ``done`` in one batch update its row once, as if both had been
   applied (both events stay in the history).
 - The kernel's figure settings, kept between cells, follow a changed config.
+- A short cell on a live cluster is one store transaction: its run's record, its ranks' replies
+  and its ``completed`` end together; a silent cell that runs on is in the history within
+  ``RECORD_AFTER``; a failed rank's run is never recorded as completed.
 
 The router is driven here on the test's thread, without its I/O thread: its batches are fed
 by hand, as the thread would feed them.
@@ -34,7 +37,8 @@ from jupyter_distributed.backends.inbox import Finished, Item, Show
 from jupyter_distributed.backends.router import Router
 from jupyter_distributed.backends.transport import Transport
 from jupyter_distributed.display import CellView
-from jupyter_distributed.events import Event, OutputEvent, RankEvent, RankState
+from jupyter_distributed.errors import RunFailed
+from jupyter_distributed.events import Event, OutputEvent, RankEvent, RankState, RunEvent, RunState
 from jupyter_distributed.figures import kernel_figures
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.protocol.figures import FigureConfig
@@ -77,9 +81,9 @@ def _appends(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[list[Event]]
     written: list[list[Event]] = []
     append = store.append
 
-    def spy(events: Any) -> int:
+    def spy(events: Any, run: Any = None) -> int:
         written.append(list(events))
-        return append(written[-1])
+        return append(written[-1], run=run)
 
     monkeypatch.setattr(store, "append", spy)
     return written
@@ -115,7 +119,7 @@ def test_a_cells_quiet_replies_are_recorded_in_one_transaction(
     router: Router, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     written = _appends(store, monkeypatch)
-    router._await({0, 1})
+    router.cell.awaited = {0, 1}
     router._on_batch(_reply(0))
     assert written == [] and _inbox(router) == []  # held: rank 1 has not answered
     router._on_batch(_reply(1))
@@ -132,13 +136,13 @@ def test_a_held_reply_is_recorded_when_the_hold_ends_or_something_else_comes(
     router: Router, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     written = _appends(store, monkeypatch)
-    router._await({0, 1})
+    router.cell.awaited = {0, 1}
     router._on_batch(_reply(0))
-    router._held_until = 0.0  # the hold has ended (rank 1 is slow)
+    router.cell.held_until = 0.0  # the hold has ended (rank 1 is slow)
     router._on_tick()
     assert len(written) == 1 and _finished(_inbox(router)) == [0]
 
-    router._await({0, 1})  # the next cell: rank 1 prints while rank 0 is done
+    router.cell.awaited = {0, 1}  # the next cell: rank 1 prints while rank 0 is done
     router._on_batch(_reply(0))
     router._on_batch(_batch((1, Output(RUN, "stdout", [(time.time(), "hello")]))))
     assert len(written) == 2  # rank 0's held reply first, with the line, in one transaction
@@ -147,7 +151,7 @@ def test_a_held_reply_is_recorded_when_the_hold_ends_or_something_else_comes(
     assert _finished(items) == [0]
     assert [e for i in items if isinstance(i, Show) for e in i.events] == written[1]
 
-    router._await({0, 1})  # an exit seen by the process watch: what was held goes first
+    router.cell.awaited = {0, 1}  # an exit seen by the process watch: what was held goes first
     router._on_batch(_reply(0))
     router.record([], [])
     assert len(written) == 3 and _finished(_inbox(router)) == [0]
@@ -159,7 +163,7 @@ def test_replies_are_not_held_when_no_other_rank_is_awaited(
     written = _appends(store, monkeypatch)
     router._on_batch(_reply(0))  # no cell awaited (a reply after the run gave up on it)
     assert len(written) == 1 and _finished(_inbox(router)) == [0]
-    router._await({0})
+    router.cell.awaited = {0}
     router._on_batch(_reply(0))  # the last awaited rank: at once
     assert len(written) == 2 and _finished(_inbox(router)) == [0]
 
@@ -275,3 +279,66 @@ def test_a_ranks_states_in_one_batch_leave_its_row_as_applied_one_by_one(store: 
     assert rows == {0: ("done", 3.0, "h0", 10), 1: ("done", 3.0, "h1", 11)}
     states = [e["state"] for _, e in store.events_after(0, RUN) if e.get("kind") == "rank"]
     assert states == ["running", "done", "running", "done"]
+
+
+def _live(store: Store) -> tuple[Session, Spec]:
+    session = Session(store)
+    spec = Spec(layout=Layout(procs_per_node=2))
+    session.run_cell(spec, "x = rank", {}, view=CellView(out=io.StringIO()))  # starts it
+    return session, spec
+
+
+def test_a_short_cell_on_a_live_cluster_is_one_transaction(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session, spec = _live(store)
+    try:
+        written = _appends(store, monkeypatch)
+        created: list[str] = []
+        monkeypatch.setattr(store, "create_run", lambda run, coords=None: created.append(run.id))
+        session.run_cell(spec, "y = x", {}, view=CellView(out=io.StringIO()))
+        assert created == [] and len(written) == 1
+        run = store.runs(limit=1)[0]
+        assert run.state is RunState.COMPLETED and run.ended is not None
+        assert [r.state for r in store.ranks(run.id)] == ["done", "done"]
+        assert [type(e) for e in written[0]][-1] is RunEvent  # the end, with the replies
+    finally:
+        session.shutdown()
+
+
+def test_a_silent_cell_that_runs_on_is_recorded_while_it_runs(store: Store) -> None:
+    session, spec = _live(store)
+    seen: list[RunState] = []
+
+    def watch() -> None:
+        deadline = time.monotonic() + 20
+        while not seen and time.monotonic() < deadline:
+            runs = store.runs(limit=1)
+            if runs and runs[0].source == "import time; time.sleep(1.5)":
+                seen.append(runs[0].state)
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        session.run_cell(spec, "import time; time.sleep(1.5)", {}, view=CellView(out=io.StringIO()))
+        watcher.join()
+        assert seen == [RunState.RUNNING]  # (the record was written while the cell ran)
+        assert store.runs(limit=1)[0].state is RunState.COMPLETED
+    finally:
+        session.shutdown()
+
+
+def test_a_failed_rank_is_never_recorded_as_completed(store: Store) -> None:
+    session, spec = _live(store)
+    try:
+        with pytest.raises(RunFailed):
+            session.run_cell(
+                spec, "if rank == 1: raise ValueError('no')", {}, view=CellView(out=io.StringIO())
+            )
+        run = store.runs(limit=1)[0]
+        kinds = [e for _, e in store.events_after(0, run.id) if e["kind"] == "run"]
+        assert run.state is RunState.FAILED
+        assert "completed" not in [e.get("state") for e in kinds], kinds
+    finally:
+        session.shutdown()

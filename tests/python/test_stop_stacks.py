@@ -15,9 +15,9 @@ import time
 from collections.abc import Sequence
 
 from jupyter_distributed.backends import supervise, tracker
-from jupyter_distributed.backends.base import RankInfo, RunRequest
+from jupyter_distributed.backends.base import RankInfo, RunRequest, RunWriter
 from jupyter_distributed.backends.inbox import Finished, Item
-from jupyter_distributed.events import Event, RunState, StacksEvent
+from jupyter_distributed.events import Event, RunEvent, RunState, StacksEvent
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.protocol.commands import Interrupt
 from jupyter_distributed.protocol.header import Message
@@ -74,8 +74,11 @@ class FakeCluster:
             for r in self.finish:
                 self._done(r, "ok")
 
-    def begin(self, run_id: str) -> None:
+    def begin(self, run_id: str, record: RunWriter | None = None) -> None:
         pass
+
+    def recorded_end(self, run_id: str) -> RunEvent | None:
+        return None
 
     def end(self) -> None:
         pass

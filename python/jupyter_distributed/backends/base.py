@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from ..errors import RankFailure
-from ..events import Event, RunState, StacksEvent
+from ..events import Event, RunEvent, RunState, StacksEvent
 from ..layout import RankCoords
 from ..protocol.figures import FigureConfig
 from ..push import Pickled
@@ -133,6 +133,13 @@ def _ranges(ranks: tuple[int, ...]) -> str:
     return ",".join(out)
 
 
+class RunWriter(Protocol):
+    """Writes a run's events to the history, the run's deferred record first (once)."""
+
+    def append(self, events: Sequence[Event]) -> None:
+        """Write ``events`` in one transaction, with the run's record if not written yet."""
+
+
 @dataclass
 class RunRequest:
     run_id: str
@@ -144,6 +151,9 @@ class RunRequest:
     display_max: int | None = None  # bytes of one rich display (None: the default cap)
     figures: FigureConfig | None = None  # the kernel's inline figure settings (None: PNG)
     interrupt_grace: float = 2.0  # seconds a rank gets to yield before it is killed
+    # the run's record is not written yet: a cluster that ``defers_record`` writes the run's
+    # events through it (the record goes with the first of them), see RunRecorder.start
+    record: RunWriter | None = None
 
 
 @dataclass
@@ -155,6 +165,7 @@ class RunOutcome:
     failures: list[RankFailure] = field(default_factory=list)
     message: str = ""  # why the run ended early, when not a rank's failure
     unrecorded: int = 0  # events that could not be written to the history store
+    recorded_end: RunEvent | None = None  # the completed end, recorded with the ranks' replies
 
 
 @dataclass
@@ -188,6 +199,9 @@ class Cluster(ABC):
 
     id: str
     plan: Plan
+    #: Whether :meth:`execute` writes the run's events through ``request.record`` (a cell on
+    #: a live cluster then writes the run's record with its first events, not on its own).
+    defers_record: ClassVar[bool] = False
 
     @abstractmethod
     def execute(self, request: RunRequest, view: RunView) -> RunOutcome:

@@ -21,14 +21,14 @@ import threading
 import time
 from collections.abc import Sequence
 
-from ..events import ErrorEvent, Event, StacksEvent
+from ..events import ErrorEvent, Event, RunEvent, StacksEvent
 from ..protocol.commands import Shutdown
 from ..protocol.header import Message
 from ..protocol.signing import BOOTSTRAP_ENV, Buffer
 from ..protocol.stacks import RankStacks
 from ..reaper import leftover_prefix
 from ..store import Store
-from .base import Cluster, Plan, RankInfo, RunOutcome, RunRequest, RunView
+from .base import Cluster, Plan, RankInfo, RunOutcome, RunRequest, RunView, RunWriter
 from .hang import diagnose
 from .hangflight import ranks_text
 from .inbox import CancelRequested, Exited, Item
@@ -47,6 +47,7 @@ WATCH_EVERY = 0.05  # seconds between looks at the processes (at once on a senti
 
 class ProcessCluster(Cluster):
     start_timeout = 120.0
+    defers_record = True  # (the router writes the run's events through request.record)
     silence_limit: float | None = None  # see __init__
 
     def __init__(
@@ -130,8 +131,8 @@ class ProcessCluster(Cluster):
     def send(self, ranks: Sequence[int], message: Message, buffers: Sequence[Buffer] = ()) -> None:
         self.router.send(ranks, message, buffers)
 
-    def begin(self, run_id: str) -> None:
-        self.router.begin(run_id)
+    def begin(self, run_id: str, record: RunWriter | None = None) -> None:
+        self.router.begin(run_id, record)
 
     def end(self) -> None:
         self.router.end()
@@ -142,6 +143,10 @@ class ProcessCluster(Cluster):
 
     def stacks(self, ranks: Sequence[int], code: str = "") -> dict[int, RankStacks]:
         return collect(self.router.board, self.send, self.info, ranks, self.stacks_dir, code)
+
+    def recorded_end(self, run_id: str) -> RunEvent | None:
+        end = self.router.cell.completed
+        return end if end is not None and end.run_id == run_id else None
 
     def record(self, event: Event) -> None:
         self.router.call(lambda: self.router.record([event], []))

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import zmq
 
 from ..errors import StoreError
-from ..events import Event, MetricEvent, RankEvent
+from ..events import Event
 from ..protocol.commands import Execute, Ping, Shutdown
 from ..protocol.frames import join_parts
 from ..protocol.header import BadHeader, Message
@@ -46,18 +46,16 @@ from ..protocol.signing import (
 )
 from ..store import Store
 from ..worker.loop import Batch, IoLoop
-from .base import RankInfo
+from .base import RankInfo, RunWriter
 from .cellorder import CellOrder, after
+from .cellrun import RECORD_AFTER, CellRun
 from .decode import Ranks, decode
-from .inbox import ChannelLost, Exited, Finished, Item, Show, StacksReply
+from .inbox import ChannelLost, Exited, Item, Show, StacksReply
 from .stackboard import StackBoard
 from .throttle import Throttled
 from .transport import Transport, listen
 
 log = logging.getLogger("jupyter_distributed")
-# seconds a rank's quiet reply to a cell (its state and end, nothing to show) waits for the
-# other ranks' before it is recorded: a cell's replies in one transaction, not one per rank
-HOLD = 0.005
 
 
 class Router:
@@ -82,10 +80,7 @@ class Router:
         self._peers: dict[int, bytes] = {}  # rank -> routing id of its control channel
         self._cell_peers: dict[int, bytes] = {}  # rank -> routing id of its cell socket
         self._order = CellOrder()  # (I/O thread) cell-socket messages ahead of their turn
-        # (I/O thread) ranks sent a cell that have not answered; replies held back for them
-        self._awaited: set[int] = set()
-        self._held: tuple[list[Event], list[Item]] = ([], [])
-        self._held_until = 0.0
+        self.cell = CellRun()  # (I/O thread) the cell being run
         self._send_lock = threading.Lock()
         self.rejected = Throttled()
         self._ctx = zmq.Context()
@@ -119,7 +114,7 @@ class Router:
             names = [rank_name(r) for r, _ in peers]
         if isinstance(message, Execute):  # (before the cell leaves: its answers are awaited)
             sent = {r for r, _ in peers}
-            self._loop.call(lambda: self._await(sent), wake=False)
+            self._loop.call(lambda: setattr(self.cell, "awaited", sent), wake=False)
         with self._send_lock:  # counters leave in order, whichever thread sends
             signed = self._signer.pack_each(header, names, buffers, digests)
             for (_, peer), frames in zip(peers, signed, strict=True):
@@ -130,11 +125,20 @@ class Router:
         """Run ``fn`` on the I/O thread once ``fd`` is readable (the loop then closes it)."""
         self._loop.watch(fd, fn)
 
-    def begin(self, run_id: str) -> None:
+    def begin(self, run_id: str, writer: RunWriter | None = None) -> None:
         """The run starts: output from now on is its. Takes effect on the I/O thread before
-        the next :meth:`send` goes out, without a wake-up of its own (the send's wakes it)."""
+        the next :meth:`send` goes out, without a wake-up of its own (the send's wakes it).
+        With ``writer`` (the run's record not written yet) the run's events are written
+        through it: the record goes with the first of them (see :mod:`.cellrun`)."""
         self.unrecorded = 0
-        self._loop.call(lambda: self.record(list(self.ranks.begin(run_id)), []), wake=False)
+
+        def start() -> None:
+            self.cell.start(writer)
+            if writer is not None:
+                self._loop.tick_within(RECORD_AFTER)
+            self.record(list(self.ranks.begin(run_id)), [])
+
+        self._loop.call(start, wake=False)
 
     def call(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the I/O thread, in order with the queued messages."""
@@ -155,14 +159,12 @@ class Router:
     def record(self, events: list[Event], items: list[Item]) -> None:
         """Record ``events``, then hand over ``items`` (the history is never behind the cell).
         When the store fails, the items are still handed over (shown) and the events counted.
-        Replies held back (see :data:`HOLD`) go first, in the same transaction. Only on the
-        I/O thread."""
-        if self._held[0] or self._held[1]:
-            events, items = self._held[0] + events, self._held[1] + items
-            self._held = ([], [])
+        Replies held back (see :mod:`.cellrun`) go first, in the same transaction. Only on
+        the I/O thread."""
+        events, items = self.cell.take_held(events, items)
         try:
             if events:
-                self.store.append(events)
+                (self.cell.writer or self.store).append(events)
         except BaseException:
             self.unrecorded += len(events)
             raise
@@ -179,39 +181,23 @@ class Router:
             cause = f"the control channel failed: {type(exc).__name__}: {exc}"
         log.error("jupyter-distributed: control channel %s lost: %s", self.address, cause)
         self._on_lost(cause)
-        held_events, held_items = self._held
+        held_events, held_items = self.cell.take_held([], [])
         self.unrecorded += len(held_events)  # (never recorded; shown all the same)
         for item in held_items:
             self.inbox.put(item)
-        self._held = ([], [])
         self.inbox.put(ChannelLost(cause))
-
-    def _await(self, ranks: set[int]) -> None:
-        self._awaited = ranks
 
     def _ended(self) -> None:
         self.ranks.run_id = ""
-        self._awaited = set()
+        self.cell.end()
         self.record([], [])
 
-    def _hold(self, events: list[Event], items: list[Item]) -> bool:
-        """Hold back a batch of quiet replies (rank states, samples; no output, no failure)
-        while other ranks of the cell have not answered, for at most :data:`HOLD` seconds:
-        it is then recorded with theirs. Nothing is handed over before it is recorded."""
-        if not self._awaited or not all(isinstance(e, RankEvent | MetricEvent) for e in events):
-            return False
-        if not all(isinstance(i, Show | Finished) for i in items):
-            return False
-        if (events or items) and not (self._held[0] or self._held[1]):
-            self._held_until = time.monotonic() + HOLD
-            self._loop.tick_within(HOLD)
-        self._held[0].extend(events)
-        self._held[1].extend(items)
-        return True
-
     def _on_tick(self) -> None:
-        if (self._held[0] or self._held[1]) and time.monotonic() >= self._held_until:
+        if self.cell.held_due():
             self.record([], [])
+        writer = self.cell.record_due()
+        if writer is not None:
+            writer.append([])  # the cell runs on: the run's record, now
         self._tick()
         self.rejected.flush()
         now = time.monotonic()
@@ -220,7 +206,7 @@ class Router:
             self.send([i for i, r in self.ranks.info.items() if r.pid], Ping())
 
     def _on_batch(self, batch: Batch) -> None:
-        taken = _Taken()
+        taken, awaited = _Taken(), bool(self.cell.awaited)
         for frames in batch:
             try:
                 header, buffers = self._signer.unpack([f.buffer for f in frames[1:]])
@@ -246,9 +232,14 @@ class Router:
                 for _, waited, waited_buffers in self._order.release(rank, accepted):
                     self._take(taken, rank, waited, waited_buffers)
         events, items = taken.events, taken.items
+        end = None if self.unrecorded else self.cell.end_if_complete(self.ranks.run_id, awaited)
+        if end is not None:  # (the main thread records its own only if it decides otherwise)
+            events.append(end)
         if len(events) > taken.shown:
             items.append(Show(tuple(events[taken.shown :])))
-        if not taken.lost and self._hold(events, items):
+        due = None if taken.lost else self.cell.hold(events, items)
+        if due is not None:
+            self._loop.tick_within(due)
             return
         try:
             self.record(events, items)
@@ -261,8 +252,7 @@ class Router:
         decoded = decode(self.ranks, rank, message, buffers)
         events, items = taken.events, taken.items
         events.extend(decoded.events)
-        if isinstance(decoded.item, Finished):
-            self._awaited.discard(rank)
+        self.cell.took(decoded.events, decoded.item)
         if isinstance(decoded.item, StacksReply):
             self.board.put(decoded.item)
         elif decoded.item is not None:  # in order: the events before it are shown first

@@ -44,7 +44,7 @@ def _send_execute(cluster: Supervised, request: RunRequest) -> dict[str, Any] | 
                 log.warning("jupyter-distributed: push through ZeroMQ, not shared memory: %s", exc)
             else:
                 buffers = [request.push.data]
-    cluster.begin(request.run_id)
+    cluster.begin(request.run_id, request.record)
     execute = Execute(
         request.run_id, request.code, tuple(request.pull), shared, request.display_max,
         request.figures,
@@ -98,6 +98,7 @@ def _supervise(cluster: Supervised, request: RunRequest, view: RunView) -> RunOu
             outcome.message = cluster.lost or "the cluster was lost while ranks were running"
     else:
         outcome.state = RunState.COMPLETED
+        outcome.recorded_end = cluster.recorded_end(request.run_id)
     timed_out = {f.rank for f in outcome.failures if f.kind == "timeout"}
     outcome.failures = [
         f

@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ..errors import RankFailure
-from ..events import ErrorEvent, Event, RunState, StacksEvent
+from ..events import ErrorEvent, Event, RunEvent, RunState, StacksEvent
 from ..protocol.commands import Interrupt
 from ..protocol.header import Message
 from ..protocol.signing import Buffer
 from ..protocol.stacks import RankStacks
-from .base import RankInfo, RunOutcome, RunRequest, RunView
+from .base import RankInfo, RunOutcome, RunRequest, RunView, RunWriter
 from .hang import diagnose
 from .hangflight import ranks_text
 from .inbox import CancelRequested, Cleared, Exited, Finished, Item, LiveLine, Show
@@ -63,7 +63,8 @@ class Supervised(Protocol):
         self, ranks: Sequence[int], message: Message, buffers: Sequence[Buffer] = ()
     ) -> None: ...
 
-    def begin(self, run_id: str) -> None: ...
+    def begin(self, run_id: str, record: RunWriter | None = None) -> None:
+        """The run starts; its events are written through ``record`` when one is given."""
 
     def end(self) -> None:
         """The run is over: output that arrives now belongs to no run."""
@@ -77,6 +78,9 @@ class Supervised(Protocol):
 
     def record(self, event: Event) -> None:
         """Write ``event`` to the history, in order with the ranks' own events."""
+
+    def recorded_end(self, run_id: str) -> RunEvent | None:
+        """The ``completed`` end of ``run_id`` if it was recorded with the ranks' replies."""
 
 
 class RunTracker:

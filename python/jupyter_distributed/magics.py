@@ -27,6 +27,7 @@ from .errors import SpecError
 from .probe import ProbeSettings, parse_sizes
 from .session import Session
 from .settings import Distributed, Settings
+from .spec import Spec
 
 
 def _split(line: str) -> list[str]:
@@ -36,7 +37,10 @@ def _split(line: str) -> list[str]:
         raise UsageError(f"%distributed: {exc} in {line!r}") from None
 
 
-@functools.lru_cache(maxsize=16)  # pure in the line, parsed again on every run of a cell
+SPECS_KEPT = 16  # lines whose parsed flags and spec are kept
+
+
+@functools.lru_cache(maxsize=SPECS_KEPT)  # pure in the line, parsed again on every run of a cell
 def _parsed(line: str) -> Namespace:
     _split(line)  # an unbalanced quote is a one-line error, not argparse's traceback
     args: Namespace = parse_argstring(DistributedMagics.distributed, line)
@@ -55,6 +59,11 @@ class DistributedMagics(Magics):
         if self.session.settings is None:  # a session made elsewhere follows %config too
             self.session.settings = self.settings
         self.auto: str | None = None  # the settings of %distributed on
+        # the spec of each line seen, while no setting changes (a spec is immutable; building
+        # one again for every run of a cell cost a tenth of a warm round trip)
+        self._specs: dict[str, Spec] = {}
+        for configurable in (self.settings, *self.backend_settings.values()):
+            configurable.observe(lambda _change: self._specs.clear())
         self._to_ranks = ToRanks()
         configurables = getattr(shell, "configurables", None)
         if configurables is not None:  # what %config lists and updates; one of each class
@@ -82,9 +91,9 @@ class DistributedMagics(Magics):
             return
         if self.auto is not None and line == self.auto:
             print(f"[distributed on: {line or 'default settings'}; %distributed off to leave]")
-        args = copy.copy(_parsed(line))
+        args = _parsed(line)
         try:
-            spec = spec_from_args(args, self.settings, self._backend_defaults)
+            spec = self._spec(line)
             if args.dry_run:
                 print(textviews.dry_run(self.session, spec))
                 return
@@ -101,6 +110,16 @@ class DistributedMagics(Magics):
             )
         except SpecError as exc:
             raise UsageError(str(exc)) from None
+
+    def _spec(self, line: str) -> Spec:
+        spec = self._specs.get(line)
+        if spec is None:
+            args = copy.copy(_parsed(line))
+            spec = spec_from_args(args, self.settings, self._backend_defaults)
+            if len(self._specs) >= SPECS_KEPT:
+                self._specs.clear()
+            self._specs[line] = spec
+        return spec
 
     def _auto(self, settings: str | None) -> None:
         """``%distributed on SETTINGS`` / ``off``: every following cell runs on the ranks."""

@@ -55,6 +55,26 @@ def test_config_magic_changes_the_cap_and_config_line_shows_where(
         shell.run_line_magic("config", "Distributed.max_world_size = 1024")
 
 
+def test_a_changed_setting_reaches_the_next_run_of_the_same_line(
+    shell: Any,  # noqa: F811
+    capsys: Any,
+) -> None:
+    """The spec of a line is kept between runs of a cell, never past a change of settings."""
+    shell.run_line_magic("config", "Distributed.nprocs = 2")
+    try:
+        shell.run_cell_magic("distributed", "--dry-run", "pass")
+        assert "world size:   2 =" in capsys.readouterr().out
+        shell.run_line_magic("config", "Distributed.nprocs = 3")
+        shell.run_cell_magic("distributed", "--dry-run", "pass")
+        assert "world size:   3 =" in capsys.readouterr().out
+        shell.run_line_magic("config", "Distributed.max_world_size = 2")
+        with pytest.raises(UsageError, match="world size 3 is over the cap of 2"):
+            shell.run_cell_magic("distributed", "--dry-run", "pass")
+    finally:
+        shell.run_line_magic("config", "Distributed.max_world_size = 1024")
+        shell.run_line_magic("config", "Distributed.nprocs = 2")
+
+
 def test_environment_fallback_and_secrets_are_never_printed(
     shell: Any,  # noqa: F811
     capsys: Any,

@@ -183,21 +183,14 @@ class Store(Queries, Coordination):
                 run.kernel_id,
             ),
         )
+        rows = []
         for rank in run.ranks:
             c = (coords or {}).get(rank, {})
-            db.execute(
-                "INSERT INTO ranks VALUES (?,?,?,?,?,?,?,?)",
-                (
-                    run.id,
-                    rank,
-                    c.get("host", ""),
-                    c.get("pid"),
-                    "starting",
-                    json.dumps(c),
-                    run.started,
-                    None,
-                ),
-            )
+            rows.append(
+                (run.id, rank, c.get("host", ""), c.get("pid"), "starting", json.dumps(c),
+                 run.started, None)
+            )  # fmt: skip
+        db.executemany("INSERT INTO ranks VALUES (?,?,?,?,?,?,?,?)", rows)
         return eventrows.item(RunEvent(run.id, run.started, run.state))
 
     def set_cluster(self, run_id: str, cluster_id: str, coords: dict[int, dict[str, Any]]) -> None:

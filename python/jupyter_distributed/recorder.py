@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from .backends.base import Cluster, RunOutcome
 from .errors import DistributedError, RunFailed, StoreError, interrupted
-from .events import Event, RunEvent, RunState
+from .events import Event, Recorded, RunEvent, RunState, each
 from .store import RunRecord, Store
 
 log = logging.getLogger("jupyter_distributed")
@@ -54,9 +54,10 @@ class NamedView(CellViewLike, Protocol):
 
 
 class Observer(Protocol):
-    """Watches a run's events as they pass; may record something and warn at its end."""
+    """Watches a run's events as they pass; may record something and warn at its end. A
+    message's output lines pass as one :class:`~.events.OutputLines`."""
 
-    def on_event(self, event: Event) -> None: ...
+    def on_event(self, event: Recorded) -> None: ...
 
     def finish(self, store: Store, run_id: str) -> str | None: ...
 
@@ -117,7 +118,7 @@ class RunRecorder:
         if clear is not None:
             clear(rank, wait)
 
-    def on_events(self, events: Sequence[Event]) -> None:
+    def on_events(self, events: Sequence[Recorded]) -> None:
         """:meth:`on_event` for a batch (the view takes it in one call where it can)."""
         for observer in self.observers:
             for event in events:
@@ -126,7 +127,7 @@ class RunRecorder:
         if on_events is not None:
             on_events(events)
         else:
-            for event in events:
+            for event in each(events):
                 self.view.on_event(event)
 
     def notice(self, text: str) -> None:

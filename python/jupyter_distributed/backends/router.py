@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 import zmq
 
 from ..errors import StoreError
-from ..events import Event, MetricEvent, RankEvent
+from ..events import MetricEvent, RankEvent, Recorded, count
 from ..protocol.commands import Execute, Ping
 from ..protocol.frames import join_parts
 from ..protocol.header import BadHeader, Message
@@ -101,7 +101,7 @@ class Router:
         self._peers: dict[int, bytes] = {}  # rank -> routing id of its connection
         # (I/O thread) ranks sent a cell that have not answered; replies held back for them
         self._awaited: set[int] = set()
-        self._held: tuple[list[Event], list[Item]] = ([], [])
+        self._held: tuple[list[Recorded], list[Item]] = ([], [])
         self._held_until = 0.0
         self._send_lock = threading.Lock()
         self.rejected = Throttled()
@@ -165,19 +165,19 @@ class Router:
         if stopped:
             self._ctx.term()
 
-    def record(self, events: list[Event], items: list[Item]) -> None:
+    def record(self, events: Sequence[Recorded], items: list[Item]) -> None:
         """Record ``events``, then hand over ``items`` (the history is never behind the cell).
         When the store fails, the items are still handed over (shown) and the events counted.
         Replies held back (see :data:`HOLD`) go first, in the same transaction. Only on the
         I/O thread."""
         if self._held[0] or self._held[1]:
-            events, items = self._held[0] + events, self._held[1] + items
+            events, items = [*self._held[0], *events], self._held[1] + items
             self._held = ([], [])
         try:
             if events:
                 self.store.append(events)
         except BaseException:
-            self.unrecorded += len(events)
+            self.unrecorded += count(events)
             raise
         finally:
             for item in items:
@@ -207,7 +207,7 @@ class Router:
         self._awaited = set()
         self.record([], [])
 
-    def _hold(self, events: list[Event], items: list[Item]) -> bool:
+    def _hold(self, events: list[Recorded], items: list[Item]) -> bool:
         """Hold back a batch of quiet replies (rank states, samples; no output, no failure)
         while other ranks of the cell have not answered, for at most :data:`HOLD` seconds:
         it is then recorded with theirs. Nothing is handed over before it is recorded."""
@@ -233,7 +233,7 @@ class Router:
             self.send([i for i, r in self.ranks.info.items() if r.pid], Ping())
 
     def _on_batch(self, batch: Batch) -> None:
-        events: list[Event] = []
+        events: list[Recorded] = []
         items: list[Item] = []
         shown = 0  # events[shown:] are not in an item yet
         lost = ""

@@ -138,9 +138,11 @@ class JD:
         rows: list[tuple[int, str]] = []
         reads = 0
         while True:  # the lines as they reach the store, each read once
-            lines = store.logs(run_id, after=seq, limit=100_000)
-            rows += [(ln.rank, ln.text) for ln in lines if ln.stream == "stdout"]
-            seq = lines[-1].seq if lines else seq
+            page = 100_000
+            while page == 100_000:  # one read: every page the store holds now
+                lines = store.logs(run_id, after=seq, limit=100_000)
+                rows += [(ln.rank, ln.text) for ln in lines if ln.stream == "stdout"]
+                seq, page = (lines[-1].seq if lines else seq), len(lines)
             reads += 1
             if reads > 1:  # lines were missing when the cell returned: the clock ran on
                 t_all = time.perf_counter()

@@ -69,7 +69,10 @@ def _batches(rng: random.Random) -> list[list[Recorded]]:
             else:
                 batch.append(RankEvent(run_id, rank, t, RankState.RUNNING, "h", 7))
         if size == 300:  # a message wider than a row's span
-            big = [(t + i * 1e-6, f"{rng.choice(texts)} {i}") for i in range(eventrows.SPAN + 99)]
+            # (lines read from a pipe at once share their time)
+            big = [
+                (t + i // 90 * 1e-6, f"{rng.choice(texts)} {i}") for i in range(eventrows.SPAN + 99)
+            ]
             batch.insert(150, OutputLines("a", 1, Stream.STDOUT, big))
         batches.append(batch)
     return batches

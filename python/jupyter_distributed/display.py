@@ -216,16 +216,21 @@ class CellView:
         """A message's lines, each shown while the tokens last."""
         prefix = f"[rank {event.rank}] "
         least = len(prefix) + 1  # (an empty line's cost)
+        texts = [text for _t, text in event.lines]
+        cost = sum(map(len, texts)) + least * len(texts)
+        if cost <= self._tokens:  # (the usual case: all of them, in one string)
+            self._tokens -= cost
+            self._pending.append((target, prefix + f"\n{prefix}".join(texts) + "\n"))
+            return
         tokens, shown = self._tokens, []
-        for i, (_t, text) in enumerate(event.lines):
+        for i, text in enumerate(texts):
             if tokens < least:  # no line fits any more
-                self.suppressed += len(event.lines) - i
+                self.suppressed += len(texts) - i
                 break
-            cost = least + len(text)
-            if tokens < cost:
+            if tokens < least + len(text):
                 self.suppressed += 1
                 continue
-            tokens -= cost
+            tokens -= least + len(text)
             shown.append(text)
         self._tokens = tokens
         if shown:

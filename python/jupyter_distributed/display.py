@@ -25,7 +25,18 @@ import time
 from collections.abc import Collection, Sequence
 from typing import Any, TextIO
 
-from .events import DisplayEvent, ErrorEvent, Event, OutputEvent, RankEvent, StacksEvent, Stream
+from .events import (
+    DisplayEvent,
+    ErrorEvent,
+    Event,
+    OutputEvent,
+    OutputLines,
+    RankEvent,
+    Recorded,
+    StacksEvent,
+    Stream,
+    each,
+)
 from .protocol.flight import LABEL as FLIGHT_LABEL
 
 FLUSH_EVERY = 0.01
@@ -182,33 +193,48 @@ class CellView:
         transient = {"display_id": display_id} if display_id else None
         publish_display_data(data, metadata, transient=transient, update=update)  # type: ignore[no-untyped-call]
 
-    def on_events(self, events: Sequence[Event]) -> None:
-        """:meth:`on_event` for each, with output lines (the bulk of a flood) handled in one
-        pass: a line costs a format and a token check, not a call chain."""
+    def on_events(self, events: Sequence[Recorded]) -> None:
+        """:meth:`on_event` for each, with a message's output lines (the bulk of a flood)
+        handled in one pass: a line costs a token check, and once the tokens are spent the
+        rest of the message's lines cost a count."""
         if type(self).on_event is not CellView.on_event:  # a subclass watches every event
-            for event in events:
-                self.on_event(event)
+            for one in each(events):
+                self.on_event(one)
             return
         self._refill()
-        out, err, pending = self._out, self._err, self._pending
         for event in events:
-            if (
-                type(event) is not OutputEvent
-                or event.stream is Stream.RESULT
-                or self._live
-                or self._waiting
-            ):
-                self.on_event(event)  # (a line redrawn in place ends through on_event)
-                continue
-            if self._quiet:
-                continue
-            text = f"[rank {event.rank}] {event.text}\n"
-            if self._tokens < len(text):
+            if not isinstance(event, OutputLines):
+                self.on_event(event)
+            elif self._live or self._waiting:  # (a line redrawn in place ends through on_event)
+                for line in event.events():
+                    self.on_event(line)
+            elif not self._quiet:
+                self._lines(event, self._err if event.stream is Stream.STDERR else self._out)
+        self.maybe_flush()
+
+    def _lines(self, event: OutputLines, target: TextIO) -> None:
+        """A message's lines, each shown while the tokens last."""
+        prefix = f"[rank {event.rank}] "
+        least = len(prefix) + 1  # (an empty line's cost)
+        texts = [text for _t, text in event.lines]
+        cost = sum(map(len, texts)) + least * len(texts)
+        if cost <= self._tokens:  # (the usual case: all of them, in one string)
+            self._tokens -= cost
+            self._pending.append((target, prefix + f"\n{prefix}".join(texts) + "\n"))
+            return
+        tokens, shown = self._tokens, []
+        for i, text in enumerate(texts):
+            if tokens < least:  # no line fits any more
+                self.suppressed += len(texts) - i
+                break
+            if tokens < least + len(text):
                 self.suppressed += 1
                 continue
-            self._tokens -= len(text)
-            pending.append((err if event.stream is Stream.STDERR else out, text))
-        self.maybe_flush()
+            tokens -= least + len(text)
+            shown.append(text)
+        self._tokens = tokens
+        if shown:
+            self._pending.append((target, "".join(f"{prefix}{text}\n" for text in shown)))
 
     def notice(self, text: str) -> None:
         self._write(self._err, f"[jupyter-distributed] {text}\n", force=True)

@@ -22,10 +22,9 @@ A new kind of event needs nothing here: :func:`item` stores it one row per event
 
 from __future__ import annotations
 
-import itertools
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from .events import DisplayEvent, Event, MetricEvent, OutputEvent, Stream
@@ -72,20 +71,40 @@ def item(ev: Event) -> Item:
 # -- writing ---------------------------------------------------------------------------------
 
 
-def append(db: sqlite3.Connection, items: Iterable[Item]) -> None:
+class Lines(NamedTuple):
+    """A message's output lines of one run, rank and stream (the hot path of a flood): written
+    into group rows at once, one seq per line, without an :class:`Item` per line."""
+
+    run_id: str
+    rank: int
+    stream: str
+    lines: Sequence[tuple[float, str]]
+
+
+def append(db: sqlite3.Connection, items: Iterable[Item | Lines]) -> None:
     """Write ``items`` with the seqs after the last one; ``db`` is in a write transaction."""
     top = db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
-    write(db, zip(itertools.count(top + 1), items))
+    write(db, _numbered(top + 1, items))
 
 
-def write(db: sqlite3.Connection, numbered: Iterable[tuple[int, Item]]) -> None:
-    """Write items at the given (increasing) seqs, grouped into rows no wider than SPAN."""
+def _numbered(seq: int, items: Iterable[Item | Lines]) -> Iterator[tuple[int, Item | Lines]]:
+    for it in items:
+        yield seq, it
+        seq += len(it.lines) if isinstance(it, Lines) else 1
+
+
+def write(db: sqlite3.Connection, numbered: Iterable[tuple[int, Item | Lines]]) -> None:
+    """Write items at the given (increasing) seqs, grouped into rows no wider than SPAN; the
+    lines of :class:`Lines` take one seq each from theirs on."""
     codes = _Codes(db)
     groups: dict[tuple[str, str, int | None, str | None], _Group] = {}
     rows: list[tuple[Any, ...]] = []
-    start = None
+    start = -SPAN
     for seq, it in numbered:
-        if start is None or seq - start >= SPAN:
+        if isinstance(it, Lines):
+            start = _write_lines(db, seq, it, start, groups, rows, codes)
+            continue
+        if seq - start >= SPAN:
             _flush(db, groups, rows, codes)
             start = seq
         if it.kind in GROUPED and not (it.text and "\n" in it.text):
@@ -99,6 +118,41 @@ def write(db: sqlite3.Connection, numbered: Iterable[tuple[int, Item]]) -> None:
         else:
             rows.append(_Group(seq, it).row(codes))
     _flush(db, groups, rows, codes)
+
+
+def _write_lines(
+    db: sqlite3.Connection,
+    seq: int,
+    it: Lines,
+    start: int,
+    groups: dict[Any, _Group],
+    rows: list[tuple[Any, ...]],
+    codes: _Codes,
+) -> int:
+    """:func:`write`'s work for the lines of ``it`` (at ``seq`` on), a row at a time: the same
+    rows as for one :class:`Item` per line. Returns where the current span starts."""
+    i, count = 0, len(it.lines)
+    key = (it.run_id, "output", it.rank, it.stream)
+    while i < count:  # (a row ends at its size, a span's end, or a line with a \n)
+        if seq + i - start >= SPAN:
+            _flush(db, groups, rows, codes)
+            start = seq + i
+        group = groups.get(key)
+        if group is not None:
+            added = group.extend(seq + i, it.lines, i, start + SPAN - seq)
+            if added > i:
+                i = added
+                continue
+            if "\n" not in it.lines[i][1]:  # the row is full: a new one
+                rows.append(groups.pop(key).row(codes))
+        t, text = it.lines[i]
+        line = Item(it.run_id, "output", it.rank, t, it.stream, text)
+        if "\n" in text:  # a row of its own
+            rows.append(_Group(seq + i, line).row(codes))
+        else:
+            groups[key] = _Group(seq + i, line)
+        i += 1
+    return start
 
 
 def _flush(
@@ -117,14 +171,14 @@ def _flush(
 class _Group:
     """The events of one row being made."""
 
-    __slots__ = ("first", "first_seq", "gaps", "items", "last_seq", "last_us", "size")
+    __slots__ = ("first", "first_seq", "gaps", "last_seq", "last_us", "parts", "size")
 
     def __init__(self, seq: int, it: Item) -> None:
         self.first, self.first_seq, self.last_seq = it, seq, seq
         self.last_us = round(it.t * 1e6)
-        self.items = [it]
+        self.parts = [it.text or it.data or ""]  # the events' text (output) or values (metric)
         self.gaps = bytearray()
-        self.size = len((it.text or it.data or "").encode())
+        self.size = len(self.parts[0].encode())
 
     def add(self, seq: int, it: Item) -> bool:
         """Add ``it`` unless the row would pass ROW_BYTES."""
@@ -132,13 +186,50 @@ class _Group:
         mark = len(self.gaps)
         _varint(self.gaps, seq - self.last_seq - 1)
         _varint(self.gaps, _zigzag(us - self.last_us))
-        size = self.size + len((it.text or it.data or "").encode()) + 1 + len(self.gaps) - mark
+        part = it.text or it.data or ""
+        size = self.size + len(part.encode()) + 1 + len(self.gaps) - mark
         if size > ROW_BYTES:
             del self.gaps[mark:]
             return False
-        self.items.append(it)
+        self.parts.append(part)
         self.size, self.last_seq, self.last_us = size, seq, us
         return True
+
+    def extend(self, seq: int, lines: Sequence[tuple[float, str]], i: int, stop: int) -> int:
+        """Add ``lines[i:stop]``, the first at ``seq`` and the others at the seqs after it,
+        while the row stays within ROW_BYTES and no line holds a ``\\n``; returns the index of
+        the first line not added. :meth:`add`'s work per line, inlined; a line at the time of
+        the one before it (the lines of one read of a rank's pipe) costs the least."""
+        gaps, parts = self.gaps, self.parts
+        size, last_us, step = self.size, self.last_us, seq - self.last_seq - 1
+        last_t = None  # the time of the line before (in this call), as it came
+        j, stop = i, min(stop, len(lines))
+        while j < stop:
+            t, text = lines[j]
+            if "\n" in text:
+                break
+            grown = (len(text) if text.isascii() else len(text.encode())) + 1
+            if t == last_t:  # the same time: its gaps are (0, 0)
+                grown += 2
+                if size + grown > ROW_BYTES:
+                    break
+                gaps += b"\0\0"
+            else:
+                us = round(t * 1e6)
+                mark = len(gaps)
+                _varint(gaps, step)
+                _varint(gaps, _zigzag(us - last_us))
+                grown += len(gaps) - mark
+                if size + grown > ROW_BYTES:
+                    del gaps[mark:]
+                    break
+                last_us, last_t, step = us, t, 0
+            parts.append(text)
+            size += grown
+            j += 1
+        if j > i:
+            self.size, self.last_us, self.last_seq = size, last_us, seq + (j - i) - 1
+        return j
 
     def row(self, codes: _Codes) -> tuple[Any, ...]:
         first = self.first
@@ -146,12 +237,11 @@ class _Group:
         run, kind = codes.run(first.run_id), codes.code(first.kind)
         span = self.last_seq - self.first_seq
         head = (self.last_seq, span, run, kind, first.rank, stream, first.t)
-        if len(self.items) == 1:
+        if len(self.parts) == 1:
             return (*head, None, first.text, first.data)
         if first.kind == "metric":
-            data = "[" + ",".join(it.data or "{}" for it in self.items) + "]"
-            return (*head, bytes(self.gaps), None, data)
-        return (*head, bytes(self.gaps), "\n".join(it.text or "" for it in self.items), None)
+            return (*head, bytes(self.gaps), None, "[" + ",".join(self.parts) + "]")
+        return (*head, bytes(self.gaps), "\n".join(self.parts), None)
 
 
 def _zigzag(step: int) -> int:

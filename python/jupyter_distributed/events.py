@@ -7,6 +7,7 @@ two from drifting. Bump ``server.wire.API_VERSION`` when the JSON changes shape.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
@@ -110,6 +111,37 @@ class OutputEvent:
             "stream": self.stream.value,
             "text": self.text,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class OutputLines:
+    """Lines one rank wrote to one stream, as one message brought them: how the kernel's I/O
+    thread records a flood (the store writes them into its rows at once) and hands them to the
+    main thread, instead of one :class:`OutputEvent` per line. Not a kind of its own: the
+    history and every reader see output lines; :meth:`events` gives them one by one."""
+
+    kind: ClassVar[str] = "output"
+    run_id: str
+    rank: int
+    stream: Stream
+    lines: Sequence[tuple[float, str]]  # (time, text) per line, in order; never empty
+
+    @property
+    def t(self) -> float:
+        """The first line's time."""
+        return float(self.lines[0][0])
+
+    def events(self) -> list[OutputEvent]:
+        """One :class:`OutputEvent` per line (made without the frozen dataclass's checks:
+        the fields are already what they must be)."""
+        new, cls = object.__new__, OutputEvent
+        run_id, rank, stream = self.run_id, self.rank, self.stream
+        out = []
+        for t, text in self.lines:
+            event = new(cls)
+            event.__dict__.update(run_id=run_id, rank=rank, t=t, stream=stream, text=text)
+            out.append(event)
+        return out
 
 
 @dataclass(frozen=True)
@@ -217,3 +249,23 @@ class StacksEvent:
 
 
 Event = RunEvent | RankEvent | OutputEvent | MetricEvent | ErrorEvent | DisplayEvent | StacksEvent
+
+#: What the kernel records and shows: an event, or a message's lines of output (expanded into
+#: :class:`OutputEvent`\ s where one line at a time is needed).
+Recorded = Event | OutputLines
+
+
+def count(events: Iterable[Recorded]) -> int:
+    """How many events ``events`` hold (each line of an :class:`OutputLines` is one)."""
+    return sum(len(e.lines) if isinstance(e, OutputLines) else 1 for e in events)
+
+
+def each(events: Iterable[Recorded]) -> list[Event]:
+    """``events`` one at a time: an :class:`OutputLines`' lines as :class:`OutputEvent`\\ s."""
+    out: list[Event] = []
+    for event in events:
+        if isinstance(event, OutputLines):
+            out.extend(event.events())
+        else:
+            out.append(event)
+    return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .events import Event, MetricEvent
+from .events import MetricEvent, Recorded
 from .layout import Layout
 from .store import Store
 
@@ -27,7 +27,7 @@ class GlobalBatch:
         self.source, self.layout = source, layout
         self.counts: Counter[float] = Counter()
 
-    def on_event(self, event: Event) -> None:
+    def on_event(self, event: Recorded) -> None:
         if isinstance(event, MetricEvent):
             value = event.values.get("samples")
             if value is not None and value > 0:

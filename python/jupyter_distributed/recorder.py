@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from .backends.base import Cluster, RunOutcome
 from .errors import DistributedError, RunFailed, StoreError, interrupted
-from .events import Event, RunEvent, RunState
+from .events import Event, Recorded, RunEvent, RunState, each
 from .store import RunRecord, Store
 
 log = logging.getLogger("jupyter_distributed")
@@ -55,9 +55,10 @@ class NamedView(CellViewLike, Protocol):
 
 
 class Observer(Protocol):
-    """Watches a run's events as they pass; may record something and warn at its end."""
+    """Watches a run's events as they pass; may record something and warn at its end. A
+    message's output lines pass as one :class:`~.events.OutputLines`."""
 
-    def on_event(self, event: Event) -> None: ...
+    def on_event(self, event: Recorded) -> None: ...
 
     def finish(self, store: Store, run_id: str) -> str | None: ...
 
@@ -78,7 +79,7 @@ class DeferredRecord:
         self._run: tuple[RunRecord, dict[int, dict[str, Any]] | None] | None = (record, coords)
         self._lock = threading.Lock()  # (held while writing: nothing of the run goes before)
 
-    def append(self, events: Sequence[Event]) -> None:
+    def append(self, events: Sequence[Recorded]) -> None:
         with self._lock:
             if self._run is None:
                 self.store.append(events)
@@ -152,7 +153,7 @@ class RunRecorder:
         if clear is not None:
             clear(rank, wait)
 
-    def on_events(self, events: Sequence[Event]) -> None:
+    def on_events(self, events: Sequence[Recorded]) -> None:
         """:meth:`on_event` for a batch (the view takes it in one call where it can)."""
         for observer in self.observers:
             for event in events:
@@ -161,7 +162,7 @@ class RunRecorder:
         if on_events is not None:
             on_events(events)
         else:
-            for event in events:
+            for event in each(events):
                 self.view.on_event(event)
 
     def notice(self, text: str) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import NotFound
-from .events import Event, MetricEvent
+from .events import MetricEvent, Recorded
 from .global_batch import batch_warning
 from .layout import Layout
 from .store import RunRecord, Store
@@ -110,7 +110,7 @@ class Throughput:
         self.tally = Tally()
         self.started = time.time()
 
-    def on_event(self, event: Event) -> None:
+    def on_event(self, event: Recorded) -> None:
         if isinstance(event, MetricEvent):
             self.tally.add(event.rank, event.t, event.values)
 

@@ -21,7 +21,16 @@ from typing import Any
 from . import eventrows, migrate, reaper, storefile
 from .coordination import Coordination
 from .errors import StoreError
-from .events import ErrorEvent, Event, MetricEvent, RankEvent, RunEvent
+from .events import (
+    ErrorEvent,
+    Event,
+    MetricEvent,
+    OutputEvent,
+    OutputLines,
+    RankEvent,
+    Recorded,
+    RunEvent,
+)
 from .pids import pid_alive
 from .queries import Queries
 from .records import Control, LogLine, RankRecord, RunRecord
@@ -218,23 +227,32 @@ class Store(Queries, Coordination):
 
     def append(
         self,
-        events: Iterable[Event],
+        events: Iterable[Recorded],
         run: tuple[RunRecord, dict[int, dict[str, Any]] | None] | None = None,
     ) -> int:
-        """Write a batch of events in one transaction; returns how many. With ``run`` (a
-        record and its ranks' coordinates, as for :meth:`create_run`) the run is created
-        first, in the same transaction."""
-        items: list[eventrows.Item] = []
+        """Write a batch of events in one transaction; returns how many (each line of an
+        :class:`~.events.OutputLines` is one). With ``run`` (a record and its ranks'
+        coordinates, as for :meth:`create_run`) the run is created first, in the same
+        transaction."""
+        items: list[eventrows.Item | eventrows.Lines] = []
         beats: dict[tuple[str, int], float] = {}
         events = list(events)
         # a rank's state that a later state of the batch overwrites is not applied (its event
         # is kept): a cell's ``running`` and ``done`` arriving together are one row update
         last = {(e.run_id, e.rank): e for e in events if isinstance(e, RankEvent)}
+        count = 0
         with self._tx() as db:
             if run is not None:
                 items.append(self._create(db, *run))
             for ev in events:
+                if isinstance(ev, OutputLines):  # a flood's bulk: straight into rows
+                    items.append(eventrows.Lines(ev.run_id, ev.rank, ev.stream.value, ev.lines))
+                    count += len(ev.lines)
+                    continue
+                count += 1
                 items.append(eventrows.item(ev))
+                if type(ev) is OutputEvent:
+                    continue
                 if isinstance(ev, MetricEvent):  # the ranks' heartbeats: once per batch
                     key = (ev.run_id, ev.rank)
                     beats[key] = max(ev.t, beats.get(key, ev.t))
@@ -246,7 +264,7 @@ class Store(Queries, Coordination):
                     "UPDATE ranks SET heartbeat=? WHERE run_id=? AND rank=?",
                     [(t, run_id, rank) for (run_id, rank), t in beats.items()],
                 )
-        return len(items) - (run is not None)
+        return count
 
     @staticmethod
     def _apply(db: sqlite3.Connection, ev: Event) -> None:

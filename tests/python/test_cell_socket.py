@@ -21,7 +21,7 @@ from jupyter_distributed.backends.cellorder import CellOrder, after
 from jupyter_distributed.backends.inbox import Finished, Item, Ready, Show
 from jupyter_distributed.backends.router import Router
 from jupyter_distributed.backends.transport import Transport
-from jupyter_distributed.events import OutputEvent
+from jupyter_distributed.events import OutputEvent, each
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.protocol.commands import Execute
 from jupyter_distributed.protocol.reports import Done, Hello, Output, Stage
@@ -115,7 +115,7 @@ def test_a_cells_end_waits_for_the_output_sent_before_it(router: Router) -> None
             e.text
             for i in items
             if isinstance(i, Show)
-            for e in i.events
+            for e in each(i.events)
             if isinstance(e, OutputEvent)
         ]
         assert lines == ["x"]

@@ -26,6 +26,7 @@ from jupyter_distributed.events import (
     ErrorEvent,
     MetricEvent,
     OutputEvent,
+    OutputLines,
     RankEvent,
     RankState,
     Stream,
@@ -196,7 +197,9 @@ def test_decode_keeps_early_output_for_the_run_that_begins() -> None:
     assert decode(ranks, 0, Output("", "stdout", [(1.0, "early")]), []).events == []
     assert ranks.begin("r1") == [OutputEvent("r1", 0, 1.0, Stream.STDOUT, "early")]
     decoded = decode(ranks, 1, Output("", "stderr", [(2.0, "a"), (2.1, "b")]), [])
-    assert decoded.events == [
+    (lines,) = decoded.events  # a message's lines, one event for all
+    assert lines == OutputLines("r1", 1, Stream.STDERR, [(2.0, "a"), (2.1, "b")])
+    assert isinstance(lines, OutputLines) and lines.events() == [
         OutputEvent("r1", 1, 2.0, Stream.STDERR, "a"),
         OutputEvent("r1", 1, 2.1, Stream.STDERR, "b"),
     ]

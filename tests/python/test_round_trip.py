@@ -38,7 +38,14 @@ from jupyter_distributed.backends.router import Router
 from jupyter_distributed.backends.transport import Transport
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
-from jupyter_distributed.events import Event, OutputEvent, RankEvent, RankState, RunEvent, RunState
+from jupyter_distributed.events import (
+    Event,
+    OutputLines,
+    RankEvent,
+    RankState,
+    RunEvent,
+    RunState,
+)
 from jupyter_distributed.figures import kernel_figures
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.protocol.figures import FigureConfig
@@ -146,7 +153,7 @@ def test_a_held_reply_is_recorded_when_the_hold_ends_or_something_else_comes(
     router._on_batch(_reply(0))
     router._on_batch(_batch((1, Output(RUN, "stdout", [(time.time(), "hello")]))))
     assert len(written) == 2  # rank 0's held reply first, with the line, in one transaction
-    assert [type(e) for e in written[1]] == [RankEvent, RankEvent, OutputEvent]
+    assert [type(e) for e in written[1]] == [RankEvent, RankEvent, OutputLines]
     items = _inbox(router)
     assert _finished(items) == [0]
     assert [e for i in items if isinstance(i, Show) for e in i.events] == written[1]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from ..errors import RankFailure
-from ..events import Event, RunEvent, RunState, StacksEvent
+from ..events import Event, Recorded, RunEvent, RunState, StacksEvent
 from ..layout import RankCoords
 from ..protocol.figures import FigureConfig
 from ..push import Pickled
@@ -136,7 +136,7 @@ def _ranges(ranks: tuple[int, ...]) -> str:
 class RunWriter(Protocol):
     """Writes a run's events to the history, the run's deferred record first (once)."""
 
-    def append(self, events: Sequence[Event]) -> None:
+    def append(self, events: Sequence[Recorded]) -> None:
         """Write ``events`` in one transaction, with the run's record if not written yet."""
 
 

@@ -15,8 +15,9 @@ and its end together.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
-from ..events import ErrorEvent, Event, MetricEvent, RankEvent, RunEvent, RunState
+from ..events import ErrorEvent, MetricEvent, RankEvent, Recorded, RunEvent, RunState
 from .base import RunWriter
 from .inbox import Exited, Finished, Item, SetupFailed, Show
 
@@ -31,7 +32,7 @@ RECORD_AFTER = 0.02
 class CellRun:
     def __init__(self) -> None:
         self.awaited: set[int] = set()
-        self.held: tuple[list[Event], list[Item]] = ([], [])
+        self.held: tuple[list[Recorded], list[Item]] = ([], [])
         self.held_until = 0.0
         self.writer: RunWriter | None = None  # the run's, while its record is not written
         self.record_by = 0.0
@@ -46,7 +47,7 @@ class CellRun:
         self.awaited = set()
         self.writer = None  # (the recorder writes the record with the end, if still due)
 
-    def took(self, events: list[Event], item: Item | None) -> None:
+    def took(self, events: Sequence[Recorded], item: Item | None) -> None:
         """A rank's message gave ``events`` and ``item``: note answers and failures."""
         if isinstance(item, Finished):
             self.awaited.discard(item.rank)
@@ -62,7 +63,7 @@ class CellRun:
         self.completed = RunEvent(run_id, time.time(), RunState.COMPLETED)
         return self.completed
 
-    def hold(self, events: list[Event], items: list[Item]) -> float | None:
+    def hold(self, events: Sequence[Recorded], items: list[Item]) -> float | None:
         """Hold back a batch of quiet replies (rank states, samples; no output, no failure)
         while other ranks of the cell have not answered, for at most :data:`HOLD` seconds:
         it is then recorded with theirs. Returns how long until it is due (None: not held)."""
@@ -77,10 +78,12 @@ class CellRun:
         self.held[1].extend(items)
         return HOLD if first else max(0.0, self.held_until - time.monotonic())
 
-    def take_held(self, events: list[Event], items: list[Item]) -> tuple[list[Event], list[Item]]:
+    def take_held(
+        self, events: Sequence[Recorded], items: list[Item]
+    ) -> tuple[Sequence[Recorded], list[Item]]:
         """``events`` and ``items`` with what is held back before them (no longer held)."""
         if self.held[0] or self.held[1]:
-            events, items = self.held[0] + events, self.held[1] + items
+            events, items = [*self.held[0], *events], self.held[1] + items
             self.held = ([], [])
         return events, items
 

@@ -19,11 +19,12 @@ from ..errors import RankFailure
 from ..events import (
     DisplayEvent,
     ErrorEvent,
-    Event,
     MetricEvent,
     OutputEvent,
+    OutputLines,
     RankEvent,
     RankState,
+    Recorded,
     Stream,
     done_state,
 )
@@ -82,7 +83,7 @@ class Ranks:
 
 @dataclass(frozen=True)
 class Decoded:
-    events: list[Event] = field(default_factory=list)
+    events: list[Recorded] = field(default_factory=list)
     item: Item | None = None
 
 
@@ -99,7 +100,7 @@ def decode(ranks: Ranks, rank: int, message: Message, buffers: list[Buffer]) -> 
             lines = message.lines[:EARLY_LINES]
             ranks.early.extend(OutputEvent("", rank, t, stream, s) for t, s in lines)
             return Decoded()
-        return Decoded([OutputEvent(run_id, rank, t, stream, s) for t, s in message.lines])
+        return Decoded([OutputLines(run_id, rank, stream, message.lines)] if message.lines else [])
     if isinstance(message, Live):
         return _live(run_id, rank, message, now)
     if isinstance(message, Display):
@@ -161,7 +162,7 @@ def _live(run_id: str, rank: int, live: Live, now: float) -> Decoded:
     A tqdm bar's percentage is also recorded as the rank's ``progress`` (0-1) metric."""
     if not run_id:
         return Decoded()
-    events: list[Event] = []
+    events: list[Recorded] = []
     found = _PERCENT.search(live.text)
     if found is not None:
         events.append(MetricEvent(run_id, rank, now, {"progress": min(int(found[1]), 100) / 100}))
@@ -173,7 +174,7 @@ def _live(run_id: str, rank: int, live: Live, now: float) -> Decoded:
 
 def _metrics(
     ranks: Ranks, run_id: str, rank: int, message: Metrics, buffers: list[Buffer]
-) -> list[Event]:
+) -> list[Recorded]:
     """``report()`` samples: a packed batch from our worker, or JSON (already numbers)."""
     if not buffers:
         return [MetricEvent(run_id, rank, t, v) for t, v in message.samples or ()]
@@ -182,7 +183,7 @@ def _metrics(
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as exc:
         log.warning("jupyter-distributed: dropped a metrics batch from rank %s: %s", rank, exc)
         return []
-    events: list[Event] = []
+    events: list[Recorded] = []
     for t, raw in samples:
         values, bad = numeric(raw)
         if bad and rank not in ranks.bad_metric_warned:
@@ -195,7 +196,7 @@ def _metrics(
 
 
 def _done(rank: int, info: RankInfo, done: Done, buffers: list[Buffer], now: float) -> Decoded:
-    events: list[Event] = []
+    events: list[Recorded] = []
     if info.state != "running":  # a short cell's end says it ran (no state of its own came)
         events.append(RankEvent(done.run_id, rank, now, RankState.RUNNING, info.host, info.pid))
     info.state = "idle"
@@ -224,5 +225,5 @@ def _restarted(ranks: Ranks, rank: int, info: RankInfo, hello: Hello, now: float
         "variables are gone, so the cluster is lost: run the cell again to start a new one",
     )
     info.state = "failed"
-    events: list[Event] = [ErrorEvent(ranks.run_id, failure)] if ranks.run_id else []
+    events: list[Recorded] = [ErrorEvent(ranks.run_id, failure)] if ranks.run_id else []
     return Decoded(events, Exited(failure))

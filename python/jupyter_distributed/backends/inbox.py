@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import RankFailure
-from ..events import Event
+from ..events import Recorded
 from ..protocol.reports import Done
 from ..protocol.signing import Buffer
 from ..protocol.stacks import RankStacks
@@ -15,9 +15,10 @@ from ..protocol.stacks import RankStacks
 @dataclass(frozen=True)
 class Show:
     """Events of a run, to show under its cell, in order (one item per received batch, so
-    a flood of lines costs the main thread one hand-off per batch, not one per line)."""
+    a flood of lines costs the main thread one hand-off per batch, not one per line; a
+    message's lines are one :class:`~..events.OutputLines`)."""
 
-    events: tuple[Event, ...]
+    events: tuple[Recorded, ...]
 
 
 @dataclass(frozen=True)

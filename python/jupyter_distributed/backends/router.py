@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import zmq
 
 from ..errors import StoreError
-from ..events import Event
+from ..events import Recorded, count
 from ..protocol.commands import Execute, Ping, Shutdown
 from ..protocol.frames import join_parts
 from ..protocol.header import BadHeader, Message
@@ -156,7 +156,7 @@ class Router:
         if stopped:
             self._ctx.term()
 
-    def record(self, events: list[Event], items: list[Item]) -> None:
+    def record(self, events: Sequence[Recorded], items: list[Item]) -> None:
         """Record ``events``, then hand over ``items`` (the history is never behind the cell).
         When the store fails, the items are still handed over (shown) and the events counted.
         Replies held back (see :mod:`.cellrun`) go first, in the same transaction. Only on
@@ -166,7 +166,7 @@ class Router:
             if events:
                 (self.cell.writer or self.store).append(events)
         except BaseException:
-            self.unrecorded += len(events)
+            self.unrecorded += count(events)
             raise
         finally:
             for item in items:
@@ -182,7 +182,7 @@ class Router:
         log.error("jupyter-distributed: control channel %s lost: %s", self.address, cause)
         self._on_lost(cause)
         held_events, held_items = self.cell.take_held([], [])
-        self.unrecorded += len(held_events)  # (never recorded; shown all the same)
+        self.unrecorded += count(held_events)  # (never recorded; shown all the same)
         for item in held_items:
             self.inbox.put(item)
         self.inbox.put(ChannelLost(cause))
@@ -268,7 +268,7 @@ class Router:
 class _Taken:
     """What one batch of messages gave: events to record, items for the main thread."""
 
-    events: list[Event] = field(default_factory=list)
+    events: list[Recorded] = field(default_factory=list)
     items: list[Item] = field(default_factory=list)
     shown: int = 0  # events[shown:] are not in an item yet
     lost: str = ""

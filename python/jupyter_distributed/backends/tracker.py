@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ..errors import RankFailure
-from ..events import ErrorEvent, Event, RunEvent, RunState, StacksEvent
+from ..events import ErrorEvent, Event, RunEvent, RunState, StacksEvent, each
 from ..protocol.commands import Interrupt
 from ..protocol.header import Message
 from ..protocol.signing import Buffer
@@ -98,16 +98,16 @@ class RunTracker:
     def take(self, item: Item) -> None:
         if isinstance(item, Show):
             run_id = self.request.run_id
-            events = [e for e in item.events if getattr(e, "run_id", None) == run_id]
+            events = [e for e in item.events if e.run_id == run_id]
             on_events = getattr(self.view, "on_events", None)  # a batch at once, where it can
             if on_events is not None:
                 on_events(events)
             else:
-                for event in events:
+                for event in each(events):
                     self.view.on_event(event)
-            for event in events:
-                if isinstance(event, ErrorEvent):
-                    self._failed(event.failure)
+            for shown in events:
+                if isinstance(shown, ErrorEvent):
+                    self._failed(shown.failure)
         elif isinstance(item, LiveLine):
             if item.run_id == self.request.run_id:
                 self.view.live(item.rank, item.stream, item.text)

@@ -31,6 +31,9 @@ Live = Callable[[str, str, bool], None]  # stream, text, final
 _CHUNK = 1 << 16
 _MAX_LINE = 1 << 16
 _PARTIAL_AFTER = 0.1  # seconds before an unterminated line is handed on as it is
+# seconds a reader waits for more lines when it handed lines on less than that before (a
+# flood): one message carries hundreds of lines, not one; the first line after a pause goes at once
+_GATHER = 0.001
 LIVE_EVERY = 0.2  # seconds between two states of a line redrawn in place
 
 
@@ -100,7 +103,7 @@ class FdCapture:
     def _read(self, fd: int, stream: str) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         partial = shown = ""  # shown: the live line's state last handed on
-        sent = 0.0
+        sent = emitted = 0.0
         while True:
             self._holding[stream] = bool(partial)  # what it read before is handed on
             if not partial:
@@ -120,6 +123,8 @@ class FdCapture:
                 data = os.read(fd, _CHUNK)
             except OSError:
                 data = b""
+            if data and len(data) < _CHUNK and time.monotonic() - emitted < _GATHER:
+                data += _gather(fd, _CHUNK - len(data))  # a flood: one message, not one a line
             if not data:
                 if partial:
                     self._emit(stream, [(time.time(), partial)])
@@ -152,6 +157,7 @@ class FdCapture:
                 lines.append((now, line))
             if lines:
                 self._emit(stream, lines)
+                emitted = time.monotonic()
             for event in acked:
                 event.set()
             if live is not None and "\r" in partial:
@@ -160,6 +166,16 @@ class FdCapture:
                 if partial not in (shown, "\r") and moment - sent >= LIVE_EVERY:
                     live(stream, partial[1:], False)
                     shown, sent = partial, moment
+
+
+def _gather(fd: int, most: int) -> bytes:
+    """What more comes to the pipe ``fd`` within :data:`_GATHER` seconds (up to ``most``
+    bytes), read at once."""
+    time.sleep(_GATHER)
+    try:
+        return os.read(fd, most) if _pending(fd) else b""
+    except OSError:
+        return b""  # (the next read finds the pipe's end)
 
 
 def _pending(fd: int) -> int:

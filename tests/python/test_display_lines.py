@@ -1,0 +1,61 @@
+"""A message's lines (:class:`OutputLines`) under the cell: shown in order in one pass, rate
+limited line by line with every line not shown counted, and one by one for a view that
+watches every event."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from jupyter_distributed import display
+from jupyter_distributed.display import CellView
+from jupyter_distributed.events import Event, OutputEvent, OutputLines, Stream
+
+
+def _lines(rank: int, stream: Stream, texts: list[str]) -> OutputLines:
+    return OutputLines("r", rank, stream, [(1.0 + i, t) for i, t in enumerate(texts)])
+
+
+def test_lines_are_shown_tagged_in_order_per_stream() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    view = CellView("r", out, err)
+    view.on_events(
+        [
+            _lines(0, Stream.STDOUT, ["a", "", "b"]),
+            _lines(1, Stream.STDERR, ["oops"]),
+            OutputEvent("r", 1, 2.0, Stream.RESULT, "42"),
+            _lines(1, Stream.STDOUT, ["c"]),
+        ]
+    )
+    view.finish()
+    assert out.getvalue() == "[rank 0] a\n[rank 0] \n[rank 0] b\nOut[rank 1]: 42\n[rank 1] c\n"
+    assert err.getvalue() == "[rank 1] oops\n"
+
+
+def test_lines_past_the_rate_limit_are_counted_not_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(display, "BYTES_PER_SECOND", 0)
+    monkeypatch.setattr(display, "BURST_BYTES", 100)
+    out = io.StringIO()
+    view = CellView("r", out, io.StringIO())
+    texts = ["x" * 20, "y" * 70, "z", "w" * 45, "v"]  # each costs 10 more: "[rank 0] " "\n"
+    view.on_events([_lines(0, Stream.STDOUT, texts), _lines(0, Stream.STDOUT, ["u"] * 50)])
+    view.flush()
+    assert out.getvalue() == "[rank 0] " + "x" * 20 + "\n[rank 0] z\n[rank 0] " + "w" * 45 + "\n"
+    assert view.suppressed == 2 + 50  # "y"*70 did not fit, "v" and the "u"s came too late
+
+
+def test_a_view_that_watches_every_event_gets_each_line() -> None:
+    seen: list[Event] = []
+
+    class Watching(CellView):
+        def on_event(self, event: Event) -> None:
+            seen.append(event)
+            super().on_event(event)
+
+    out = io.StringIO()
+    Watching("r", out, io.StringIO()).on_events([_lines(2, Stream.STDOUT, ["a", "b"])])
+    assert seen == [
+        OutputEvent("r", 2, 1.0, Stream.STDOUT, "a"),
+        OutputEvent("r", 2, 2.0, Stream.STDOUT, "b"),
+    ]

@@ -81,10 +81,10 @@ class Lines(NamedTuple):
     lines: Sequence[tuple[float, str]]
 
 
-def append(db: sqlite3.Connection, items: Iterable[Item | Lines]) -> None:
+def append(db: sqlite3.Connection, items: Iterable[Item | Lines], keys: Keys | None = None) -> None:
     """Write ``items`` with the seqs after the last one; ``db`` is in a write transaction."""
     top = db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
-    write(db, _numbered(top + 1, items))
+    write(db, _numbered(top + 1, items), keys)
 
 
 def _numbered(seq: int, items: Iterable[Item | Lines]) -> Iterator[tuple[int, Item | Lines]]:
@@ -93,10 +93,12 @@ def _numbered(seq: int, items: Iterable[Item | Lines]) -> Iterator[tuple[int, It
         seq += len(it.lines) if isinstance(it, Lines) else 1
 
 
-def write(db: sqlite3.Connection, numbered: Iterable[tuple[int, Item | Lines]]) -> None:
+def write(
+    db: sqlite3.Connection, numbered: Iterable[tuple[int, Item | Lines]], keys: Keys | None = None
+) -> None:
     """Write items at the given (increasing) seqs, grouped into rows no wider than SPAN; the
-    lines of :class:`Lines` take one seq each from theirs on."""
-    codes = _Codes(db)
+    lines of :class:`Lines` take one seq each from theirs on. ``keys``: those known already."""
+    codes = _Codes(db, keys)
     groups: dict[tuple[str, str, int | None, str | None], _Group] = {}
     rows: list[tuple[Any, ...]] = []
     start = -SPAN
@@ -255,13 +257,27 @@ def _varint(out: bytearray, value: int) -> None:
     out.append(value)
 
 
+class Keys:
+    """Integer keys already read or made, kept between transactions by one writer (a
+    :class:`~.store.Store`): keys are never changed nor removed, so only a rolled-back
+    transaction can take one back, and the writer then forgets them all (:meth:`clear`)."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, int] = {}
+        self.names: dict[str, int] = {}
+
+    def clear(self) -> None:
+        self.runs.clear()
+        self.names.clear()
+
+
 class _Codes:
     """The integer keys of run ids and of kind and stream names, made on first use."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, keys: Keys | None = None) -> None:
         self.db = db
-        self.runs: dict[str, int] = {}
-        self.names: dict[str, int] = {}
+        keys = keys or Keys()
+        self.runs, self.names = keys.runs, keys.names
 
     def run(self, run_id: str) -> int:
         return self._key(self.runs, "run_keys", "key", "id", run_id)
@@ -274,7 +290,7 @@ class _Codes:
             sql = f"SELECT {key} FROM {table} WHERE {col}=?"  # noqa: S608 - our own names
             row = self.db.execute(sql, (value,)).fetchone()
             if row is None:
-                self.db.execute(f"INSERT INTO {table} ({col}) VALUES (?)", (value,))  # noqa: S608
-                row = self.db.execute(sql, (value,)).fetchone()
+                insert = f"INSERT INTO {table} ({col}) VALUES (?)"  # noqa: S608 - our own names
+                row = (self.db.execute(insert, (value,)).lastrowid,)
             cache[value] = int(row[0])
         return cache[value]

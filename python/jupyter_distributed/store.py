@@ -69,6 +69,7 @@ class Store(Queries, Coordination):
         own_dir = path is None and not os.environ.get(STORE_ENV)
         self.path = Path(path) if path is not None else default_store_path()
         self._lock = threading.Lock()
+        self._keys = eventrows.Keys()  # run and name keys this writer knows (see Keys)
         self._local = threading.local()
         self._readers_lock = threading.Lock()  # never the writer's: readers do not wait for it
         self._readers: list[sqlite3.Connection] = []
@@ -117,11 +118,13 @@ class Store(Queries, Coordination):
                 try:
                     yield db
                 except BaseException:
+                    self._keys.clear()  # (keys made in it are gone with it)
                     if db.in_transaction:  # a failed COMMIT may have ended it already
                         db.execute("ROLLBACK")
                     raise
                 db.execute("COMMIT")
             except sqlite3.Error as exc:
+                self._keys.clear()
                 if db.in_transaction:
                     with contextlib.suppress(sqlite3.Error):
                         db.execute("ROLLBACK")
@@ -161,7 +164,7 @@ class Store(Queries, Coordination):
 
     def create_run(self, run: RunRecord, coords: dict[int, dict[str, Any]] | None = None) -> None:
         with self._tx() as db:
-            eventrows.append(db, [self._create(db, run, coords)])
+            eventrows.append(db, [self._create(db, run, coords)], self._keys)
 
     @staticmethod
     def _create(
@@ -258,7 +261,7 @@ class Store(Queries, Coordination):
                     beats[key] = max(ev.t, beats.get(key, ev.t))
                 elif not (isinstance(ev, RankEvent) and _overwritten(ev, last)):
                     self._apply(db, ev)
-            eventrows.append(db, items)
+            eventrows.append(db, items, self._keys)
             if beats:
                 db.executemany(
                     "UPDATE ranks SET heartbeat=? WHERE run_id=? AND rank=?",

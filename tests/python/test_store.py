@@ -8,6 +8,9 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
+from jupyter_distributed import eventrows
 from jupyter_distributed.events import MetricEvent, OutputEvent, RankEvent, RankState, Stream
 from jupyter_distributed.store import RunRecord, Store
 
@@ -110,3 +113,21 @@ def test_history_survives_a_writer_that_dies(tmp_path: Path) -> None:
     store = Store(path)
     assert [ln.text for ln in store.logs("r9")] == ["before the crash"]
     assert store.run("r9") is not None
+
+
+def test_a_rolled_back_transaction_takes_its_new_keys_with_it(tmp_path: Path) -> None:
+    """The store keeps run and name keys between transactions; one that is rolled back
+    must not leave a key behind that no row in run_keys holds any more."""
+    store = Store(tmp_path / "history.sqlite")
+    line = OutputEvent("r-new", 0, time.time(), Stream.STDOUT, "lost")
+
+    def failing_batch() -> None:
+        with store._tx() as db:
+            eventrows.append(db, [eventrows.item(line)], store._keys)
+            raise RuntimeError("the batch failed")
+
+    with pytest.raises(RuntimeError):
+        failing_batch()
+    store.append([OutputEvent("r-new", 0, time.time(), Stream.STDOUT, "kept")])
+    assert [entry.text for entry in store.logs("r-new")] == ["kept"]
+    store.close()

@@ -22,18 +22,16 @@ from . import eventrows, migrate, reaper, storefile
 from .coordination import Coordination
 from .errors import StoreError
 from .events import (
-    ErrorEvent,
-    Event,
     MetricEvent,
     OutputEvent,
     OutputLines,
-    RankEvent,
     Recorded,
     RunEvent,
 )
 from .pids import pid_alive
 from .queries import Queries
 from .records import Control, LogLine, RankRecord, RunRecord
+from .rowupdates import RowUpdates
 from .storefile import SCHEMA
 
 __all__ = [
@@ -240,9 +238,7 @@ class Store(Queries, Coordination):
         items: list[eventrows.Item | eventrows.Lines] = []
         beats: dict[tuple[str, int], float] = {}
         events = list(events)
-        # a rank's state that a later state of the batch overwrites is not applied (its event
-        # is kept): a cell's ``running`` and ``done`` arriving together are one row update
-        last = {(e.run_id, e.rank): e for e in events if isinstance(e, RankEvent)}
+        updates = RowUpdates(events)
         count = 0
         with self._tx() as db:
             if run is not None:
@@ -259,8 +255,9 @@ class Store(Queries, Coordination):
                 if isinstance(ev, MetricEvent):  # the ranks' heartbeats: once per batch
                     key = (ev.run_id, ev.rank)
                     beats[key] = max(ev.t, beats.get(key, ev.t))
-                elif not (isinstance(ev, RankEvent) and _overwritten(ev, last)):
-                    self._apply(db, ev)
+                else:
+                    updates.add(ev)
+            updates.apply(db)
             eventrows.append(db, items, self._keys)
             if beats:
                 db.executemany(
@@ -268,31 +265,3 @@ class Store(Queries, Coordination):
                     [(t, run_id, rank) for (run_id, rank), t in beats.items()],
                 )
         return count
-
-    @staticmethod
-    def _apply(db: sqlite3.Connection, ev: Event) -> None:
-        """What an event changes in the run's and ranks' rows."""
-        if isinstance(ev, RunEvent):
-            ended = ev.t if ev.state.finished else None
-            db.execute(
-                "UPDATE runs SET state=?, ended=COALESCE(?, ended), message=? WHERE id=?",
-                (ev.state.value, ended, ev.message, ev.run_id),
-            )
-        elif isinstance(ev, RankEvent):
-            db.execute(
-                "UPDATE ranks SET state=?, updated=?, host=CASE WHEN ?='' THEN host ELSE ? END,"
-                " pid=COALESCE(?, pid) WHERE run_id=? AND rank=?",
-                (ev.state.value, ev.t, ev.host, ev.host, ev.pid, ev.run_id, ev.rank),
-            )
-        elif isinstance(ev, ErrorEvent):
-            db.execute(
-                "UPDATE ranks SET state='failed', updated=? WHERE run_id=? AND rank=?",
-                (ev.t, ev.run_id, ev.rank),
-            )
-
-
-def _overwritten(ev: RankEvent, last: dict[tuple[str, int], RankEvent]) -> bool:
-    """Whether the batch's last state of ``ev``'s rank leaves its row as if ``ev`` had been
-    applied before it (same host and pid: every column ``ev`` sets is set again)."""
-    final = last[ev.run_id, ev.rank]
-    return final is not ev and final.host == ev.host and final.pid == ev.pid

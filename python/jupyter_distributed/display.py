@@ -25,6 +25,7 @@ import time
 from collections.abc import Collection, Sequence
 from typing import Any, TextIO
 
+from .displayarea import Area, rich
 from .events import (
     DisplayEvent,
     ErrorEvent,
@@ -58,7 +59,7 @@ class CellView:
         self._live: dict[tuple[int, str], str] = {}  # (rank, stream) -> its display id
         self._lives = 0
         self._rich_results: set[int] = set()
-        self._areas: dict[int, _Area] = {}  # rank -> the displays it shows
+        self._areas: dict[int, Area] = {}  # rank -> the displays it shows
         self._waiting: set[int] = set()  # ranks whose clear_output(wait=True) is pending
         self._out = out or sys.stdout
         self._err = err or sys.stderr
@@ -106,7 +107,7 @@ class CellView:
             return
         key = (rank, stream)
         self._clear_waiting(rank)
-        if not _rich():  # as text, only the final state is shown
+        if not rich():  # as text, only the final state is shown
             self._live.setdefault(key, "")
             return
         display_id = self._live.get(key)
@@ -155,7 +156,7 @@ class CellView:
             return
         self._waiting.discard(rank)
         area = self._areas.get(rank)
-        if area is None or not _rich():
+        if area is None or not rich():
             return
         for key in [k for k in self._live if k[0] == rank]:
             del self._live[key]  # (a later redraw starts a new live line)
@@ -169,10 +170,10 @@ class CellView:
         if rank in self._waiting:
             self.clear(rank)
 
-    def _area(self, rank: int) -> _Area:
+    def _area(self, rank: int) -> Area:
         area = self._areas.get(rank)
         if area is None:
-            area = self._areas[rank] = _Area()
+            area = self._areas[rank] = Area()
         return area
 
     @staticmethod
@@ -184,7 +185,7 @@ class CellView:
     ) -> None:
         """Through IPython's display publisher under a kernel; as text elsewhere."""
         self.flush()
-        if not _rich():
+        if not rich():
             text = str(data.get("text/plain", ""))
             self._write(self._out, f"{text}\n", force=True)
             return
@@ -286,27 +287,3 @@ class CellView:
             return
         self._tokens -= len(text)
         self._pending.append((stream, text))
-
-
-class _Area:
-    """The displays one rank shows under the cell, by id: ``lives`` its live lines, ``shown``
-    its displays without an id of their own and ``named`` those with one (``display(...,
-    display_id=)``); ``free`` displays that a clear emptied, which the rank's next displays
-    fill first (each is under its label), and ``cleared`` the named ones it emptied, filled
-    again when shown again."""
-
-    __slots__ = ("cleared", "free", "lives", "named", "shown")
-
-    def __init__(self) -> None:
-        self.lives: list[str] = []
-        self.shown: list[str] = []
-        self.named: list[str] = []
-        self.free: list[str] = []
-        self.cleared: set[str] = set()
-
-
-def _rich() -> bool:
-    """Whether an IPython shell is there to publish displays (else they are shown as text)."""
-    from IPython.core.interactiveshell import InteractiveShell
-
-    return bool(InteractiveShell.initialized())

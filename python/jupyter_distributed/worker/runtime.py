@@ -1,8 +1,8 @@
 """What runs inside a rank: its namespace, the cells it executes, and what it reports back.
 
-The main thread executes cells; the channel's I/O thread receives commands, delivers interrupts
-(a real SIGINT to the main thread, so ``time.sleep`` and friends wake up) and sends output,
-``report()`` samples and heartbeats.
+The main thread takes cells from its own socket (``cellsocket``), executes them and sends their
+ends; the control channel's I/O thread delivers interrupts (a real SIGINT to the main thread, so
+``time.sleep`` and friends wake up) and sends output, ``report()`` samples and heartbeats.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import ast
 import linecache
 import os
 import pickle
-import queue
 import signal
 import socket
 import sys
@@ -142,9 +141,6 @@ class Runtime:
         # a Slurm node's name (two slurmd may share a machine; Slurm's names are what users know)
         self.host = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
         self.reporter = reporter
-        self.commands: queue.SimpleQueue[tuple[Execute | Shutdown, list[Buffer]]] = (
-            queue.SimpleQueue()
-        )
         self.samples: deque[tuple[float, dict[str, Any]]] = deque()
         self.run_id = ""
         self.gpu_device: int | None = None  # set once a cell has used CUDA (for heartbeats)
@@ -170,11 +166,12 @@ class Runtime:
     # -- called on the I/O thread ---------------------------------------------------------
 
     def on_message(self, message: Message, buffers: list[Buffer]) -> None:
-        if isinstance(message, Interrupt):
-            if self._executing and message.run_id in (None, self.run_id):
-                signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
-        elif isinstance(message, Execute | Shutdown):
-            self.commands.put((message, buffers))
+        """A command on the control channel (cells come on the cell socket): an interrupt
+        of the running cell."""
+        if not (self._executing and isinstance(message, Interrupt)):
+            return
+        if message.run_id in (None, self.run_id):
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
 
     def flush_metrics(self) -> None:
         with self._flush_lock:
@@ -191,12 +188,12 @@ class Runtime:
     def serve(
         self,
         sync_output: Callable[[], None],
-        receive: Callable[[], tuple[Message, list[Buffer]]] | None = None,
+        receive: Callable[[], tuple[Message, list[Buffer]]],
     ) -> None:
-        """Execute cells until told to stop: from ``receive`` (the main thread's own socket),
-        else from what the I/O thread queued."""
+        """Execute cells until told to stop, as ``receive`` (the main thread's own socket, see
+        ``cellsocket``) hands them over."""
         while True:
-            command, buffers = (receive or self.commands.get)()
+            command, buffers = receive()
             if isinstance(command, Shutdown):
                 return
             if isinstance(command, Execute):

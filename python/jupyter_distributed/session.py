@@ -41,6 +41,7 @@ class Session:
         self.settings = settings
         self.live: dict[str, Live] = {}
         self._launched: set[str] = set()  # backends this session started clusters with
+        self._coords_of: tuple[str, dict[int, dict[str, Any]]] = ("", {})
         atexit.register(self.shutdown)
 
     @property
@@ -144,7 +145,7 @@ class Session:
                 kernel_id=kernel_id(),
             ),
             view,
-            coords=cluster_coords(cluster) if cluster is not None else _planned(plan),
+            coords=self._coords(cluster) if cluster is not None else _planned(plan),
             observers=[GlobalBatch(code, spec.layout), Throughput()],
             deferred=deferred,
         )
@@ -159,6 +160,13 @@ class Session:
     ) -> SweepOutcome:
         """Run ``code`` once per combination of ``spec.sweep``, each on its own cluster."""
         return run_sweep(self, spec, code, user_ns, cell_id, quiet)
+
+    def _coords(self, cluster: Cluster) -> dict[int, dict[str, Any]]:
+        """Where a live cluster's ranks are (fixed while it lives: a rank that starts again
+        loses the cluster), made once per cluster."""
+        if self._coords_of[0] != cluster.id:
+            self._coords_of = (cluster.id, cluster_coords(cluster))
+        return self._coords_of[1]
 
     def _reusable(self, spec: Spec, view: CellView) -> Cluster | None:
         """The live cluster when it matches the spec; else stops it (saying why)."""

@@ -151,10 +151,14 @@ class Spec:
         return ", ".join(changed) or "nothing"
 
     def to_json(self) -> dict[str, Any]:
-        """The spec as stored and served; secret-looking ``--env`` values are masked."""
-        data: dict[str, Any] = jsonable(self)
-        data["env"] = [list(pair) for pair in redact_env(self.env)]
-        return data
+        """The spec as stored and served; secret-looking ``--env`` values are masked. Made
+        once per spec (it is immutable, and a line's spec serves every run of its cell)."""
+        data: dict[str, Any] | None = self.__dict__.get("_json")
+        if data is None:
+            data = jsonable(self)
+            data["env"] = [list(pair) for pair in redact_env(self.env)]
+            object.__setattr__(self, "_json", data)
+        return dict(data)
 
 
 def parse_targets(text: str, world_size: int) -> tuple[int, ...]:

@@ -43,6 +43,10 @@ class CellRun:
         self.writer, self.clean, self.completed = writer, True, None
         self.record_by = time.monotonic() + RECORD_AFTER
 
+    def sent_to(self, ranks: set[int]) -> None:
+        """The cell left for ``ranks``: their answers are awaited."""
+        self.awaited = ranks
+
     def end(self) -> None:
         self.awaited = set()
         self.writer = None  # (the recorder writes the record with the end, if still due)

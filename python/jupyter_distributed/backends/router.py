@@ -4,16 +4,20 @@ One I/O thread (:class:`~..worker.loop.IoLoop`, the same loop a rank's channel r
 socket: it verifies every message (the signature before anything is unpickled),
 :func:`~.decode.decode`\\ s it, writes the events to the store at once (one transaction per
 batch, so a dying kernel loses nothing) and then hands the main thread typed items
-(:mod:`.inbox`). If the thread fails (a full or locked history store, a ZeroMQ error), the
-owner learns the cause; what could not be recorded is still handed over (shown) and counted.
+(:mod:`.inbox`); what it knows of the cell being run is :mod:`.cellrun`'s. If the thread
+fails (a full or locked history store, a ZeroMQ error), the owner learns the cause; what could
+not be recorded is still handed over (shown) and counted.
 
 Who sent a message is the ``src`` in its signed header, never the ZeroMQ identity a peer picks
 for itself: the ROUTER gives every connection a random routing id, and the kernel routes to
-rank N through the connection its last verified message from N arrived on. A peer that
-connects first under any name cannot take a rank's place (it cannot sign as that rank; a replay
-is refused by the counters of :mod:`~..protocol.signing`). Where ranks connect, and how the
-socket keeps others out, is the :mod:`.transport`'s business. Rejected messages are logged at
-most :data:`WARN_BURST` times a minute, then counted.
+rank N through the connection its last verified message from N arrived on. A rank has two: its
+control channel (``rN``) and its main thread's cell socket (``cN``, cells in and their ends
+out, see ``worker/cellsocket.py``); a message of the second waits for the control messages it
+follows (:mod:`.cellorder`). A peer that connects first under any name cannot take a rank's
+place (it cannot sign as that rank; a replay is refused by the counters of
+:mod:`~..protocol.signing`). Where ranks connect, and how the socket keeps others out, is the
+:mod:`.transport`'s business. Rejected messages are logged at most a few times a minute, then
+counted (:mod:`.throttle`).
 """
 
 from __future__ import annotations
@@ -114,7 +118,7 @@ class Router:
             names = [rank_name(r) for r, _ in peers]
         if isinstance(message, Execute):  # (before the cell leaves: its answers are awaited)
             sent = {r for r, _ in peers}
-            self._loop.call(lambda: setattr(self.cell, "awaited", sent), wake=False)
+            self._loop.call(lambda: self.cell.sent_to(sent), wake=False)
         with self._send_lock:  # counters leave in order, whichever thread sends
             signed = self._signer.pack_each(header, names, buffers, digests)
             for (_, peer), frames in zip(peers, signed, strict=True):

@@ -74,7 +74,10 @@ def test_two_nodes_two_ranks_each(in_slurm: SlurmCluster, tmp_path: Any) -> None
 def test_queued_job_is_shown_then_runs(in_slurm: SlurmCluster, tmp_path: Any) -> None:
     """Partition ``one`` (one node) is full: the cell says queued with squeue's reason, the
     history says queued, and once the blocking job ends the ranks start; no start timeout."""
-    blocker = in_slurm.run("sbatch", "-p", "one", "--exclusive", "--wrap", "sleep 120")
+    blocker = in_slurm.run(  # (its log in tmp_path: Slurm's default is slurm-N.out in the cwd)
+        "sbatch", "-p", "one", "--exclusive", f"--output={tmp_path / 'blocker.out'}",
+        "--wrap", "sleep 120",
+    )  # fmt: skip
     blocker_id = blocker.stdout.split()[-1]
     store = Store(tmp_path / "h.sqlite")
     session, out = Session(store), io.StringIO()

@@ -131,3 +131,44 @@ def test_a_rolled_back_transaction_takes_its_new_keys_with_it(tmp_path: Path) ->
     store.append([OutputEvent("r-new", 0, time.time(), Stream.STDOUT, "kept")])
     assert [entry.text for entry in store.logs("r-new")] == ["kept"]
     store.close()
+
+
+def test_a_run_created_with_its_events_has_the_rows_of_one_created_first(tmp_path: Path) -> None:
+    """A short cell's record goes with its replies and end (one transaction, the changes
+    folded into the new rows): the history must read exactly as if the run had been created
+    first and its events applied after."""
+    from jupyter_distributed.events import ErrorEvent, RunEvent, RunState
+    from jupyter_distributed.errors import RankFailure
+
+    def batch(run_id: str) -> list[object]:
+        t = time.time()
+        failure = RankFailure(rank=1, t=t + 2, host="h1", pid=8, ename="E", evalue="v")
+        return [
+            RankEvent(run_id, 0, t, RankState.RUNNING, "h0", 7),
+            RankEvent(run_id, 1, t, RankState.RUNNING, "", None),
+            RankEvent(run_id, 0, t + 1, RankState.DONE, "h0", 7),
+            RankEvent(run_id, 1, t + 1, RankState.DONE, "h1", None),
+            ErrorEvent(run_id, failure),
+            RunEvent(run_id, t + 4, RunState.COMPLETED, "all done"),
+        ]
+
+    def record(run_id: str) -> RunRecord:
+        return RunRecord(id=run_id, backend="local", world_size=2, ranks=[0, 1], started=1.0)
+
+    coords = {0: {"host": "h", "pid": 1}, 1: {"host": "h", "pid": 2}}
+    store = Store(tmp_path / "h.sqlite3")
+    store.create_run(record("apart"), coords)
+    store.append(batch("apart"))  # type: ignore[arg-type]
+    store.append(batch("together"), run=(record("together"), coords))  # type: ignore[arg-type]
+
+    def rows(run_id: str) -> tuple[object, ...]:
+        run = store.run(run_id)
+        assert run is not None
+        ranks = [(r.rank, r.host, r.pid, r.state) for r in store.ranks(run_id)]
+        kinds = [e["kind"] for _, e in store.events_after(0, run_id)]
+        return run.state, run.ended is not None, run.message, ranks, kinds
+
+    assert rows("together") == rows("apart")
+    assert rows("together")[:3] == (RunState.COMPLETED, True, "all done")
+    assert rows("together")[3] == [(0, "h0", 7, "done"), (1, "h1", 2, "failed")]
+    store.close()

@@ -20,6 +20,19 @@ from .signing import Buffer
 _LENGTH = struct.Struct("<Q")
 MAX_FRAME = 64 << 20  # bytes in one frame a rank sends to the kernel
 MAX_HEADER = 1 << 20  # a header is JSON of bounded fields (lines are cut at 64 KiB)
+SMALL = 64 << 10  # bytes of a message that ZeroMQ copies faster than it lends them
+
+
+def copied(frames: Sequence[Buffer]) -> bool:
+    """Whether to send ``frames`` by copy: a small message of byte strings (the signature, the
+    header and short buffers), where lending each frame to ZeroMQ (``copy=False``, a
+    ``zmq.Frame`` object apiece) costs more than copying it."""
+    size = 0
+    for f in frames:
+        if type(f) is not bytes:
+            return False
+        size += len(f)
+    return size < SMALL
 
 
 def split_large(

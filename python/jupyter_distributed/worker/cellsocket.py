@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 import zmq
 
-from ..protocol.frames import split_large
+from ..protocol.frames import copied, split_large
 from ..protocol.header import BadHeader, Message
 from ..protocol.messages import parse
 from ..protocol.signing import BadMessage, Buffer, Signer
@@ -48,7 +48,8 @@ class CellSocket:
         header = {**message.to_header(), "after": self._after()}
         if parts is not None:
             header["parts"] = parts
-        self._sock.send_multipart(self._signer.pack(header, frames), copy=False)
+        signed = self._signer.pack(header, frames)
+        self._sock.send_multipart(signed, copy=copied(signed))
 
     def recv(self) -> tuple[Message, list[Buffer]]:
         """The next command from the kernel (blocks, main thread only); anything not signed

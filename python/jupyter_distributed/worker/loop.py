@@ -23,6 +23,7 @@ from typing import cast
 
 import zmq
 
+from ..protocol.frames import copied
 from ..protocol.signing import Buffer
 
 Batch = list[list[zmq.Frame]]
@@ -160,7 +161,8 @@ class IoLoop:
             if callable(item):
                 item()
             else:
-                self.sock.send_multipart(cast("Sequence[Buffer]", item), copy=False)
+                frames = cast("Sequence[Buffer]", item)
+                self.sock.send_multipart(frames, copy=copied(frames))
 
     def _receive(self) -> None:
         batch: Batch = []

@@ -137,8 +137,8 @@ def test_a_run_created_with_its_events_has_the_rows_of_one_created_first(tmp_pat
     """A short cell's record goes with its replies and end (one transaction, the changes
     folded into the new rows): the history must read exactly as if the run had been created
     first and its events applied after."""
-    from jupyter_distributed.events import ErrorEvent, RunEvent, RunState
     from jupyter_distributed.errors import RankFailure
+    from jupyter_distributed.events import ErrorEvent, RunEvent, RunState
 
     def batch(run_id: str) -> list[object]:
         t = time.time()

@@ -1,0 +1,201 @@
+"""Where a warm trivial cell's round trip goes: its critical path and each thread's CPU time.
+
+    python benchmarks/cell_timeline.py [--ranks 2] [--cells 400]
+
+Runs ``%%distributed -n N`` + ``pass`` cells back to back in one IPython shell and marks, with
+the one monotonic clock every process on the machine shares, when each step starts and ends:
+in the kernel (IPython's own steps, the magic, the send, the I/O thread's send and receive, the
+store, the main thread taking the ranks' ends) and in each rank (``timeline_site/``, put first
+on the ranks' ``PYTHONPATH``: its cell arriving, running, its end sent). Prints the median start
+and length of each step (ranks numbered by when their cell arrived), then the CPU time per cell
+of every thread of the kernel and of the ranks, from ``/proc``. The marks cost a few µs each,
+so the round trip measured here is a little longer than ``bench_core.py``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import importlib.util
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+if importlib.util.find_spec("jupyter_distributed") is None:  # a checkout, not installed
+    SOURCE = str(HERE.parent / "python")
+    sys.path.insert(0, SOURCE)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [SOURCE, os.environ.get("PYTHONPATH")]))
+
+from common import capture  # noqa: E402
+
+Marks = list[tuple[str, int]]
+MARKS: Marks = []  # (name, ns), kernel side
+# /proc's names of threads: Python's own threads all read "python"
+THREADS = {"python": "control channel thread", "ZMQbg/IO/0": "ZeroMQ I/O thread"}
+
+
+def mark(module: str, cls: str, attr: str, name: str, thread: str | None = None) -> None:
+    """Mark each call of ``cls.attr`` (only on threads whose name starts with ``thread``)."""
+    owner = getattr(importlib.import_module(module), cls)
+    fn = getattr(owner, attr)
+
+    @functools.wraps(fn)
+    def marked(*args: Any, **kwargs: Any) -> Any:
+        if thread is not None and not threading.current_thread().name.startswith(thread):
+            return fn(*args, **kwargs)
+        MARKS.append((f"{name}>", time.perf_counter_ns()))
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            MARKS.append((f"{name}<", time.perf_counter_ns()))
+
+    setattr(owner, attr, marked)
+
+
+def cpu_times(pid: int | str = "self") -> dict[tuple[str, str], float]:
+    """CPU seconds of each thread of ``pid``: {(tid, name): seconds}."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        tid = task.name
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat.rsplit(")", 1)[1].split()
+        out[(tid, name)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def spans(cells: list[Marks], count: int) -> list[tuple[float, float, str]]:
+    """(median start µs, median length µs, step) of each step seen in at least half the
+    cells (a step that some cells take twice, such as a second batch, shows as ``#2``)."""
+    starts: dict[str, list[float]] = defaultdict(list)
+    lengths: dict[str, list[float]] = defaultdict(list)
+    for cell in cells:
+        t0, opened, seen = cell[0][1], {}, Counter[str]()
+        ranks: dict[str, str] = {}
+        for name, t in cell:
+            if name.startswith("pid"):  # a rank's mark: "pid<N>:<step>"
+                pid, name = name.split(":", 1)
+                name = name.replace("rank:", f"rank {ranks.setdefault(pid, str(len(ranks)))}:")
+            step, edge = name[:-1], name[-1]
+            if edge == "!":  # a moment, not a step: a step of no length
+                opened[step] = t
+                seen[step] += 1
+                edge = "<"
+            if edge == ">":
+                seen[step] += 1
+                opened[step] = t
+            elif step in opened:
+                key = f"{step} #{seen[step]}" if seen[step] > 1 else step
+                begin = opened.pop(step)
+                starts[key].append((begin - t0) / 1e3)
+                lengths[key].append((t - begin) / 1e3)
+    rows = [
+        (statistics.median(starts[k]), statistics.median(lengths[k]), k)
+        for k in starts
+        if len(starts[k]) >= count / 2
+    ]
+    return sorted(rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--cells", type=int, default=400)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="jd-timeline-"))
+    (tmp / "marks").mkdir()
+    os.environ["JUPYTER_DISTRIBUTED_STORE"] = str(tmp / "history.sqlite3")
+    os.environ["IPYTHONDIR"] = str(tmp / "ipython")
+    os.environ["JD_TIMELINE_DIR"] = str(tmp / "marks")
+    site = str(HERE / "timeline_site")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")]))
+    from IPython.testing.globalipapp import start_ipython
+
+    shell = "IPython.core.interactiveshell"
+    mark(shell, "InteractiveShell", "transform_cell", "IPython: transform the cell")
+    mark(shell, "InteractiveShell", "run_ast_nodes", "IPython: run the code")
+    jd = "jupyter_distributed."
+    mark(jd + "magics", "DistributedMagics", "distributed", "kernel: the magic")
+    mark(jd + "session", "Session", "record", "kernel: the run's record (deferred)")
+    mark(jd + "backends.router", "Router", "send", "kernel: sign and queue the cell")
+    mark(jd + "worker.loop", "IoLoop", "_drain", "I/O thread: send queued", "jd-c")
+    mark(jd + "backends.router", "Router", "_on_batch", "I/O thread: take a batch", "jd-c")
+    mark(jd + "store", "Store", "append", "I/O thread: store transaction", "jd-c")
+    mark(jd + "backends.tracker", "RunTracker", "wait", "kernel: wait for the ranks")
+    ip = start_ipython()
+    ip.run_line_magic("load_ext", "jupyter_distributed")
+    cell = f"%%distributed -n {args.ranks}\npass"
+    times = []
+    with capture(sys):
+        for _ in range(10):
+            ip.run_cell(cell)
+        session = ip.magics_manager.registry["DistributedMagics"].session
+        pids = [r.pid for r in session.live["local"].cluster.ranks()]
+        io_tid = next(str(t.native_id) for t in threading.enumerate() if t.name.startswith("jd-c"))
+        time.sleep(0.2)
+        for f in (tmp / "marks").iterdir():
+            f.write_text("")
+        MARKS.clear()
+        kernel0, ranks0 = cpu_times(), {p: cpu_times(p) for p in pids}
+        for _ in range(args.cells):
+            MARKS.append(("cell>", time.perf_counter_ns()))
+            t0 = time.perf_counter()
+            ip.run_cell(cell)
+            times.append(time.perf_counter() - t0)
+            MARKS.append(("cell<", time.perf_counter_ns()))
+        kernel1, ranks1 = cpu_times(), {p: cpu_times(p) for p in pids}
+        time.sleep(0.2)
+        session.stop()
+    every = list(MARKS)
+    for f in (tmp / "marks").iterdir():
+        pid = f.stem.split("-")[1]
+        for line in f.read_text().splitlines():
+            name, _, t = line.rpartition(" ")
+            every.append((f"pid{pid}:{name}", int(t)))
+    every.sort(key=lambda m: m[1])
+    cells: list[Marks] = []
+    for name, t in every:
+        if name == "cell>":
+            cells.append([])
+        if cells:
+            cells[-1].append((name, t))
+    print(
+        f"### A warm trivial cell, {args.ranks} ranks: {args.cells} cells, median "
+        f"{statistics.median(times) * 1e3:.2f} ms, load average {os.getloadavg()[0]:.1f}\n"
+    )
+    print("| step | starts at, µs | takes, µs |\n|---|---|---|")
+    for start, length, step in spans(cells, args.cells):
+        print(f"| {step} | {start:.0f} | {length:.0f} |")
+    print("\n| thread | CPU per cell, µs |\n|---|---|")
+    main_tid = str(os.getpid())
+    for (tid, name), secs in kernel1.items():
+        used = (secs - kernel0.get((tid, name), 0.0)) / args.cells * 1e6
+        what = {main_tid: "main", io_tid: "I/O thread"}.get(tid, THREADS.get(name, name))
+        if used >= 1:
+            print(f"| kernel: {what} | {used:.0f} |")
+    per_rank: Counter[str] = Counter()
+    for pid in pids:
+        for (tid, name), secs in ranks1[pid].items():
+            role = "main" if tid == str(pid) else THREADS.get(name, name)
+            per_rank[role] += (secs - ranks0[pid].get((tid, name), 0.0)) / args.cells * 1e6
+    for role, used in per_rank.most_common():
+        if used / len(pids) >= 1:
+            print(f"| each rank: {role} | {used / len(pids):.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

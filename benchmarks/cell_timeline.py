@@ -1,4 +1,4 @@
-"""Where a warm trivial cell's round trip goes: its critical path and each thread's CPU time.
+"""Where a warm trivial cell's round trip goes: its critical path and each thread's CPU.
 
     python benchmarks/cell_timeline.py [--ranks 2] [--cells 400]
 
@@ -7,9 +7,10 @@ the one monotonic clock every process on the machine shares, when each step star
 in the kernel (IPython's own steps, the magic, the send, the I/O thread's send and receive, the
 store, the main thread taking the ranks' ends) and in each rank (``timeline_site/``, put first
 on the ranks' ``PYTHONPATH``: its cell arriving, running, its end sent). Prints the median start
-and length of each step (ranks numbered by when their cell arrived), then the CPU time per cell
-of every thread of the kernel and of the ranks, from ``/proc``. The marks cost a few µs each,
-so the round trip measured here is a little longer than ``bench_core.py``'s.
+and length of each step (ranks numbered by when their cell arrived), then, per cell, how long
+each thread of the kernel and of the ranks ran and how long it was ready to run but waited for
+a CPU (the scheduler's own accounting, ``/proc/PID/task/TID/schedstat``). The marks cost a
+few µs each, so the round trip measured here is a little longer than ``bench_core.py``'s.
 """
 
 from __future__ import annotations
@@ -61,20 +62,24 @@ def mark(module: str, cls: str, attr: str, name: str, thread: str | None = None)
     setattr(owner, attr, marked)
 
 
-def cpu_times(pid: int | str = "self") -> dict[tuple[str, str], float]:
-    """CPU seconds of each thread of ``pid``: {(tid, name): seconds}."""
-    tick = os.sysconf("SC_CLK_TCK")
+def cpu_times(pid: int | str = "self") -> dict[tuple[str, str], tuple[int, int]]:
+    """Each thread of ``pid``: {(tid, name): (ns on a CPU, ns runnable but waiting for one)},
+    from the scheduler's own accounting (``/proc/PID/task/TID/schedstat``)."""
     out = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
-        tid = task.name
         try:
             stat = (task / "stat").read_text()
-        except OSError:
+            run, wait, _ = (task / "schedstat").read_text().split()
+        except (OSError, ValueError):
             continue
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        fields = stat.rsplit(")", 1)[1].split()
-        out[(tid, name)] = (int(fields[11]) + int(fields[12])) / tick
+        out[(task.name, stat[stat.index("(") + 1 : stat.rindex(")")])] = (int(run), int(wait))
     return out
+
+
+def used(before: tuple[int, int] | None, after: tuple[int, int], cells: int) -> tuple[float, float]:
+    """µs per cell on a CPU and waiting for one."""
+    run0, wait0 = before or (0, 0)
+    return (after[0] - run0) / cells / 1e3, (after[1] - wait0) / cells / 1e3
 
 
 def spans(cells: list[Marks], count: int) -> list[tuple[float, float, str]]:
@@ -179,21 +184,23 @@ def main() -> int:
     print("| step | starts at, µs | takes, µs |\n|---|---|---|")
     for start, length, step in spans(cells, args.cells):
         print(f"| {step} | {start:.0f} | {length:.0f} |")
-    print("\n| thread | CPU per cell, µs |\n|---|---|")
+    print("\n| thread | on a CPU, µs per cell | waiting for a CPU, µs per cell |\n|---|---|---|")
     main_tid = str(os.getpid())
-    for (tid, name), secs in kernel1.items():
-        used = (secs - kernel0.get((tid, name), 0.0)) / args.cells * 1e6
+    for (tid, name), after in kernel1.items():
+        run, wait = used(kernel0.get((tid, name)), after, args.cells)
         what = {main_tid: "main", io_tid: "I/O thread"}.get(tid, THREADS.get(name, name))
-        if used >= 1:
-            print(f"| kernel: {what} | {used:.0f} |")
-    per_rank: Counter[str] = Counter()
+        if run >= 1:
+            print(f"| kernel: {what} | {run:.0f} | {wait:.0f} |")
+    per_rank: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for pid in pids:
-        for (tid, name), secs in ranks1[pid].items():
+        for (tid, name), after in ranks1[pid].items():
             role = "main" if tid == str(pid) else THREADS.get(name, name)
-            per_rank[role] += (secs - ranks0[pid].get((tid, name), 0.0)) / args.cells * 1e6
-    for role, used in per_rank.most_common():
-        if used / len(pids) >= 1:
-            print(f"| each rank: {role} | {used / len(pids):.0f} |")
+            run, wait = used(ranks0[pid].get((tid, name)), after, args.cells)
+            per_rank[role][0] += run / len(pids)
+            per_rank[role][1] += wait / len(pids)
+    for role, (run, wait) in sorted(per_rank.items(), key=lambda kv: -kv[1][0]):
+        if run >= 1:
+            print(f"| each rank: {role} | {run:.0f} | {wait:.0f} |")
     return 0
 
 

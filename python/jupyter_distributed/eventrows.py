@@ -164,6 +164,8 @@ def _flush(
     codes: _Codes,
 ) -> None:
     rows.extend(group.row(codes) for group in groups.values())
+    if not rows:
+        return
     rows.sort(key=lambda r: int(r[0]))  # rowid order: appended to the table's end
     db.executemany(_INSERT, rows)
     groups.clear()

@@ -151,11 +151,9 @@ class IoLoop:
             polled.add(fd)
 
     def _drain(self) -> bool:
-        while True:
-            try:
-                item = self._out.get_nowait()
-            except queue.Empty:
-                return True
+        out = self._out
+        while not out.empty():  # (only this thread takes: not empty, so get_nowait succeeds)
+            item = out.get_nowait()
             if item is _STOP:
                 return False
             if callable(item):
@@ -163,13 +161,13 @@ class IoLoop:
             else:
                 frames = cast("Sequence[Buffer]", item)
                 self.sock.send_multipart(frames, copy=copied(frames))
+        return True
 
     def _receive(self) -> None:
-        batch: Batch = []
-        while len(batch) < _BATCH:
-            try:
-                batch.append(self.sock.recv_multipart(zmq.NOBLOCK, copy=False))
-            except zmq.Again:
-                break
+        sock, batch = self.sock, cast("Batch", [])
+        # (asking the socket is cheaper than the zmq.Again a read of an empty one raises)
+        with contextlib.suppress(zmq.Again):
+            while len(batch) < _BATCH and cast("int", sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+                batch.append(sock.recv_multipart(zmq.NOBLOCK, copy=False))
         if batch:
             self._on_batch(batch)

@@ -9,8 +9,11 @@ store, the main thread taking the ranks' ends) and in each rank (``timeline_site
 on the ranks' ``PYTHONPATH``: its cell arriving, running, its end sent). Prints the median start
 and length of each step (ranks numbered by when their cell arrived), then, per cell, how long
 each thread of the kernel and of the ranks ran and how long it was ready to run but waited for
-a CPU (the scheduler's own accounting, ``/proc/PID/task/TID/schedstat``). The marks cost a
-few µs each, so the round trip measured here is a little longer than ``bench_core.py``'s.
+a CPU (the scheduler's own accounting, ``/proc/PID/task/TID/schedstat``), and last what
+no design on this stack goes below, each part measured alone (``floor.py``): IPython running a
+cell magic that does nothing, a bare pyzmq round trip to N processes, one store transaction
+of the cell's shape. The marks cost a few µs each, so the round trip measured here is a
+little longer than ``bench_core.py``'s.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ if importlib.util.find_spec("jupyter_distributed") is None:  # a checkout, not i
     sys.path.insert(0, SOURCE)
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [SOURCE, os.environ.get("PYTHONPATH")]))
 
+import floor  # noqa: E402
 from common import capture  # noqa: E402
 
 Marks = list[tuple[str, int]]
@@ -164,6 +168,9 @@ def main() -> int:
         kernel1, ranks1 = cpu_times(), {p: cpu_times(p) for p in pids}
         time.sleep(0.2)
         session.stop()
+        noop = floor.noop_magic(ip, args.cells)
+    bare = floor.zmq_round_trip(args.ranks, args.cells)
+    store = floor.store_transaction(args.ranks, args.cells)
     every = list(MARKS)
     for f in (tmp / "marks").iterdir():
         pid = f.stem.split("-")[1]
@@ -201,6 +208,13 @@ def main() -> int:
     for role, (run, wait) in sorted(per_rank.items(), key=lambda kv: -kv[1][0]):
         if run >= 1:
             print(f"| each rank: {role} | {run:.0f} | {wait:.0f} |")
+    print(
+        "\n| the floor, measured alone just after | median, µs |\n|---|---|\n"
+        f"| IPython running a cell magic that does nothing | {noop * 1e6:.0f} |\n"
+        f"| a bare pyzmq round trip to {args.ranks} processes (300 bytes out, an answer back) "
+        f"| {bare * 1e6:.0f} |\n"
+        f"| one store transaction of this cell's shape, alone | {store * 1e6:.0f} |"
+    )
     return 0
 
 

@@ -1,0 +1,98 @@
+"""What a warm cell cannot cost less than, part by part, on this machine (for
+``cell_timeline.py``): IPython running a cell magic that does nothing, a bare pyzmq round
+trip to N processes over loopback (a ROUTER, N DEALERs that answer at once), and one store
+transaction of a warm cell's shape (its run's record, each rank's two states, its end)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import zmq
+
+
+def _noop(line: str, cell: str) -> None:
+    return None
+
+
+def noop_magic(ip: Any, count: int) -> float:
+    """Median seconds of ``ip.run_cell`` for a cell magic that does nothing."""
+    ip.register_magic_function(_noop, "cell", "jd_noop")
+    times = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        ip.run_cell("%%jd_noop -n 2\npass")
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _peer(address: str) -> None:
+    sock = zmq.Context().socket(zmq.DEALER)
+    sock.connect(address)
+    sock.send(b"hello")
+    while (frames := sock.recv_multipart())[0] != b"stop":
+        sock.send_multipart([b"done", frames[0][:8]])
+
+
+def zmq_round_trip(ranks: int, count: int) -> float:
+    """Median seconds for a 300-byte message out to ``ranks`` processes and their answers back."""
+    ctx = zmq.Context()
+    router = ctx.socket(zmq.ROUTER)
+    port = router.bind_to_random_port("tcp://127.0.0.1")
+    spawn = multiprocessing.get_context("spawn")
+    peers = [spawn.Process(target=_peer, args=(f"tcp://127.0.0.1:{port}",)) for _ in range(ranks)]
+    for p in peers:
+        p.start()
+    try:
+        ids = [router.recv_multipart()[0] for _ in peers]
+        times = []
+        for _ in range(count):
+            t0 = time.perf_counter()
+            for peer in ids:
+                router.send_multipart([peer, b"x" * 300])
+            for _ in ids:
+                router.recv_multipart()
+            times.append(time.perf_counter() - t0)
+        for peer in ids:
+            router.send_multipart([peer, b"stop"])
+    finally:
+        for p in peers:
+            p.join(5)
+            if p.is_alive():
+                p.kill()
+        router.close(0)
+        ctx.term()
+    return statistics.median(times)
+
+
+def store_transaction(ranks: int, count: int) -> float:
+    """Median seconds of one ``Store.append`` of a warm cell's record, replies and end."""
+    from jupyter_distributed.events import RankEvent, RankState, RunEvent, RunState
+    from jupyter_distributed.store import RunRecord, Store
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(Path(tmp) / "history.sqlite3")
+        coords = {r: {"host": "h", "pid": 100 + r, "rank": r} for r in range(ranks)}
+        times = []
+        for i in range(count):
+            run_id = f"20261125-000000-{i:08x}"
+            now = time.time()
+            record = RunRecord(
+                id=run_id, backend="local", world_size=ranks, ranks=list(range(ranks)),
+                state=RunState.RUNNING, cluster_id="c", spec={"layout": {"nodes": 1}},
+                source="pass", started=now,
+            )  # fmt: skip
+            events = [
+                RankEvent(run_id, r, now, state, "h", 100 + r)
+                for r in range(ranks)
+                for state in (RankState.RUNNING, RankState.DONE)
+            ]
+            t0 = time.perf_counter()
+            store.append([*events, RunEvent(run_id, now, RunState.COMPLETED)], run=(record, coords))
+            times.append(time.perf_counter() - t0)
+        store.close()
+    return statistics.median(times[count // 10 :])

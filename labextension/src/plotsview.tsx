@@ -8,6 +8,7 @@ import * as React from 'react';
 import { lastSeconds } from './derive';
 import { plotlyText } from './format';
 import { FrameQueue } from './framequeue';
+import { loadPlotly } from './loadplotly';
 import { type IPlotTrace, metricTraces, samplesTraces } from './plotdata';
 import type { RunLive, Series } from './runstate';
 import { useTrans } from './translate';
@@ -17,16 +18,6 @@ import { useTrans } from './translate';
  * traces are computed when it is drawn, so this also bounds that work).
  */
 const REDRAW_MS = 1000;
-
-type Plotly = typeof import('plotly.js-basic-dist-min');
-
-let plotly: Promise<Plotly> | null = null;
-
-/** plotly.js, imported once. */
-export function loadPlotly(): Promise<Plotly> {
-  plotly ??= import('plotly.js-basic-dist-min');
-  return plotly;
-}
 
 export interface IPlotProps {
   title: string;
@@ -177,9 +168,7 @@ function Plot(props: IPlotProps): JSX.Element {
     return () => {
       if (node) {
         DRAWS.cancel(node);
-        if (plotly) {
-          void plotly.then(P => P.purge(node));
-        }
+        void loadPlotly().then(P => P.purge(node));
       }
     };
   }, []);

@@ -64,7 +64,9 @@ export class SecondStats {
       return;
     }
     for (const second of [...this._dirty].sort((a, b) => a - b)) {
-      const values = [...this.values(second)].sort((a, b) => a - b);
+      // A typed array sorts numbers natively (no comparator calls): a long run's first read
+      // sorts every second of its history.
+      const values = Float64Array.from(this.values(second)).sort();
       const i = lowerBound(this._seconds, second);
       if (this._seconds[i] !== second) {
         if (!values.length) {

@@ -96,6 +96,20 @@ function Plot(props: IPlotProps): JSX.Element {
     observer.observe(document.body, { attributes: true, attributeFilter: ['data-jp-theme-name'] });
     return () => observer.disconnect();
   }, []);
+  // Redrawn sharp when the screen's pixel density changes (a zoom, another monitor).
+  const [ratio, setRatio] = React.useState(() => (typeof devicePixelRatio === 'number' ? devicePixelRatio : 1));
+  React.useEffect(() => {
+    if (typeof matchMedia !== 'function') {
+      return;
+    }
+    const query = matchMedia(`(resolution: ${ratio}dppx)`);
+    const changed = (): void => {
+      lastDraw.current = -Infinity;
+      setRatio(devicePixelRatio);
+    };
+    query.addEventListener('change', changed);
+    return () => query.removeEventListener('change', changed);
+  }, [ratio]);
   const xTitle = props.xTitle ?? trans.__('s since start');
 
   React.useEffect(() => {
@@ -155,7 +169,7 @@ function Plot(props: IPlotProps): JSX.Element {
       setError('');
     });
     return undefined;
-  }, [props.version, props.title, props.window, tick]);
+  }, [props.version, props.title, props.window, tick, ratio]);
 
   // When the plot goes: no draw for it any more. (The node is taken now: React empties the ref
   // before this cleanup runs.)

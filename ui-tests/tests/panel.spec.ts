@@ -43,23 +43,44 @@ async function setSetting(page: IJupyterLabPageFixture, key: string, value: numb
 
 /**
  * A Throughput plot drawn with `traces` traces: its canvas is visible, has been drawn (it says
- * how many traces it drew, and has coloured pixels) and its legend has an entry per trace.
+ * how many traces it drew, and has coloured pixels, one per screen pixel) and its legend has an
+ * entry per trace.
  */
 async function expectDrawn(plot: Locator, traces: number): Promise<void> {
   const canvas = plot.getByRole('img');
   await expect(canvas).toBeVisible({ timeout: 30_000 });
   await expect(canvas).toHaveAttribute('data-traces', String(traces), { timeout: 30_000 });
   await expect(plot.getByRole('listitem')).toHaveCount(traces);
-  const painted = await canvas.evaluate(node => {
+  const { painted, sharp } = await canvas.evaluate(node => {
     const c = node as HTMLCanvasElement;
     const pixels = c.getContext('2d')?.getImageData(0, 0, c.width, c.height).data ?? [];
     let n = 0;
     for (let i = 3; i < pixels.length; i += 4) {
       n += pixels[i] ? 1 : 0;
     }
-    return n;
+    // One canvas pixel per screen pixel.
+    return { painted: n, sharp: Math.abs(c.width - c.clientWidth * devicePixelRatio) <= devicePixelRatio };
   });
   expect(painted).toBeGreaterThan(500);
+  expect(sharp).toBe(true);
+}
+
+/** The sizes of the files of ours that the page has loaded (its resource timing entries). */
+function extensionScripts(page: IJupyterLabPageFixture): Promise<number[]> {
+  return page.evaluate(
+    () =>
+      new Promise<number[]>(resolve => {
+        new PerformanceObserver((list, observer) => {
+          observer.disconnect();
+          resolve(
+            list
+              .getEntries()
+              .filter(e => e.name.includes('/lab/extensions/jupyter-distributed/static/'))
+              .map(e => (e as PerformanceResourceTiming).decodedBodySize)
+          );
+        }).observe({ type: 'resource', buffered: true });
+      })
+  );
 }
 
 /** A CSS colour as the page computes it (`rgb(...)`), to compare colours written differently. */
@@ -143,6 +164,10 @@ test('a distributed cell shows up in the panel and survives a reload', async ({ 
   await expectDrawn(lr, 2);
   await expect(lr.locator('figcaption')).toHaveText('<i>lr</i>');
   await expect(lr.locator('i')).toHaveCount(0);
+  // The tab draws its own plots: plotly.js (a 1 MB chunk of ours, the Scaling tab's) is not loaded.
+  const scripts = await extensionScripts(page);
+  expect(scripts.length).toBeGreaterThan(0);
+  expect(Math.max(...scripts)).toBeLessThan(500_000);
   await shoot(page, '4-throughput');
 
   // Saved, so that the reloaded notebook starts its kernel without asking.

@@ -9,7 +9,7 @@ import { lastSeconds } from './derive';
 import { FrameQueue } from './framequeue';
 import { formatValue } from './lineplot';
 import { drawPlot, type IDrawnTrace, type ITheme, PLOT_HEIGHT, themeColors } from './plotcanvas';
-import { type IPlotTrace, metricTraces, samplesTraces } from './plotdata';
+import { type IPlotTrace, metricReady, metricTraces, samplesReady, samplesTraces } from './plotdata';
 import type { RunLive, Series } from './runstate';
 import { useTrans } from './translate';
 
@@ -18,6 +18,9 @@ import { useTrans } from './translate';
  * is drawn, so this also bounds that work).
  */
 const REDRAW_MS = 1000;
+
+/** The longest slice of a plot's `ready` work, in ms, so that a frame's task stays short. */
+const SLICE_MS = 8;
 
 /** Above this many traces a plot has no legend (its summary still names them all). */
 const MAX_LEGEND = 16;
@@ -28,6 +31,11 @@ export interface IPlotProps {
   version: number;
   /** The traces to draw, computed only when the plot is drawn (at most once per `REDRAW_MS`). */
   traces: () => IPlotTrace[];
+  /**
+   * Work the traces need first, done in slices: it works until `done()` and says whether it is
+   * over; the draw waits for it, a slice per frame (a long run's statistics catching up).
+   */
+  ready?: (done: () => boolean) => boolean;
   /** Show only the last this-many seconds; 0 shows everything. */
   window: number;
   xTitle?: string;
@@ -124,13 +132,18 @@ function Plot(props: IPlotProps): JSX.Element {
       return undefined;
     }
     lastDraw.current = performance.now();
-    DRAWS.request(node, () => {
+    const draw = (): void => {
       const plotWidth = width.current || node.clientWidth;
       if (!node.isConnected || plotWidth <= 0) {
         return; // Gone, or not laid out yet: the resize observer asks again.
       }
       lastDraw.current = performance.now();
-      const { traces: computeTraces, title, window } = latest.current;
+      const { traces: computeTraces, title, window, ready } = latest.current;
+      const deadline = lastDraw.current + SLICE_MS;
+      if (ready && !ready(() => performance.now() >= deadline)) {
+        DRAWS.request(node, draw); // the next slice in a coming frame, then the draw
+        return;
+      }
       const traces = computeTraces();
       const shown = lastSeconds(
         traces.map(t => t.series),
@@ -167,7 +180,8 @@ function Plot(props: IPlotProps): JSX.Element {
       const entries = drawn.length <= MAX_LEGEND ? drawn.map(({ name, color, dash }) => ({ name, color, dash })) : [];
       setLegend(old => (sameLegend(old, entries) ? old : entries));
       setError('');
-    });
+    };
+    DRAWS.request(node, draw);
     return undefined;
   }, [props.version, props.title, props.window, tick, ratio]);
 
@@ -226,6 +240,7 @@ function metricPlots(live: RunLive, names: Iterable<string>, origin: number, win
         version={live.version}
         window={window}
         traces={() => metricTraces(live, name, origin, window)}
+        ready={done => metricReady(live, name, done)}
       />
     ));
 }
@@ -248,6 +263,7 @@ export function ThroughputView(props: {
           version={live.version}
           window={props.window}
           traces={() => samplesTraces(live, origin, props.window)}
+          ready={done => samplesReady(live, done)}
         />
       ) : (
         <p className="jp-Distributed-empty">{trans.__('No throughput yet: call report(samples=n) in the cell')}</p>

@@ -21,6 +21,17 @@ function metric(rank: number, t: number, values: Record<string, number>): Distri
   return { kind: 'metric', run_id: 'r', rank, t, values };
 }
 
+/** 40 ranks reporting `loss` (the second) and 1 sample in each of `seconds` seconds. */
+function everySecond(seconds: number): DistributedEvent[] {
+  const events: DistributedEvent[] = [];
+  for (let s = 0; s < seconds; s++) {
+    for (let rank = 0; rank < 40; rank++) {
+      events.push(metric(rank, T + s + 0.5, { loss: s, samples: 1 }));
+    }
+  }
+  return events;
+}
+
 function fold(live: RunLive, events: DistributedEvent[], seq = 0): void {
   live.apply(events.map((event, i) => ({ seq: seq + i + 1, event })));
 }
@@ -86,12 +97,7 @@ describe('per-second statistics across ranks', () => {
 
   it("says when a plot's statistics are ready: only the plots that show them wait", () => {
     const live = new RunLive('r');
-    const events: DistributedEvent[] = [];
-    for (let s = 0; s < 5; s++) {
-      for (let rank = 0; rank < 40; rank++) {
-        events.push(metric(rank, T + s + 0.5, { loss: s, samples: 1 }));
-      }
-    }
+    const events = everySecond(5);
     events.push(metric(0, T, { lr: 0.1 })); // one rank: plotted per rank, no statistics
     fold(live, events);
     expect(samplesReady(live, () => true)).toBe(false);
@@ -151,12 +157,7 @@ describe('per-second statistics across ranks', () => {
 
   it('shows the plot window: the last seconds only', () => {
     const live = new RunLive('r');
-    const events: DistributedEvent[] = [];
-    for (let s = 0; s < 100; s++) {
-      for (let rank = 0; rank < 40; rank++) {
-        events.push(metric(rank, T + s + 0.5, { loss: s, samples: 1 }));
-      }
-    }
+    const events = everySecond(100);
     fold(live, events);
     const [max] = metricTraces(live, 'loss', T, 10);
     expect(max?.series.x).toEqual([89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99]); // seconds 89..99

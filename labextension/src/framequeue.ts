@@ -59,7 +59,7 @@ export class FrameQueue {
       throw error;
     }
     if (result instanceof Promise) {
-      // The next work waits until this one is over (a plotly draw ends asynchronously).
+      // The next work waits until this one is over (work that ends asynchronously).
       result.then(
         () => this._done(),
         () => this._done()

@@ -3,7 +3,9 @@
  * on every render): samples/s in total and per rank, each metric per rank,
  * or min / median / max across ranks when there are many. Across-rank lines
  * come from the run's per-second statistics (`secondstats.ts`), kept up to
- * date as samples arrive, so a draw costs the seconds shown, not the history.
+ * date as samples arrive, so a draw costs the seconds shown, not the history;
+ * what a long run's first draw must compute first can be done in slices
+ * (`samplesReady`, `metricReady`).
  */
 
 import { MAX_RANK_TRACES, throughputSeries } from './derive';
@@ -62,4 +64,16 @@ export function metricTraces(live: RunLive, name: string, origin: number, window
       const start = lowerBound(x, from);
       return { name: `rank ${rank}`, series: { x: x.slice(start).map(t => t - origin), y: y.slice(start) } };
     });
+}
+
+/** Bring the samples/s plot's statistics up to date until `done()`; true when they are. */
+export function samplesReady(live: RunLive, done: () => boolean): boolean {
+  return live.samplesStats.catchUp(done);
+}
+
+/** Bring a metric plot's statistics (when it shows them) up to date until `done()`; true when they are. */
+export function metricReady(live: RunLive, name: string, done: () => boolean): boolean {
+  const byRank = live.metrics.get(name) ?? live.system.get(name);
+  const stats = live.metricStats.get(name);
+  return !(stats && byRank && byRank.size > MAX_RANK_TRACES) || stats.catchUp(done);
 }

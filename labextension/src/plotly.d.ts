@@ -1,5 +1,5 @@
 /**
- * The small part of plotly.js that the Throughput and Scaling views use (the
+ * The small part of plotly.js that the Scaling views use (the
  * basic bundle ships no types; its scatter traces with coloured square markers
  * draw the probe's heatmap).
  */

@@ -1,32 +1,29 @@
 /**
- * Render-only: the Throughput tab's plots. plotly.js is loaded on first use,
- * as its own chunk, so that the panel's entry stays small.
+ * Render-only: the Throughput tab's plots, each a canvas of our own
+ * (`plotcanvas.ts`) with its title and legend as HTML text around it.
  */
 
 import * as React from 'react';
 
 import { lastSeconds } from './derive';
-import { plotlyText } from './format';
 import { FrameQueue } from './framequeue';
-import { type IPlotTrace, metricTraces, samplesTraces } from './plotdata';
+import { formatValue } from './lineplot';
+import { drawPlot, type IDrawnTrace, type ITheme, PLOT_HEIGHT, themeColors } from './plotcanvas';
+import { type IPlotTrace, metricReady, metricTraces, samplesReady, samplesTraces } from './plotdata';
 import type { RunLive, Series } from './runstate';
 import { useTrans } from './translate';
 
 /**
- * The least time between two redraws of one plot, in ms (plotly redraws are costly; a plot's
- * traces are computed when it is drawn, so this also bounds that work).
+ * The least time between two redraws of one plot, in ms (a plot's traces are computed when it
+ * is drawn, so this also bounds that work).
  */
 const REDRAW_MS = 1000;
 
-type Plotly = typeof import('plotly.js-basic-dist-min');
+/** The longest slice of a plot's `ready` work, in ms, so that a frame's task stays short. */
+const SLICE_MS = 8;
 
-let plotly: Promise<Plotly> | null = null;
-
-/** plotly.js, imported once. */
-export function loadPlotly(): Promise<Plotly> {
-  plotly ??= import('plotly.js-basic-dist-min');
-  return plotly;
-}
+/** Above this many traces a plot has no legend (its summary still names them all). */
+const MAX_LEGEND = 16;
 
 export interface IPlotProps {
   title: string;
@@ -34,42 +31,40 @@ export interface IPlotProps {
   version: number;
   /** The traces to draw, computed only when the plot is drawn (at most once per `REDRAW_MS`). */
   traces: () => IPlotTrace[];
+  /**
+   * Work the traces need first, done in slices: it works until `done()` and says whether it is
+   * over; the draw waits for it, a slice per frame (a long run's statistics catching up).
+   */
+  ready?: (done: () => boolean) => boolean;
   /** Show only the last this-many seconds; 0 shows everything. */
   window: number;
   xTitle?: string;
 }
 
-/** Every plot of the page draws through this queue: one plotly draw per animation frame. */
+/** Every plot of the page draws through this queue: one draw per animation frame. */
 const DRAWS = new FrameQueue();
 
-/** The theme's colours (JupyterLab's CSS variables), so plots follow light and dark themes. */
-function themeColors(node: HTMLElement): ITheme {
-  const style = getComputedStyle(node);
-  const v = (name: string): string => style.getPropertyValue(name).trim();
-  const colorway = [
-    '--jp-brand-color1',
-    '--jp-warn-color1',
-    '--jp-success-color1',
-    '--jp-error-color1',
-    '--jp-accent-color1',
-    '--jp-brand-color3',
-    '--jp-warn-color3',
-    '--jp-success-color3'
-  ]
-    .map(v)
-    .filter(Boolean);
-  return { font: v('--jp-ui-font-color1'), grid: v('--jp-border-color2'), colorway };
+/** A legend entry: what it shows, compared with the last one to render only on a change. */
+type LegendEntry = Pick<IDrawnTrace, 'name' | 'color' | 'dash'>;
+
+function sameLegend(a: readonly LegendEntry[], b: readonly LegendEntry[]): boolean {
+  return (
+    a.length === b.length &&
+    a.every((e, i) => e.name === b[i]?.name && e.color === b[i]?.color && e.dash === b[i]?.dash)
+  );
 }
 
-interface ITheme {
-  font: string;
-  grid: string;
-  colorway: string[];
+/** Set an attribute only when it changes (each change costs the page a style invalidation). */
+function setAttr(node: Element, name: string, value: string): void {
+  if (node.getAttribute(name) !== value) {
+    node.setAttribute(name, value);
+  }
 }
 
 function Plot(props: IPlotProps): JSX.Element {
-  const root = React.useRef<HTMLDivElement>(null);
+  const canvas = React.useRef<HTMLCanvasElement>(null);
   const [error, setError] = React.useState('');
+  const [legend, setLegend] = React.useState<LegendEntry[]>([]);
   const lastDraw = React.useRef(-Infinity);
   // The props of the latest render: a queued draw uses them when its frame comes.
   const latest = React.useRef(props);
@@ -77,11 +72,11 @@ function Plot(props: IPlotProps): JSX.Element {
   // The theme's colours, read once per theme (reading them forces a style recalculation).
   const theme = React.useRef<ITheme | null>(null);
   const [tick, setTick] = React.useState(0);
-  // The plot's width, followed without forcing a layout (plotly's autosize would measure it on every draw).
+  // The canvas' width, followed without forcing a layout.
   const width = React.useRef(0);
   const trans = useTrans();
   React.useEffect(() => {
-    const node = root.current;
+    const node = canvas.current;
     if (!node || typeof ResizeObserver === 'undefined') {
       return;
     }
@@ -89,6 +84,7 @@ function Plot(props: IPlotProps): JSX.Element {
       const w = Math.floor(entries[0]?.contentRect.width ?? 0);
       if (w !== width.current) {
         width.current = w;
+        lastDraw.current = -Infinity; // a canvas whose size changed is blank until drawn
         setTick(t => t + 1);
       }
     });
@@ -102,11 +98,26 @@ function Plot(props: IPlotProps): JSX.Element {
     }
     const observer = new MutationObserver(() => {
       theme.current = null;
+      lastDraw.current = -Infinity;
       setTick(t => t + 1);
     });
     observer.observe(document.body, { attributes: true, attributeFilter: ['data-jp-theme-name'] });
     return () => observer.disconnect();
   }, []);
+  // Redrawn sharp when the screen's pixel density changes (a zoom, another monitor).
+  const [ratio, setRatio] = React.useState(() => (typeof devicePixelRatio === 'number' ? devicePixelRatio : 1));
+  React.useEffect(() => {
+    if (typeof matchMedia !== 'function') {
+      return;
+    }
+    const query = matchMedia(`(resolution: ${ratio}dppx)`);
+    const changed = (): void => {
+      lastDraw.current = -Infinity;
+      setRatio(devicePixelRatio);
+    };
+    query.addEventListener('change', changed);
+    return () => query.removeEventListener('change', changed);
+  }, [ratio]);
   const xTitle = props.xTitle ?? trans.__('s since start');
 
   React.useEffect(() => {
@@ -116,78 +127,105 @@ function Plot(props: IPlotProps): JSX.Element {
       const timer = setTimeout(() => setTick(t => t + 1), wait);
       return () => clearTimeout(timer);
     }
-    const node = root.current;
+    const node = canvas.current;
     if (!node) {
       return undefined;
     }
     lastDraw.current = performance.now();
-    DRAWS.request(node, () =>
-      loadPlotly()
-        .then(Plotly => {
-          const plotWidth = width.current || node.clientWidth;
-          if (!node.isConnected || plotWidth <= 0) {
-            return; // Gone, or not laid out yet: the resize observer asks again.
-          }
-          lastDraw.current = performance.now();
-          const { traces: computeTraces, title, window } = latest.current;
-          const traces = computeTraces();
-          const shown = lastSeconds(
-            traces.map(t => t.series),
-            window
-          );
-          const data = traces.map((t, i) => ({
-            x: (shown[i] as Series).x,
-            y: (shown[i] as Series).y,
-            name: plotlyText(t.name),
-            type: 'scatter' as const,
-            mode: 'lines' as const,
-            line: { width: t.dash ? 3 : 1.5, dash: t.dash ? 'dot' : 'solid' }
-          }));
-          theme.current ??= themeColors(node);
-          const { font, grid, colorway } = theme.current;
-          const axis = { gridcolor: grid || undefined, zerolinecolor: grid || undefined };
-          const layout = {
-            paper_bgcolor: 'rgba(0,0,0,0)',
-            plot_bgcolor: 'rgba(0,0,0,0)',
-            font: font ? { color: font } : {},
-            ...(colorway.length ? { colorway } : {}),
-            // Metric names are the user's: shown as text, never as plotly's HTML.
-            title: { text: plotlyText(title), font: { size: 13 } },
-            margin: { l: 48, r: 8, t: 32, b: 36 },
-            height: 220,
-            autosize: true,
-            xaxis: { ...axis, title: { text: plotlyText(xTitle) } },
-            yaxis: axis,
-            showlegend: traces.length <= 16,
-            legend: { font: { size: 10 } }
-          };
-          return Plotly.react(node, data, layout, { displaylogo: false });
-        })
-        .catch((e: unknown) => {
-          setError(trans.__('cannot draw the plot: %1', String(e)));
-        })
-    );
+    const draw = (): void => {
+      const plotWidth = width.current || node.clientWidth;
+      if (!node.isConnected || plotWidth <= 0) {
+        return; // Gone, or not laid out yet: the resize observer asks again.
+      }
+      lastDraw.current = performance.now();
+      const { traces: computeTraces, title, window, ready } = latest.current;
+      const deadline = lastDraw.current + SLICE_MS;
+      if (ready && !ready(() => performance.now() >= deadline)) {
+        DRAWS.request(node, draw); // the next slice in a coming frame, then the draw
+        return;
+      }
+      const traces = computeTraces();
+      const shown = lastSeconds(
+        traces.map(t => t.series),
+        window
+      );
+      theme.current ??= themeColors(node);
+      let drawn: IDrawnTrace[];
+      try {
+        drawn = drawPlot(
+          node,
+          plotWidth,
+          traces.map((t, i) => ({ ...t, series: shown[i] as Series })),
+          xTitle,
+          theme.current
+        );
+      } catch (e) {
+        setError(trans.__('cannot draw the plot: %1', String(e)));
+        return;
+      }
+      // What a screen reader (and a test) reads: each trace's latest value.
+      const values = drawn
+        .slice(0, MAX_LEGEND)
+        .map(t => `${t.name} ${Number.isNaN(t.last) ? trans.__('no value') : formatValue(t.last)}`);
+      if (drawn.length > MAX_LEGEND) {
+        values.push(trans.__('and %1 more', drawn.length - MAX_LEGEND));
+      }
+      setAttr(
+        node,
+        'aria-label',
+        drawn.length ? trans.__('%1, latest: %2', title, values.join(', ')) : trans.__('%1: no data yet', title)
+      );
+      setAttr(node, 'data-traces', String(drawn.length));
+      setAttr(node, 'data-font-color', theme.current.font);
+      const entries = drawn.length <= MAX_LEGEND ? drawn.map(({ name, color, dash }) => ({ name, color, dash })) : [];
+      setLegend(old => (sameLegend(old, entries) ? old : entries));
+      setError('');
+    };
+    DRAWS.request(node, draw);
     return undefined;
-  }, [props.version, props.title, props.window, tick]);
+  }, [props.version, props.title, props.window, tick, ratio]);
 
-  // When the plot goes: no draw for it any more, and plotly's state of it freed. (The node is
-  // taken now: React empties the ref before this cleanup runs.)
+  // When the plot goes: no draw for it any more. (The node is taken now: React empties the ref
+  // before this cleanup runs.)
   React.useEffect(() => {
-    const node = root.current;
+    const node = canvas.current;
     return () => {
       if (node) {
         DRAWS.cancel(node);
-        if (plotly) {
-          void plotly.then(P => P.purge(node));
-        }
       }
     };
   }, []);
 
   return (
     <figure className="jp-Distributed-plot" aria-label={trans.__('%1 plot', props.title)}>
+      {/* Metric names are the user's: text nodes, never HTML. */}
+      <figcaption className="jp-Distributed-plotTitle">{props.title}</figcaption>
       {error ? <p className="jp-Distributed-error">{error}</p> : null}
-      <div ref={root} />
+      <canvas
+        ref={canvas}
+        className="jp-Distributed-plotCanvas"
+        role="img"
+        aria-label={trans.__('%1: no data yet', props.title)}
+        style={{ height: PLOT_HEIGHT }}
+      />
+      {legend.length ? (
+        <ul className="jp-Distributed-legend" aria-label={trans.__('legend')}>
+          {legend.map(entry => (
+            <li key={entry.name} className="jp-Distributed-legendEntry">
+              <span
+                className="jp-Distributed-legendLine"
+                aria-hidden="true"
+                style={{
+                  borderTopColor: entry.color,
+                  borderTopStyle: entry.dash ? 'dashed' : 'solid',
+                  borderTopWidth: entry.dash ? 3 : 2
+                }}
+              />
+              {entry.name}
+            </li>
+          ))}
+        </ul>
+      ) : null}
     </figure>
   );
 }
@@ -202,6 +240,7 @@ function metricPlots(live: RunLive, names: Iterable<string>, origin: number, win
         version={live.version}
         window={window}
         traces={() => metricTraces(live, name, origin, window)}
+        ready={done => metricReady(live, name, done)}
       />
     ));
 }
@@ -224,6 +263,7 @@ export function ThroughputView(props: {
           version={live.version}
           window={props.window}
           traces={() => samplesTraces(live, origin, props.window)}
+          ready={done => samplesReady(live, done)}
         />
       ) : (
         <p className="jp-Distributed-empty">{trans.__('No throughput yet: call report(samples=n) in the cell')}</p>

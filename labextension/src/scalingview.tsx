@@ -9,7 +9,7 @@ import type { Trace } from 'plotly.js-basic-dist-min';
 import * as React from 'react';
 
 import { plotlyText } from './format';
-import { loadPlotly } from './plotsview';
+import { loadPlotly } from './loadplotly';
 import {
   bandwidthMatrix,
   compareRows,

@@ -44,6 +44,15 @@ export class SecondStats {
   }
 
   /**
+   * Compute marked seconds again, at least one, until `done()` says to stop; true when none is
+   * left. A long run's first draw so spreads the pass over its whole history across frames.
+   */
+  catchUp(done: () => boolean): boolean {
+    this._update(done);
+    return this._dirty.size === 0;
+  }
+
+  /**
    * Per second from `from` (whole, Unix) on, x relative to `origin`: the statistics across
    * the ranks that have a value in that second.
    */
@@ -59,12 +68,20 @@ export class SecondStats {
     };
   }
 
-  private _update(): void {
+  private _update(done: () => boolean = () => false): void {
     if (!this._dirty.size) {
       return;
     }
+    let first = true;
     for (const second of [...this._dirty].sort((a, b) => a - b)) {
-      const values = [...this.values(second)].sort((a, b) => a - b);
+      if (!first && done()) {
+        break;
+      }
+      first = false;
+      this._dirty.delete(second);
+      // A typed array sorts numbers natively (no comparator calls): a long run's first read
+      // sorts every second of its history.
+      const values = Float64Array.from(this.values(second)).sort();
       const i = lowerBound(this._seconds, second);
       if (this._seconds[i] !== second) {
         if (!values.length) {
@@ -91,7 +108,6 @@ export class SecondStats {
         n % 2 ? (values[(n - 1) / 2] as number) : ((values[n / 2 - 1] as number) + (values[n / 2] as number)) / 2;
       this._sum[i] = sum;
     }
-    this._dirty.clear();
     const extra = this._seconds.length - this.capacity;
     if (extra > 0) {
       for (const column of this._columns()) {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { acrossRanks, lastSeconds } from '../../labextension/src/derive';
-import { metricTraces, samplesTraces } from '../../labextension/src/plotdata';
+import { metricReady, metricTraces, samplesReady, samplesTraces } from '../../labextension/src/plotdata';
 import { MAX_POINTS, RunLive, type Series } from '../../labextension/src/runstate';
 import { lowerBound, SecondStats } from '../../labextension/src/secondstats';
 import type { DistributedEvent } from '../../labextension/src/wire';
@@ -19,6 +19,17 @@ function rng(seed: number): () => number {
 
 function metric(rank: number, t: number, values: Record<string, number>): DistributedEvent {
   return { kind: 'metric', run_id: 'r', rank, t, values };
+}
+
+/** 40 ranks reporting `loss` (the second) and 1 sample in each of `seconds` seconds. */
+function everySecond(seconds: number): DistributedEvent[] {
+  const events: DistributedEvent[] = [];
+  for (let s = 0; s < seconds; s++) {
+    for (let rank = 0; rank < 40; rank++) {
+      events.push(metric(rank, T + s + 0.5, { loss: s, samples: 1 }));
+    }
+  }
+  return events;
 }
 
 function fold(live: RunLive, events: DistributedEvent[], seq = 0): void {
@@ -61,6 +72,42 @@ describe('per-second statistics across ranks', () => {
     values.set(9, [7]);
     stats.touch(9); // late: goes before the others
     expect(stats.read(0).sum).toEqual({ x: [9, 10, 11], y: [7, 6, 12] });
+  });
+
+  it('catches up in slices: at least one second each, as many as the slice allows', () => {
+    const asked: number[] = [];
+    const stats = new SecondStats(second => {
+      asked.push(second);
+      return [second];
+    });
+    for (let s = 0; s < 10; s++) {
+      stats.touch(s);
+    }
+    expect(stats.catchUp(() => true)).toBe(false); // one second, then the slice is over
+    expect(asked).toEqual([0]);
+    let budget = 3;
+    expect(stats.catchUp(() => --budget < 0)).toBe(false);
+    expect(asked).toEqual([0, 1, 2, 3, 4]);
+    expect(stats.catchUp(() => false)).toBe(true);
+    expect(stats.catchUp(() => true)).toBe(true); // nothing left: nothing computed
+    expect(asked).toHaveLength(10);
+    expect(stats.read(0).sum).toEqual({ x: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], y: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] });
+    expect(asked).toHaveLength(10); // read computes nothing again
+  });
+
+  it("says when a plot's statistics are ready: only the plots that show them wait", () => {
+    const live = new RunLive('r');
+    const events = everySecond(5);
+    events.push(metric(0, T, { lr: 0.1 })); // one rank: plotted per rank, no statistics
+    fold(live, events);
+    expect(samplesReady(live, () => true)).toBe(false);
+    expect(samplesReady(live, () => false)).toBe(true);
+    expect(metricReady(live, 'loss', () => true)).toBe(false);
+    expect(metricReady(live, 'loss', () => false)).toBe(true);
+    expect(metricReady(live, 'lr', () => true)).toBe(true);
+    expect(metricReady(live, 'unknown', () => true)).toBe(true);
+    const [total] = samplesTraces(live, T, 0);
+    expect(total?.series.y).toEqual([40, 40, 40, 40, 40]);
   });
 
   it('keeps at most its capacity of seconds, the newest', () => {
@@ -110,12 +157,7 @@ describe('per-second statistics across ranks', () => {
 
   it('shows the plot window: the last seconds only', () => {
     const live = new RunLive('r');
-    const events: DistributedEvent[] = [];
-    for (let s = 0; s < 100; s++) {
-      for (let rank = 0; rank < 40; rank++) {
-        events.push(metric(rank, T + s + 0.5, { loss: s, samples: 1 }));
-      }
-    }
+    const events = everySecond(100);
     fold(live, events);
     const [max] = metricTraces(live, 'loss', T, 10);
     expect(max?.series.x).toEqual([89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99]); // seconds 89..99

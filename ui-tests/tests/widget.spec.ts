@@ -26,6 +26,8 @@ test('a --widget cell shows its ranks and throughput with the panel code', async
   await expect(view.getByRole('listitem', { name: /^Rank 0: done/ })).toBeVisible();
   await expect(view.getByRole('listitem', { name: /^Rank 1: done/ })).toBeVisible();
   const plot = view.getByLabel('samples/s plot');
-  await expect(plot.locator('.scatterlayer .trace')).toHaveCount(3, { timeout: 30_000 }); // total + 2 ranks
+  // Drawn, with its total and 2 ranks.
+  await expect(plot.getByRole('img')).toHaveAttribute('data-traces', '3', { timeout: 30_000 });
+  await expect(plot.getByRole('listitem')).toHaveText(['total', 'rank 0', 'rank 1']);
   await page.screenshot({ path: test.info().outputPath('widget.png') });
 });

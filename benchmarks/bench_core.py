@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.util
 import os
 import platform
 import signal
@@ -23,12 +22,10 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-if importlib.util.find_spec("jupyter_distributed") is None:  # a checkout, not installed
-    SOURCE = str(HERE.parent / "python")
-    sys.path.insert(0, SOURCE)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [SOURCE, os.environ.get("PYTHONPATH")]))
 
-from common import Results, capture, fmt_rate, median, ms, pct, timed_loop  # noqa: E402
+from common import Results, capture, fmt_rate, median, ms, pct, timed_loop, use_checkout  # noqa: E402
+
+use_checkout()
 from drivers import IPP, JD, CellError  # noqa: E402
 
 PUSH_BYTES = 100_000_000

@@ -34,13 +34,11 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-if importlib.util.find_spec("jupyter_distributed") is None:  # a checkout, not installed
-    SOURCE = str(HERE.parent / "python")
-    sys.path.insert(0, SOURCE)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [SOURCE, os.environ.get("PYTHONPATH")]))
 
 import floor  # noqa: E402
-from common import capture  # noqa: E402
+from common import capture, use_checkout  # noqa: E402
+
+use_checkout()
 
 Marks = list[tuple[str, int]]
 MARKS: Marks = []  # (name, ns), kernel side

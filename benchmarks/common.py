@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
+import os
 import re
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+
+def use_checkout() -> None:
+    """Without an installed package, run from this checkout: its ``python/`` first on the path
+    of this process and, through ``PYTHONPATH``, of the ranks it starts."""
+    if importlib.util.find_spec("jupyter_distributed") is not None:
+        return
+    source = str(Path(__file__).resolve().parent.parent / "python")
+    sys.path.insert(0, source)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))
+
 
 # Lines the ranks print carry this marker: "JDB <rank> <i> <time.time()>"
 MARK = re.compile(r"JDB (\d+) (\d+) (\d+\.\d+)")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import importlib.util
 import io
 import os
 import pstats
@@ -25,12 +24,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-if importlib.util.find_spec("jupyter_distributed") is None:  # a checkout, not installed
-    SOURCE = str(HERE.parent / "python")
-    sys.path.insert(0, SOURCE)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [SOURCE, os.environ.get("PYTHONPATH")]))
 
-from common import capture  # noqa: E402
+from common import capture, use_checkout  # noqa: E402
+
+use_checkout()
 from drivers import PRINT_CELL  # noqa: E402
 
 

@@ -272,16 +272,6 @@ class Keys:
         self.runs.clear()
         self.names.clear()
 
-    def made_run(self, db: sqlite3.Connection, run_id: str) -> None:
-        """Make the key of a run whose row was just inserted (so it has none yet) in ``db``'s
-        transaction, without looking it up first."""
-        try:
-            key = db.execute("INSERT INTO run_keys (id) VALUES (?)", (run_id,)).lastrowid
-        except sqlite3.IntegrityError:  # (an id made before: kept)
-            return
-        if key is not None:
-            self.runs[run_id] = int(key)
-
 
 class _Codes:
     """The integer keys of run ids and of kind and stream names, made on first use."""

@@ -164,23 +164,11 @@ class Store(Queries, Coordination):
         with self._tx() as db:
             eventrows.append(db, [self._create(db, run, coords)], self._keys)
 
+    @staticmethod
     def _create(
-        self,
-        db: sqlite3.Connection,
-        run: RunRecord,
-        coords: dict[int, dict[str, Any]] | None,
-        updates: RowUpdates | None = None,
+        db: sqlite3.Connection, run: RunRecord, coords: dict[int, dict[str, Any]] | None
     ) -> eventrows.Item:
-        """Insert the run's and its ranks' rows, with what ``updates`` (the same
-        transaction's) change in them; returns its first event, to append."""
-        row = {"state": run.state.value, "ended": run.ended, "message": run.message}
-        ranks = {}
-        for rank in run.ranks:
-            c = (coords or {}).get(rank, {})
-            ranks[rank] = {"host": c.get("host", ""), "pid": c.get("pid"), "state": "starting",
-                           "coords": json.dumps(c), "updated": run.started}  # fmt: skip
-        if updates is not None:
-            updates.fold(run.id, row, ranks)
+        """Insert the run's and its ranks' rows; returns its first event, to append."""
         db.execute(
             "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
@@ -189,7 +177,7 @@ class Store(Queries, Coordination):
                 run.backend,
                 run.world_size,
                 json.dumps(run.ranks),
-                row["state"],
+                run.state.value,
                 json.dumps(run.spec),
                 run.source,
                 run.notebook,
@@ -198,19 +186,21 @@ class Store(Queries, Coordination):
                 run.kernel_pid,
                 run.external_id,
                 run.started,
-                row["ended"],
-                row["message"],
+                run.ended,
+                run.message,
                 json.dumps(run.summary),
                 run.sweep_id,
                 run.kernel_id,
             ),
         )
-        db.executemany(
-            "INSERT INTO ranks VALUES (?,?,?,?,?,?,?,?)",
-            [(run.id, rank, r["host"], r["pid"], r["state"], r["coords"], r["updated"], None)
-             for rank, r in ranks.items()],
-        )  # fmt: skip
-        self._keys.made_run(db, run.id)
+        rows = []
+        for rank in run.ranks:
+            c = (coords or {}).get(rank, {})
+            rows.append(
+                (run.id, rank, c.get("host", ""), c.get("pid"), "starting", json.dumps(c),
+                 run.started, None)
+            )  # fmt: skip
+        db.executemany("INSERT INTO ranks VALUES (?,?,?,?,?,?,?,?)", rows)
         return eventrows.item(RunEvent(run.id, run.started, run.state))
 
     def set_cluster(self, run_id: str, cluster_id: str, coords: dict[int, dict[str, Any]]) -> None:
@@ -251,6 +241,8 @@ class Store(Queries, Coordination):
         updates = RowUpdates(events)
         count = 0
         with self._tx() as db:
+            if run is not None:
+                items.append(self._create(db, *run))
             for ev in events:
                 if isinstance(ev, OutputLines):  # a flood's bulk: straight into rows
                     items.append(eventrows.Lines(ev.run_id, ev.rank, ev.stream.value, ev.lines))
@@ -265,8 +257,6 @@ class Store(Queries, Coordination):
                     beats[key] = max(ev.t, beats.get(key, ev.t))
                 else:
                     updates.add(ev)
-            if run is not None:  # (its rows with what this batch changes in them)
-                items.insert(0, self._create(db, *run, updates=updates))
             updates.apply(db)
             eventrows.append(db, items, self._keys)
             if beats:

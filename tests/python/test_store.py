@@ -134,9 +134,8 @@ def test_a_rolled_back_transaction_takes_its_new_keys_with_it(tmp_path: Path) ->
 
 
 def test_a_run_created_with_its_events_has_the_rows_of_one_created_first(tmp_path: Path) -> None:
-    """A short cell's record goes with its replies and end (one transaction, the changes
-    folded into the new rows): the history must read exactly as if the run had been created
-    first and its events applied after."""
+    """A short cell's record goes with its replies and end (one transaction): the history
+    must read exactly as if the run had been created first and its events applied after."""
     from jupyter_distributed.errors import RankFailure
     from jupyter_distributed.events import ErrorEvent, RunEvent, RunState
 

@@ -164,10 +164,11 @@ class IoLoop:
         return True
 
     def _receive(self) -> None:
-        sock, batch = self.sock, cast("Batch", [])
-        # (asking the socket is cheaper than the zmq.Again a read of an empty one raises)
-        with contextlib.suppress(zmq.Again):
-            while len(batch) < _BATCH and cast("int", sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
-                batch.append(sock.recv_multipart(zmq.NOBLOCK, copy=False))
+        batch: Batch = []
+        while len(batch) < _BATCH:
+            try:
+                batch.append(self.sock.recv_multipart(zmq.NOBLOCK, copy=False))
+            except zmq.Again:
+                break
         if batch:
             self._on_batch(batch)

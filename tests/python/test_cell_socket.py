@@ -1,7 +1,8 @@
 """A rank's two connections (control channel and the main thread's cell socket) in one order.
 
 The kernel's end (:class:`Router`) with real sockets and peers written here: a cell's end sent
-on the cell socket never overtakes the output its rank queued before it on the control channel.
+on the cell socket never overtakes the output its rank queued before it on the control channel,
+whether the cell socket is ZeroMQ (ranks on other hosts) or a Unix socket (all on this one).
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from jupyter_distributed.backends.router import Router
 from jupyter_distributed.backends.transport import Transport
 from jupyter_distributed.events import OutputEvent, each
 from jupyter_distributed.layout import Layout
-from jupyter_distributed.protocol.commands import Execute
+from jupyter_distributed.protocol.commands import Execute, Shutdown
 from jupyter_distributed.protocol.reports import Done, Hello, Output, Stage
 from jupyter_distributed.protocol.signing import Signer, cell_name, rank_name, sender
 from jupyter_distributed.store import Store
+from jupyter_distributed.worker.cellsocket import CellSocket
 
 pytestmark = pytest.mark.timeout(60)
 KEY = secrets.token_bytes(32)
@@ -124,3 +126,80 @@ def test_a_cells_end_waits_for_the_output_sent_before_it(router: Router) -> None
     finally:
         control.close(0)
         cell.close(0)
+
+
+def _lines(items: list[Item]) -> list[str]:
+    return [
+        e.text
+        for i in items
+        if isinstance(i, Show)
+        for e in each(i.events)
+        if isinstance(e, OutputEvent)
+    ]
+
+
+def test_on_the_unix_cell_socket_a_large_cell_arrives_whole_and_its_end_waits(
+    router: Router,
+) -> None:
+    assert router.cells_address is not None  # every rank on this machine: a Unix socket
+    assert Path(router.cells_address).parent == Path(router.address.removeprefix("ipc://")).parent
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
+    control = ctx.socket(zmq.DEALER)
+    control.connect(router.address)
+    ours = Signer(KEY, rank_name(0))
+    cell = CellSocket(
+        ctx, router.address, Signer(KEY, cell_name(0)), lambda: ours.sent,
+        cells=router.cells_address,
+    )  # fmt: skip
+    try:
+        control.send_multipart(ours.pack(Stage("setup", os.getpid()).to_header()))
+        cell.send(Hello(0, "here", os.getpid(), "3", {}))
+        assert any(isinstance(i, Ready) for i in _items(router, Ready))
+        router.begin("run-1")
+        pushed = bytes(range(256)) * 16384  # 4 MiB: more than the socket holds at once
+        router.send([0], Execute("run-1", "print('x')"), [pushed])
+        message, buffers = cell.recv()
+        assert isinstance(message, Execute) and message.code == "print('x')"
+        assert [bytes(b) for b in buffers] == [pushed]
+        output = ours.pack(Output("run-1", "stdout", [(time.time(), "x")]).to_header())
+        cell.send(Done("run-1", "ok"))  # (after the output, whose counter is taken)
+        time.sleep(0.2)  # the end arrived alone: it waits
+        assert router.inbox.empty()
+        control.send_multipart(output)
+        items = _items(router, Finished)
+        assert _lines(items) == ["x"]
+    finally:
+        control.close(0)
+        cell.close()
+
+
+def test_a_rank_reads_the_kernel_closing_its_cell_socket_as_shutdown(tmp_path: Path) -> None:
+    store = Store(tmp_path / "history.sqlite")
+    info = {0: RankInfo(0, "here", None, "starting", Layout().coords(0))}
+    router = Router("jd-test", store, info, KEY, lambda: None, lambda why: None, Transport.ipc())
+    router.start()
+    assert router.cells_address is not None
+    cell = CellSocket(
+        zmq.Context.instance(), router.address, Signer(KEY, cell_name(0)), lambda: 0,
+        cells=router.cells_address,
+    )  # fmt: skip
+    try:
+        cell.send(Hello(0, "here", os.getpid(), "3", {}))
+        assert any(isinstance(i, Ready) for i in _items(router, Ready))
+        router.close()  # the kernel stops (or dies): its end of the socket closes
+        message, _ = cell.recv()
+        assert isinstance(message, Shutdown)
+        assert not Path(router.cells_address).exists()
+    finally:
+        cell.close()
+        store.close()
+
+
+def test_ranks_on_other_hosts_keep_a_zeromq_cell_socket(tmp_path: Path) -> None:
+    store = Store(tmp_path / "history.sqlite")
+    router = Router("jd-test", store, {}, KEY, lambda: None, lambda why: None, Transport.tcp())
+    try:
+        assert router.address.startswith("tcp://") and router.cells_address is None
+    finally:
+        router.close()
+        store.close()

@@ -109,19 +109,25 @@ def test_a_local_cluster_listens_where_only_this_user_can_reach(session: Session
     address = cluster.address
     assert address.startswith("ipc://"), address
     path = Path(address.removeprefix("ipc://"))
+    cells = Path(cluster.router.cells_address or "")  # the ranks' cell sockets, beside it
+    assert cells.parent == path.parent and cells.is_socket()
     mode = path.parent.stat()
     assert stat.S_IMODE(mode.st_mode) == 0o700 and mode.st_uid == os.getuid()
-    if os.geteuid() == 0:  # another user cannot even open the socket
+    if os.geteuid() == 0:  # another user cannot even open the sockets
         probe = (
             "import os, socket, sys\n"
             "os.setgid(65534); os.setuid(65534)\n"
-            "s = socket.socket(socket.AF_UNIX)\n"
-            "try:\n    s.connect(sys.argv[1])\nexcept PermissionError:\n    print('refused')\n"
+            "for path, kind in ((sys.argv[1], socket.SOCK_STREAM), "
+            "(sys.argv[2], socket.SOCK_SEQPACKET)):\n"
+            "    s = socket.socket(socket.AF_UNIX, kind)\n"
+            "    try:\n        s.connect(path)\n    except PermissionError:\n"
+            "        print('refused')\n"
         )
         out = subprocess.run(
-            [sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=30
-        )
-        assert out.stdout.strip() == "refused", out.stderr
+            [sys.executable, "-c", probe, str(path), str(cells)],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert out.stdout.split() == ["refused", "refused"], out.stderr
     session.shutdown()
     assert not path.parent.exists()  # removed when the cluster stops
 

@@ -93,6 +93,7 @@ class ProcessCluster(Cluster):
             "address": self.address,
             "key": key.hex(),
             "curve": self.router.curve,
+            "cells": self.router.cells_address,
             "cluster_id": self.id,
             "layout": plan.spec.layout.to_json(),
             "kernel_pid": os.getpid(),

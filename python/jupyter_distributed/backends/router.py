@@ -16,8 +16,10 @@ out, see ``worker/cellsocket.py``); a message of the second waits for the contro
 follows (:mod:`.cellorder`). A peer that connects first under any name cannot take a rank's
 place (it cannot sign as that rank; a replay is refused by the counters of
 :mod:`~..protocol.signing`). Where ranks connect, and how the socket keeps others out, is the
-:mod:`.transport`'s business. Rejected messages are logged at most a few times a minute, then
-counted (:mod:`.throttle`).
+:mod:`.transport`'s business. Where every rank is on this machine, the cell sockets are Unix
+connections the I/O thread reads beside the ROUTER (:mod:`.cellpeers`), and a cell is written
+to them by the thread that sends it, not handed to the I/O thread. Rejected messages are logged
+at most a few times a minute, then counted (:mod:`.throttle`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from ..store import Store
 from ..worker.loop import Batch, IoLoop
 from .base import RankInfo, RunWriter
 from .cellorder import CellOrder, after
+from .cellpeers import CellPeer, CellServer
 from .cellrun import RECORD_AFTER, CellRun
 from .decode import Ranks, decode
 from .inbox import ChannelLost, Exited, Item, Show, StacksReply
@@ -82,7 +85,7 @@ class Router:
         self._tick, self._on_lost = tick, on_lost
         self._last_ping = 0.0
         self._peers: dict[int, bytes] = {}  # rank -> routing id of its control channel
-        self._cell_peers: dict[int, bytes] = {}  # rank -> routing id of its cell socket
+        self._cell_peers: dict[int, bytes | CellPeer] = {}  # rank -> its cell socket
         self._order = CellOrder()  # (I/O thread) cell-socket messages ahead of their turn
         self.cell = CellRun()  # (I/O thread) the cell being run
         self._send_lock = threading.Lock()
@@ -101,6 +104,20 @@ class Router:
         self.address = self.listener.address
         self.curve = self.listener.curve
         self._loop = IoLoop(sock, self._on_batch, self._on_tick, self._failed, 50, name)
+        self._cells: CellServer | None = None
+        if self.listener.directory is not None:
+            try:
+                self._cells = CellServer(
+                    self.listener.directory, self._loop, self._take_batch, self._gone,
+                    lambda cause: self._reject(self.cells_address, cause),
+                )  # fmt: skip
+            except BaseException:
+                self.listener.close()
+                sock.close(linger=0)
+                self._ctx.term()
+                raise
+        #: where ranks connect their cell sockets (``None``: to :attr:`address`, over ZeroMQ)
+        self.cells_address = None if self._cells is None else str(self._cells.path)
 
     def start(self) -> None:
         self._loop.start()
@@ -119,10 +136,24 @@ class Router:
         if isinstance(message, Execute):  # (before the cell leaves: its answers are awaited)
             sent = {r for r, _ in peers}
             self._loop.call(lambda: self.cell.sent_to(sent), wake=False)
+        direct: list[tuple[CellPeer, list[Buffer]]] = []
+        locked: dict[CellPeer, None] = {}
         with self._send_lock:  # counters leave in order, whichever thread sends
             signed = self._signer.pack_each(header, names, buffers, digests)
             for (_, peer), frames in zip(peers, signed, strict=True):
-                self._loop.put([peer, *frames], wake=False)
+                if isinstance(peer, CellPeer):
+                    direct.append((peer, frames))
+                else:
+                    self._loop.put([peer, *frames], wake=False)
+            for peer in dict.fromkeys(p for p, _ in direct):  # (the next sender's turn is after)
+                peer.lock.acquire()
+                locked[peer] = None
+        try:
+            for peer, frames in direct:  # written from this thread, at once
+                peer.send(frames)
+        finally:
+            for peer in locked:
+                peer.lock.release()
         self._loop.wake()  # once for all ranks (each wake-up lets go of the GIL)
 
     def watch(self, fd: int, fn: Callable[[], None]) -> None:
@@ -156,6 +187,8 @@ class Router:
     def close(self) -> None:
         self._loop.call(lambda: self.record([], []))  # what is held back, before the end
         stopped = self._loop.stop(5)
+        if self._cells is not None:
+            self._cells.close(stopped)
         self.listener.close()
         if stopped:
             self._ctx.term()
@@ -175,6 +208,14 @@ class Router:
         finally:
             for item in items:
                 self.inbox.put(item)
+
+    def _reject(self, where: str | None, cause: object) -> None:
+        self.rejected.warning("jupyter-distributed: rejected a message on %s: %s", where, cause)
+
+    def _gone(self, peer: CellPeer) -> None:
+        """(I/O thread) A rank closed its cell connection: nothing more is sent on it."""
+        for rank in [r for r, p in self._cell_peers.items() if p is peer]:
+            del self._cell_peers[rank]
 
     def _failed(self, exc: BaseException) -> None:
         if isinstance(exc, StoreError):
@@ -210,22 +251,30 @@ class Router:
             self.send([i for i, r in self.ranks.info.items() if r.pid], Ping())
 
     def _on_batch(self, batch: Batch) -> None:
+        self._take_batch([(frames[0].bytes, [f.buffer for f in frames[1:]]) for frames in batch])
+
+    def _take_batch(self, batch: Sequence[tuple[bytes | CellPeer, list[Buffer]]]) -> None:
+        """Verify, order, decode and record a batch of messages, each with who it came from
+        (a ZeroMQ routing id, or a Unix cell connection)."""
         taken, awaited = _Taken(), bool(self.cell.awaited)
-        for frames in batch:
+        for peer, frames in batch:
             try:
-                header, buffers = self._signer.unpack([f.buffer for f in frames[1:]])
+                header, buffers = self._signer.unpack(frames)
                 rank, cell = sender(str(header["src"]))
+                if not cell and isinstance(peer, CellPeer):
+                    raise BadMessage(f"{header['src']} on a cell socket")
                 if "parts" in header:  # a buffer the rank cut into frames
                     buffers = join_parts(buffers, header["parts"])
                 message = parse(header)
                 wait = after(header) if cell else 0
             except (BadMessage, BadHeader, ValueError) as exc:
-                self.rejected.warning(
-                    "jupyter-distributed: rejected a message on %s: %s", self.address, exc
-                )
+                self._reject(self.address if isinstance(peer, bytes) else self.cells_address, exc)
                 continue
             if rank in self.ranks.info:  # verified: this connection is rank's
-                (self._cell_peers if cell else self._peers)[rank] = frames[0].bytes
+                if cell:
+                    self._cell_peers[rank] = peer
+                else:
+                    self._peers[rank] = peer  # type: ignore[assignment] # (bytes: see above)
             accepted = self._signer.accepted(rank_name(rank))
             if cell and message is not None and not self._order.ready(rank, wait, accepted):
                 self._order.wait(rank, (wait, message, buffers))  # its output is on the way

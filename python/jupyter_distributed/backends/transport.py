@@ -57,6 +57,7 @@ class Listener:
 
     address: str
     curve: dict[str, str] | None = None  # z85 keys: "server", "public", "secret"
+    directory: Path | None = None  # ipc: ours, mode 0700 (the ranks' cell sockets go there too)
     cleanups: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
@@ -96,7 +97,7 @@ def _listen_ipc(sock: zmq.Socket[bytes]) -> Listener:
     if len(str(directory)) > zmq.IPC_PATH_MAX_LEN - 8:  # a long TMPDIR: Unix sockets are short
         shutil.rmtree(directory, ignore_errors=True)
         directory = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
-    listener = Listener(f"ipc://{directory}/ctl")
+    listener = Listener(f"ipc://{directory}/ctl", directory=directory)
     listener.cleanups.append(lambda: shutil.rmtree(directory, ignore_errors=True))
     try:
         sock.bind(listener.address)

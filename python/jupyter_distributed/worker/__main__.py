@@ -138,6 +138,7 @@ def main() -> int:
         Signer(bytes.fromhex(boot["key"]), cell_name(env.rank)),
         channel.sent,
         boot.get("curve"),
+        boot.get("cells"),
     )
     reporter = ChannelReporter(channel, cell)
     runtime = Runtime(env, reporter)

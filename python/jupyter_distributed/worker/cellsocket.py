@@ -13,17 +13,27 @@ counter of the last message this rank queued on its control channel before it. T
 handles it only once that message arrived (``backends/router.py``): a cell's output always
 comes before its end. The socket signs as :func:`~..protocol.signing.cell_name`, with its own
 counters, and is set up like the control channel (the same CurveZMQ keys across hosts).
+
+Where every rank is on the kernel's machine (``ipc``), the socket is not ZeroMQ but a Unix
+``SOCK_SEQPACKET`` socket beside the control channel's, in the same directory of mode 0700
+(the bootstrap's ``cells``): a cell goes from the kernel's thread straight to this one and its
+end straight back to the kernel's I/O thread, without a ZeroMQ I/O thread on either side
+(:mod:`~..protocol.packets` says how a message becomes records). The kernel closing it (it
+stopped, or died) reads as ``Shutdown``.
 """
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Sequence
 
 import zmq
 
+from ..protocol.commands import Shutdown
 from ..protocol.frames import copied, split_large
 from ..protocol.header import BadHeader, Message
 from ..protocol.messages import parse
+from ..protocol.packets import RECORD, BadPacket, Reassembler, records
 from ..protocol.signing import BadMessage, Buffer, Signer
 from .channel import dealer
 
@@ -36,11 +46,13 @@ class CellSocket:
         signer: Signer,
         after: Callable[[], int],
         curve: dict[str, str] | None = None,
+        cells: str | None = None,
     ) -> None:
-        """A socket of ``ctx`` (the control channel's: one ZeroMQ I/O thread per rank)."""
+        """A Unix socket connected to ``cells`` where it is given, else a ZeroMQ socket of
+        ``ctx`` (the control channel's: one ZeroMQ I/O thread per rank) to ``address``."""
         self._signer = signer
         self._after = after  # the control channel's last queued counter
-        self._sock = dealer(ctx, address, curve)
+        self._wire: _Unix | _Zmq = _Unix(cells) if cells else _Zmq(dealer(ctx, address, curve))
 
     def send(self, message: Message, buffers: Sequence[Buffer] = ()) -> None:
         """Send ``message`` now (main thread only), ordered after the control channel's."""
@@ -48,16 +60,17 @@ class CellSocket:
         header = {**message.to_header(), "after": self._after()}
         if parts is not None:
             header["parts"] = parts
-        signed = self._signer.pack(header, frames)
-        self._sock.send_multipart(signed, copy=copied(signed))
+        self._wire.send(self._signer.pack(header, frames))
 
     def recv(self) -> tuple[Message, list[Buffer]]:
         """The next command from the kernel (blocks, main thread only); anything not signed
         with the cluster's secret, or of a kind this version does not know, is skipped."""
         while True:
-            frames = self._sock.recv_multipart(copy=False)
+            frames = self._wire.recv()
+            if frames is None:
+                return Shutdown(), []
             try:
-                header, buffers = self._signer.unpack([f.buffer for f in frames])
+                header, buffers = self._signer.unpack(frames)
                 message = parse(header)
             except (BadMessage, BadHeader):
                 continue  # only the kernel holds the secret
@@ -67,4 +80,52 @@ class CellSocket:
     def close(self) -> None:
         """Close the socket (before the control channel, which ends the context), sending
         what is left within 5 s."""
+        self._wire.close()
+
+
+class _Zmq:
+    def __init__(self, sock: zmq.Socket[bytes]) -> None:
+        self._sock = sock
+
+    def send(self, frames: list[Buffer]) -> None:
+        self._sock.send_multipart(frames, copy=copied(frames))
+
+    def recv(self) -> list[Buffer] | None:
+        return [f.buffer for f in self._sock.recv_multipart(copy=False)]
+
+    def close(self) -> None:
         self._sock.close(linger=5000)
+
+
+class _Unix:
+    def __init__(self, path: str) -> None:
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._sock.connect(path)
+        self._in = Reassembler()
+        self._buf = bytearray(RECORD)
+
+    def send(self, frames: list[Buffer]) -> None:
+        try:
+            for record in records(frames):
+                self._sock.sendmsg(record)
+        except ConnectionError:
+            pass  # the kernel is gone: nobody is left to tell
+
+    def recv(self) -> list[Buffer] | None:
+        """The next whole message; ``None`` once the kernel closed the socket."""
+        while True:
+            try:
+                size = self._sock.recv_into(self._buf)
+            except ConnectionError:
+                return None
+            if not size:
+                return None
+            try:
+                message = self._in.feed(memoryview(self._buf)[:size])
+            except BadPacket:
+                continue  # (only the kernel can reach this socket)
+            if message is not None:
+                return message
+
+    def close(self) -> None:
+        self._sock.close()

@@ -7,7 +7,8 @@ not already due to look (every ``os.write`` lets go of the GIL, and getting it b
 busy thread can cost a switch interval, 5 ms). Incoming messages are handed to
 ``on_batch`` in batches of up to 1000 (so the kernel records each batch in one transaction);
 ``tick`` runs about every ``poll_ms``; :meth:`IoLoop.watch` adds a file descriptor (e.g. a
-process's pidfd) whose readiness runs a function at once, not at the next tick. An exception
+process's pidfd) whose readiness runs a function at once, not at the next tick, and
+:meth:`IoLoop.serve` one whose every readiness does (a Unix connection the loop reads). An exception
 on the thread ends it and is handed to ``on_error``: nobody waits forever on a silently dead loop.
 """
 
@@ -50,6 +51,8 @@ class IoLoop:
         os.set_blocking(self._wake_w, False)
         self.stopped = threading.Event()
         self._watched: dict[int, Callable[[], None]] = {}
+        self._served: dict[int, Callable[[int], None]] = {}
+        self._poller = zmq.Poller()
         self._woken = False  # the pipe holds a wake-up the thread has not read yet
         self._due: float | None = None  # (I/O thread) run ``tick`` again by then (monotonic)
         self._thread = threading.Thread(target=self._run, daemon=True, name=name)
@@ -92,6 +95,18 @@ class IoLoop:
 
         self.call(add)
 
+    def serve(self, fd: int, fn: Callable[[int], None], events: int = zmq.POLLIN) -> None:
+        """Run ``fn(events ready)`` on the I/O thread each time ``fd`` is ready for ``events``,
+        until :meth:`unserve` (called again: other events). Only on the I/O thread, or before
+        :meth:`start`; the caller keeps and closes ``fd``."""
+        self._served[fd] = fn
+        self._poller.register(fd, events)
+
+    def unserve(self, fd: int) -> None:
+        """(I/O thread) Stop serving ``fd``."""
+        if self._served.pop(fd, None) is not None:
+            self._poller.unregister(fd)
+
     def stop(self, timeout: float = 5.0) -> bool:
         """Send what is queued, then end the thread; whether it ended within ``timeout``."""
         self._out.put(_STOP)
@@ -106,7 +121,7 @@ class IoLoop:
             os.write(self._wake_w, b"\0")
 
     def _run(self) -> None:
-        poller = zmq.Poller()
+        poller = self._poller
         poller.register(self.sock, zmq.POLLIN)
         poller.register(self._wake_r, zmq.POLLIN)
         polled: set[int] = set()
@@ -125,6 +140,11 @@ class IoLoop:
                     return
                 if ready.get(self.sock):
                     self._receive()
+                if self._served:
+                    for fd, events in ready.items():
+                        fn = self._served.get(fd)
+                        if fn is not None:
+                            fn(events)
                 if self._watched or polled:
                     self._rewatch(poller, polled, ready)
                 if self._due is not None and time.monotonic() >= self._due:

@@ -70,7 +70,7 @@ class Store(Queries, Coordination):
         self._keys = eventrows.Keys()  # run and name keys this writer knows (see Keys)
         self._local = threading.local()
         self._readers_lock = threading.Lock()  # never the writer's: readers do not wait for it
-        self._readers: list[sqlite3.Connection] = []
+        self._readers: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._closed = False
         try:
             storefile.prepare(self.path, SCHEMA, own_dir)
@@ -95,7 +95,7 @@ class Store(Queries, Coordination):
         with self._lock, self._readers_lock:
             self._closed = True
             self._db.close()
-            for reader in self._readers:
+            for _, reader in self._readers:
                 reader.close()
             self._readers.clear()
 
@@ -135,7 +135,13 @@ class Store(Queries, Coordination):
                 if self._closed:
                     raise StoreError(f"history store at {self.path} is closed")
                 db = storefile.connect(self.path)
-                self._readers.append(db)
+                kept = []
+                for thread, reader in self._readers:
+                    if thread.is_alive():
+                        kept.append((thread, reader))
+                    else:
+                        reader.close()  # its thread ended (a stopped cluster's I/O thread)
+                self._readers = [*kept, (threading.current_thread(), db)]
             self._local.db = db
         return db
 

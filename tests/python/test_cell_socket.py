@@ -198,6 +198,7 @@ def test_a_rank_reads_the_kernel_closing_its_cell_socket_as_shutdown(tmp_path: P
 def test_ranks_on_other_hosts_keep_a_zeromq_cell_socket(tmp_path: Path) -> None:
     store = Store(tmp_path / "history.sqlite")
     router = Router("jd-test", store, {}, KEY, lambda: None, lambda why: None, Transport.tcp())
+    router.start()
     try:
         assert router.address.startswith("tcp://") and router.cells_address is None
     finally:

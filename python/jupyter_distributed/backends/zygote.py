@@ -103,8 +103,9 @@ class ForkServer:
         assert self.proc.stdout is not None  # noqa: S101 (a pipe, from Popen)
         fd = self.proc.stdout.fileno()
         while b"\n" not in self._buffer:
-            ready, _, _ = select.select([fd], [], [], timeout)
-            if not ready:
+            poll = select.poll()  # (not select(): the kernel's descriptors may pass 1024)
+            poll.register(fd, select.POLLIN)
+            if not poll.poll(timeout * 1000):
                 return None
             data = os.read(fd, 65536)
             if not data:

@@ -54,6 +54,7 @@ class IoLoop:
         self._served: dict[int, Callable[[int], None]] = {}
         self._poller = zmq.Poller()
         self._woken = False  # the pipe holds a wake-up the thread has not read yet
+        self._pipe_lock = threading.Lock()  # held to write or close the pipe
         self._due: float | None = None  # (I/O thread) run ``tick`` again by then (monotonic)
         self._thread = threading.Thread(target=self._run, daemon=True, name=name)
 
@@ -117,8 +118,9 @@ class IoLoop:
         if self._woken:  # the thread will drain the queue after this item was put
             return
         self._woken = True
-        with contextlib.suppress(BlockingIOError, OSError):  # full: the thread is awake anyway
-            os.write(self._wake_w, b"\0")
+        with self._pipe_lock, contextlib.suppress(BlockingIOError, OSError):  # full: awake
+            if self._wake_w >= 0:  # (not closed: a closed one's number may be reused)
+                os.write(self._wake_w, b"\0")
 
     def _run(self) -> None:
         poller = self._poller
@@ -157,7 +159,11 @@ class IoLoop:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             self.sock.close(linger=None)
-            self.stopped.set()  # (the pipe stays open: a late _wake must not hit a reused fd)
+            with self._pipe_lock:
+                os.close(self._wake_r)
+                os.close(self._wake_w)
+                self._wake_w = -1
+            self.stopped.set()
 
     def _rewatch(self, poller: zmq.Poller, polled: set[int], ready: dict[object, int]) -> None:
         """Run the functions of the watched descriptors that are ready; poll the new ones."""

@@ -256,7 +256,7 @@ def main() -> int:
     args = parser.parse_args()
     quick = args.quick
     args.starts = 1 if quick else 3
-    args.rtt_count = 10 if quick else 50
+    args.rtt_count = 20 if quick else 250
     args.lines = 2_000 if quick else 20_000
     args.paced_secs = 0.5 if quick else 2.0
     args.report_burst = 20_000

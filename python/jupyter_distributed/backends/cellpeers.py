@@ -36,9 +36,9 @@ _BOTH = zmq.POLLIN | zmq.POLLOUT
 
 
 class CellServer:
-    """(I/O thread) Accepts the ranks' cell connections and reads them; each read's whole
-    messages go to ``take`` as one batch, a connection's end to ``gone``, and why records were
-    dropped to ``reject``."""
+    """(I/O thread) Accepts the ranks' cell connections and reads them; the whole messages
+    that one round of reads gave (every connection ready at once) go to ``take`` as one batch,
+    a connection's end to ``gone`` after them, and why records were dropped to ``reject``."""
 
     def __init__(
         self,
@@ -59,7 +59,10 @@ class CellServer:
         except OSError:
             self._sock.close()
             raise
+        self._batch: list[tuple[CellPeer, list[Buffer]]] = []  # (of this round of reads)
+        self._ended: list[CellPeer] = []
         loop.serve(self._sock.fileno(), self._accept)
+        loop.after_serving(self._flush)
 
     def close(self, stopped: bool) -> None:
         """Close the listener, and the connections once the I/O thread ``stopped``."""
@@ -96,14 +99,24 @@ class CellServer:
         messages, bad, closed = peer.read()
         for cause in bad:
             self._reject(cause)
-        if messages:
-            self._take([(peer, m) for m in messages])
+        self._batch.extend((peer, m) for m in messages)
         if closed:
             self._loop.unserve(peer.fd)
             del self._peers[peer.fd]
-            with peer.lock:
-                peer.close()
-            self._gone(peer)
+            self._ended.append(peer)
+
+    def _flush(self) -> None:
+        """What every ready connection gave, as one batch; then the connections that ended."""
+        batch, ended = self._batch, self._ended
+        self._batch, self._ended = [], []
+        try:
+            if batch:
+                self._take(batch)
+        finally:
+            for peer in ended:
+                with peer.lock:
+                    peer.close()
+                self._gone(peer)
 
     def _blocked(self, peer: CellPeer) -> None:
         """(any thread) ``peer`` has records waiting: write them when the socket has room."""

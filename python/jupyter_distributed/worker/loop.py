@@ -52,6 +52,7 @@ class IoLoop:
         self.stopped = threading.Event()
         self._watched: dict[int, Callable[[], None]] = {}
         self._served: dict[int, Callable[[int], None]] = {}
+        self._after_serving: list[Callable[[], None]] = []
         self._poller = zmq.Poller()
         self._woken = False  # the pipe holds a wake-up the thread has not read yet
         self._pipe_lock = threading.Lock()  # held to write or close the pipe
@@ -103,6 +104,11 @@ class IoLoop:
         self._served[fd] = fn
         self._poller.register(fd, events)
 
+    def after_serving(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the I/O thread after each round of :meth:`serve`'s functions (what
+        several descriptors gave at once is handled at once). Before :meth:`start`."""
+        self._after_serving.append(fn)
+
     def unserve(self, fd: int) -> None:
         """(I/O thread) Stop serving ``fd``."""
         if self._served.pop(fd, None) is not None:
@@ -143,10 +149,7 @@ class IoLoop:
                 if ready.get(self.sock):
                     self._receive()
                 if self._served:
-                    for fd, events in ready.items():
-                        fn = self._served.get(fd)
-                        if fn is not None:
-                            fn(events)
+                    self._serve_ready(ready)
                 if self._watched or polled:
                     self._rewatch(poller, polled, ready)
                 if self._due is not None and time.monotonic() >= self._due:
@@ -164,6 +167,17 @@ class IoLoop:
                 os.close(self._wake_w)
                 self._wake_w = -1
             self.stopped.set()
+
+    def _serve_ready(self, ready: dict[object, int]) -> None:
+        served = False
+        for fd, events in ready.items():
+            fn = self._served.get(fd)  # type: ignore[call-overload]
+            if fn is not None:
+                fn(events)
+                served = True
+        if served:
+            for after in self._after_serving:
+                after()
 
     def _rewatch(self, poller: zmq.Poller, polled: set[int], ready: dict[object, int]) -> None:
         """Run the functions of the watched descriptors that are ready; poll the new ones."""

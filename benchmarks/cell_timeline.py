@@ -11,9 +11,9 @@ and length of each step (ranks numbered by when their cell arrived), then, per c
 each thread of the kernel and of the ranks ran and how long it was ready to run but waited for
 a CPU (the scheduler's own accounting, ``/proc/PID/task/TID/schedstat``), and last what
 no design on this stack goes below, each part measured alone (``floor.py``): IPython running a
-cell magic that does nothing, a bare pyzmq round trip to N processes, one store transaction
-of the cell's shape. The marks cost a few µs each, so the round trip measured here is a
-little longer than ``bench_core.py``'s.
+cell magic that does nothing, a bare round trip to N processes (over pyzmq, and over Unix
+sockets as the local cell sockets), one store transaction of the cell's shape. The marks cost
+a few µs each, so the round trip measured here is a little longer than ``bench_core.py``'s.
 """
 
 from __future__ import annotations
@@ -169,6 +169,7 @@ def main() -> int:
         session.stop()
         noop = floor.noop_magic(ip, args.cells)
     bare = floor.zmq_round_trip(args.ranks, args.cells)
+    unix = floor.unix_round_trip(args.ranks, args.cells)
     store = floor.store_transaction(args.ranks, args.cells)
     every = list(MARKS)
     for f in (tmp / "marks").iterdir():
@@ -212,6 +213,8 @@ def main() -> int:
         f"| IPython running a cell magic that does nothing | {noop * 1e6:.0f} |\n"
         f"| a bare pyzmq round trip to {args.ranks} processes (300 bytes out, an answer back) "
         f"| {bare * 1e6:.0f} |\n"
+        f"| the same over Unix sockets, the answers read by a second thread (as the local cell "
+        f"sockets) | {unix * 1e6:.0f} |\n"
         f"| one store transaction of this cell's shape, alone | {store * 1e6:.0f} |"
     )
     return 0

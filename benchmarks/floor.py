@@ -1,13 +1,19 @@
 """What a warm cell cannot cost less than, part by part, on this machine (for
-``cell_timeline.py``): IPython running a cell magic that does nothing, a bare pyzmq round
-trip to N processes over loopback (a ROUTER, N DEALERs that answer at once), and one store
-transaction of a warm cell's shape (its run's record, each rank's two states, its end)."""
+``cell_timeline.py``): IPython running a cell magic that does nothing, a bare round trip to N
+processes (over ZeroMQ: a ROUTER, N DEALERs that answer at once; and over Unix
+``SOCK_SEQPACKET`` sockets, as the local cell sockets, the answers read by a second thread as
+the kernel's I/O thread reads them), and one store transaction of a warm cell's shape (its
+run's record, each rank's two states, its end)."""
 
 from __future__ import annotations
 
 import multiprocessing
+import queue
+import select
+import socket
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -67,6 +73,64 @@ def zmq_round_trip(ranks: int, count: int) -> float:
         router.close(0)
         ctx.term()
     return statistics.median(times)
+
+
+def _unix_peer(path: str) -> None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    sock.connect(path)
+    while (data := sock.recv(65536)) != b"stop":
+        sock.send(b"done" + data[:8])
+
+
+def unix_round_trip(ranks: int, count: int) -> float:
+    """Median seconds for a 300-byte message out to ``ranks`` processes over Unix sockets, sent
+    from this thread, and their answers read by another one (which then wakes this one)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "cells")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        listener.bind(path)
+        listener.listen()
+        spawn = multiprocessing.get_context("spawn")
+        peers = [spawn.Process(target=_unix_peer, args=(path,)) for _ in range(ranks)]
+        for p in peers:
+            p.start()
+        conns = [listener.accept()[0] for _ in peers]
+        done: queue.SimpleQueue[None] = queue.SimpleQueue()
+        reader = threading.Thread(target=_answers, args=(conns, done, count), daemon=True)
+        reader.start()
+        times = []
+        try:
+            for _ in range(count):
+                t0 = time.perf_counter()
+                for conn in conns:
+                    conn.send(b"x" * 300)
+                done.get()
+                times.append(time.perf_counter() - t0)
+        finally:
+            for conn in conns:
+                conn.send(b"stop")
+            for p in peers:
+                p.join(5)
+                if p.is_alive():
+                    p.kill()
+            for conn in conns:
+                conn.close()
+            listener.close()
+    return statistics.median(times)
+
+
+def _answers(conns: list[socket.socket], done: queue.SimpleQueue[None], count: int) -> None:
+    poll = select.poll()
+    for conn in conns:
+        poll.register(conn, select.POLLIN)
+    by_fd = {conn.fileno(): conn for conn in conns}
+    for _ in range(count):
+        left = len(conns)
+        while left:
+            for fd, _ in poll.poll():
+                by_fd[fd].recv(65536)
+                left -= 1
+        done.put(None)
 
 
 def store_transaction(ranks: int, count: int) -> float:

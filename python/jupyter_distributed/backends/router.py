@@ -273,8 +273,8 @@ class Router:
             if rank in self.ranks.info:  # verified: this connection is rank's
                 if cell:
                     self._cell_peers[rank] = peer
-                else:
-                    self._peers[rank] = peer  # type: ignore[assignment] # (bytes: see above)
+                elif isinstance(peer, bytes):  # (always: refused above on a cell socket)
+                    self._peers[rank] = peer
             accepted = self._signer.accepted(rank_name(rank))
             if cell and message is not None and not self._order.ready(rank, wait, accepted):
                 self._order.wait(rank, (wait, message, buffers))  # its output is on the way

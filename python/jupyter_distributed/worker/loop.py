@@ -8,8 +8,9 @@ busy thread can cost a switch interval, 5 ms). Incoming messages are handed to
 ``on_batch`` in batches of up to 1000 (so the kernel records each batch in one transaction);
 ``tick`` runs about every ``poll_ms``; :meth:`IoLoop.watch` adds a file descriptor (e.g. a
 process's pidfd) whose readiness runs a function at once, not at the next tick, and
-:meth:`IoLoop.serve` one whose every readiness does (a Unix connection the loop reads). An exception
-on the thread ends it and is handed to ``on_error``: nobody waits forever on a silently dead loop.
+:meth:`IoLoop.serve` one whose every readiness does (a Unix connection the loop reads). An
+exception on the thread ends it and is handed to ``on_error``: nobody waits forever on a
+silently dead loop.
 """
 
 from __future__ import annotations
@@ -124,8 +125,9 @@ class IoLoop:
         if self._woken:  # the thread will drain the queue after this item was put
             return
         self._woken = True
-        with self._pipe_lock, contextlib.suppress(BlockingIOError, OSError):  # full: awake
-            if self._wake_w >= 0:  # (not closed: a closed one's number may be reused)
+        # (a full pipe: the thread is awake anyway; a closed one's number may be reused)
+        with self._pipe_lock, contextlib.suppress(BlockingIOError, OSError):
+            if self._wake_w >= 0:
                 os.write(self._wake_w, b"\0")
 
     def _run(self) -> None:

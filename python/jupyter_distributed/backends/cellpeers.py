@@ -64,6 +64,12 @@ class CellServer:
         loop.serve(self._sock.fileno(), self._accept)
         loop.after_serving(self._flush)
 
+    @staticmethod
+    def supported() -> bool:
+        """Whether this system has what the cell sockets need (Linux does; elsewhere the cell
+        sockets stay ZeroMQ)."""
+        return hasattr(socket, "SO_PEERCRED") and hasattr(socket, "SOCK_SEQPACKET")
+
     def close(self, stopped: bool) -> None:
         """Close the listener, and the connections once the I/O thread ``stopped``."""
         if stopped:

@@ -105,7 +105,7 @@ class Router:
         self.curve = self.listener.curve
         self._loop = IoLoop(sock, self._on_batch, self._on_tick, self._failed, 50, name)
         self._cells: CellServer | None = None
-        if self.listener.directory is not None:
+        if self.listener.directory is not None and CellServer.supported():
             try:
                 self._cells = CellServer(
                     self.listener.directory, self._loop, self._take_batch, self._gone,

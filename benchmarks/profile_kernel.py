@@ -66,12 +66,14 @@ def main() -> int:
         init(self, *a, **kw)  # type: ignore[arg-type]
         if not self._thread.name.startswith("jd-c-"):
             return
-        on_batch, tick, drain = self._on_batch, self._tick, self._drain
+        on_batch, tick, drain, serve = self._on_batch, self._tick, self._drain, self._serve_ready
         if args.no_profile:
             return
         self._on_batch = lambda batch: current[0].runcall(on_batch, batch)
         self._tick = lambda: current[0].runcall(tick)
         self._drain = lambda: current[0].runcall(drain)  # type: ignore[method-assign]
+        # the ranks' cell sockets (cells' ends), read beside the ROUTER
+        self._serve_ready = lambda ready: current[0].runcall(serve, ready)  # type: ignore[method-assign]
 
     loop.IoLoop.__init__ = profiled_init  # type: ignore[method-assign]
     ip = start_ipython()

@@ -1,7 +1,7 @@
 """The kernel's end of the ranks' Unix cell sockets (every rank on this machine, ``ipc``).
 
 A rank's cell socket (cells in, their ends out, see ``worker/cellsocket.py``) is a Unix
-``SOCK_SEQPACKET`` connection to :class:`CellListener`, in the control channel's directory of
+``SOCK_SEQPACKET`` connection to :class:`CellServer`, in the control channel's directory of
 mode 0700; a connection from another user is refused all the same (``SO_PEERCRED``). Which
 rank a connection is, the router learns from the first message it verifies on it, as it does
 for ZeroMQ's routing ids.

@@ -102,9 +102,9 @@ class ForkServer:
         """One reply (exit reports are recorded on the way), or None after ``timeout``."""
         assert self.proc.stdout is not None  # noqa: S101 (a pipe, from Popen)
         fd = self.proc.stdout.fileno()
+        poll = select.poll()  # (not select(): the kernel's descriptors may pass 1024)
+        poll.register(fd, select.POLLIN)
         while b"\n" not in self._buffer:
-            poll = select.poll()  # (not select(): the kernel's descriptors may pass 1024)
-            poll.register(fd, select.POLLIN)
             if not poll.poll(timeout * 1000):
                 return None
             data = os.read(fd, 65536)

@@ -18,7 +18,8 @@
  * (1: none; 4 makes Chromium's main thread 4x slower, as DevTools does), BENCH_PROFILE=1
  * (the top functions by own time, per tab), BENCH_HISTORY_SECONDS=600 (the run has been going
  * on for that long: its past metrics are replayed first, as when the panel opens on a long run),
- * BENCH_TRACE=1 (what the long tasks did: script,
+ * BENCH_PROBE=1 (the run has a probe of every pair of its ranks: the Scaling tab draws its
+ * heatmap; add Scaling to BENCH_TABS), BENCH_TRACE=1 (what the long tasks did: script,
  * style, layout, paint, GC..., from a Chrome trace, per tab). Writes ui-tests/test-results/<test>/bench_panel.json
  * and prints a table.
  */
@@ -41,6 +42,7 @@ const TABS = (process.env.BENCH_TABS ?? 'Runs,Ranks,Logs,Throughput').split(',')
 const THROTTLE = Number(process.env.BENCH_CPU_THROTTLE ?? '1');
 const PROFILE = Boolean(process.env.BENCH_PROFILE);
 const TRACE = Boolean(process.env.BENCH_TRACE);
+const PROBE = Boolean(process.env.BENCH_PROBE);
 /** Long tasks starting this soon after a tab's click are counted as the switch's. */
 const SWITCH_MS = 1000;
 
@@ -154,7 +156,8 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
       '--lines-per-second',
       String(LINES),
       '--history-seconds',
-      String(HISTORY)
+      String(HISTORY),
+      ...(PROBE ? ['--probe'] : [])
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] }
   );

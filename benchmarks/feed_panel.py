@@ -2,7 +2,9 @@
 
 Usage: ``python benchmarks/feed_panel.py STORE --seconds 20 --ranks 256 --lines-per-second 2000``
 (``--stop-file PATH`` ends the feed early once PATH exists: the benchmark says when it is done;
-``--history-seconds N`` first writes N seconds of past metrics, as a run that has been going on).
+``--history-seconds N`` first writes N seconds of past metrics, as a run that has been going on;
+``--probe`` gives the run a probe result of every pair of its ranks, for the Scaling tab's
+heatmap, as ``%distributed probe`` stores one).
 
 Writes one run, its ranks (8 hosts, dp/pp/tp coordinates), then every ``--batch`` seconds a batch
 of output lines spread over the ranks, one ``samples`` metric and one system sample per rank per
@@ -20,6 +22,7 @@ import time
 import uuid
 from pathlib import Path
 from random import Random
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
@@ -33,6 +36,7 @@ from jupyter_distributed.events import (
     RunState,
     Stream,
 )
+from jupyter_distributed.probe import assemble
 from jupyter_distributed.store import RunRecord, Store
 
 
@@ -50,6 +54,9 @@ def main() -> None:
         type=int,
         default=0,
         help="first write this many seconds of past metrics (and 10 lines a second)",
+    )
+    parser.add_argument(
+        "--probe", action="store_true", help="store a probe of every pair of ranks in the run"
     )
     args = parser.parse_args()
 
@@ -91,6 +98,8 @@ def main() -> None:
         for r in ranks
     ]
     store.append(start)
+    if args.probe:
+        store.update_summary(run_id, probe=probe(run_id, args.ranks, per_host, rng))
     history = 0
     history_lines = 0
     for second in range(args.history_seconds):
@@ -145,6 +154,29 @@ def main() -> None:
         json.dumps({"done": run_id, "markers": marker, "lines": written, "seconds": t - now}),
         flush=True,
     )
+
+
+def probe(run_id: str, n: int, per_host: int, rng: Random) -> dict[str, Any]:
+    """A probe of every pair of ``n`` ranks (faster within a host), as the ranks' own
+    measurements are put together by ``%distributed probe``."""
+
+    def link(a: int, b: int) -> dict[str, float]:
+        same = a // per_host == b // per_host
+        gbs = (20.0 if same else 2.0) * (0.8 + 0.4 * rng.random())
+        return {"latency_us": (3.0 if same else 20.0) * (1 + rng.random()), "bandwidth_gbs": gbs}
+
+    curve = [{"bytes": 2**k, "busbw_gbs": min(10.0, 2**k / 2**20)} for k in range(10, 28, 2)]
+    per_rank = [
+        {
+            "library": "gloo",
+            "pairs": {f"{a}-{b}": link(a, b) for b in range(a + 1, n)},
+            "allreduce": curve,
+            "seconds": 1.0,
+        }
+        for a in range(n)
+    ]
+    hosts = {r: f"node{r // per_host}" for r in range(n)}
+    return {**assemble(per_rank, hosts), "run_id": run_id}
 
 
 def metrics(run_id: str, ranks: list[int], t: float, rng: Random) -> list[Event]:

@@ -50,7 +50,11 @@ export function matrixExtent(matrix: Matrix): IExtent | null {
  * The n×n matrix as RGBA pixels, one per cell (row r, column c at (r × n + c) × 4): the colour of
  * (v - lo) / (hi - lo), a cell without a value transparent. `cells` counts the coloured ones.
  */
-export function heatmapPixels(matrix: Matrix, lo: number, hi: number): { pixels: Uint8ClampedArray; cells: number } {
+export function heatmapPixels(
+  matrix: Matrix,
+  lo: number,
+  hi: number
+): { pixels: Uint8ClampedArray<ArrayBuffer>; cells: number } {
   const n = matrix.length;
   const pixels = new Uint8ClampedArray(n * n * 4);
   const span = hi - lo;

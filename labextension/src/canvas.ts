@@ -49,8 +49,8 @@ export const TOP = 8;
 export const BOTTOM = 2 * FONT_PX + 14;
 
 /**
- * `canvas` sized to `width` × `height` CSS pixels at the screen's pixel density and cleared, its
- * context scaled to CSS pixels, in the theme's font.
+ * `canvas` sized to `width` × `height` CSS pixels (its CSS height set too) at the screen's pixel
+ * density and cleared, its context scaled to CSS pixels, in the theme's font.
  */
 export function prepareCanvas(
   canvas: HTMLCanvasElement,
@@ -69,10 +69,18 @@ export function prepareCanvas(
     canvas.width = pixelWidth; // also clears it
     canvas.height = pixelHeight;
   }
+  if (canvas.style.height !== `${height}px`) {
+    canvas.style.height = `${height}px`;
+  }
   ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
   ctx.clearRect(0, 0, width, height);
-  ctx.font = `${FONT_PX}px ${theme.family}`;
+  ctx.font = labelFont(theme);
   return ctx;
+}
+
+/** The font of the labels, as a canvas' `font`. */
+export function labelFont(theme: ITheme): string {
+  return `${FONT_PX}px ${theme.family}`;
 }
 
 /** A tick's label and where it goes along its axis, in CSS pixels. */
@@ -103,18 +111,23 @@ export function drawYLabels(
   }
 }
 
-/** Labels of the x axis under `bottom`, centred on their ticks, and `title` under them, centred on `middle`. */
+/**
+ * Labels of the x axis under `bottom`, centred on their ticks but kept inside the canvas' `width`
+ * (a tick on the plot's right edge), and `title` under them, centred on `middle`.
+ */
 export function drawXLabels(
   ctx: CanvasRenderingContext2D,
   ticks: readonly ITickLabel[],
   bottom: number,
   title: string,
-  middle: number
+  middle: number,
+  width: number
 ): void {
   ctx.textAlign = 'center';
   ctx.textBaseline = 'top';
   for (const t of ticks) {
-    ctx.fillText(t.label, t.at, bottom + 4);
+    const half = ctx.measureText(t.label).width / 2;
+    ctx.fillText(t.label, Math.max(half, Math.min(t.at, width - half)), bottom + 4);
   }
   ctx.fillText(title, middle, bottom + 8 + FONT_PX);
 }

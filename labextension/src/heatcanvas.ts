@@ -6,7 +6,7 @@
  * (`canvas.ts`). The numbers come from `heatmap.ts` and `lineplot.ts`.
  */
 
-import { BOTTOM, drawXLabels, drawYLabels, type ITheme, leftEdge, prepareCanvas, TOP } from './canvas';
+import { BOTTOM, drawXLabels, drawYLabels, type ITheme, labelFont, leftEdge, prepareCanvas, TOP } from './canvas';
 import {
   cellCentre,
   colorStops,
@@ -20,8 +20,11 @@ import {
 } from './heatmap';
 import { formatTick, type IAxis, linearScale, niceAxis } from './lineplot';
 
-/** The canvas' height in CSS pixels. */
-export const HEATMAP_HEIGHT = 260;
+/** The grid's largest side, in CSS pixels; the canvas is as tall as the grid and its labels. */
+const MAX_SIDE = 280;
+
+/** The canvas' height in CSS pixels before its first draw (then the drawn grid's). */
+export const HEATMAP_HEIGHT = TOP + MAX_SIDE + BOTTOM;
 
 /** The colour bar: its gap from the grid and its width, in CSS pixels. */
 const BAR_GAP = 16;
@@ -35,8 +38,8 @@ export interface IDrawnHeatmap {
 }
 
 /**
- * Draw `matrix` (square, by rank) on `canvas`, `width` CSS pixels wide and `HEATMAP_HEIGHT` high,
- * with `xTitle` under the x axis.
+ * Draw `matrix` (square, by rank) on `canvas`, `width` CSS pixels wide and as tall as the largest
+ * grid that fits (at most `MAX_SIDE`), with `xTitle` under the x axis.
  */
 export function drawHeatmap(
   canvas: HTMLCanvasElement,
@@ -45,21 +48,26 @@ export function drawHeatmap(
   xTitle: string,
   theme: ITheme
 ): IDrawnHeatmap {
-  const ctx = prepareCanvas(canvas, width, HEATMAP_HEIGHT, theme);
   const n = matrix.length;
-  const height = HEATMAP_HEIGHT - TOP - BOTTOM;
+  const values = matrixExtent(matrix);
+  // The colour bar's axis: the data's range, with fewer ticks on a smaller grid.
+  const barAxis = (side: number): IAxis => niceAxis(values, Math.max(2, Math.floor(side / 40)), false);
+  const barLabels = (axis: IAxis): string[] => axis.ticks.map(v => formatTick(v, axis.step));
 
-  // The colour bar's ticks (the data's range) and their labels' width, then the grid in what is left.
-  const range = niceAxis(matrixExtent(matrix), Math.max(2, Math.floor(height / 40)), false);
-  const barLabels = range.ticks.map(v => formatTick(v, range.step));
-  const barRoom = BAR_GAP + BAR_WIDTH + 6 + Math.max(0, ...barLabels.map(l => ctx.measureText(l).width)) + 4;
-  const ticks = rankTicks(n, Math.max(2, Math.floor(height / 24)));
-  const left = leftEdge(
-    ctx,
-    ticks.map(k => String(k))
-  );
-  const grid = gridIn(n, left, TOP, width - left - barRoom, height);
+  // The grid in the room the labels leave (measured for the largest grid, whose ticks are the most).
+  const measure = canvas.getContext('2d');
+  if (!measure) {
+    throw new Error('no 2D canvas context');
+  }
+  measure.font = labelFont(theme);
+  const left = leftEdge(measure, [String(Math.max(0, n - 1))]);
+  const barWidths = barLabels(barAxis(MAX_SIDE)).map(l => measure.measureText(l).width);
+  const barRoom = BAR_GAP + BAR_WIDTH + 6 + Math.max(0, ...barWidths) + 4;
+  const grid = gridIn(n, left, TOP, width - left - barRoom, MAX_SIDE);
   const side = gridSide(grid);
+  const ctx = prepareCanvas(canvas, width, TOP + side + BOTTOM, theme);
+  const range = barAxis(side);
+  const ticks = rankTicks(n, Math.max(2, Math.floor(side / 24)));
 
   // The cells: a pixel per cell, scaled up without smoothing (sharp squares, cheap at 256 ranks).
   const { pixels, cells } = heatmapPixels(matrix, range.lo, range.hi);
@@ -79,7 +87,7 @@ export function drawHeatmap(
   ctx.fillStyle = theme.font;
   const rankLabels = (start: number) => ticks.map(k => ({ at: start + cellCentre(grid, k), label: String(k) }));
   drawYLabels(ctx, rankLabels(grid.top), grid.left, 'left');
-  drawXLabels(ctx, rankLabels(grid.left), grid.top + side, xTitle, grid.left + side / 2);
+  drawXLabels(ctx, rankLabels(grid.left), grid.top + side, xTitle, grid.left + side / 2, width);
 
   // The colour bar beside the grid, as tall: low at the bottom, high at the top.
   const barLeft = grid.left + side + BAR_GAP;
@@ -91,9 +99,10 @@ export function drawHeatmap(
   ctx.fillRect(barLeft, grid.top, BAR_WIDTH, side);
   ctx.fillStyle = theme.font;
   const sy = linearScale([range.lo, range.hi], [grid.top + side, grid.top]);
+  const rangeLabels = barLabels(range);
   drawYLabels(
     ctx,
-    range.ticks.map((v, i) => ({ at: sy(v), label: barLabels[i] ?? '' })),
+    range.ticks.map((v, i) => ({ at: sy(v), label: rangeLabels[i] ?? '' })),
     barLeft + BAR_WIDTH,
     'right'
   );

@@ -46,18 +46,35 @@ export function matrixExtent(matrix: Matrix): IExtent | null {
   return extent(matrix.map(row => row.map(v => v ?? NaN)));
 }
 
+/** The scale in 256 steps, red, green and blue each (a cell's colour is looked up, not computed). */
+const STEPS = 256;
+let steps: Uint8ClampedArray | null = null;
+
+function colorTable(): Uint8ClampedArray {
+  if (!steps) {
+    steps = new Uint8ClampedArray(STEPS * 3);
+    for (let i = 0; i < STEPS; i++) {
+      steps.set(viridis(i / (STEPS - 1)), i * 3);
+    }
+  }
+  return steps;
+}
+
 /**
  * The n×n matrix as RGBA pixels, one per cell (row r, column c at (r × n + c) × 4): the colour of
- * (v - lo) / (hi - lo), a cell without a value transparent. `cells` counts the coloured ones.
+ * (v - lo) / (hi - lo) in 256 steps, a cell without a value transparent. `cells` counts the
+ * coloured ones.
  */
 export function heatmapPixels(
   matrix: Matrix,
   lo: number,
   hi: number
 ): { pixels: Uint8ClampedArray<ArrayBuffer>; cells: number } {
+  const table = colorTable();
   const n = matrix.length;
   const pixels = new Uint8ClampedArray(n * n * 4);
-  const span = hi - lo;
+  const k = hi > lo ? (STEPS - 1) / (hi - lo) : 0;
+  const middle = (STEPS - 1) / 2;
   let cells = 0;
   matrix.forEach((row, r) => {
     for (let c = 0; c < n; c++) {
@@ -65,8 +82,12 @@ export function heatmapPixels(
       if (v === null || v === undefined || !Number.isFinite(v)) {
         continue;
       }
-      const [red, green, blue] = viridis(span > 0 ? (v - lo) / span : 0.5);
-      pixels.set([red, green, blue, 255], (r * n + c) * 4);
+      const step = Math.round(Math.min(STEPS - 1, Math.max(0, k ? (v - lo) * k : middle))) * 3;
+      const at = (r * n + c) * 4;
+      pixels[at] = table[step] as number;
+      pixels[at + 1] = table[step + 1] as number;
+      pixels[at + 2] = table[step + 2] as number;
+      pixels[at + 3] = 255;
       cells++;
     }
   });

@@ -24,12 +24,17 @@ export interface IHeatmapProps {
   hosts: readonly string[];
 }
 
-/** The tooltip: its text and where it stands in the canvas (CSS pixels), left or right of that point. */
+/**
+ * The tooltip: its text, and where it stands in the canvas (CSS pixels): `x` is the cell's middle
+ * and `shift` the share of the tooltip's own width left of it (0 on the left edge, 1 on the right,
+ * so it never leaves the figure); `y` is the cell's bottom, or its top when `above`.
+ */
 interface ITip {
   text: string;
   x: number;
   y: number;
-  flip: boolean;
+  shift: number;
+  above: boolean;
 }
 
 export function Heatmap(props: IHeatmapProps): JSX.Element {
@@ -58,7 +63,9 @@ export function Heatmap(props: IHeatmapProps): JSX.Element {
       try {
         const drawn = drawHeatmap(node, width, matrix, trans.__('rank'), theme);
         grid.current = drawn.grid;
+        // For tests: the coloured cells, and where the grid lies (left, top, a cell's side in CSS pixels).
         setAttr(node, 'data-cells', String(drawn.cells));
+        setAttr(node, 'data-grid', `${drawn.grid.left} ${drawn.grid.top} ${drawn.grid.cell}`);
         setAttr(
           node,
           'aria-label',
@@ -88,11 +95,13 @@ export function Heatmap(props: IHeatmapProps): JSX.Element {
       setTip(null);
       return;
     }
-    // Beside the cell's middle, on the side with more room.
+    // Under the cell, or over it in the grid's lower half, so that it hides neither the cell nor the mouse.
     const x = g.left + cellCentre(g, cell.col);
-    const flip = x > (view.width.current || event.currentTarget.clientWidth) / 2;
-    const y = g.top + cellCentre(g, cell.row);
-    setTip(old => (old?.text === text && old.x === x && old.y === y ? old : { text, x, y, flip }));
+    const width = view.width.current || event.currentTarget.clientWidth;
+    const above = cell.row >= g.n / 2;
+    const y = g.top + (above ? cell.row : cell.row + 1) * g.cell + (above ? -4 : 4);
+    const shift = width > 0 ? Math.min(1, Math.max(0, x / width)) : 0;
+    setTip(old => (old?.text === text && old.x === x && old.y === y ? old : { text, x, y, shift, above }));
   };
 
   return (
@@ -113,7 +122,11 @@ export function Heatmap(props: IHeatmapProps): JSX.Element {
           <div
             className="jp-Distributed-tooltip"
             role="tooltip"
-            style={{ left: tip.x, top: tip.y, transform: tip.flip ? 'translate(calc(-100% - 8px), -50%)' : undefined }}
+            style={{
+              left: tip.x,
+              top: tip.y,
+              transform: `translate(${-100 * tip.shift}%, ${tip.above ? '-100%' : '0'})`
+            }}
           >
             {tip.text}
           </div>

@@ -121,7 +121,8 @@ export function drawPlot(
     xAxis.ticks.map(v => ({ at: sx(v), label: xLabel(v) })),
     bottom,
     x.title,
-    (left + right) / 2
+    (left + right) / 2,
+    width
   );
 
   // The traces, clipped to the plot area (and room for a marker on its edges).

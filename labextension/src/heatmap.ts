@@ -129,6 +129,23 @@ export function cellAt(grid: IGrid, x: number, y: number): { row: number; col: n
   return inside(row) && inside(col) ? { row, col } : null;
 }
 
+/**
+ * Where the tooltip of `cell` stands, in CSS pixels in a canvas `width` wide: under the cell, or
+ * over it (`above`) in the grid's lower half, so that it hides neither the cell nor the mouse;
+ * `x` is the cell's middle and `shift` the share of the tooltip's own width left of it (0 at the
+ * canvas' left edge, 1 at its right), so that the tooltip never leaves the canvas' width.
+ */
+export function tooltipAt(
+  grid: IGrid,
+  cell: { row: number; col: number },
+  width: number
+): { x: number; y: number; shift: number; above: boolean } {
+  const x = grid.left + cellCentre(grid, cell.col);
+  const above = cell.row >= grid.n / 2;
+  const y = grid.top + (above ? cell.row * grid.cell - 4 : (cell.row + 1) * grid.cell + 4);
+  return { x, y, shift: width > 0 ? Math.min(1, Math.max(0, x / width)) : 0, above };
+}
+
 /** About `count` rank ticks (0 first) for n ranks, a whole 1, 2, 5, 10... apart. */
 export function rankTicks(n: number, count: number): number[] {
   const step = Math.max(1, niceStep(n - 1, count));

@@ -9,7 +9,7 @@ import * as React from 'react';
 
 import { DRAWS, setAttr, useCanvasState } from './canvasview';
 import { drawHeatmap, HEATMAP_HEIGHT } from './heatcanvas';
-import { cellAt, cellCentre, cellText, type IGrid, type Matrix } from './heatmap';
+import { cellAt, cellText, type IGrid, type Matrix, tooltipAt } from './heatmap';
 import { formatValue } from './lineplot';
 import { useTrans } from './translate';
 
@@ -24,23 +24,13 @@ export interface IHeatmapProps {
   hosts: readonly string[];
 }
 
-/**
- * The tooltip: its text, and where it stands in the canvas (CSS pixels): `x` is the cell's middle
- * and `shift` the share of the tooltip's own width left of it (0 on the left edge, 1 on the right,
- * so it never leaves the figure); `y` is the cell's bottom, or its top when `above`.
- */
-interface ITip {
-  text: string;
-  x: number;
-  y: number;
-  shift: number;
-  above: boolean;
-}
+/** The tooltip: its text and where it stands (`tooltipAt`). */
+type Tip = ReturnType<typeof tooltipAt> & { text: string };
 
 export function Heatmap(props: IHeatmapProps): JSX.Element {
   const canvas = React.useRef<HTMLCanvasElement>(null);
   const [error, setError] = React.useState('');
-  const [tip, setTip] = React.useState<ITip | null>(null);
+  const [tip, setTip] = React.useState<Tip | null>(null);
   // Where the last draw put the grid, to find the cell under the mouse.
   const grid = React.useRef<IGrid | null>(null);
   const latest = React.useRef(props);
@@ -53,6 +43,7 @@ export function Heatmap(props: IHeatmapProps): JSX.Element {
     if (!node) {
       return;
     }
+    setTip(null); // its cell moves, or is another pair's
     DRAWS.request(node, () => {
       const width = view.width.current || node.clientWidth;
       if (!node.isConnected || width <= 0) {
@@ -95,13 +86,8 @@ export function Heatmap(props: IHeatmapProps): JSX.Element {
       setTip(null);
       return;
     }
-    // Under the cell, or over it in the grid's lower half, so that it hides neither the cell nor the mouse.
-    const x = g.left + cellCentre(g, cell.col);
-    const width = view.width.current || event.currentTarget.clientWidth;
-    const above = cell.row >= g.n / 2;
-    const y = g.top + (above ? cell.row : cell.row + 1) * g.cell + (above ? -4 : 4);
-    const shift = width > 0 ? Math.min(1, Math.max(0, x / width)) : 0;
-    setTip(old => (old?.text === text && old.x === x && old.y === y ? old : { text, x, y, shift, above }));
+    const place = tooltipAt(g, cell, view.width.current || event.currentTarget.clientWidth);
+    setTip(old => (old?.text === text && old.x === place.x && old.y === place.y ? old : { ...place, text }));
   };
 
   return (

@@ -10,6 +10,7 @@ import {
   heatmapPixels,
   matrixExtent,
   rankTicks,
+  tooltipAt,
   viridis
 } from '../../labextension/src/heatmap';
 
@@ -110,6 +111,20 @@ describe('the grid', () => {
     const grid = gridIn(256, 0, 0, 128, 128); // half a pixel a cell
     expect(cellAt(grid, 127.9, 0.4)).toEqual({ row: 0, col: 255 });
     expect(cellAt(grid, 64, 64)).toEqual({ row: 128, col: 128 });
+  });
+
+  it('puts the tooltip under a cell of the upper half, over one of the lower half', () => {
+    const grid = gridIn(4, 40, 10, 100, 100); // cells of 25 pixels
+    expect(tooltipAt(grid, { row: 1, col: 0 }, 200)).toEqual({ x: 52.5, y: 64, shift: 52.5 / 200, above: false });
+    expect(tooltipAt(grid, { row: 2, col: 3 }, 200)).toEqual({ x: 127.5, y: 56, shift: 127.5 / 200, above: true });
+  });
+
+  it('shifts the tooltip left by the share of the width right of the cell, so it stays in the canvas', () => {
+    const grid = gridIn(2, 0, 0, 100, 100);
+    expect(tooltipAt(grid, { row: 0, col: 0 }, 100).shift).toBe(0.25);
+    expect(tooltipAt(grid, { row: 0, col: 1 }, 100).shift).toBe(0.75);
+    expect(tooltipAt(grid, { row: 0, col: 1 }, 50).shift).toBe(1);
+    expect(tooltipAt(grid, { row: 0, col: 1 }, 0).shift).toBe(0);
   });
 
   it('puts a tick in the middle of its row or column', () => {

@@ -22,23 +22,6 @@ export function formatRunCount(
   return trans._n('%1 run', '%1 runs', count);
 }
 
-const PLOTLY_ENTITIES: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;'
-};
-
-/**
- * `text` as plotly shows it literally. Plotly reads titles, trace names and
- * hover text as a small HTML dialect (`<b>`, `<br>`, `<a href>`), so a
- * metric named `<a href=...>` would otherwise become a link.
- */
-export function plotlyText(text: string): string {
-  return text.replace(/[&<>"']/g, c => PLOTLY_ENTITIES[c] ?? c);
-}
-
 /**
  * The title of a stack snapshot: which ranks it holds (all of them, or the one a rank
  * tile asked for) and why it was taken.

@@ -1,8 +1,8 @@
 /**
- * The pure parts of the Throughput tab's line plots: data ranges, linear
- * scales, "nice" tick values and their labels, and series mapped to pixel
- * polylines. No DOM: the view (`plotsview.tsx`) draws what these return on a
- * canvas.
+ * The pure parts of the line plots (the Throughput tab's, the Scaling tab's):
+ * data ranges, linear and log scales, "nice" tick values and their labels
+ * (numbers, byte sizes), and series mapped to pixel polylines. No DOM:
+ * `plotcanvas.ts` draws what these return on a canvas.
  */
 
 /** The smallest and largest finite value, or null when there is none. */
@@ -72,6 +72,66 @@ export function niceAxis(range: IExtent | null, count: number, expand: boolean):
     ticks.push(Number((k * step).toPrecision(12)));
   }
   return { lo, hi, step, ticks };
+}
+
+/**
+ * An axis of whole numbers (world sizes): the data's range (one value widened by 1 either side)
+ * with about `count` ticks, never closer than 1 apart.
+ */
+export function integerAxis(range: IExtent | null, count: number): IAxis {
+  const r = range && range.min === range.max ? { min: range.min - 1, max: range.max + 1 } : range;
+  const span = r ? r.max - r.min : 1;
+  // At most `span` parts: a step of at least 1, so 1, 2 or 5 times a power of ten, whole.
+  return niceAxis(r, Math.max(1, Math.min(count, span)), false);
+}
+
+/**
+ * A log axis of sizes in bytes (1 and up): the data's range with about `count` ticks at powers
+ * of two whose exponents are 1, 2, 5, 10... apart (1 KiB, 4 KiB, 16 KiB or 1 KiB, 1 MiB); `step`
+ * is that exponent step. A range with fewer than two powers of two is widened to the powers
+ * around it. `axisScale` maps it.
+ */
+export function logAxis(range: IExtent | null, count: number): IAxis & { log: true } {
+  let hi = Math.max(1, range?.max ?? 1024);
+  let lo = Math.min(hi, Math.max(1, range?.min ?? 1));
+  let k0 = Math.ceil(Math.log2(lo) - 1e-9);
+  let k1 = Math.floor(Math.log2(hi) + 1e-9);
+  if (k1 - k0 < 1) {
+    k0 = Math.floor(Math.log2(lo) + 1e-9);
+    k1 = Math.max(k0 + 1, Math.ceil(Math.log2(hi) - 1e-9));
+    lo = 2 ** k0;
+    hi = 2 ** k1;
+  }
+  const step = Math.max(1, niceStep(k1 - k0, count));
+  const ticks: number[] = [];
+  for (let k = Math.ceil(k0 / step) * step; k <= k1; k += step) {
+    ticks.push(2 ** k);
+  }
+  return { lo, hi, step, ticks, log: true };
+}
+
+/** `axis`'s domain mapped onto `range` pixels: linearly, or through log10 on a log axis. */
+export function axisScale(axis: IAxis & { log?: boolean }, range: [number, number]): (v: number) => number {
+  if (!axis.log) {
+    return linearScale([axis.lo, axis.hi], range);
+  }
+  const scale = linearScale([Math.log10(axis.lo), Math.log10(axis.hi)], range);
+  return v => scale(Math.log10(v));
+}
+
+const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+
+/** A size in bytes with binary units: 512 B, 1 KiB, 1.5 MiB, 256 MiB. */
+export function formatBytes(bytes: number): string {
+  if (!Number.isFinite(bytes)) {
+    return '';
+  }
+  let unit = 0;
+  while (unit < BYTE_UNITS.length - 1 && Math.abs(bytes) >= 1024 ** (unit + 1)) {
+    unit++;
+  }
+  const v = bytes / 1024 ** unit;
+  return `${Math.abs(v) >= 100 ? v.toFixed(0) : trim(v.toPrecision(3))} ${BYTE_UNITS[unit]}`;
 }
 
 const SI: [number, string][] = [

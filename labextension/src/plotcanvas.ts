@@ -1,108 +1,96 @@
 /**
- * Draws one Throughput plot on a `<canvas>`: grid, axes with nice ticks, the
- * x axis' title and each trace as a polyline, in the theme's colours and at
- * the screen's pixel density. The numbers come from `lineplot.ts`; the title
- * and the legend are HTML around the canvas (`plotsview.tsx`).
+ * Draws a line plot on a `<canvas>` (the Throughput tab's, the Scaling tab's
+ * curves): grid, axes with nice ticks (linear, whole numbers or log sizes),
+ * the x axis' title and each trace as a polyline, with markers where asked,
+ * in the theme's colours and at the screen's pixel density (`canvas.ts`).
+ * The numbers come from `lineplot.ts`; the title and the legend are HTML
+ * around the canvas (`plotsview.tsx`).
  */
 
-import { extent, formatTick, lastFinite, linearScale, niceAxis, polylines } from './lineplot';
+import { BOTTOM, drawXLabels, drawYLabels, type ITheme, leftEdge, prepareCanvas, TOP } from './canvas';
+import {
+  axisScale,
+  extent,
+  formatBytes,
+  formatTick,
+  type IAxis,
+  type IExtent,
+  integerAxis,
+  lastFinite,
+  logAxis,
+  niceAxis,
+  polylines
+} from './lineplot';
 import type { Series } from './runstate';
 
 /** The canvas' height in CSS pixels. */
 export const PLOT_HEIGHT = 180;
 
-/** The colours and font a plot is drawn with. */
-export interface ITheme {
-  font: string;
-  grid: string;
-  family: string;
-  colorway: string[];
-}
-
-/** plotly's default colours, for a page without JupyterLab's theme variables. */
-const FALLBACK_COLORWAY = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f'];
-
-/** The theme's colours (JupyterLab's CSS variables), so plots follow light and dark themes. */
-export function themeColors(node: HTMLElement): ITheme {
-  const style = getComputedStyle(node);
-  const v = (name: string): string => style.getPropertyValue(name).trim();
-  const colorway = [
-    '--jp-brand-color1',
-    '--jp-warn-color1',
-    '--jp-success-color1',
-    '--jp-error-color1',
-    '--jp-accent-color1',
-    '--jp-brand-color3',
-    '--jp-warn-color3',
-    '--jp-success-color3'
-  ]
-    .map(v)
-    .filter(Boolean);
-  return {
-    font: v('--jp-ui-font-color1') || style.color,
-    grid: v('--jp-border-color2') || 'rgba(128, 128, 128, 0.3)',
-    family: v('--jp-ui-font-family') || 'sans-serif',
-    colorway: colorway.length ? colorway : FALLBACK_COLORWAY
-  };
-}
+/** How a trace's line is drawn: solid (the default), dashed and thicker (a total), or dotted. */
+export type LineStyle = 'solid' | 'dash' | 'dot';
 
 /** A trace to draw: its name, its points (already cut to the plot's window) and its style. */
 export interface ICanvasTrace {
   name: string;
   series: Series;
-  dash?: boolean;
+  line?: LineStyle;
+  /** A dot on each point too. */
+  markers?: boolean;
 }
 
-/** What was drawn of a trace: its colour and its latest value (NaN when it has none). */
+/** What was drawn of a trace: its colour, its latest value (NaN when it has none) and its points. */
 export interface IDrawnTrace {
   name: string;
   color: string;
-  dash: boolean;
+  line: LineStyle;
   last: number;
+  points: number;
 }
 
-const FONT_PX = 11;
-const TOP = 8;
+/**
+ * The x axis: `linear` spans the data (a time axis), `integer` ticks whole numbers (world sizes),
+ * `bytes` is a log axis of sizes with ticks at powers of two.
+ */
+export type XScale = 'linear' | 'integer' | 'bytes';
+
 const RIGHT = 12;
-/** Tick labels, then the x axis' title. */
-const BOTTOM = 2 * FONT_PX + 14;
+const DASHES: Record<LineStyle, number[]> = { solid: [], dash: [6, 4], dot: [2, 3] };
+const MARKER_RADIUS = 3;
+
+/** The x axis of `scale` over `range` with about `count` ticks, and its ticks' labels. */
+function xAxisOf(scale: XScale, range: IExtent | null, count: number): [IAxis, (v: number) => string] {
+  if (scale === 'bytes') {
+    return [logAxis(range, count), formatBytes];
+  }
+  const axis = scale === 'integer' ? integerAxis(range, count) : niceAxis(range, count, false);
+  return [axis, v => formatTick(v, axis.step)];
+}
 
 /**
- * Draw `traces` on `canvas`, `width` CSS pixels wide and `PLOT_HEIGHT` high, with
- * `xTitle` under the x axis. Returns each trace's colour and latest value.
+ * Draw `traces` on `canvas`, `width` CSS pixels wide and `PLOT_HEIGHT` high, with the x axis of
+ * `x.scale` (linear by default) titled `x.title`. Returns each trace's colour, latest value and
+ * number of points.
  */
 export function drawPlot(
   canvas: HTMLCanvasElement,
   width: number,
   traces: readonly ICanvasTrace[],
-  xTitle: string,
+  x: { title: string; scale?: XScale },
   theme: ITheme
 ): IDrawnTrace[] {
-  const ctx = canvas.getContext('2d');
-  if (!ctx) {
-    throw new Error('no 2D canvas context');
-  }
-  const ratio = typeof devicePixelRatio === 'number' && devicePixelRatio > 0 ? devicePixelRatio : 1;
-  const pixelWidth = Math.round(width * ratio);
-  const pixelHeight = Math.round(PLOT_HEIGHT * ratio);
-  if (canvas.width !== pixelWidth || canvas.height !== pixelHeight) {
-    canvas.width = pixelWidth; // also clears it
-    canvas.height = pixelHeight;
-  }
-  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-  ctx.clearRect(0, 0, width, PLOT_HEIGHT);
-  ctx.font = `${FONT_PX}px ${theme.family}`;
+  const ctx = prepareCanvas(canvas, width, PLOT_HEIGHT, theme);
 
-  // The axes: the y axis widened to nice ticks, the x axis the data's time span.
+  // The axes: the y axis widened to nice ticks, the x axis the data's span.
   const plotHeight = PLOT_HEIGHT - TOP - BOTTOM;
   const yAxis = niceAxis(extent(traces.map(t => t.series.y)), Math.max(2, Math.floor(plotHeight / 32)), true);
   const yLabels = yAxis.ticks.map(v => formatTick(v, yAxis.step));
-  const left = Math.ceil(Math.max(24, ...yLabels.map(l => ctx.measureText(l).width)) + 10);
+  const left = leftEdge(ctx, yLabels);
   const right = Math.max(left + 1, width - RIGHT);
   const bottom = TOP + plotHeight;
-  const xAxis = niceAxis(extent(traces.map(t => t.series.x)), Math.max(2, Math.floor((right - left) / 70)), false);
-  const sx = linearScale([xAxis.lo, xAxis.hi], [left, right]);
-  const sy = linearScale([yAxis.lo, yAxis.hi], [bottom, TOP]);
+  const xCount = Math.max(2, Math.floor((right - left) / 70));
+  const [xAxis, xLabel] = xAxisOf(x.scale ?? 'linear', extent(traces.map(t => t.series.x)), xCount);
+  const sx = axisScale(xAxis, [left, right]);
+  const sy = axisScale(yAxis, [bottom, TOP]);
 
   // Grid lines on whole pixels (+0.5: a 1-pixel line is sharp).
   ctx.strokeStyle = theme.grid;
@@ -122,31 +110,35 @@ export function drawPlot(
   ctx.stroke();
 
   ctx.fillStyle = theme.font;
-  ctx.textAlign = 'right';
-  ctx.textBaseline = 'middle';
-  yAxis.ticks.forEach((v, i) => {
-    ctx.fillText(yLabels[i] ?? '', left - 6, sy(v));
-  });
-  ctx.textAlign = 'center';
-  ctx.textBaseline = 'top';
-  for (const v of xAxis.ticks) {
-    ctx.fillText(formatTick(v, xAxis.step), sx(v), bottom + 4);
-  }
-  ctx.fillText(xTitle, (left + right) / 2, bottom + 8 + FONT_PX);
+  drawYLabels(
+    ctx,
+    yAxis.ticks.map((v, i) => ({ at: sy(v), label: yLabels[i] ?? '' })),
+    left,
+    'left'
+  );
+  drawXLabels(
+    ctx,
+    xAxis.ticks.map(v => ({ at: sx(v), label: xLabel(v) })),
+    bottom,
+    x.title,
+    (left + right) / 2,
+    width
+  );
 
-  // The traces, clipped to the plot area.
+  // The traces, clipped to the plot area (and room for a marker on its edges).
+  const pad = MARKER_RADIUS + 1;
   ctx.save();
   ctx.beginPath();
-  ctx.rect(left, TOP - 2, right - left, plotHeight + 4);
+  ctx.rect(left - pad, TOP - pad, right - left + 2 * pad, plotHeight + 2 * pad);
   ctx.clip();
   ctx.lineJoin = 'round';
   const drawn = traces.map((trace, i): IDrawnTrace => {
     const color = theme.colorway[i % theme.colorway.length] as string;
-    const dash = Boolean(trace.dash);
+    const line = trace.line ?? 'solid';
     ctx.strokeStyle = color;
     ctx.fillStyle = color;
-    ctx.lineWidth = dash ? 3 : 1.5;
-    ctx.setLineDash(dash ? [6, 4] : []);
+    ctx.lineWidth = line === 'dash' ? 3 : line === 'dot' ? 2 : 1.5;
+    ctx.setLineDash(DASHES[line]);
     ctx.beginPath();
     for (const line of polylines(trace.series.x, trace.series.y, sx, sy)) {
       if (line.length === 2) {
@@ -161,8 +153,40 @@ export function drawPlot(
       }
     }
     ctx.stroke();
-    return { name: trace.name, color, dash, last: lastFinite(trace.series.y) };
+    const points = trace.markers ? drawMarkers(ctx, trace.series, sx, sy) : finitePoints(trace.series);
+    return { name: trace.name, color, line, last: lastFinite(trace.series.y), points };
   });
   ctx.restore();
   return drawn;
+}
+
+/** How many points of `series` have a finite x and y. */
+function finitePoints(series: Series): number {
+  let n = 0;
+  for (let i = 0; i < Math.min(series.x.length, series.y.length); i++) {
+    n += Number.isFinite(series.x[i]) && Number.isFinite(series.y[i]) ? 1 : 0;
+  }
+  return n;
+}
+
+/** A filled dot on each finite point of `series` (a short one: every point is drawn); returns how many. */
+function drawMarkers(
+  ctx: CanvasRenderingContext2D,
+  series: Series,
+  sx: (v: number) => number,
+  sy: (v: number) => number
+): number {
+  let n = 0;
+  ctx.beginPath();
+  for (let i = 0; i < Math.min(series.x.length, series.y.length); i++) {
+    const xv = series.x[i] as number;
+    const yv = series.y[i] as number;
+    if (Number.isFinite(xv) && Number.isFinite(yv)) {
+      ctx.moveTo(sx(xv) + MARKER_RADIUS, sy(yv));
+      ctx.arc(sx(xv), sy(yv), MARKER_RADIUS, 0, 2 * Math.PI);
+      n++;
+    }
+  }
+  ctx.fill();
+  return n;
 }

@@ -9,14 +9,12 @@
  */
 
 import { MAX_RANK_TRACES, throughputSeries } from './derive';
+import type { ICanvasTrace } from './plotcanvas';
 import type { RunLive, Series } from './runstate';
 import { lowerBound, type SecondStats } from './secondstats';
 
-export interface IPlotTrace {
-  name: string;
-  series: Series;
-  dash?: boolean;
-}
+/** A trace of a plot, as `plotcanvas.ts` draws it. */
+export type IPlotTrace = ICanvasTrace;
 
 /** The first whole second (Unix) a plot of the last `window` seconds shows; 0 shows all. */
 function windowStart(stats: SecondStats, window: number): number {
@@ -28,7 +26,7 @@ function windowStart(stats: SecondStats, window: number): number {
 export function samplesTraces(live: RunLive, origin: number, window: number): IPlotTrace[] {
   const stats = live.samplesStats;
   const across = stats.read(origin, windowStart(stats, window));
-  const total = { name: 'total', series: across.sum, dash: true };
+  const total: IPlotTrace = { name: 'total', series: across.sum, line: 'dash' };
   if (live.samples.size > MAX_RANK_TRACES) {
     return [
       total,
@@ -49,7 +47,7 @@ export function metricTraces(live: RunLive, name: string, origin: number, window
     const across = stats.read(origin, windowStart(stats, window));
     return [
       { name: 'max', series: across.max },
-      { name: 'median', series: across.median, dash: true },
+      { name: 'median', series: across.median, line: 'dash' },
       { name: 'min', series: across.min }
     ];
   }

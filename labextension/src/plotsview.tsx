@@ -1,14 +1,15 @@
 /**
  * Render-only: the Throughput tab's plots, each a canvas of our own
- * (`plotcanvas.ts`) with its title and legend as HTML text around it.
+ * (`plotcanvas.ts`) with its title and legend as HTML text around it. The
+ * Scaling tab draws its curves with the same `Plot`.
  */
 
 import * as React from 'react';
 
+import { DRAWS, setAttr, useCanvasState } from './canvasview';
 import { lastSeconds } from './derive';
-import { FrameQueue } from './framequeue';
 import { formatValue } from './lineplot';
-import { drawPlot, type IDrawnTrace, type ITheme, PLOT_HEIGHT, themeColors } from './plotcanvas';
+import { drawPlot, type IDrawnTrace, type LineStyle, PLOT_HEIGHT, type XScale } from './plotcanvas';
 import { type IPlotTrace, metricReady, metricTraces, samplesReady, samplesTraces } from './plotdata';
 import type { RunLive, Series } from './runstate';
 import { useTrans } from './translate';
@@ -27,8 +28,10 @@ const MAX_LEGEND = 16;
 
 export interface IPlotProps {
   title: string;
+  /** The figure's accessible name; `<title> plot` when not given. */
+  label?: string;
   /** Changes whenever the traces changed. */
-  version: number;
+  version: number | string;
   /** The traces to draw, computed only when the plot is drawn (at most once per `REDRAW_MS`). */
   traces: () => IPlotTrace[];
   /**
@@ -39,89 +42,45 @@ export interface IPlotProps {
   /** Show only the last this-many seconds; 0 shows everything. */
   window: number;
   xTitle?: string;
+  /** The x axis: linear (a time axis, the default), whole numbers or log sizes in bytes. */
+  xScale?: XScale;
 }
 
-/** Every plot of the page draws through this queue: one draw per animation frame. */
-const DRAWS = new FrameQueue();
-
 /** A legend entry: what it shows, compared with the last one to render only on a change. */
-type LegendEntry = Pick<IDrawnTrace, 'name' | 'color' | 'dash'>;
+type LegendEntry = Pick<IDrawnTrace, 'name' | 'color' | 'line'>;
 
 function sameLegend(a: readonly LegendEntry[], b: readonly LegendEntry[]): boolean {
   return (
     a.length === b.length &&
-    a.every((e, i) => e.name === b[i]?.name && e.color === b[i]?.color && e.dash === b[i]?.dash)
+    a.every((e, i) => e.name === b[i]?.name && e.color === b[i]?.color && e.line === b[i]?.line)
   );
 }
 
-/** Set an attribute only when it changes (each change costs the page a style invalidation). */
-function setAttr(node: Element, name: string, value: string): void {
-  if (node.getAttribute(name) !== value) {
-    node.setAttribute(name, value);
-  }
-}
+/** A legend entry's sample of its line, as CSS borders. */
+const LEGEND_LINES: Record<LineStyle, React.CSSProperties> = {
+  solid: { borderTopStyle: 'solid', borderTopWidth: 2 },
+  dash: { borderTopStyle: 'dashed', borderTopWidth: 3 },
+  dot: { borderTopStyle: 'dotted', borderTopWidth: 2 }
+};
 
-function Plot(props: IPlotProps): JSX.Element {
+/** A line plot on a canvas of our own, with its title and legend as HTML text. */
+export function Plot(props: IPlotProps): JSX.Element {
   const canvas = React.useRef<HTMLCanvasElement>(null);
   const [error, setError] = React.useState('');
   const [legend, setLegend] = React.useState<LegendEntry[]>([]);
   const lastDraw = React.useRef(-Infinity);
+  // The canvas' state (`changes`) the last draw was for: after a change the plot is drawn at once.
+  const drawnFor = React.useRef(-1);
   // The props of the latest render: a queued draw uses them when its frame comes.
   const latest = React.useRef(props);
   latest.current = props;
-  // The theme's colours, read once per theme (reading them forces a style recalculation).
-  const theme = React.useRef<ITheme | null>(null);
   const [tick, setTick] = React.useState(0);
-  // The canvas' width, followed without forcing a layout.
-  const width = React.useRef(0);
+  const view = useCanvasState(canvas);
   const trans = useTrans();
-  React.useEffect(() => {
-    const node = canvas.current;
-    if (!node || typeof ResizeObserver === 'undefined') {
-      return;
-    }
-    const observer = new ResizeObserver(entries => {
-      const w = Math.floor(entries[0]?.contentRect.width ?? 0);
-      if (w !== width.current) {
-        width.current = w;
-        lastDraw.current = -Infinity; // a canvas whose size changed is blank until drawn
-        setTick(t => t + 1);
-      }
-    });
-    observer.observe(node);
-    return () => observer.disconnect();
-  }, []);
-  // Redrawn in the new colours when the user switches theme (JupyterLab names it on <body>).
-  React.useEffect(() => {
-    if (typeof MutationObserver === 'undefined') {
-      return;
-    }
-    const observer = new MutationObserver(() => {
-      theme.current = null;
-      lastDraw.current = -Infinity;
-      setTick(t => t + 1);
-    });
-    observer.observe(document.body, { attributes: true, attributeFilter: ['data-jp-theme-name'] });
-    return () => observer.disconnect();
-  }, []);
-  // Redrawn sharp when the screen's pixel density changes (a zoom, another monitor).
-  const [ratio, setRatio] = React.useState(() => (typeof devicePixelRatio === 'number' ? devicePixelRatio : 1));
-  React.useEffect(() => {
-    if (typeof matchMedia !== 'function') {
-      return;
-    }
-    const query = matchMedia(`(resolution: ${ratio}dppx)`);
-    const changed = (): void => {
-      lastDraw.current = -Infinity;
-      setRatio(devicePixelRatio);
-    };
-    query.addEventListener('change', changed);
-    return () => query.removeEventListener('change', changed);
-  }, [ratio]);
   const xTitle = props.xTitle ?? trans.__('s since start');
 
   React.useEffect(() => {
-    const wait = lastDraw.current + REDRAW_MS - performance.now();
+    const wait = view.changes === drawnFor.current ? lastDraw.current + REDRAW_MS - performance.now() : 0;
     if (wait > 0) {
       // Drawn recently: draw the latest data once the interval is over.
       const timer = setTimeout(() => setTick(t => t + 1), wait);
@@ -132,13 +91,14 @@ function Plot(props: IPlotProps): JSX.Element {
       return undefined;
     }
     lastDraw.current = performance.now();
+    drawnFor.current = view.changes;
     const draw = (): void => {
-      const plotWidth = width.current || node.clientWidth;
+      const plotWidth = view.width.current || node.clientWidth;
       if (!node.isConnected || plotWidth <= 0) {
         return; // Gone, or not laid out yet: the resize observer asks again.
       }
       lastDraw.current = performance.now();
-      const { traces: computeTraces, title, window, ready } = latest.current;
+      const { traces: computeTraces, title, window, ready, xScale } = latest.current;
       const deadline = lastDraw.current + SLICE_MS;
       if (ready && !ready(() => performance.now() >= deadline)) {
         DRAWS.request(node, draw); // the next slice in a coming frame, then the draw
@@ -149,15 +109,15 @@ function Plot(props: IPlotProps): JSX.Element {
         traces.map(t => t.series),
         window
       );
-      theme.current ??= themeColors(node);
+      const theme = view.theme(node);
       let drawn: IDrawnTrace[];
       try {
         drawn = drawPlot(
           node,
           plotWidth,
           traces.map((t, i) => ({ ...t, series: shown[i] as Series })),
-          xTitle,
-          theme.current
+          { title: xTitle, scale: xScale },
+          theme
         );
       } catch (e) {
         setError(trans.__('cannot draw the plot: %1', String(e)));
@@ -176,28 +136,18 @@ function Plot(props: IPlotProps): JSX.Element {
         drawn.length ? trans.__('%1, latest: %2', title, values.join(', ')) : trans.__('%1: no data yet', title)
       );
       setAttr(node, 'data-traces', String(drawn.length));
-      setAttr(node, 'data-font-color', theme.current.font);
-      const entries = drawn.length <= MAX_LEGEND ? drawn.map(({ name, color, dash }) => ({ name, color, dash })) : [];
+      setAttr(node, 'data-points', String(drawn.reduce((n, t) => n + t.points, 0)));
+      setAttr(node, 'data-font-color', theme.font);
+      const entries = drawn.length <= MAX_LEGEND ? drawn.map(({ name, color, line }) => ({ name, color, line })) : [];
       setLegend(old => (sameLegend(old, entries) ? old : entries));
       setError('');
     };
     DRAWS.request(node, draw);
     return undefined;
-  }, [props.version, props.title, props.window, tick, ratio]);
-
-  // When the plot goes: no draw for it any more. (The node is taken now: React empties the ref
-  // before this cleanup runs.)
-  React.useEffect(() => {
-    const node = canvas.current;
-    return () => {
-      if (node) {
-        DRAWS.cancel(node);
-      }
-    };
-  }, []);
+  }, [props.version, props.title, props.window, tick, view.changes]);
 
   return (
-    <figure className="jp-Distributed-plot" aria-label={trans.__('%1 plot', props.title)}>
+    <figure className="jp-Distributed-plot" aria-label={props.label ?? trans.__('%1 plot', props.title)}>
       {/* Metric names are the user's: text nodes, never HTML. */}
       <figcaption className="jp-Distributed-plotTitle">{props.title}</figcaption>
       {error ? <p className="jp-Distributed-error">{error}</p> : null}
@@ -215,11 +165,7 @@ function Plot(props: IPlotProps): JSX.Element {
               <span
                 className="jp-Distributed-legendLine"
                 aria-hidden="true"
-                style={{
-                  borderTopColor: entry.color,
-                  borderTopStyle: entry.dash ? 'dashed' : 'solid',
-                  borderTopWidth: entry.dash ? 3 : 2
-                }}
+                style={{ borderTopColor: entry.color, ...LEGEND_LINES[entry.line] }}
               />
               {entry.name}
             </li>

@@ -5,11 +5,10 @@
  * (samples/s against world size, ideal linear scaling, efficiency).
  */
 
-import type { Trace } from 'plotly.js-basic-dist-min';
 import * as React from 'react';
 
-import { plotlyText } from './format';
-import { loadPlotly } from './loadplotly';
+import { Heatmap } from './heatmapview';
+import { Plot } from './plotsview';
 import {
   bandwidthMatrix,
   compareRows,
@@ -25,96 +24,11 @@ import type { Run } from './wire';
 /** Below this efficiency a run is marked (as `%distributed compare --threshold`). */
 export const EFFICIENCY_WARNING = 0.8;
 
-function Figure(props: {
-  label: string;
-  data: Trace[];
-  layout: Record<string, unknown>;
-  version: string;
-}): JSX.Element {
-  const root = React.useRef<HTMLDivElement>(null);
-  const [error, setError] = React.useState('');
-  const trans = useTrans();
-  React.useEffect(() => {
-    let cancelled = false;
-    loadPlotly()
-      .then(Plotly => {
-        const node = root.current;
-        if (cancelled || !node) {
-          return;
-        }
-        const layout = {
-          paper_bgcolor: 'rgba(0,0,0,0)',
-          plot_bgcolor: 'rgba(0,0,0,0)',
-          margin: { l: 56, r: 8, t: 32, b: 40 },
-          height: 240,
-          autosize: true,
-          ...props.layout
-        };
-        return Plotly.react(node, props.data, layout, { displaylogo: false, responsive: true });
-      })
-      .catch((e: unknown) => {
-        if (!cancelled) {
-          setError(trans.__('cannot draw the plot: %1', String(e)));
-        }
-      });
-    return () => {
-      cancelled = true;
-    };
-  }, [props.version]);
-  React.useEffect(
-    () => () => {
-      const node = root.current;
-      if (node) {
-        void loadPlotly().then(P => P.purge(node));
-      }
-    },
-    []
-  );
-  return (
-    <figure className="jp-Distributed-plot" aria-label={props.label}>
-      {error ? <p className="jp-Distributed-error">{error}</p> : null}
-      <div ref={root} />
-    </figure>
-  );
-}
-
 function ProbeView(props: { probe: IProbe }): JSX.Element {
   const trans = useTrans();
   const { probe } = props;
-  const matrix = bandwidthMatrix(probe);
-  const x: number[] = [];
-  const y: number[] = [];
-  const color: number[] = [];
-  const text: string[] = [];
-  for (const [r, row] of matrix.entries()) {
-    for (const [c, value] of row.entries()) {
-      if (value !== null) {
-        x.push(c);
-        y.push(r);
-        color.push(value);
-        text.push(`${r}↔${c} (${plotlyText(probe.hosts[r] ?? '')} / ${plotlyText(probe.hosts[c] ?? '')})`);
-      }
-    }
-  }
-  const size = Math.max(6, Math.min(40, 320 / Math.max(1, probe.world_size)));
-  const heat: Trace = {
-    x,
-    y,
-    name: 'GB/s',
-    type: 'scatter',
-    mode: 'markers',
-    text,
-    hovertemplate: '%{text}: %{marker.color:.3f} GB/s<extra></extra>',
-    marker: { symbol: 'square', size, color, colorscale: 'Viridis', showscale: true }
-  };
-  const curve: Trace = {
-    x: probe.allreduce.map(p => p.bytes),
-    y: probe.allreduce.map(p => p.busbw_gbs),
-    name: 'all_reduce',
-    type: 'scatter',
-    mode: 'lines+markers'
-  };
-  const axis = { dtick: 1, title: { text: trans.__('rank') } };
+  // n × n cells: computed once per probe, not on every render of the panel.
+  const matrix = React.useMemo(() => bandwidthMatrix(probe), [probe.run_id]);
   return (
     <section aria-label={trans.__('Probe')}>
       <h3>{trans.__('Probe: %1 ranks, %2', probe.world_size, probe.library)}</h3>
@@ -140,24 +54,27 @@ function ProbeView(props: { probe: IProbe }): JSX.Element {
           ))}
         </tbody>
       </table>
-      <Figure
+      <Heatmap
         label={trans.__('bandwidth heatmap')}
+        title={trans.__('pair bandwidth (GB/s)')}
         version={probe.run_id}
-        data={[heat]}
-        layout={{
-          title: { text: trans.__('pair bandwidth (GB/s)'), font: { size: 13 } },
-          xaxis: axis,
-          yaxis: { ...axis, autorange: 'reversed' }
-        }}
+        matrix={matrix}
+        hosts={probe.hosts}
       />
-      <Figure
+      <Plot
         label={trans.__('all_reduce curve')}
+        title={trans.__('all_reduce bus bandwidth (GB/s)')}
         version={probe.run_id}
-        data={[curve]}
-        layout={{
-          title: { text: trans.__('all_reduce bus bandwidth (GB/s)'), font: { size: 13 } },
-          xaxis: { type: 'log', title: { text: trans.__('bytes') } }
-        }}
+        window={0}
+        xTitle={trans.__('bytes')}
+        xScale="bytes"
+        traces={() => [
+          {
+            name: 'all_reduce',
+            series: { x: probe.allreduce.map(p => p.bytes), y: probe.allreduce.map(p => p.busbw_gbs) },
+            markers: true
+          }
+        ]}
       />
     </section>
   );
@@ -195,31 +112,22 @@ function SweepView(props: { rows: ISweepRow[] }): JSX.Element {
 function CompareView(props: { rows: ICompareRow[] }): JSX.Element {
   const trans = useTrans();
   const { rows } = props;
-  const measured: Trace = {
-    x: rows.map(r => r.worldSize),
-    y: rows.map(r => r.throughput),
-    name: trans.__('measured'),
-    type: 'scatter',
-    mode: 'lines+markers'
-  };
-  const ideal: Trace = {
-    x: rows.map(r => r.worldSize),
-    y: rows.map(r => r.ideal),
-    name: trans.__('ideal'),
-    type: 'scatter',
-    mode: 'lines',
-    line: { dash: 'dot' }
-  };
   return (
     <section aria-label={trans.__('Compare')}>
       <h3>{trans.__('Compare: runs of this cell')}</h3>
-      <Figure
+      <Plot
         label={trans.__('samples/s against world size')}
+        title={trans.__('samples/s against world size')}
         version={rows.map(r => `${r.id}:${r.throughput}`).join()}
-        data={[measured, ideal]}
-        layout={{
-          title: { text: trans.__('samples/s against world size'), font: { size: 13 } },
-          xaxis: { title: { text: trans.__('ranks') }, dtick: 1 }
+        window={0}
+        xTitle={trans.__('ranks')}
+        xScale="integer"
+        traces={() => {
+          const x = rows.map(r => r.worldSize);
+          return [
+            { name: trans.__('measured'), series: { x, y: rows.map(r => r.throughput) }, markers: true },
+            { name: trans.__('ideal'), series: { x, y: rows.map(r => r.ideal) }, line: 'dot' }
+          ];
         }}
       />
       <table className="jp-Distributed-table" aria-label={trans.__('Efficiency')}>

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { DEFAULT_CONFIG, readConfig } from '../../labextension/src/config';
-import { formatRunCount, plotlyText, stacksTitle } from '../../labextension/src/format';
+import { formatRunCount, stacksTitle } from '../../labextension/src/format';
 import type { StacksEvent } from '../../labextension/src/wire';
 
 describe('formatRunCount', () => {
@@ -18,13 +18,6 @@ describe('formatRunCount', () => {
     expect(() => formatRunCount(-1)).toThrow(RangeError);
     expect(() => formatRunCount(1.5)).toThrow(RangeError);
     expect(() => formatRunCount(Number.NaN)).toThrow(RangeError);
-  });
-});
-
-describe('plotlyText', () => {
-  it('escapes the characters plotly reads as HTML, so a metric name shows as typed', () => {
-    expect(plotlyText('<a href="x">lr</a> & \'m\'')).toBe('&lt;a href=&quot;x&quot;&gt;lr&lt;/a&gt; &amp; &#39;m&#39;');
-    expect(plotlyText('loss')).toBe('loss');
   });
 });
 

@@ -1,11 +1,15 @@
 import { describe, expect, it } from 'vitest';
 
 import {
+  axisScale,
   extent,
+  formatBytes,
   formatTick,
   formatValue,
+  integerAxis,
   lastFinite,
   linearScale,
+  logAxis,
   niceAxis,
   niceStep,
   polylines
@@ -60,6 +64,54 @@ describe('nice ticks', () => {
 
   it('handles negative ranges', () => {
     expect(niceAxis({ min: -95, max: -5 }, 4, true).ticks).toEqual([-100, -80, -60, -40, -20, 0]);
+  });
+});
+
+describe('whole-number and log axes', () => {
+  it('ticks world sizes on whole numbers only', () => {
+    expect(integerAxis({ min: 1, max: 2 }, 5)).toEqual({ lo: 1, hi: 2, step: 1, ticks: [1, 2] });
+    expect(integerAxis({ min: 1, max: 8 }, 4).ticks).toEqual([2, 4, 6, 8]);
+    expect(integerAxis({ min: 1, max: 256 }, 5).ticks).toEqual([50, 100, 150, 200, 250]);
+  });
+
+  it('widens one world size by a rank either side', () => {
+    expect(integerAxis({ min: 4, max: 4 }, 5)).toEqual({ lo: 3, hi: 5, step: 1, ticks: [3, 4, 5] });
+    expect(integerAxis(null, 5).ticks).toEqual([0, 1]);
+  });
+
+  it('ticks sizes at powers of two, a few exponents apart', () => {
+    const axis = logAxis({ min: 1024, max: 65536 }, 4);
+    expect(axis).toMatchObject({ lo: 1024, hi: 65536, step: 2, log: true });
+    expect(axis.ticks).toEqual([1024, 4096, 16384, 65536]);
+    expect(logAxis({ min: 1024, max: 256 * 2 ** 20 }, 3).ticks).toEqual([2 ** 10, 2 ** 15, 2 ** 20, 2 ** 25]);
+    expect(logAxis({ min: 1, max: 2 ** 40 }, 2).ticks).toEqual([1, 2 ** 20, 2 ** 40]);
+  });
+
+  it('widens a range without two powers of two to the powers around it', () => {
+    expect(logAxis({ min: 1024, max: 1024 }, 4)).toMatchObject({ lo: 1024, hi: 2048, ticks: [1024, 2048] });
+    expect(logAxis({ min: 1500, max: 1600 }, 4)).toMatchObject({ lo: 1024, hi: 2048, ticks: [1024, 2048] });
+    expect(logAxis(null, 4).ticks).toEqual([1, 4, 16, 64, 256, 1024]);
+    expect(logAxis({ min: -5, max: 0 }, 4)).toMatchObject({ lo: 1, hi: 2 });
+  });
+
+  it('maps a log axis evenly by powers', () => {
+    const sx = axisScale(logAxis({ min: 1024, max: 2 ** 20 }, 4), [0, 100]);
+    expect(sx(1024)).toBeCloseTo(0);
+    expect(sx(2 ** 15)).toBeCloseTo(50);
+    expect(sx(2 ** 20)).toBeCloseTo(100);
+    expect(axisScale({ lo: 0, hi: 10, step: 1, ticks: [] }, [0, 100])(5)).toBe(50);
+  });
+
+  it('writes sizes with binary units', () => {
+    expect(formatBytes(1024)).toBe('1 KiB');
+    expect(formatBytes(65536)).toBe('64 KiB');
+    expect(formatBytes(2 ** 20)).toBe('1 MiB');
+    expect(formatBytes(256 * 2 ** 20)).toBe('256 MiB');
+    expect(formatBytes(1.5 * 2 ** 30)).toBe('1.5 GiB');
+    expect(formatBytes(512)).toBe('512 B');
+    expect(formatBytes(1000)).toBe('1000 B');
+    expect(formatBytes(8)).toBe('8 B');
+    expect(formatBytes(NaN)).toBe('');
   });
 });
 

@@ -7,6 +7,8 @@
 import { expect, type IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { Locator } from '@playwright/test';
 
+import { expectHeatmap } from './canvas';
+
 async function openPanel(page: IJupyterLabPageFixture): Promise<Locator> {
   await page.menu.clickMenuItem('View>Open Distributed Panel');
   const p = page.locator('#jupyter-distributed\\:panel');
@@ -56,7 +58,7 @@ test('Probe in the panel measures the run’s cluster and shows the heatmap', as
   });
   await expect(p.getByRole('table', { name: 'Links' })).toContainText('intra-node');
   await expect(p.getByRole('heading', { name: /Probe: 2 ranks/ })).toBeVisible();
-  await expect(p.getByRole('figure', { name: 'bandwidth heatmap' }).locator('.main-svg').first()).toBeVisible();
+  await expectHeatmap(p.getByRole('figure', { name: 'bandwidth heatmap' }), 2);
   await expect(header.getByRole('button', { name: 'Probe' })).toBeEnabled();
   await expect(p.getByRole('alert')).toHaveCount(0);
   await page.screenshot({ path: test.info().outputPath('probe-heatmap.png') });

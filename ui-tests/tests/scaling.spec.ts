@@ -7,6 +7,8 @@
 import { expect, type IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { Locator } from '@playwright/test';
 
+import { expectHeatmap, expectPainted } from './canvas';
+
 const BODY = ['import time', 'for step in range(5):', '    time.sleep(0.1 * world_size)', '    report(samples=32)'];
 
 async function openPanel(page: IJupyterLabPageFixture): Promise<Locator> {
@@ -34,9 +36,11 @@ test('the Scaling tab compares runs of a cell and shows a probe heatmap', async 
   const table = p.getByRole('table', { name: 'Efficiency' });
   await expect(table.getByRole('row')).toHaveCount(3); // header + 1 and 2 ranks
   await expect(table.getByRole('row').nth(1)).toContainText('100%');
-  await expect(
-    p.getByRole('figure', { name: 'samples/s against world size' }).locator('.main-svg').first()
-  ).toBeVisible();
+  // Measured and ideal, a point per world size, drawn on a canvas with their legend.
+  const compare = p.getByRole('figure', { name: 'samples/s against world size' });
+  await expect(compare.getByRole('img')).toHaveAttribute('data-points', '4', { timeout: 30_000 });
+  await expectPainted(compare.getByRole('img'));
+  await expect(compare.getByRole('listitem')).toHaveText(['measured', 'ideal']);
   await page.screenshot({ path: test.info().outputPath('scaling-compare.png') });
 
   await page.notebook.runCell(3);
@@ -47,6 +51,14 @@ test('the Scaling tab compares runs of a cell and shows a probe heatmap', async 
   await p.getByRole('listbox', { name: 'Runs' }).getByRole('option').first().click();
   await p.getByRole('tab', { name: 'Scaling' }).click();
   await expect(p.getByRole('table', { name: 'Links' })).toContainText('intra-node');
-  await expect(p.getByRole('figure', { name: 'bandwidth heatmap' }).locator('.main-svg').first()).toBeVisible();
+  const heatmap = p.getByRole('figure', { name: 'bandwidth heatmap' });
+  const cell = await expectHeatmap(heatmap, 2);
+  // The all_reduce curve: a point per size measured (1K and 64K asked), on a log axis of sizes.
+  const curve = p.getByRole('figure', { name: 'all_reduce curve' });
+  await expect(curve.getByRole('img')).toHaveAttribute('data-points', /^[12]$/);
+  await expectPainted(curve.getByRole('img'));
+  // Shown with the tooltip of ranks 1 and 0.
+  await heatmap.getByRole('img').hover({ position: cell(1, 0) });
+  await expect(heatmap.getByRole('tooltip')).toContainText('1↔0');
   await page.screenshot({ path: test.info().outputPath('scaling-probe.png') });
 });

@@ -15,8 +15,9 @@ import type { JSONObject } from '@lumino/coreutils';
 
 /**
  * The version of the REST API this panel speaks (`version` in `GET runs`).
+ * 2: the runs list leaves out a probe's pairs (`ProbeSummary`).
  */
-export const API_VERSION = 1;
+export const API_VERSION = 2;
 
 /**
  * The path of the server extension's API below the server's base URL.

@@ -17,6 +17,7 @@ import { ImageOpener } from './image';
 import { LogViewState } from './logstate';
 import { type IStateStore, loadPanelState, savePanelState } from './panelstate';
 import { type INotebookKernels, ProbeAction } from './probe';
+import { ProbePairs } from './probepairs';
 import { RunLive } from './runstate';
 import { EventStream, type ISeqEvent } from './stream';
 import type { Tab } from './tabs';
@@ -57,6 +58,10 @@ export class DistributedModel implements IDisposable {
     this._openedAt = this.now();
     this.probe = options.kernels ? new ProbeAction(options.kernels, this) : null;
     this.probe?.changed.connect(() => this._throttle.now());
+    this.probePairs = new ProbePairs(
+      id => this.api.run(id),
+      () => this._throttle.soon()
+    );
     this._poll = new Poll({
       name: 'jupyter-distributed:runs',
       factory: () => this.refresh(),
@@ -84,6 +89,8 @@ export class DistributedModel implements IDisposable {
   readonly now: () => number;
   /** `%distributed probe` in the kernel of the selected run's notebook; null without kernels. */
   readonly probe: ProbeAction | null;
+  /** The pairs of the selected run's probe (the runs list leaves them out), for the Scaling tab. */
+  readonly probePairs: ProbePairs;
 
   /** Emitted (throttled) when anything the views show has changed. */
   get changed(): ISignal<this, void> {
@@ -177,10 +184,11 @@ export class DistributedModel implements IDisposable {
     this._live = id === null ? null : new RunLive(id);
     this.logView.reset();
     this.image.close();
+    this._opening = id !== null;
     this._save();
     if (id !== null) {
       const live = this._live as RunLive;
-      void this._loadRun(live);
+      void this._open(live);
       const stream = new EventStream({
         url: after => this.api.streamUrl(id, after),
         WebSocket: this._WebSocket
@@ -214,6 +222,9 @@ export class DistributedModel implements IDisposable {
     if (live?.run && isRunActive(live.run.state)) {
       await this._loadRun(live);
     }
+    if (!this._opening) {
+      this._followProbe();
+    }
     this._throttle.soon();
   }
 
@@ -236,11 +247,26 @@ export class DistributedModel implements IDisposable {
     this._throttle.soon();
   }
 
+  /** A new selection's first snapshot, then its probe's pairs if the snapshot did not bring them. */
+  private async _open(live: RunLive): Promise<void> {
+    await this._loadRun(live);
+    if (live === this._live) {
+      this._opening = false;
+      this._followProbe();
+    }
+  }
+
+  /** Fetch the pairs of the selected run's probe when the list has it without them. */
+  private _followProbe(): void {
+    this.probePairs.follow(this._runs.find(r => r.id === this._selectedId) ?? null);
+  }
+
   private async _loadRun(live: RunLive): Promise<void> {
     try {
       const reply = await this.api.run(live.runId);
       if (live === this._live) {
         live.setSnapshot(reply);
+        this.probePairs.offer(reply.run);
         this._throttle.soon();
       }
     } catch (error) {
@@ -275,6 +301,8 @@ export class DistributedModel implements IDisposable {
   private _error = '';
   private _selectedId: string | null = null;
   private _live: RunLive | null = null;
+  /** The selected run's first snapshot is under way (it may bring its probe's pairs). */
+  private _opening = false;
   private _tab: Tab = 'runs';
   private _hidden = false;
   private _disposed = false;

@@ -6,7 +6,7 @@
  * smallest run's throughput per rank).
  */
 
-import type { Run } from './wire';
+import type { ProbePair, ProbeSummary, Run } from './wire';
 
 export interface ICompareRow {
   id: string;
@@ -24,24 +24,6 @@ export interface ISweepRow {
   state: string;
   throughput: number | null;
   final: string;
-}
-
-export interface IProbePair {
-  a: number;
-  b: number;
-  link: 'intra' | 'inter';
-  bandwidth_gbs: number;
-  latency_us: number;
-}
-
-export interface IProbe {
-  run_id: string;
-  library: string;
-  world_size: number;
-  hosts: string[];
-  pairs: IProbePair[];
-  groups: { [link: string]: { pairs: number; latency_us: number; bandwidth_gbs: number; min_bandwidth_gbs: number } };
-  allreduce: { bytes: number; busbw_gbs: number }[];
 }
 
 function num(value: unknown): number | null {
@@ -107,17 +89,16 @@ export function sweepRows(runs: readonly Run[], selected: Run): ISweepRow[] {
     });
 }
 
-/** The selected run's probe, if it is one. */
-export function probeOf(run: Run): IProbe | null {
-  const probe = run.summary.probe as unknown as IProbe | undefined;
-  return probe && Array.isArray(probe.pairs) ? probe : null;
+/** The run's probe, if it is a probe's run: with its pairs, or as listed, with their number only. */
+export function probeOf(run: Run): ProbeSummary | null {
+  const probe = run.summary.probe as unknown as ProbeSummary | undefined;
+  return probe && (Array.isArray(probe.pairs) || typeof probe.pair_count === 'number') ? probe : null;
 }
 
-/** The probe's bandwidth matrix (GB/s, null on the diagonal), rows and columns by rank. */
-export function bandwidthMatrix(probe: IProbe): (number | null)[][] {
-  const n = probe.world_size;
+/** The bandwidth matrix of `n` ranks' pairs (GB/s, null on the diagonal), rows and columns by rank. */
+export function bandwidthMatrix(n: number, pairs: readonly ProbePair[]): (number | null)[][] {
   const matrix: (number | null)[][] = Array.from({ length: n }, () => Array<number | null>(n).fill(null));
-  for (const p of probe.pairs) {
+  for (const p of pairs) {
     if (p.a < n && p.b < n) {
       (matrix[p.a] as (number | null)[])[p.b] = p.bandwidth_gbs;
       (matrix[p.b] as (number | null)[])[p.a] = p.bandwidth_gbs;

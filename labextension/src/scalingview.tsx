@@ -9,26 +9,19 @@ import * as React from 'react';
 
 import { Heatmap } from './heatmapview';
 import { Plot } from './plotsview';
-import {
-  bandwidthMatrix,
-  compareRows,
-  type ICompareRow,
-  type IProbe,
-  type ISweepRow,
-  probeOf,
-  sweepRows
-} from './scaling';
+import type { IProbeView } from './probepairs';
+import { bandwidthMatrix, compareRows, type ICompareRow, type ISweepRow, sweepRows } from './scaling';
 import { useTrans } from './translate';
 import type { Run } from './wire';
 
 /** Below this efficiency a run is marked (as `%distributed compare --threshold`). */
 export const EFFICIENCY_WARNING = 0.8;
 
-function ProbeView(props: { probe: IProbe }): JSX.Element {
+function ProbeView(props: { view: IProbeView }): JSX.Element {
   const trans = useTrans();
-  const { probe } = props;
-  // n × n cells: computed once per probe, not on every render of the panel.
-  const matrix = React.useMemo(() => bandwidthMatrix(probe), [probe.run_id]);
+  const { probe, key, pairs, error } = props.view;
+  // n × n cells: computed once per probe's pairs (kept by the model), not on every render of the panel.
+  const matrix = React.useMemo(() => (pairs ? bandwidthMatrix(probe.world_size, pairs) : null), [pairs]);
   return (
     <section aria-label={trans.__('Probe')}>
       <h3>{trans.__('Probe: %1 ranks, %2', probe.world_size, probe.library)}</h3>
@@ -54,17 +47,23 @@ function ProbeView(props: { probe: IProbe }): JSX.Element {
           ))}
         </tbody>
       </table>
-      <Heatmap
-        label={trans.__('bandwidth heatmap')}
-        title={trans.__('pair bandwidth (GB/s)')}
-        version={probe.run_id}
-        matrix={matrix}
-        hosts={probe.hosts}
-      />
+      {matrix ? (
+        <Heatmap
+          label={trans.__('bandwidth heatmap')}
+          title={trans.__('pair bandwidth (GB/s)')}
+          version={key}
+          matrix={matrix}
+          hosts={probe.hosts}
+        />
+      ) : error ? (
+        <p className="jp-Distributed-error">{trans.__('cannot load the pairs: %1', error)}</p>
+      ) : (
+        <p className="jp-Distributed-empty">{trans.__('loading the pairs…')}</p>
+      )}
       <Plot
         label={trans.__('all_reduce curve')}
         title={trans.__('all_reduce bus bandwidth (GB/s)')}
-        version={probe.run_id}
+        version={key}
         window={0}
         xTitle={trans.__('bytes')}
         xScale="bytes"
@@ -168,15 +167,16 @@ function CompareView(props: { rows: ICompareRow[] }): JSX.Element {
   );
 }
 
-export function ScalingView(props: { runs: readonly Run[]; run: Run }): JSX.Element {
+/** `probe`: the run's probe with its pairs as the model has them (`ProbePairs.view`); null when none. */
+export function ScalingView(props: { runs: readonly Run[]; run: Run; probe: IProbeView | null }): JSX.Element {
   const trans = useTrans();
-  const probe = probeOf(props.run);
+  const { probe } = props;
   const sweep = sweepRows(props.runs, props.run);
   const compare = compareRows(props.runs, props.run);
   const empty = !probe && !sweep.length && !compare.length;
   return (
     <div className="jp-Distributed-scaling" role="group" aria-label={trans.__('Scaling')}>
-      {probe ? <ProbeView probe={probe} /> : null}
+      {probe ? <ProbeView view={probe} /> : null}
       {sweep.length ? <SweepView rows={sweep} /> : null}
       {compare.length ? <CompareView rows={compare} /> : null}
       {empty ? (

@@ -15,8 +15,9 @@ import type { JSONObject } from '@lumino/coreutils';
 
 /**
  * The version of the REST API this panel speaks (`version` in `GET runs`).
+ * 2: the runs list leaves out a probe's pairs (`ProbeSummary`).
  */
-export const API_VERSION = 1;
+export const API_VERSION = 2;
 
 /**
  * The path of the server extension's API below the server's base URL.
@@ -55,11 +56,46 @@ export interface Run {
   started: number;
   ended: number | null;
   message: string;
+  /** global_batch, sweep (this run's swept values), probe (`ProbeSummary`), … */
   summary: JSONObject;
   /** Shared by the runs of one `--sweep` cell; "" for a cell without `--sweep`. */
   sweep_id: string;
   /** The id of the Jupyter kernel that ran it; "" when it ran outside a kernel. */
   kernel_id: string;
+}
+
+/** One pair of ranks that `%distributed probe` measured (`probe.assemble`). */
+export interface ProbePair {
+  a: number;
+  b: number;
+  link: 'intra' | 'inter';
+  latency_us: number;
+  bandwidth_gbs: number;
+  median_latency_us: number;
+  median_bandwidth_gbs: number;
+}
+
+/**
+ * `summary.probe` of a run of `%distributed probe` (`probe.assemble`).
+ * `GET runs/<id>` has `pairs`, one per pair of ranks (32,640 at 256 ranks:
+ * megabytes); `GET runs`, which the panel polls, leaves them out and gives
+ * their number, `pair_count`.
+ */
+export interface ProbeSummary {
+  run_id: string;
+  library: string;
+  world_size: number;
+  /** By rank. */
+  hosts: string[];
+  /** By link: intra, inter. */
+  groups: { [link: string]: { pairs: number; latency_us: number; bandwidth_gbs: number; min_bandwidth_gbs: number } };
+  allreduce: { bytes: number; seconds: number; algbw_gbs: number; busbw_gbs: number }[];
+  rank_seconds: number;
+  seconds: number;
+  /** `GET runs/<id>` only. */
+  pairs?: ProbePair[];
+  /** `GET runs` only. */
+  pair_count?: number;
 }
 
 /**

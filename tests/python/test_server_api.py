@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import random
 import subprocess
 import sys
 import textwrap
@@ -31,8 +32,9 @@ from jupyter_distributed.events import (
     StacksEvent,
     Stream,
 )
+from jupyter_distributed.probe import assemble
 from jupyter_distributed.server.handlers import AUTH_RESOURCE
-from jupyter_distributed.server.wire import API_VERSION
+from jupyter_distributed.server.wire import API_VERSION, ProbeJSON
 from jupyter_distributed.store import STORE_ENV, RunRecord, Store
 
 Fetch = Callable[..., Awaitable[HTTPResponse]]
@@ -123,6 +125,58 @@ async def test_one_run_with_its_ranks(jp_fetch: Fetch, store: Store) -> None:
     assert [
         (r["rank"], r["state"], r["pid"], r["coords"]["data_parallel"]) for r in detail["ranks"]
     ] == [(0, "running", 100, 0), (1, "running", 101, 1), (2, "running", 102, 2)]
+
+
+def synthetic_probe(run_id: str, n: int) -> dict[str, Any]:
+    """What ``%distributed probe`` stores for ``n`` ranks on hosts of 8, with measured-looking
+    numbers (full-precision floats, as the ranks send them)."""
+    rng = random.Random(n)  # noqa: S311 - reproducible numbers, not a secret
+    curve = [{"bytes": 1024 * 4**i, "busbw_gbs": rng.uniform(1, 9)} for i in range(10)]
+    per_rank = [
+        {
+            "library": "torch.distributed nccl",
+            "allreduce": curve,
+            "seconds": 4.5,
+            "pairs": {
+                f"{a}-{b}": {
+                    "latency_us": rng.uniform(2, 20),
+                    "bandwidth_gbs": rng.uniform(5, 50),
+                    "median_latency_us": rng.uniform(2, 20),
+                    "median_bandwidth_gbs": rng.uniform(5, 50),
+                }
+                for b in range(a + 1, n)
+            },
+        }
+        for a in range(n)
+    ]
+    return assemble(per_rank, {r: f"node{r // 8}" for r in range(n)}) | {
+        "seconds": 9.25,
+        "run_id": run_id,
+    }
+
+
+async def test_the_list_counts_a_probes_pairs_and_the_run_has_them(
+    jp_fetch: Fetch, store: Store
+) -> None:
+    add_run(store, "probe-a", 1000.0, world=256, state=RunState.COMPLETED)
+    add_run(store, "plain", 1001.0)
+    probe = synthetic_probe("probe-a", 256)
+    store.update_summary("probe-a", probe=probe, global_batch=256)
+    listed = (await jp_fetch(*API, "runs")).body
+    plain, probed = json.loads(listed)["runs"]
+    assert plain["summary"] == {}
+    summary = probed["summary"]
+    assert summary["global_batch"] == 256
+    assert "pairs" not in summary["probe"]
+    assert summary["probe"]["pair_count"] == 256 * 255 // 2 == len(probe["pairs"])
+    rest = {k: v for k, v in probe.items() if k != "pairs"}
+    assert summary["probe"] == rest | {"pair_count": 32_640}
+    assert set(summary["probe"]) == set(ProbeJSON.__annotations__) - {"pairs"}
+    assert len(listed) < 20_000  # the 32,640 pairs alone are megabytes
+
+    detail = (await jp_fetch(*API, "runs", "probe-a")).body
+    assert json.loads(detail)["run"]["summary"] == {"probe": probe, "global_batch": 256}
+    assert len(detail) > 100 * len(listed)
 
 
 async def test_unknown_run_is_404_json(jp_fetch: Fetch, store: Store) -> None:

@@ -33,6 +33,7 @@ from jupyter_distributed.events import (
     StacksEvent,
     Stream,
 )
+from jupyter_distributed.probe import assemble
 from jupyter_distributed.protocol.stacks import Frame, RankStacks, ThreadStack
 from jupyter_distributed.records import RunRecord
 from jupyter_distributed.server.api import History, NotFound, Query
@@ -86,7 +87,8 @@ STACK = RankStacks(
 
 def record_a_run(store: Store) -> str:
     """A two-rank run that sees every kind of event: it waits in a scheduler's queue, then
-    runs; rank 1 is killed by SIGKILL."""
+    runs; rank 1 is killed by SIGKILL. Its summary holds a probe's result (as a run of
+    ``%distributed probe`` has it), whose pairs the runs list counts and the run has."""
     run_id = "run-wire"
     store.create_run(
         RunRecord(
@@ -146,6 +148,18 @@ def record_a_run(store: Store) -> str:
             RunEvent(run_id, T0 + 4, RunState.FAILED, failure.summary),
         ]
     )
+    pair = {
+        "latency_us": 9.5,
+        "bandwidth_gbs": 2.25,
+        "median_latency_us": 11.0,
+        "median_bandwidth_gbs": 2.0,
+    }
+    curve = [{"bytes": 1024, "seconds": 1e-5, "algbw_gbs": 0.1, "busbw_gbs": 0.1}]
+    measured = {"library": "torch.distributed gloo", "seconds": 1.5, "allreduce": curve}
+    probe = assemble(
+        [measured | {"pairs": {"0-1": pair}}, measured | {"pairs": {}}], {0: "laptop", 1: "laptop"}
+    )
+    store.update_summary(run_id, probe=probe | {"seconds": 2.75, "run_id": run_id})
     return run_id
 
 

@@ -5,8 +5,16 @@
 
 import { ServerConnection } from '@jupyterlab/services';
 
-import type { ReadonlyPartialJSONValue } from '@lumino/coreutils';
-import type { DisplayReply, DistributedEvent, Run, RunReply } from '../../labextension/src/wire';
+import type { JSONObject, ReadonlyPartialJSONValue } from '@lumino/coreutils';
+import {
+  API_VERSION,
+  type DisplayReply,
+  type DistributedEvent,
+  type ProbePair,
+  type ProbeSummary,
+  type Run,
+  type RunReply
+} from '../../labextension/src/wire';
 
 export function makeRun(id: string, started: number, extra: Partial<Run> = {}): Run {
   return {
@@ -31,6 +39,50 @@ export function makeRun(id: string, started: number, extra: Partial<Run> = {}): 
     kernel_id: '',
     ...extra
   };
+}
+
+/** What `%distributed probe` stores for `n` ranks on one host: every pair (`probe.assemble`). */
+export function makeProbe(runId: string, n: number, seconds = 1): ProbeSummary {
+  const pairs: ProbePair[] = [];
+  for (let a = 0; a < n; a++) {
+    for (let b = a + 1; b < n; b++) {
+      const bw = a + b;
+      pairs.push({
+        a,
+        b,
+        link: 'intra',
+        latency_us: 2,
+        bandwidth_gbs: bw,
+        median_latency_us: 2,
+        median_bandwidth_gbs: bw
+      });
+    }
+  }
+  const intra = { pairs: pairs.length, latency_us: 2, bandwidth_gbs: 1, min_bandwidth_gbs: 1 };
+  const hosts = Array<string>(n).fill('h');
+  return {
+    run_id: runId,
+    library: 'gloo',
+    world_size: n,
+    hosts,
+    groups: { intra },
+    allreduce: [],
+    rank_seconds: 1,
+    seconds,
+    pairs
+  };
+}
+
+/** The probe as `GET runs` has it: its pairs counted, not sent. */
+export function listedProbe(probe: ProbeSummary): ProbeSummary {
+  const { pairs, ...rest } = probe;
+  return { ...rest, pair_count: pairs?.length ?? 0 };
+}
+
+/** A finished run of `%distributed probe` whose summary holds `probe`. */
+export function probeRun(id: string, started: number, probe: ProbeSummary | null): Run {
+  const summary: JSONObject = probe ? { probe: probe as unknown as JSONObject } : {};
+  return makeRun(id, started, { state: 'completed', summary });
 }
 
 export class FakeSocket {
@@ -74,7 +126,7 @@ export interface IFakeServer {
 }
 
 export function fakeServer(): IFakeServer {
-  return { runs: [], details: new Map(), displays: new Map(), requests: [], failWith: null, version: 1 };
+  return { runs: [], details: new Map(), displays: new Map(), requests: [], failWith: null, version: API_VERSION };
 }
 
 export function settingsFor(server: IFakeServer): ServerConnection.ISettings {

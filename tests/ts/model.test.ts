@@ -2,7 +2,21 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { DEFAULT_CONFIG } from '../../labextension/src/config';
 import { DistributedModel, STATE_KEY } from '../../labextension/src/model';
-import { FakeSocket, fakeServer, type IFakeServer, MemoryState, makeRun, settingsFor, sleep, until } from './fakes';
+import type { IProbeView } from '../../labextension/src/probepairs';
+import { API_VERSION, type ProbeSummary, type Run } from '../../labextension/src/wire';
+import {
+  FakeSocket,
+  fakeServer,
+  type IFakeServer,
+  listedProbe,
+  MemoryState,
+  makeProbe,
+  makeRun,
+  probeRun,
+  settingsFor,
+  sleep,
+  until
+} from './fakes';
 
 let server: IFakeServer;
 let model: DistributedModel | null = null;
@@ -161,10 +175,10 @@ describe('DistributedModel', () => {
   });
 
   it('refuses a server that speaks another API version', async () => {
-    server.version = 2;
+    server.version = API_VERSION - 1;
     const m = open();
     await until(() => m.error !== '');
-    expect(m.error).toContain('API version 2');
+    expect(m.error).toContain(`API version ${API_VERSION - 1}, this panel ${API_VERSION}`);
   });
 
   it('sends cancel and stop to the selected run and its cluster', async () => {
@@ -203,5 +217,85 @@ describe('DistributedModel', () => {
     socket.deliver([stacks(1, 'rank 1 waits in torch.distributed.barrier (cell line 3)')]);
     socket.deliver([stacks(2, 'ranks 0, 1 are at cell line 4: time.sleep(1)')]);
     expect(m.live?.stacks?.diagnosis).toBe('ranks 0, 1 are at cell line 4: time.sleep(1)');
+  });
+});
+
+describe('the pairs of the selected run’s probe', () => {
+  const other = makeRun('other', NOW - 20, { state: 'completed' });
+
+  /** How many times `GET runs/<id>` was asked for. */
+  function runRequests(id: string): number {
+    return server.requests.filter(r => new URL(r.url).pathname.endsWith(`/api/runs/${id}`)).length;
+  }
+
+  /** The probe run `p` (null: not probed yet) as the list has it, and as `GET runs/p` has it unless it fails. */
+  function probed(probe: ProbeSummary | null, fails = false): void {
+    server.runs = [probeRun('p', NOW - 10, probe && listedProbe(probe)), other];
+    server.details.set('other', { run: other, ranks: [] });
+    if (fails) {
+      server.details.delete('p');
+    } else {
+      server.details.set('p', { run: probeRun('p', NOW - 10, probe), ranks: [] });
+    }
+  }
+
+  /** What the Scaling tab shows of the listed probe. */
+  function shown(m: DistributedModel): IProbeView | null {
+    return m.probePairs.view(m.runs.find(r => r.id === 'p') as Run);
+  }
+
+  it('takes them from the selected run’s snapshot: no second fetch, none on the next polls', async () => {
+    probed(makeProbe('p', 3));
+    const m = open();
+    await until(() => m.runs.length === 2);
+    expect(shown(m)?.pairs).toBeNull(); // the list has none: "loading the pairs…"
+    expect(shown(m)?.probe.groups.intra?.pairs).toBe(3); // the table has what it needs
+    m.select('p');
+    await until(() => shown(m)?.pairs?.length === 3);
+    await sleep(100); // five polls
+    expect(runRequests('p')).toBe(1);
+  });
+
+  it('fetches them once when the probe arrives in the list, and again when it changes', async () => {
+    probed(null);
+    const m = open();
+    m.select('p');
+    await until(() => m.live?.run !== null && m.runs.length === 2);
+    expect(shown(m)).toBeNull(); // no probe yet
+    probed(makeProbe('p', 3, 1));
+    await until(() => shown(m)?.pairs?.length === 3);
+    await sleep(100);
+    expect(runRequests('p')).toBe(2); // the snapshot, then the pairs once
+    probed(makeProbe('p', 4, 2)); // probed again
+    await until(() => shown(m)?.pairs?.length === 6);
+    await sleep(100);
+    expect(runRequests('p')).toBe(3);
+    expect(m.error).toBe('');
+  });
+
+  it('shows a failed fetch and tries again when the probe changes or the run is selected again', async () => {
+    probed(null);
+    const m = open();
+    m.select('p');
+    await until(() => m.live?.run !== null && m.runs.length === 2);
+    probed(makeProbe('p', 3, 1), true);
+    await until(() => Boolean(shown(m)?.error));
+    expect(shown(m)?.error).toBe('GET runs/p failed: no such run');
+    expect(shown(m)?.pairs).toBeNull();
+    await sleep(100);
+    expect(runRequests('p')).toBe(2); // not again on every poll
+    expect(m.error).toBe(''); // the rest of the panel goes on
+
+    probed(makeProbe('p', 4, 2)); // a new probe
+    await until(() => shown(m)?.pairs?.length === 6);
+    expect(runRequests('p')).toBe(3);
+
+    probed(makeProbe('p', 2, 3), true);
+    await until(() => Boolean(shown(m)?.error));
+    probed(makeProbe('p', 2, 3));
+    m.select('other');
+    m.select('p');
+    await until(() => shown(m)?.pairs?.length === 1);
+    expect(shown(m)?.error).toBe('');
   });
 });

@@ -55,7 +55,7 @@ describe('probe', () => {
     });
     const probe = probeOf(run);
     expect(probe).not.toBeNull();
-    expect(bandwidthMatrix(probe as NonNullable<typeof probe>)).toEqual([
+    expect(bandwidthMatrix(3, probe?.pairs ?? [])).toEqual([
       [null, 5, 1],
       [5, null, 2],
       [1, 2, null]

@@ -16,7 +16,7 @@ import type {
 } from '../../labextension/src/wire';
 
 export const version: VersionReply = {
-  "api_version": 1,
+  "api_version": 2,
   "version": "0.0.0"
 };
 
@@ -47,12 +47,41 @@ export const runs: RunsReply = {
       },
       "started": 1700000000.0,
       "state": "failed",
-      "summary": {},
+      "summary": {
+        "probe": {
+          "allreduce": [
+            {
+              "algbw_gbs": 0.1,
+              "busbw_gbs": 0.1,
+              "bytes": 1024,
+              "seconds": 1e-05
+            }
+          ],
+          "groups": {
+            "intra": {
+              "bandwidth_gbs": 2.25,
+              "latency_us": 9.5,
+              "min_bandwidth_gbs": 2.25,
+              "pairs": 1
+            }
+          },
+          "hosts": [
+            "laptop",
+            "laptop"
+          ],
+          "library": "torch.distributed gloo",
+          "pair_count": 1,
+          "rank_seconds": 1.5,
+          "run_id": "run-wire",
+          "seconds": 2.75,
+          "world_size": 2
+        }
+      },
       "sweep_id": "",
       "world_size": 2
     }
   ],
-  "version": 1
+  "version": 2
 };
 
 export const run: RunReply = {
@@ -112,7 +141,46 @@ export const run: RunReply = {
     },
     "started": 1700000000.0,
     "state": "failed",
-    "summary": {},
+    "summary": {
+      "probe": {
+        "allreduce": [
+          {
+            "algbw_gbs": 0.1,
+            "busbw_gbs": 0.1,
+            "bytes": 1024,
+            "seconds": 1e-05
+          }
+        ],
+        "groups": {
+          "intra": {
+            "bandwidth_gbs": 2.25,
+            "latency_us": 9.5,
+            "min_bandwidth_gbs": 2.25,
+            "pairs": 1
+          }
+        },
+        "hosts": [
+          "laptop",
+          "laptop"
+        ],
+        "library": "torch.distributed gloo",
+        "pairs": [
+          {
+            "a": 0,
+            "b": 1,
+            "bandwidth_gbs": 2.25,
+            "latency_us": 9.5,
+            "link": "intra",
+            "median_bandwidth_gbs": 2.0,
+            "median_latency_us": 11.0
+          }
+        ],
+        "rank_seconds": 1.5,
+        "run_id": "run-wire",
+        "seconds": 2.75,
+        "world_size": 2
+      }
+    },
     "sweep_id": "",
     "world_size": 2
   }

@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 
 import { rankGroups } from '../../labextension/src/derive';
 import { liveFrom, MODULE_VERSION } from '../../labextension/src/inline';
+import { probeKey } from '../../labextension/src/probepairs';
 import { RunLive } from '../../labextension/src/runstate';
+import { probeOf } from '../../labextension/src/scaling';
 import * as fixtures from './wire.fixtures';
 
 /**
@@ -24,6 +26,21 @@ describe('wire fixtures', () => {
       expect(doc).toEqual(json);
     });
   }
+
+  it('the runs list counts the probe’s pairs that the run has, and both name the same probe', () => {
+    const { run } = fixtures.run;
+    const listed = fixtures.runs.runs.find(r => r.id === run.id);
+    const listedProbe = listed ? probeOf(listed) : null;
+    const wholeProbe = probeOf(run);
+    if (!listedProbe || !wholeProbe) {
+      throw new Error('the fixture run holds a probe');
+    }
+    expect(listedProbe.pairs).toBeUndefined();
+    expect(wholeProbe.pairs?.length).toBe(1);
+    expect(listedProbe.pair_count).toBe(wholeProbe.pairs?.length);
+    // The pairs in the run's snapshot stand for the listed probe: no second fetch.
+    expect(probeKey(run.id, listedProbe)).toBe(probeKey(run.id, wholeProbe));
+  });
 
   it('a run replayed from its stream ends as its snapshot says', () => {
     const { run, ranks } = fixtures.run;

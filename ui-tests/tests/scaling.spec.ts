@@ -53,6 +53,12 @@ test('the Scaling tab compares runs of a cell and shows a probe heatmap', async 
   await expect(p.getByRole('table', { name: 'Links' })).toContainText('intra-node');
   const heatmap = p.getByRole('figure', { name: 'bandwidth heatmap' });
   const cell = await expectHeatmap(heatmap, 2);
+  // The runs list counts the probe's pairs without sending them: the heatmap's came with the run.
+  const listed = (await (await page.request.get('/jupyter-distributed/api/runs')).json()) as {
+    runs: { summary: { probe?: { pairs?: unknown; pair_count?: number } } }[];
+  };
+  expect(listed.runs[0]?.summary.probe).toMatchObject({ pair_count: 1 });
+  expect(listed.runs[0]?.summary.probe?.pairs).toBeUndefined();
   // The all_reduce curve: a point per size measured (1K and 64K asked), on a log axis of sizes.
   const curve = p.getByRole('figure', { name: 'all_reduce curve' });
   await expect(curve.getByRole('img')).toHaveAttribute('data-points', /^[12]$/);

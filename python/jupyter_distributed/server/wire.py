@@ -7,8 +7,9 @@ document of each shape is kept in ``tests/wire/`` for both test suites (``make w
 Endpoints, all under ``{base_url}/jupyter-distributed/api/``:
 
 - ``GET version`` -> :class:`VersionReply`
-- ``GET runs?limit=50&before=<started>&sweep=<sweep_id>`` -> :class:`RunsPage` (newest first)
-- ``GET runs/<id>`` -> :class:`RunDetail`
+- ``GET runs?limit=50&before=<started>&sweep=<sweep_id>`` -> :class:`RunsPage` (newest first;
+  a probe's pairs left out, see :class:`ProbeJSON`)
+- ``GET runs/<id>`` -> :class:`RunDetail` (the whole summary)
 - ``GET runs/<id>/logs?rank=0&rank=2&stream=stderr&search=text&after=<seq>&before=<seq>&limit=500``
   -> :class:`LogsPage`
 - ``GET runs/<id>/metrics?after=<seq>&limit=`` -> :class:`MetricsPage`
@@ -30,9 +31,9 @@ Endpoints, all under ``{base_url}/jupyter-distributed/api/``:
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
-API_VERSION = 1
+API_VERSION = 2  # 2: the runs list leaves out a probe's pairs (ProbeJSON)
 
 RunStateName = Literal[
     "pending", "queued", "running", "completed", "failed", "interrupted", "stopped"
@@ -58,9 +59,45 @@ class RunJSON(TypedDict):
     started: float
     ended: float | None
     message: str
-    summary: dict[str, Any]  # global_batch, sweep (this run's swept values), ...
+    summary: dict[str, Any]  # global_batch, sweep (this run's swept values), probe (ProbeJSON), ...
     sweep_id: str  # shared by the runs of one --sweep cell; "" otherwise
     kernel_id: str  # the Jupyter kernel that ran it; "" outside a kernel
+
+
+class ProbePairJSON(TypedDict):
+    a: int
+    b: int
+    link: Literal["intra", "inter"]
+    latency_us: float
+    bandwidth_gbs: float
+    median_latency_us: float
+    median_bandwidth_gbs: float
+
+
+class ProbeGroupJSON(TypedDict):
+    pairs: int
+    latency_us: float
+    bandwidth_gbs: float
+    min_bandwidth_gbs: float
+
+
+class ProbeJSON(TypedDict):
+    """``summary["probe"]`` of a run of ``%distributed probe`` (``probe.assemble``).
+
+    ``GET runs/<id>`` has ``pairs``, one per pair of ranks (32,640 at 256 ranks: megabytes);
+    ``GET runs``, which the panel polls, leaves them out and gives their number, ``pair_count``.
+    """
+
+    run_id: str
+    library: str
+    world_size: int
+    hosts: list[str]  # by rank
+    groups: dict[str, ProbeGroupJSON]  # by link: intra, inter
+    allreduce: list[dict[str, float]]  # bytes, seconds, algbw_gbs, busbw_gbs
+    rank_seconds: float
+    seconds: float
+    pairs: NotRequired[list[ProbePairJSON]]  # GET runs/<id> only
+    pair_count: NotRequired[int]  # GET runs only
 
 
 class RankJSON(TypedDict):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import signal
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.pids import pid_alive
+from jupyter_distributed.reaper import sweep_leftovers
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
 from jupyter_distributed.store import Store
@@ -24,12 +26,18 @@ from .engines.ray import RayHead
 pytestmark = pytest.mark.ray
 
 
+def _ours_in_tmp() -> set[str]:
+    """Our files and folders in the temp dir (control sockets, ranks' output)."""
+    return {p.name for p in Path(tempfile.gettempdir()).glob("jupyter-distributed*")}
+
+
 def test_a_killed_actor_is_named_and_its_placement_group_removed(
     in_ray: RayHead, tmp_path: Path
 ) -> None:
     import ray
     from ray.util import placement_group_table
 
+    before = _ours_in_tmp()
     session, out = Session(Store(tmp_path / "h.sqlite")), io.StringIO()
     spec = Spec(layout=Layout(procs_per_node=2), backend="ray")
     try:
@@ -51,6 +59,7 @@ def test_a_killed_actor_is_named_and_its_placement_group_removed(
     ) not in ("REMOVED", None):
         time.sleep(0.1)
     assert placement_group_table().get(pg_id, {}).get("state") in ("REMOVED", None)
+    assert _ours_in_tmp() - before == set()  # the killed actor's rank left no file behind
 
 
 def _ray_connected() -> Any:
@@ -69,7 +78,7 @@ def test_a_sigkilled_kernel_leaves_no_actor_worker_or_placement_group(
     from ray.util import placement_group_table
 
     _ray_connected()
-    before = set(placement_group_table())
+    before, files = set(placement_group_table()), _ours_in_tmp()
     monkeypatch.setenv("JUPYTER_DISTRIBUTED_STORE", str(tmp_path / "h.sqlite"))
     km = KernelManager(kernel_name="python3")
     km.start_kernel()  # in the Ray head's namespace, with its RAY_ADDRESS (see in_ray)
@@ -102,6 +111,10 @@ def test_a_sigkilled_kernel_leaves_no_actor_worker_or_placement_group(
             time.sleep(0.2)
         assert [p for p in pids if pid_alive(p)] == []
         assert {placement_group_table()[pg]["state"] for pg in ours} == {"REMOVED"}
+        # The dead kernel's own folders are the reaper's (swept when a store is opened again);
+        # after it, nothing of the run is left on the node, the ranks' output included.
+        sweep_leftovers()
+        assert _ours_in_tmp() - files == set()
     finally:
         if km.is_alive():
             km.shutdown_kernel(now=True)

@@ -4,7 +4,6 @@ the kernel over the signed channel) and reports that child's exit. Imported on t
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -15,6 +14,8 @@ from pathlib import Path
 
 import jupyter_distributed
 
+_TAIL_BYTES = 65536  # the end of the worker's output that ``tail`` reads
+
 
 class RankActor:
     """One rank. Methods run on the actor's threads (``max_concurrency``), so ``wait`` may
@@ -22,7 +23,9 @@ class RankActor:
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
-        self.log = Path(tempfile.mkdtemp(prefix="jupyter-distributed-ray-")) / "rank.log"
+        # The worker's output, for its last line (``tail``): a file with no name, so nothing is
+        # left on the node however this actor ends (``ray.kill``, its driver SIGKILLed).
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 (kept open for the actor's life)
 
     def where(self) -> tuple[str, str, int]:
         """(host name, node address as Ray knows it, a free port there)."""
@@ -38,15 +41,14 @@ class RankActor:
         """Start the worker with the package this actor imported (shipped by runtime_env)."""
         package_root = str(Path(jupyter_distributed.__file__).resolve().parent.parent)
         path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "jupyter_distributed.worker"],
-                env={**os.environ, **env, "PYTHONPATH": path},
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyter_distributed.worker"],
+            env={**os.environ, **env, "PYTHONPATH": path},
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         return self.proc.pid
 
     def wait(self) -> int:
@@ -56,7 +58,6 @@ class RankActor:
 
     def stop(self, grace: float) -> None:
         if self.proc is None or self.proc.poll() is not None:
-            shutil.rmtree(self.log.parent, ignore_errors=True)
             return
         os.killpg(self.proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
@@ -65,11 +66,14 @@ class RankActor:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
-        shutil.rmtree(self.log.parent, ignore_errors=True)  # the worker's log, on this node
 
     def tail(self) -> str:
+        """The last line the worker wrote (read without moving the offset it writes at)."""
         try:
-            lines = self.log.read_text(errors="replace").strip().splitlines()
-        except OSError:
+            fd = self.log.fileno()
+            size = os.fstat(fd).st_size
+            data = os.pread(fd, min(size, _TAIL_BYTES), max(0, size - _TAIL_BYTES))
+        except (OSError, ValueError):  # (ValueError: closed)
             return ""
+        lines = data.decode(errors="replace").strip().splitlines()
         return lines[-1] if lines else ""

@@ -157,7 +157,7 @@ export function rankTicks(n: number, count: number): number[] {
 }
 
 /**
- * A cell's tooltip, as plotly's hover said it: `r↔c (host / host): X.XXX GB/s`; null for a cell
+ * A cell's tooltip, e.g. `1↔0 (node0 / node1): 3.012 GB/s`; null for a cell
  * without a value. Host names come from the ranks: show this as text, never as HTML.
  */
 export function cellText(matrix: Matrix, hosts: readonly string[], row: number, col: number): string | null {

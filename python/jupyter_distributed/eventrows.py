@@ -273,6 +273,14 @@ class Keys:
         self.names.clear()
 
 
+def new_run_key(db: sqlite3.Connection, run_id: str, keys: Keys) -> None:
+    """Make the key of a run created in this transaction: one statement, not a look-up first
+    (a key left by an earlier run of the same id is looked up all the same)."""
+    cursor = db.execute("INSERT OR IGNORE INTO run_keys (id) VALUES (?)", (run_id,))
+    if cursor.rowcount == 1 and cursor.lastrowid is not None:
+        keys.runs[run_id] = cursor.lastrowid
+
+
 class _Codes:
     """The integer keys of run ids and of kind and stream names, made on first use."""
 

@@ -42,6 +42,7 @@ class Session:
         self.live: dict[str, Live] = {}
         self._launched: set[str] = set()  # backends this session started clusters with
         self._coords_of: tuple[str, dict[int, dict[str, Any]]] = ("", {})
+        self._spec_json: tuple[Spec | None, dict[str, Any]] = (None, {})
         atexit.register(self.shutdown)
 
     @property
@@ -133,7 +134,7 @@ class Session:
                 ranks=list(spec.ranks),
                 state=RunState.RUNNING if cluster is not None else RunState.PENDING,
                 cluster_id=cluster.id if cluster is not None else "",
-                spec=spec.to_json(),
+                spec=self._json(spec),
                 source=code,
                 notebook=os.environ.get("JPY_SESSION_NAME", ""),
                 cell_id=cell_id,
@@ -160,6 +161,13 @@ class Session:
     ) -> SweepOutcome:
         """Run ``code`` once per combination of ``spec.sweep``, each on its own cluster."""
         return run_sweep(self, spec, code, user_ns, cell_id, quiet)
+
+    def _json(self, spec: Spec) -> dict[str, Any]:
+        """The spec as recorded: the same object for every run of a spec (never changed once
+        made), so the store encodes it once (see :class:`~.store.JsonMemo`)."""
+        if self._spec_json[0] is not spec:
+            self._spec_json = (spec, spec.to_json())
+        return self._spec_json[1]
 
     def _coords(self, cluster: Cluster) -> dict[int, dict[str, Any]]:
         """Where a live cluster's ranks are (fixed while it lives: a rank that starts again

@@ -57,6 +57,23 @@ def default_store_path() -> Path:
     return Path(jupyter_data_dir()) / "distributed" / "history.sqlite3"
 
 
+class JsonMemo:
+    """``json.dumps`` of a value that is often the very object given last under the same key:
+    each cell of a live cluster records its spec and its ranks' coordinates, which the session
+    makes once per spec and per cluster (they are never changed once made)."""
+
+    def __init__(self) -> None:
+        self._last: dict[object, tuple[Any, str]] = {}  # (the value is kept: its id stays its)
+
+    def dumps(self, key: object, value: Any) -> str:
+        last = self._last.get(key)
+        if last is not None and last[0] is value:
+            return last[1]
+        text = json.dumps(value)
+        self._last[key] = (value, text)
+        return text
+
+
 class Store(Queries, Coordination):
     """Thread-safe. Writes go through one connection, one transaction at a time; each reading
     thread has its own connection (WAL lets readers run beside the writer and each other), so a
@@ -68,6 +85,7 @@ class Store(Queries, Coordination):
         self.path = Path(path) if path is not None else default_store_path()
         self._lock = threading.Lock()
         self._keys = eventrows.Keys()  # run and name keys this writer knows (see Keys)
+        self._json = JsonMemo()  # (writer only) a run's spec and coords as the last run's
         self._local = threading.local()
         self._readers_lock = threading.Lock()  # never the writer's: readers do not wait for it
         self._readers: list[tuple[threading.Thread, sqlite3.Connection]] = []
@@ -170,11 +188,11 @@ class Store(Queries, Coordination):
         with self._tx() as db:
             eventrows.append(db, [self._create(db, run, coords)], self._keys)
 
-    @staticmethod
     def _create(
-        db: sqlite3.Connection, run: RunRecord, coords: dict[int, dict[str, Any]] | None
+        self, db: sqlite3.Connection, run: RunRecord, coords: dict[int, dict[str, Any]] | None
     ) -> eventrows.Item:
         """Insert the run's and its ranks' rows; returns its first event, to append."""
+        dumps = self._json.dumps
         db.execute(
             "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
@@ -184,7 +202,7 @@ class Store(Queries, Coordination):
                 run.world_size,
                 json.dumps(run.ranks),
                 run.state.value,
-                json.dumps(run.spec),
+                dumps("spec", run.spec),
                 run.source,
                 run.notebook,
                 run.cell_id,
@@ -203,10 +221,11 @@ class Store(Queries, Coordination):
         for rank in run.ranks:
             c = (coords or {}).get(rank, {})
             rows.append(
-                (run.id, rank, c.get("host", ""), c.get("pid"), "starting", json.dumps(c),
+                (run.id, rank, c.get("host", ""), c.get("pid"), "starting", dumps(rank, c),
                  run.started, None)
             )  # fmt: skip
         db.executemany("INSERT INTO ranks VALUES (?,?,?,?,?,?,?,?)", rows)
+        eventrows.new_run_key(db, run.id, self._keys)
         return eventrows.item(RunEvent(run.id, run.started, run.state))
 
     def set_cluster(self, run_id: str, cluster_id: str, coords: dict[int, dict[str, Any]]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -171,3 +172,47 @@ def test_a_run_created_with_its_events_has_the_rows_of_one_created_first(tmp_pat
     assert rows("together")[:3] == (RunState.COMPLETED, True, "all done")
     assert rows("together")[3] == [(0, "h0", 7, "done"), (1, "h1", 2, "failed")]
     store.close()
+
+
+def test_each_run_records_the_spec_and_coordinates_it_was_given(tmp_path: Path) -> None:
+    """The store encodes a spec or a rank's coordinates once while the very same object comes
+    again (every cell of a live cluster); any other object, equal or not, is encoded anew, so
+    a run never records the settings of the one before it."""
+    store = Store(tmp_path / "h.sqlite3")
+    spec, coords = {"timeout": 1, "env": [["A", "1"]]}, {0: {"host": "a", "pid": 1}}
+    made = [
+        ("same-1", spec, coords),
+        ("same-2", spec, coords),  # the same objects: the text made for same-1
+        ("equal", {"timeout": True, "env": [["A", "1"]]}, {0: {"host": "a", "pid": True}}),
+        ("other", {"timeout": 2.5, "env": []}, {0: {"host": "b", "pid": 3}}),
+        ("same-3", spec, coords),
+    ]
+    for run_id, run_spec, run_coords in made:
+        record = RunRecord(id=run_id, backend="local", world_size=1, ranks=[0], spec=run_spec)
+        store.append([], run=(record, run_coords))
+    db = store._reader()
+    for run_id, run_spec, run_coords in made:
+        stored_spec = db.execute("SELECT spec FROM runs WHERE id=?", (run_id,)).fetchone()[0]
+        stored_coords = db.execute("SELECT coords FROM ranks WHERE run_id=?", (run_id,)).fetchone()
+        assert (stored_spec, stored_coords[0]) == (json.dumps(run_spec), json.dumps(run_coords[0]))
+    store.close()
+
+
+def test_a_new_runs_events_find_its_key_even_one_left_behind(tmp_path: Path) -> None:
+    """A new run's key is made with its record (no look-up first); a key already there for
+    the same id (an earlier run of that id whose record is gone) is used, not duplicated."""
+    store = Store(tmp_path / "h.sqlite3")
+    with store._tx() as db:
+        db.execute("INSERT INTO run_keys (id) VALUES ('old')")
+    for run_id in ("new", "old"):
+        record = RunRecord(id=run_id, backend="local", world_size=1, ranks=[0], started=1.0)
+        line = OutputEvent(run_id, 0, 2.0, Stream.STDOUT, f"line of {run_id}")
+        store.append([line], run=(record, None))
+        store.append([OutputEvent(run_id, 0, 3.0, Stream.STDOUT, "after")])
+    other = Store(tmp_path / "h.sqlite3")  # (a reader that never wrote: keys from the file)
+    for run_id in ("new", "old"):
+        assert [e.text for e in other.logs(run_id)] == [f"line of {run_id}", "after"]
+    keys = store._reader().execute("SELECT id, COUNT(*) FROM run_keys GROUP BY id").fetchall()
+    assert sorted(keys) == [("new", 1), ("old", 1)]
+    store.close()
+    other.close()

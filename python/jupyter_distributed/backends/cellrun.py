@@ -39,9 +39,10 @@ class CellRun:
         self.clean = True  # nothing of the run failed so far
         self.completed: RunEvent | None = None  # the end recorded with the ranks' replies
 
-    def start(self, writer: RunWriter | None) -> None:
+    def start(self, writer: RunWriter | None, record_by: float) -> None:
+        """A run starts; its record (``writer``'s) is due by ``record_by`` (monotonic)."""
         self.writer, self.clean, self.completed = writer, True, None
-        self.record_by = time.monotonic() + RECORD_AFTER
+        self.record_by = record_by
 
     def sent_to(self, ranks: set[int]) -> None:
         """The cell left for ``ranks``: their answers are awaited."""

@@ -154,7 +154,11 @@ class Router:
         finally:
             for peer in locked:
                 peer.lock.release()
-        self._loop.wake()  # once for all ranks (each wake-up lets go of the GIL)
+        if len(direct) < len(peers) or not isinstance(message, Execute):
+            self._loop.wake()  # once for all ranks (each wake-up lets go of the GIL)
+        # (a cell written to every rank directly wakes nobody else: what it queued above runs
+        # when the I/O thread wakes for the first answer, or at its next tick; a wake-up here
+        # cost ~60 µs of a 2-rank round trip on a 2-core VM, see benchmarks/RESULTS.md)
 
     def watch(self, fd: int, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the I/O thread once ``fd`` is readable (the loop then closes it)."""
@@ -166,11 +170,12 @@ class Router:
         With ``writer`` (the run's record not written yet) the run's events are written
         through it: the record goes with the first of them (see :mod:`.cellrun`)."""
         self.unrecorded = 0
+        record_by = time.monotonic() + RECORD_AFTER  # (from now, not from when start runs)
 
         def start() -> None:
-            self.cell.start(writer)
+            self.cell.start(writer, record_by)
             if writer is not None:
-                self._loop.tick_within(RECORD_AFTER)
+                self._loop.tick_within(max(0.0, record_by - time.monotonic()))
             self.record(list(self.ranks.begin(run_id)), [])
 
         self._loop.call(start, wake=False)

@@ -7,6 +7,7 @@ every event keeps its ``seq``, so a reader's cursor stays valid. The space the o
 given back afterwards (``VACUUM``), where no other connection is reading. Columns added later
 (``runs.sweep_id``, ``controls.rank``, and ``runs.kernel_id``, version 3) are added where a table
 lacks them; a jupyter-distributed of layout 2 then refuses the file as newer, not misreading it.
+Version 4 keeps a probe's pairs apart from its run's summary (:mod:`.probestore`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 
-from . import eventrows, storefile
+from . import eventrows, probestore, storefile
 from .eventrows import Item
 
 
@@ -44,6 +45,8 @@ def upgrade(db: sqlite3.Connection) -> bool:
     controls = {row[1] for row in db.execute("PRAGMA table_info(controls)")}
     if controls and "rank" not in controls:  # before the stacks of one rank could be asked
         db.execute("ALTER TABLE controls ADD COLUMN rank INTEGER")
+    if runs and version < 4:  # a probe's pairs were kept in its run's summary
+        probestore.move_out(db)
     if version != storefile.SCHEMA_VERSION:
         db.execute(f"PRAGMA user_version={storefile.SCHEMA_VERSION}")
     return migrated

@@ -7,12 +7,13 @@ How the events lie in their table: :mod:`.eventrows`; how they are read back in 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from . import eventrows
+from . import eventrows, probestore
 from .eventmerge import FOLD, Stored, merged
 from .events import MetricEvent, StacksEvent
 from .records import LogLine, RankRecord, RunRecord, _run
@@ -35,7 +36,9 @@ class Queries:
     def runs(
         self, limit: int = 50, before: float | None = None, sweep_id: str | None = None
     ) -> list[RunRecord]:
-        """Newest first; ``before`` pages by start time; ``sweep_id``: one sweep's runs."""
+        """Newest first; ``before`` pages by start time; ``sweep_id``: one sweep's runs. A
+        probe's pairs are counted, not read (``summary["probe"]["pair_count"]``); :meth:`run`
+        reads them."""
         sql = "SELECT * FROM runs WHERE 1=1"
         args: list[Any] = []
         if before is not None:
@@ -57,7 +60,12 @@ class Queries:
             )
             if len(rows) != 1:
                 return None
-        return _run(rows[0])
+        run = _run(rows[0])
+        if probestore.counted(run.summary):  # the one run: its probe whole, pairs and all
+            pairs = self._query("SELECT pairs FROM probe_pairs WHERE run_id=?", (run.id,))
+            if pairs:
+                run = dataclasses.replace(run, summary=probestore.whole(run.summary, pairs[0][0]))
+        return run
 
     def ranks(self, run_id: str) -> list[RankRecord]:
         rows = self._query(

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from . import eventrows, migrate, reaper, storefile
+from . import eventrows, migrate, probestore, reaper, storefile
 from .coordination import Coordination
 from .errors import StoreError
 from .events import (
@@ -241,7 +241,10 @@ class Store(Queries, Coordination):
             )
 
     def update_summary(self, run_id: str, **values: Any) -> None:
+        """Set ``values`` in the run's summary (a probe's pairs beside it, see
+        :mod:`.probestore`)."""
         with self._tx() as db:
+            values = probestore.write(db, run_id, values)
             row = db.execute("SELECT summary FROM runs WHERE id=?", (run_id,)).fetchone()
             summary = json.loads(row[0]) if row and row[0] else {}
             summary.update(values)

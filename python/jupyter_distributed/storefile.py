@@ -30,7 +30,7 @@ _BROKEN_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
 #: The layout of the tables; an older store is migrated on open (:mod:`.migrate`).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: The history's tables; run on every open, so an older store gains what it lacks.
 SCHEMA = """
@@ -59,6 +59,8 @@ CREATE TABLE IF NOT EXISTS controls (
     t REAL, taken REAL, rank INTEGER
 );
 CREATE INDEX IF NOT EXISTS controls_open ON controls (cluster_id, taken);
+-- A probe's pairs (megabytes at 256 ranks), apart from the run's summary (see probestore.py).
+CREATE TABLE IF NOT EXISTS probe_pairs (run_id TEXT PRIMARY KEY, pairs TEXT);
 CREATE TABLE IF NOT EXISTS follows (
     run_id TEXT PRIMARY KEY, host TEXT, pid INTEGER, heartbeat REAL
 );

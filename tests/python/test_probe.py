@@ -24,7 +24,10 @@ torch = pytest.importorskip("torch")
 def _probe(ip: Any, line: str) -> dict[str, Any]:
     ip.run_line_magic("distributed", f"probe {line}")
     store = ip.user_ns["_jd_session"].store
-    run = next(r for r in store.runs() if "probe" in r.summary)
+    listed = next(r for r in store.runs() if "probe" in r.summary)
+    run = store.run(listed.id)  # (the list counts a probe's pairs, the run has them)
+    assert run is not None
+    assert listed.summary["probe"]["pair_count"] == len(run.summary["probe"]["pairs"])
     result: dict[str, Any] = run.summary["probe"]
     return result
 

@@ -220,7 +220,7 @@ def test_a_history_of_the_first_layout_is_migrated_whole(tmp_path: Path) -> None
 
 def test_a_history_written_before_runs_named_their_kernel_gains_the_column(tmp_path: Path) -> None:
     """Version 2 had every table of today but no ``runs.kernel_id``: the column is added, its
-    runs read with no kernel, new runs keep theirs, and the file says version 3."""
+    runs read with no kernel, new runs keep theirs, and the file says today's version."""
     path = tmp_path / "history.sqlite3"
     db = sqlite3.connect(path)
     db.execute("PRAGMA journal_mode=WAL")
@@ -235,7 +235,7 @@ def test_a_history_written_before_runs_named_their_kernel_gains_the_column(tmp_p
     path.chmod(0o600)
 
     store = Store(path)
-    assert store._query("PRAGMA user_version") == [(3,)]
+    assert store._query("PRAGMA user_version") == [(storefile.SCHEMA_VERSION,)]
     assert "kernel_id" in [row[1] for row in store._query("PRAGMA table_info(runs)")]
     old = store.run("old")
     assert old is not None and (old.notebook, old.kernel_id) == ("/srv/Untitled.ipynb", "")
@@ -243,3 +243,55 @@ def test_a_history_written_before_runs_named_their_kernel_gains_the_column(tmp_p
     assert [(r.id, r.kernel_id) for r in store.runs()] == [("new", "k-1"), ("old", "")]
     assert store.run("old") == old
     store.close()
+
+
+def test_a_history_that_kept_a_probes_pairs_in_its_summary_moves_them_beside_it(
+    tmp_path: Path,
+) -> None:
+    """Version 3 kept a probe's pairs (megabytes at 256 ranks) in its run's summary, read on
+    every listing: opening it moves them to their own table; the list then counts them and
+    the run reads them back whole, as before; other summaries are left as they were."""
+    path = tmp_path / "history.sqlite3"
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.executescript(storefile.SCHEMA.split("-- A probe's pairs")[0])
+    db.execute("PRAGMA user_version=3")
+    pairs = [{"a": 0, "b": 1, "bandwidth_gbs": 3.5}, {"a": 0, "b": 2, "bandwidth_gbs": 1.25}]
+    probe = {"run_id": "probe", "groups": {"intra": {"pairs": 2}}, "pairs": pairs}
+    summaries = {
+        "probe": {"probe": probe, "global_batch": 8},
+        "plain": {"pairs": "a user's own word", "sweep": {"lr": 0.1}},
+    }
+    for i, (run_id, summary) in enumerate(summaries.items()):
+        db.execute(
+            "INSERT INTO runs (id, backend, world_size, ranks, state, started, summary)"
+            " VALUES (?, 'local', 3, '[0, 1, 2]', 'completed', ?, ?)",
+            (run_id, float(i), json.dumps(summary)),
+        )
+    db.commit()
+    db.close()
+    path.chmod(0o600)
+
+    store = Store(path)
+    assert store._query("PRAGMA user_version") == [(storefile.SCHEMA_VERSION,)]
+    listed = {r.id: r.summary for r in store.runs()}
+    assert listed["probe"] == {
+        "probe": {"run_id": "probe", "groups": {"intra": {"pairs": 2}}, "pair_count": 2},
+        "global_batch": 8,
+    }
+    assert listed["plain"] == summaries["plain"]
+    whole = store.run("probe")
+    assert whole is not None and whole.summary == summaries["probe"]
+    kept = store._query("SELECT summary FROM runs WHERE id='probe'")[0][0]
+    assert "bandwidth_gbs" not in kept
+    store.update_summary("probe", global_batch=16)  # the pairs stay where they are
+    whole = store.run("probe")
+    assert whole is not None and whole.summary["probe"]["pairs"] == pairs
+    store.update_summary("probe", probe={"run_id": "probe"})  # a probe without pairs has none
+    assert store._query("SELECT COUNT(*) FROM probe_pairs") == [(0,)]
+    whole = store.run("probe")
+    assert whole is not None and whole.summary["probe"] == {"run_id": "probe"}
+    store.close()
+    reopened = Store(path)  # nothing left to move
+    assert reopened.run("plain") is not None
+    reopened.close()

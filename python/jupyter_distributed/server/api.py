@@ -24,7 +24,6 @@ from .wire import (
     LogsPage,
     MetricSampleJSON,
     MetricsPage,
-    ProbeJSON,
     RankJSON,
     RunDetail,
     RunJSON,
@@ -131,17 +130,6 @@ def _run_json(run: RunRecord, notebooks: Mapping[str, str] | None) -> RunJSON:
     return doc
 
 
-def _listed(doc: RunJSON) -> RunJSON:
-    """The run as the list (polled by the panel) has it: a probe's pairs, one per pair of ranks
-    (megabytes at 256 ranks), are left out and counted; ``GET runs/<id>`` has them."""
-    probe = doc["summary"].get("probe")
-    if isinstance(probe, dict) and isinstance(probe.get("pairs"), list):
-        listed = cast(ProbeJSON, {k: v for k, v in probe.items() if k != "pairs"})
-        listed["pair_count"] = len(probe["pairs"])
-        doc["summary"] = {**doc["summary"], "probe": listed}
-    return doc
-
-
 class History:
     """The run history behind the endpoints; one per server, over one :class:`Store`, or none
     when the store could not be opened (``problem`` says why; every read answers 503)."""
@@ -165,7 +153,7 @@ class History:
         last_seq = self.store.last_seq()  # read first: a stream from here misses nothing
         runs = self.store.runs(limit=limit, before=q.number("before"), sweep_id=q.text("sweep"))
         return {
-            "runs": [_listed(_run_json(r, notebooks)) for r in runs],
+            "runs": [_run_json(r, notebooks) for r in runs],  # (a probe's pairs counted)
             "version": API_VERSION,
             "last_seq": last_seq,
         }

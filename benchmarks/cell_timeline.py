@@ -171,6 +171,7 @@ def main() -> int:
     bare = floor.zmq_round_trip(args.ranks, args.cells)
     unix = floor.unix_round_trip(args.ranks, args.cells)
     store = floor.store_transaction(args.ranks, args.cells)
+    woke, quiet = floor.wake_cost(min(args.cells, 400))
     every = list(MARKS)
     for f in (tmp / "marks").iterdir():
         pid = f.stem.split("-")[1]
@@ -215,7 +216,10 @@ def main() -> int:
         f"| {bare * 1e6:.0f} |\n"
         f"| the same over Unix sockets, the answers read by a second thread (as the local cell "
         f"sockets) | {unix * 1e6:.0f} |\n"
-        f"| one store transaction of this cell's shape, alone | {store * 1e6:.0f} |"
+        f"| one store transaction of this cell's shape, alone | {store * 1e6:.0f} |\n"
+        "\n| one 300-byte send over a Unix socket, its sender's CPU | median, µs |\n|---|---|\n"
+        f"| waking the process that waits on the other end | {woke * 1e6:.1f} |\n"
+        f"| nobody waiting on the other end | {quiet * 1e6:.1f} |"
     )
     return 0
 

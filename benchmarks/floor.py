@@ -3,7 +3,8 @@
 processes (over ZeroMQ: a ROUTER, N DEALERs that answer at once; and over Unix
 ``SOCK_SEQPACKET`` sockets, as the local cell sockets, the answers read by a second thread as
 the kernel's I/O thread reads them), and one store transaction of a warm cell's shape (its
-run's record, each rank's two states, its end)."""
+run's record, each rank's two states, its end); and what one send costs its sender when it wakes
+the process on the other end, against the same send when nobody waits (``wake_cost``)."""
 
 from __future__ import annotations
 
@@ -117,6 +118,54 @@ def unix_round_trip(ranks: int, count: int) -> float:
                 conn.close()
             listener.close()
     return statistics.median(times)
+
+
+def _napping_peer(path: str) -> None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    sock.connect(path)
+    while (data := sock.recv(65536)) != b"stop":
+        if data == b"nap":  # asleep, but not on the socket: a send now wakes nobody
+            time.sleep(0.004)
+            continue
+        sock.send(b"ok")
+
+
+def wake_cost(count: int) -> tuple[float, float]:
+    """Median CPU seconds (the sender's own, in the system call) of a 300-byte send to another
+    process over a Unix socket: when that process waits on the socket (the send wakes it, as a
+    cell wakes a rank and a rank's end the kernel's I/O thread), and when it sleeps elsewhere
+    (the same send, no wake-up). Each send follows 1–2 ms of quiet, as a cell's sends do."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "wake")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        listener.bind(path)
+        listener.listen()
+        peer = multiprocessing.get_context("spawn").Process(target=_napping_peer, args=(path,))
+        peer.start()
+        conn = listener.accept()[0]
+        woke: list[int] = []
+        quiet: list[int] = []
+        try:
+            for _ in range(count):
+                time.sleep(0.002)  # the peer waits in recv()
+                t0 = time.thread_time_ns()
+                conn.send(b"x" * 300)
+                woke.append(time.thread_time_ns() - t0)
+                conn.recv(64)
+                conn.send(b"nap")
+                time.sleep(0.001)  # the peer sleeps in time.sleep(), not on the socket
+                t0 = time.thread_time_ns()
+                conn.send(b"x" * 300)
+                quiet.append(time.thread_time_ns() - t0)
+                conn.recv(64)
+        finally:
+            conn.send(b"stop")
+            peer.join(5)
+            if peer.is_alive():
+                peer.kill()
+            conn.close()
+            listener.close()
+    return statistics.median(woke) / 1e9, statistics.median(quiet) / 1e9
 
 
 def _answers(conns: list[socket.socket], done: queue.SimpleQueue[None], count: int) -> None:

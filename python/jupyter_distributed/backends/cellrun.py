@@ -25,7 +25,8 @@ from .inbox import Exited, Finished, Item, SetupFailed, Show
 # other ranks' before it is recorded: a cell's replies in one transaction, not one per rank
 HOLD = 0.005
 # seconds a cell on a live cluster may run before its run's record is written, if nothing of
-# the run was recorded before
+# the run was recorded before (checked when the I/O thread next wakes: a cell sent over the
+# local cell sockets does not wake it, so at its next tick, at most 50 ms after the send)
 RECORD_AFTER = 0.02
 
 

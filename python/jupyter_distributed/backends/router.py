@@ -154,11 +154,10 @@ class Router:
         finally:
             for peer in locked:
                 peer.lock.release()
+        # once for all ranks; a cell written to every rank directly wakes nobody else: what
+        # it queued above runs when the I/O thread wakes for the first answer, or at its tick
         if len(direct) < len(peers) or not isinstance(message, Execute):
-            self._loop.wake()  # once for all ranks (each wake-up lets go of the GIL)
-        # (a cell written to every rank directly wakes nobody else: what it queued above runs
-        # when the I/O thread wakes for the first answer, or at its next tick; a wake-up here
-        # cost ~60 µs of a 2-rank round trip on a 2-core VM, see benchmarks/RESULTS.md)
+            self._loop.wake()
 
     def watch(self, fd: int, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the I/O thread once ``fd`` is readable (the loop then closes it)."""

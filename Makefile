@@ -31,7 +31,7 @@ LAB_ARGS ?=
 PYTEST_ARGS ?=
 # The steps of `make test`, in order; the first failure stops the run. A new
 # step is a target here plus its name below.
-TEST_STEPS ?= ruff mypy ts-lint ts-test pytest ui-test
+TEST_STEPS ?= ruff mypy imports ts-lint ts-test pytest ui-test
 
 # ---- paths -------------------------------------------------------------------
 PYTHON ?= python3
@@ -157,6 +157,10 @@ ruff:
 
 mypy:
 	$(BIN)/mypy
+
+# The wings' contracts (pyproject.toml's [tool.importlinter]), read from the source tree.
+imports:
+	PYTHONPATH=python $(BIN)/lint-imports
 
 ts-lint:
 	npm run --silent lint

@@ -49,7 +49,7 @@ from bench_core import machine, write_section  # noqa: E402
 from common import capture, median, pct  # noqa: E402
 from drivers import DIE_CELL, CellError, wait_for_file  # noqa: E402
 
-from jupyter_distributed.backends.mpi import descendants  # noqa: E402
+from jupyter_distributed.backends.mpi.backend import descendants  # noqa: E402
 
 SECTION = "## Slurm and Ray engines against local (`benchmarks/bench_engines.py`)"
 LAYOUTS = {"local": ["-n 2"], "slurm": ["-n 2", "--nodes 2 --procs-per-node 2"], "ray": ["-n 2"]}

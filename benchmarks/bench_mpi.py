@@ -15,14 +15,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from jupyter_distributed.backends.base import RunOutcome
-from jupyter_distributed.backends.mpi_options import MpiOptions
+from jupyter_distributed.backends.mpi.options import MpiOptions
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
+from jupyter_distributed.history.store import Store
+from jupyter_distributed.interface import RunOutcome
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
-from jupyter_distributed.store import Store
 
 DIE = """
 import os, time

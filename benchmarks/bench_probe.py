@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_distributed import probe
-from jupyter_distributed.backends.mpi_options import MpiOptions
+from jupyter_distributed.backends.mpi.options import MpiOptions
 from jupyter_distributed.display import CellView
+from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout, Strategy
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
-from jupyter_distributed.store import Store
 from jupyter_distributed.sweeps import parse_sweep
 
 

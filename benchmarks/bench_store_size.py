@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 from jupyter_distributed.events import MetricEvent, OutputEvent, Stream
-from jupyter_distributed.store import RunRecord, Store
+from jupyter_distributed.history.store import RunRecord, Store
 
 
 def line(rng: random.Random, step: int, rank: int) -> str:

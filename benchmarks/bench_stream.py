@@ -33,7 +33,7 @@ TOKEN = "bench-token"  # noqa: S105 - a throwaway token for a loopback-only serv
 WRITER = textwrap.dedent("""
     import sys, time
     from jupyter_distributed.events import OutputEvent, RunEvent, RunState, Stream
-    from jupyter_distributed.store import RunRecord, Store
+    from jupyter_distributed.history.store import RunRecord, Store
     path, run_id, ranks, mode, amount = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], \
         float(sys.argv[5])
     store = Store(path)

@@ -49,10 +49,10 @@ def bench_magic(n: int, tmp: Path, warm: bool = False) -> float:
     ``warm`` (a later torch cluster of the same kernel, whose fork server is up)."""
     from IPython.testing.globalipapp import get_ipython, start_ipython
 
-    from jupyter_distributed.backends.zygote import stop_fork_servers
+    from jupyter_distributed.cluster.zygote import stop_fork_servers
+    from jupyter_distributed.history.store import Store
     from jupyter_distributed.magics import DistributedMagics
     from jupyter_distributed.session import Session
-    from jupyter_distributed.store import Store
 
     ip = start_ipython() or get_ipython()  # type: ignore[no-untyped-call]
     magics = DistributedMagics(ip, Session(Store(tmp / "bench.sqlite3")))

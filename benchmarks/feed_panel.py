@@ -36,8 +36,8 @@ from jupyter_distributed.events import (
     RunState,
     Stream,
 )
+from jupyter_distributed.history.store import RunRecord, Store
 from jupyter_distributed.probe import assemble
-from jupyter_distributed.store import RunRecord, Store
 
 
 def main() -> None:

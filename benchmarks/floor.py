@@ -185,7 +185,7 @@ def _answers(conns: list[socket.socket], done: queue.SimpleQueue[None], count: i
 def store_transaction(ranks: int, count: int) -> float:
     """Median seconds of one ``Store.append`` of a warm cell's record, replies and end."""
     from jupyter_distributed.events import RankEvent, RankState, RunEvent, RunState
-    from jupyter_distributed.store import RunRecord, Store
+    from jupyter_distributed.history.store import RunRecord, Store
 
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp) / "history.sqlite3")

@@ -55,7 +55,7 @@ def main() -> int:
     os.environ["IPYTHONDIR"] = str(tmp / "ipython")
     from IPython.testing.globalipapp import start_ipython
 
-    from jupyter_distributed.worker import loop
+    from jupyter_distributed import ioloop as loop
 
     # The I/O thread's callbacks (receive/verify/decode/record, and the tick) run under the
     # profiler of the current scenario; time blocked in poll() is not counted.

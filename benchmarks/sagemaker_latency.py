@@ -21,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python")
 from jupyter_distributed.backends.sagemaker.options import SageMakerOptions
 from jupyter_distributed.display import CellView
 from jupyter_distributed.events import OutputEvent
+from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
-from jupyter_distributed.store import Store
 from sagemaker_runtime import REGION, LocalSageMaker
 
 CELL = "import time\nfor i in range(40):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.1)"

@@ -13,8 +13,8 @@ from collections import Counter
 from typing import Any
 
 from .events import MetricEvent, Recorded
+from .history.store import Store
 from .layout import Layout
-from .store import Store
 
 _HISTORY = 200
 

@@ -23,10 +23,10 @@ import time
 from collections.abc import MutableMapping, Sequence
 from typing import Any, Protocol
 
-from .backends.base import Cluster, RunOutcome
 from .errors import DistributedError, RunFailed, StoreError, interrupted
 from .events import Event, Recorded, RunEvent, RunState, each
-from .store import RunRecord, Store
+from .history.store import RunRecord, Store
+from .interface import Cluster, RunOutcome
 
 log = logging.getLogger("jupyter_distributed")
 

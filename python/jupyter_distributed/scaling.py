@@ -21,8 +21,8 @@ from typing import Any
 from .errors import NotFound
 from .events import MetricEvent, Recorded
 from .global_batch import batch_warning
+from .history.store import RunRecord, Store
 from .layout import Layout
-from .store import RunRecord, Store
 
 STRAGGLER = 0.8  # a rank below this share of the median rank's rate is a straggler
 DATA_WAIT = 0.2  # share of the time spent waiting for data that is worth a hint

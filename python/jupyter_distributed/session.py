@@ -14,18 +14,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from .backends import get_backend
-from .backends.base import Cluster, Plan, RunOutcome, RunRequest, RunView
 from .display import CellView
 from .events import RunState
 from .figures import kernel_figures
 from .global_batch import GlobalBatch
+from .history.store import RunRecord, Store
+from .interface import Cluster, Plan, RunOutcome, RunRequest, RunView
 from .kernelinfo import kernel_id
 from .push import pickle_push
 from .recorder import NamedView, RunRecorder, cluster_coords, new_run_id
 from .scaling import Throughput
 from .settings import Distributed
 from .spec import Spec
-from .store import RunRecord, Store
 from .sweep_runner import SweepOutcome, run_sweep
 
 

@@ -20,16 +20,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TextIO, cast
 
 from .backends import get_backend
-from .backends.base import Backend, Cluster, Plan, RunRequest
 from .display import CellView
 from .errors import DistributedError, interrupted
 from .events import Event, RunEvent, RunState
 from .figures import kernel_figures
+from .history.store import Store
+from .interface import Backend, Cluster, Plan, RunRequest
 from .protocol.figures import FigureConfig
 from .push import Pickled, pickle_push
 from .recorder import NamedView, RunRecorder, new_run_id
 from .spec import Spec
-from .store import Store
 from .sweeps import Combination, combination_key, label
 
 

@@ -9,11 +9,11 @@ from .backends import get_backend
 from .errors import NotFound
 from .events import StacksEvent
 from .global_batch import batch_warning
+from .history.store import Store
 from .protocol.stacks import RankStacks
 from .session import Session
 from .settings import Settings
 from .spec import Spec
-from .store import Store
 from .sweeps import label
 
 SHOWN_COMBINATIONS = 20

@@ -24,7 +24,7 @@ from IPython.display import display
 from . import __version__
 from .display import CellView
 from .events import DisplayEvent, Event, MetricEvent, OutputEvent
-from .records import RankRecord, RunRecord
+from .history.records import RankRecord, RunRecord
 
 SYNC_EVERY = 0.25  # seconds between two syncs of the widget's state
 MAX_EVENTS = 5000  # metric events kept for the plots (the oldest go first); others are all kept

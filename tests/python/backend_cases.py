@@ -12,7 +12,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from jupyter_distributed.backends.mpi_options import MpiOptions
+from jupyter_distributed.backends.mpi.options import MpiOptions
 from jupyter_distributed.spec import BackendOptions
 
 #: What a contract test may need beyond "run a cell on N ranks and report what happened".

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from jupyter_distributed.store import STORE_ENV
+from jupyter_distributed.history.store import STORE_ENV
 
 # jp_fetch, jp_serverapp and friends: a real Jupyter server per test, on loopback.
 pytest_plugins = ["pytest_jupyter.jupyter_server"]

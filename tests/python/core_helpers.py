@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from IPython.testing import globalipapp
 
+from jupyter_distributed.history.store import Store
 from jupyter_distributed.magics import DistributedMagics
 from jupyter_distributed.session import Session
-from jupyter_distributed.store import Store
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from jupyter_distributed.backends.sagemaker.job import release_pool, stop_job
 from jupyter_distributed.backends.sagemaker.lifecycle import attach
 from jupyter_distributed.errors import CloudError, LaunchError, NotFound
 from jupyter_distributed.events import Event
-from jupyter_distributed.store import Store
+from jupyter_distributed.history.store import Store
 
 from .sagemaker_runtime import LocalSageMaker
 

@@ -23,14 +23,14 @@ from typing import Any
 
 import pytest
 
-from jupyter_distributed.backends.mpi import descendants
+from jupyter_distributed.backends.mpi.backend import descendants
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed, SpecError
+from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.pids import pid_alive
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
-from jupyter_distributed.store import Store
 
 from .backend_cases import CAPABILITIES, CASES, BackendCase
 from .engines.fixtures import engine_processes
@@ -262,7 +262,7 @@ from jupyter_distributed.display import CellView
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
 from jupyter_distributed.layout import Layout
-from jupyter_distributed.store import Store
+from jupyter_distributed.history.store import Store
 sys.path.insert(0, {tests!r})
 from backend_cases import CASES
 case = next(c for c in CASES if c.name == {name!r})

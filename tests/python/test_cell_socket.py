@@ -17,17 +17,17 @@ from pathlib import Path
 import pytest
 import zmq
 
-from jupyter_distributed.backends.base import RankInfo
-from jupyter_distributed.backends.cellorder import CellOrder, after
-from jupyter_distributed.backends.inbox import Finished, Item, Ready, Show
-from jupyter_distributed.backends.router import Router
-from jupyter_distributed.backends.transport import Transport
+from jupyter_distributed.cluster.cellorder import CellOrder, after
+from jupyter_distributed.cluster.inbox import Finished, Item, Ready, Show
+from jupyter_distributed.cluster.router import Router
+from jupyter_distributed.cluster.transport import Transport
 from jupyter_distributed.events import OutputEvent, each
+from jupyter_distributed.history.store import Store
+from jupyter_distributed.interface import RankInfo
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.protocol.commands import Execute, Shutdown
 from jupyter_distributed.protocol.reports import Done, Hello, Output, Stage
 from jupyter_distributed.protocol.signing import Signer, cell_name, rank_name, sender
-from jupyter_distributed.store import Store
 from jupyter_distributed.worker.cellsocket import CellSocket
 
 pytestmark = pytest.mark.timeout(60)

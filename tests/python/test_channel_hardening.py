@@ -25,14 +25,15 @@ from typing import Any
 import pytest
 import zmq
 
-from jupyter_distributed.backends import process
-from jupyter_distributed.backends.base import RankInfo
-from jupyter_distributed.backends.inbox import Ready
-from jupyter_distributed.backends.local import LocalProcesses
-from jupyter_distributed.backends.router import Router
-from jupyter_distributed.backends.throttle import WARN_BURST
-from jupyter_distributed.backends.transport import Transport
+from jupyter_distributed.backends.local.backend import LocalProcesses
+from jupyter_distributed.cluster import process
+from jupyter_distributed.cluster.inbox import Ready
+from jupyter_distributed.cluster.router import Router
+from jupyter_distributed.cluster.throttle import WARN_BURST
+from jupyter_distributed.cluster.transport import Transport
 from jupyter_distributed.display import CellView
+from jupyter_distributed.history.store import Store
+from jupyter_distributed.interface import RankInfo
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.protocol.commands import Ping
 from jupyter_distributed.protocol.frames import join_parts, split_large
@@ -40,7 +41,6 @@ from jupyter_distributed.protocol.reports import Hello
 from jupyter_distributed.protocol.signing import BOOTSTRAP_ENV, KERNEL, BadMessage, Signer
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
-from jupyter_distributed.store import Store
 
 pytestmark = pytest.mark.timeout(120)
 KEY = secrets.token_bytes(32)
@@ -239,7 +239,7 @@ from jupyter_distributed.display import CellView
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
 from jupyter_distributed.layout import Layout
-from jupyter_distributed.store import Store
+from jupyter_distributed.history.store import Store
 
 session = Session(Store(sys.argv[1]))
 code = (

@@ -23,11 +23,11 @@ from jupyter_server.auth.authorizer import Authorizer
 from tornado.httpclient import HTTPClientError, HTTPResponse
 from tornado.simple_httpclient import HTTPStreamClosedError
 
-from jupyter_distributed import storefile
 from jupyter_distributed.errors import NotFound, StoreError
 from jupyter_distributed.events import OutputEvent, RunState, Stream
+from jupyter_distributed.history import storefile
+from jupyter_distributed.history.store import STORE_ENV, RunRecord, Store
 from jupyter_distributed.server import handlers
-from jupyter_distributed.store import STORE_ENV, RunRecord, Store
 
 Fetch = Callable[..., Awaitable[HTTPResponse]]
 API = ("jupyter-distributed", "api")
@@ -510,7 +510,7 @@ def test_a_stopped_local_cluster_leaves_no_directory() -> None:
     and removed when the cluster stops."""
     import dataclasses
 
-    from jupyter_distributed.backends.local import LocalBackend, LocalProcesses
+    from jupyter_distributed.backends.local.backend import LocalBackend, LocalProcesses
     from jupyter_distributed.layout import Layout
     from jupyter_distributed.spec import Spec
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from jupyter_distributed.backends.base import RankInfo
-from jupyter_distributed.backends.decode import Ranks, decode
-from jupyter_distributed.backends.hang import diagnose
-from jupyter_distributed.backends.inbox import StacksReply
+from jupyter_distributed.cluster.decode import Ranks, decode
+from jupyter_distributed.cluster.hang import diagnose
+from jupyter_distributed.cluster.inbox import StacksReply
+from jupyter_distributed.interface import RankInfo
 from jupyter_distributed.layout import RankCoords
 from jupyter_distributed.protocol.flight import Collective, GroupFlight, op_name, summarize
 from jupyter_distributed.protocol.messages import parse

@@ -16,7 +16,7 @@ import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
-from jupyter_distributed.store import Store
+from jupyter_distributed.history.store import Store
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.timeout(240)

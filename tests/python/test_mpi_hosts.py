@@ -25,14 +25,14 @@ import pytest
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from jupyter_distributed.backends.mpi_options import MpiOptions
-from jupyter_distributed.backends.process import ProcessCluster
+from jupyter_distributed.backends.mpi.options import MpiOptions
+from jupyter_distributed.cluster.process import ProcessCluster
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
+from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
-from jupyter_distributed.store import Store
 
 from .backend_cases import mpi_missing
 

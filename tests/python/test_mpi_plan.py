@@ -8,15 +8,15 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 
-from jupyter_distributed.backends.mpi import MpiBackend
-from jupyter_distributed.backends.mpi_options import (
+from jupyter_distributed.backends.mpi.backend import MpiBackend
+from jupyter_distributed.backends.mpi.log import MpirunLog
+from jupyter_distributed.backends.mpi.options import (
     MpiOptions,
     default_options,
     merge_options,
     parse_hostfile,
     user_options,
 )
-from jupyter_distributed.backends.mpirun_log import MpirunLog
 from jupyter_distributed.errors import SpecError
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.spec import Spec

@@ -9,11 +9,11 @@ import pytest
 from IPython.core.error import UsageError
 
 from jupyter_distributed.errors import SpecError
+from jupyter_distributed.history.store import RunRecord
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.probe import assemble, parse_sizes, target
 from jupyter_distributed.scaling import RunRate, hint
 from jupyter_distributed.spec import Spec
-from jupyter_distributed.store import RunRecord
 
 from .core_helpers import shell  # noqa: F401
 

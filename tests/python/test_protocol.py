@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_distributed.backends.base import RankInfo
-from jupyter_distributed.backends.decode import Decoded, Ranks, decode
-from jupyter_distributed.backends.inbox import (
+from jupyter_distributed.cluster.decode import Decoded, Ranks, decode
+from jupyter_distributed.cluster.inbox import (
     Cleared,
     Exited,
     Finished,
@@ -31,6 +30,7 @@ from jupyter_distributed.events import (
     RankState,
     Stream,
 )
+from jupyter_distributed.interface import RankInfo
 from jupyter_distributed.layout import RankCoords
 from jupyter_distributed.protocol import tagged
 from jupyter_distributed.protocol.commands import Execute, Interrupt, Ping, Shutdown, StackRequest

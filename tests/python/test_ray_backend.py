@@ -14,12 +14,12 @@ import pytest
 
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
+from jupyter_distributed.history.reaper import sweep_leftovers
+from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.pids import pid_alive
-from jupyter_distributed.reaper import sweep_leftovers
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
-from jupyter_distributed.store import Store
 
 from .engines.ray import RayHead
 

@@ -32,10 +32,9 @@ from typing import Any
 import pytest
 import zmq
 
-from jupyter_distributed.backends.base import RankInfo
-from jupyter_distributed.backends.inbox import Finished, Item, Show
-from jupyter_distributed.backends.router import Router
-from jupyter_distributed.backends.transport import Transport
+from jupyter_distributed.cluster.inbox import Finished, Item, Show
+from jupyter_distributed.cluster.router import Router
+from jupyter_distributed.cluster.transport import Transport
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
 from jupyter_distributed.events import (
@@ -47,6 +46,9 @@ from jupyter_distributed.events import (
     RunState,
 )
 from jupyter_distributed.figures import kernel_figures
+from jupyter_distributed.history.store import RunRecord, Store
+from jupyter_distributed.interface import RankInfo
+from jupyter_distributed.ioloop import IoLoop
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.protocol.figures import FigureConfig
 from jupyter_distributed.protocol.header import Message
@@ -55,9 +57,7 @@ from jupyter_distributed.protocol.reports import Done, Output, State
 from jupyter_distributed.protocol.signing import KERNEL, Signer, rank_name
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
-from jupyter_distributed.store import RunRecord, Store
 from jupyter_distributed.worker.channel import Channel
-from jupyter_distributed.worker.loop import IoLoop
 
 pytestmark = pytest.mark.timeout(120)
 KEY = secrets.token_bytes(32)

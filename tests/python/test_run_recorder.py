@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 
-from jupyter_distributed.backends.base import RunOutcome
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import LaunchError, RunFailed
 from jupyter_distributed.events import MetricEvent, RunState
 from jupyter_distributed.global_batch import GlobalBatch
+from jupyter_distributed.history.store import RunRecord, Store
+from jupyter_distributed.interface import RunOutcome
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.recorder import RunRecorder, new_run_id
-from jupyter_distributed.store import RunRecord, Store
 
 from .backend_cases import mpi_missing
 

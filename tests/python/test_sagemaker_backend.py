@@ -21,10 +21,10 @@ from jupyter_distributed.backends.sagemaker.options import SageMakerOptions
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
 from jupyter_distributed.events import OutputEvent, RunState
+from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout, Strategy
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
-from jupyter_distributed.store import Store
 
 from .sagemaker_fixtures import ACCESS_KEY, BUCKET, IMAGE, ROLE, SECRET_KEY
 from .sagemaker_runtime import LocalSageMaker

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from tornado.httpclient import HTTPResponse
 
-from jupyter_distributed.store import STORE_ENV, Store
+from jupyter_distributed.history.store import STORE_ENV, Store
 
 from .sagemaker_runtime import REGION, LocalSageMaker
 from .test_sagemaker_server_follow import exited_pid, start_without_waiting

@@ -24,10 +24,10 @@ from jupyter_distributed.backends.sagemaker.lifecycle import attach
 from jupyter_distributed.backends.sagemaker.options import SageMakerOptions
 from jupyter_distributed.display import CellView
 from jupyter_distributed.events import RunState
+from jupyter_distributed.history.store import STORE_ENV, Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
-from jupyter_distributed.store import STORE_ENV, Store
 
 from .sagemaker_runtime import LocalSageMaker
 

@@ -32,10 +32,10 @@ from jupyter_distributed.events import (
     StacksEvent,
     Stream,
 )
+from jupyter_distributed.history.store import STORE_ENV, RunRecord, Store
 from jupyter_distributed.probe import assemble
 from jupyter_distributed.server.handlers import AUTH_RESOURCE
 from jupyter_distributed.server.wire import API_VERSION, ProbeJSON
-from jupyter_distributed.store import STORE_ENV, RunRecord, Store
 
 Fetch = Callable[..., Awaitable[HTTPResponse]]
 API = ("jupyter-distributed", "api")
@@ -379,7 +379,7 @@ async def test_cancel_and_stop_queue_a_control(jp_fetch: Fetch, store: Store) ->
 WRITER = textwrap.dedent("""
     import sys, time
     from jupyter_distributed.events import OutputEvent, RunEvent, RunState, Stream
-    from jupyter_distributed.store import RunRecord, Store
+    from jupyter_distributed.history.store import RunRecord, Store
     store = Store(sys.argv[1])
     run_id, batches, per_batch = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     store.create_run(RunRecord(id=run_id, backend="local", world_size=4, ranks=[0, 1, 2, 3],

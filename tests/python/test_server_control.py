@@ -18,7 +18,7 @@ import pytest
 from jupyter_client.manager import AsyncKernelManager
 from tornado.httpclient import HTTPResponse
 
-from jupyter_distributed.store import STORE_ENV
+from jupyter_distributed.history.store import STORE_ENV
 
 Fetch = Callable[..., Awaitable[HTTPResponse]]
 API = ("jupyter-distributed", "api")

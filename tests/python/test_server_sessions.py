@@ -14,9 +14,9 @@ import pytest
 from jupyter_client.asynchronous.client import AsyncKernelClient
 from tornado.httpclient import HTTPResponse
 
+from jupyter_distributed.history.store import STORE_ENV, RunRecord, Store
 from jupyter_distributed.kernelinfo import kernel_id
 from jupyter_distributed.server.notebooks import kernel_notebooks
-from jupyter_distributed.store import STORE_ENV, RunRecord, Store
 
 Fetch = Callable[..., Awaitable[HTTPResponse]]
 API = ("jupyter-distributed", "api")

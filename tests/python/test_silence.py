@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_distributed.backends.process import ProcessCluster
+from jupyter_distributed.cluster.process import ProcessCluster
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
+from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
-from jupyter_distributed.store import Store
 
 
 def test_a_silent_rank_fails_the_run_naming_it(

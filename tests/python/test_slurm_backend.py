@@ -16,10 +16,10 @@ import pytest
 from jupyter_distributed.backends.slurm.options import SlurmOptions
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
+from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
-from jupyter_distributed.store import Store
 
 from .engines.slurm import SlurmCluster
 from .test_backend_contract import wait_gone
@@ -137,7 +137,7 @@ from jupyter_distributed.display import CellView
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
 from jupyter_distributed.layout import Layout
-from jupyter_distributed.store import Store
+from jupyter_distributed.history.store import Store
 session = Session(Store(sys.argv[1]))
 spec = Spec(layout=Layout(nodes=2, procs_per_node=1), backend="slurm")
 print("plan:", session.plan(spec).render().replace("\\n", " | "), flush=True)

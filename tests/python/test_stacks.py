@@ -7,8 +7,8 @@ import faulthandler
 import threading
 from pathlib import Path
 
-from jupyter_distributed.backends.hang import diagnose
-from jupyter_distributed.backends.startwatch import StartWatch
+from jupyter_distributed.cluster.hang import diagnose
+from jupyter_distributed.cluster.startwatch import StartWatch
 from jupyter_distributed.protocol.stacks import Frame, RankStacks, ThreadStack, parse_faulthandler
 from jupyter_distributed.worker.stacks import current_stacks
 

@@ -14,10 +14,10 @@ import threading
 import time
 from collections.abc import Sequence
 
-from jupyter_distributed.backends import supervise, tracker
-from jupyter_distributed.backends.base import RankInfo, RunRequest, RunWriter
-from jupyter_distributed.backends.inbox import Finished, Item
+from jupyter_distributed.cluster import supervise, tracker
+from jupyter_distributed.cluster.inbox import Finished, Item
 from jupyter_distributed.events import Event, RunEvent, RunState, StacksEvent
+from jupyter_distributed.interface import RankInfo, RunRequest, RunWriter
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.protocol.commands import Interrupt
 from jupyter_distributed.protocol.header import Message

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_distributed import eventrows
 from jupyter_distributed.events import MetricEvent, OutputEvent, RankEvent, RankState, Stream
-from jupyter_distributed.store import RunRecord, Store
+from jupyter_distributed.history import eventrows
+from jupyter_distributed.history.store import RunRecord, Store
 
 
 def _run(store: Store, run_id: str = "r1") -> None:
@@ -80,7 +80,7 @@ def test_another_process_reads_while_this_one_writes(tmp_path: Path) -> None:
             "-c",
             textwrap.dedent(f"""
         import time
-        from jupyter_distributed.store import Store
+        from jupyter_distributed.history.store import Store
         s = Store({str(path)!r})
         seen, deadline = 0, time.time() + 30
         while seen < 5000 and time.time() < deadline:
@@ -103,7 +103,7 @@ def test_history_survives_a_writer_that_dies(tmp_path: Path) -> None:
     code = textwrap.dedent(f"""
         import os, time
         from jupyter_distributed.events import OutputEvent, Stream
-        from jupyter_distributed.store import RunRecord, Store
+        from jupyter_distributed.history.store import RunRecord, Store
         s = Store({str(path)!r})
         s.create_run(RunRecord(id="r9", backend="local", world_size=1, ranks=[0],
                                started=time.time()))

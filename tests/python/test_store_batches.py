@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from jupyter_distributed.events import Event, MetricEvent, OutputEvent, RankEvent, RankState, Stream
-from jupyter_distributed.store import RunRecord, Store
+from jupyter_distributed.history.store import RunRecord, Store
 
 
 def test_mixed_batch_keeps_arrival_order_and_last_heartbeat(tmp_path: Path) -> None:

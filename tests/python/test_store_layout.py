@@ -10,7 +10,6 @@ import stat
 import string
 from pathlib import Path
 
-from jupyter_distributed import eventrows, storefile
 from jupyter_distributed.errors import RankFailure
 from jupyter_distributed.events import (
     ErrorEvent,
@@ -23,7 +22,8 @@ from jupyter_distributed.events import (
     RunState,
     Stream,
 )
-from jupyter_distributed.store import RunRecord, Store
+from jupyter_distributed.history import eventrows, storefile
+from jupyter_distributed.history.store import RunRecord, Store
 
 
 def _fold(text: str) -> str:

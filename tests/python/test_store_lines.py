@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from jupyter_distributed import eventrows
 from jupyter_distributed.events import (
     MetricEvent,
     OutputEvent,
@@ -18,7 +17,8 @@ from jupyter_distributed.events import (
     count,
     each,
 )
-from jupyter_distributed.store import RunRecord, Store
+from jupyter_distributed.history import eventrows
+from jupyter_distributed.history.store import RunRecord, Store
 
 
 def _store(path: Path, ranks: int = 3) -> Store:

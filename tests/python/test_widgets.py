@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from jupyter_distributed.store import STORE_ENV
+from jupyter_distributed.history.store import STORE_ENV
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "07_inline_widget.ipynb"
 

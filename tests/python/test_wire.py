@@ -33,12 +33,12 @@ from jupyter_distributed.events import (
     StacksEvent,
     Stream,
 )
+from jupyter_distributed.history.records import RunRecord
+from jupyter_distributed.history.store import Store
 from jupyter_distributed.probe import assemble
 from jupyter_distributed.protocol.stacks import Frame, RankStacks, ThreadStack
-from jupyter_distributed.records import RunRecord
 from jupyter_distributed.server.api import History, NotFound, Query
 from jupyter_distributed.server.stream import read_slice
-from jupyter_distributed.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "wire"

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
-from .base import Backend
 from .plugin import Plugin, load
+
+if TYPE_CHECKING:  # the interface brings the history; flags and the server need neither
+    from ..interface import Backend
 
 _REGISTRY: dict[str, str] = {
     "local": "jupyter_distributed.backends.local",
-    "mpi": "jupyter_distributed.backends.mpi_options",
+    "mpi": "jupyter_distributed.backends.mpi",
     "ray": "jupyter_distributed.backends.ray",
     "sagemaker": "jupyter_distributed.backends.sagemaker",
     "slurm": "jupyter_distributed.backends.slurm",

@@ -28,6 +28,8 @@ from typing import Any
 
 PROTOCOL_VERSION = 2
 BOOTSTRAP_ENV = "JUPYTER_DISTRIBUTED_BOOTSTRAP"
+# Set by the mpi launcher: the rank initialises MPI (mpi4py) and gets ``comm``.
+MPI_FLAG_ENV = "JUPYTER_DISTRIBUTED_MPI"
 KERNEL = "k"
 
 Buffer = bytes | memoryview

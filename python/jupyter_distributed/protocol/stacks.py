@@ -10,7 +10,9 @@ Frames are outermost first, as in a Python traceback.
 from __future__ import annotations
 
 import re
+import signal
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .flight import GroupFlight
@@ -19,6 +21,13 @@ CELL_PREFIX = "<cell "
 # modules whose public name is shorter than their file's (``torch.distributed.barrier``)
 PUBLIC_MODULES = {"torch.distributed.distributed_c10d": "torch.distributed"}
 WRAPPERS = {"wrapper", "inner", "_fn", "decorate_context", "wrapped"}
+# A rank whose main thread holds the GIL writes its stacks to :func:`dump_file` on this signal.
+DUMP_SIGNAL = signal.SIGUSR2
+
+
+def dump_file(directory: str, rank: int) -> Path:
+    """Where rank ``rank`` dumps its stacks (in the cluster's 0700 directory)."""
+    return Path(directory) / f"rank-{rank}.txt"
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from jupyter_server.utils import url_path_join
 
 from ..backends import plugins
 from ..errors import StoreError
+from ..history.store import Store
 from ..settings import Distributed
-from ..store import Store
 from .api import History
 from .follower import Follower
 from .handlers import (

@@ -14,7 +14,7 @@ from typing import cast
 from .. import __version__
 from ..errors import NotFound as Missing
 from ..events import Stream
-from ..store import RunRecord, Store
+from ..history.store import RunRecord, Store
 from .wire import (
     API_VERSION,
     ControlJSON,

@@ -22,7 +22,7 @@ from typing import Any
 from ..backends import followable, follower
 from ..errors import CloudError, DistributedError
 from ..events import Event
-from ..store import RunRecord, Store, pid_alive
+from ..history.store import RunRecord, Store, pid_alive
 
 #: How often the store is scanned for runs nobody follows, in seconds.
 SCAN_INTERVAL = 2.0

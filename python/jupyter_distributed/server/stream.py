@@ -17,7 +17,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..store import Store
+from ..history.store import Store
 from .wire import StreamItem, StreamMessage
 
 BATCH = 1000  # events per message at most

@@ -20,11 +20,11 @@ from collections.abc import Callable, Sequence
 
 import zmq
 
+from ..ioloop import Batch, IoLoop
 from ..protocol.frames import split_large
 from ..protocol.header import BadHeader, Message
 from ..protocol.messages import parse
 from ..protocol.signing import BadMessage, Buffer, Signer
-from .loop import Batch, IoLoop
 
 OnMessage = Callable[[Message, list[Buffer]], None]
 

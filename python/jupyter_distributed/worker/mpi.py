@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-MPI_FLAG_ENV = "JUPYTER_DISTRIBUTED_MPI"
+from ..protocol.signing import MPI_FLAG_ENV
 
 
 class MpiSetupError(Exception):

@@ -11,17 +11,14 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import linecache
-import signal
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import IO, Any
 
 from ..protocol.flight import summarize
-from ..protocol.stacks import Frame, ThreadStack
+from ..protocol.stacks import DUMP_SIGNAL, Frame, ThreadStack, dump_file
 
-DUMP_SIGNAL = signal.SIGUSR2
 # torch's flight recorder: gloo/xccl builds name it one way, NCCL builds the other
 _FR_DUMPS = ("_dump_fr_trace_json", "_dump_nccl_trace_json")
 MAX_FRAMES = 64
@@ -44,10 +41,6 @@ def set_stage(stage: str, detail: str = "") -> None:
 
 def stage() -> str:
     return _stage[0]
-
-
-def dump_file(directory: str, rank: int) -> Path:
-    return Path(directory) / f"rank-{rank}.txt"
 
 
 def install_dump(directory: str, rank: int) -> None:

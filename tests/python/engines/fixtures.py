@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_distributed.backends.mpi import descendants
+from jupyter_distributed.backends.mpi.backend import descendants
 
 from . import ray, slurm
 

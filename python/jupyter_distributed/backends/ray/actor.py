@@ -12,8 +12,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import jupyter_distributed
-
 _TAIL_BYTES = 65536  # the end of the worker's output that ``tail`` reads
 
 
@@ -39,7 +37,7 @@ class RankActor:
 
     def start(self, env: dict[str, str]) -> int:
         """Start the worker with the package this actor imported (shipped by runtime_env)."""
-        package_root = str(Path(jupyter_distributed.__file__).resolve().parent.parent)
+        package_root = str(Path(__file__).resolve().parents[3])  # above jupyter_distributed/
         path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jupyter_distributed.worker"],

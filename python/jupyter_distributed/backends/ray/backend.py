@@ -19,14 +19,14 @@ import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ...cluster.launch import WORKER_COMMAND, rank_env
+from ...cluster.liveness import REMOTE_SILENCE_LIMIT
+from ...cluster.process import ProcessCluster
+from ...cluster.transport import Transport
 from ...errors import LaunchError
+from ...history.store import Store
+from ...interface import Backend, Plan, RankPlan, RunView
 from ...spec import Spec
-from ...store import Store
-from ..base import Backend, Plan, RankPlan, RunView
-from ..liveness import REMOTE_SILENCE_LIMIT
-from ..local import WORKER_COMMAND, rank_env
-from ..process import ProcessCluster
-from ..transport import Transport
 from .options import PLACEMENTS, RayOptions
 
 READY_TIMEOUT = 120.0  # seconds for the placement group and the actors to come up

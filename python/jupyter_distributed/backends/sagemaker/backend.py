@@ -15,9 +15,9 @@ from typing import Any
 
 from ...errors import LaunchError, SpecError
 from ...events import RunState
+from ...history.store import Store
+from ...interface import Backend, Cluster, Plan, RankInfo, RankPlan, RunOutcome, RunRequest, RunView
 from ...spec import Spec
-from ...store import Store
-from ..base import Backend, Cluster, Plan, RankInfo, RankPlan, RunOutcome, RunRequest, RunView
 from . import package
 from .aws import Clients, aws_errors
 from .checks import check_spec

@@ -7,8 +7,8 @@ from argparse import Namespace
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ...history.store import RunRecord, Store
 from ...recorder import CellViewLike
-from ...store import RunRecord, Store
 from ..plugin import CommandContext
 from . import lifecycle
 

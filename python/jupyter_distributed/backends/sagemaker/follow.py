@@ -28,10 +28,10 @@ from ...events import (
     Stream,
     done_state,
 )
+from ...history.store import Store
+from ...interface import RunView
 from ...protocol import tagged
 from ...protocol.tagged import Tag
-from ...store import Store
-from ..base import RunView
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 TERMINAL = ("Completed", "Failed", "Stopped")

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 from ...errors import RankFailure
 from ...events import ErrorEvent, Event, RunEvent, RunState
-from ...store import Store
-from ..base import RunOutcome, RunView
+from ...history.store import Store
+from ...interface import RunOutcome, RunView
 from .aws import Clients, aws_errors
 from .follow import describe, follow, follow_lease
 from .resultkey import load_key

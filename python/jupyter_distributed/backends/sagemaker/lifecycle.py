@@ -9,10 +9,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...errors import NotFound, SpecError
+from ...history.store import RunRecord, Store
+from ...interface import RunOutcome
 from ...kernelinfo import kernel_id
 from ...recorder import CellViewLike, RunRecorder, new_run_id
-from ...store import RunRecord, Store
-from ..base import RunOutcome
 from .aws import Clients, aws_errors
 from .follow import describe
 from .job import follow_job, release_pool, stop_job

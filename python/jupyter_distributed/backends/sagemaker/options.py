@@ -97,7 +97,7 @@ class SageMakerOptions(BackendOptions):
 
     @classmethod
     def from_flags(cls, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> SageMakerOptions:
-        from ..mpi_options import unquote
+        from ...cluster.cmdline import unquote
 
         values = {**defaults, **given}
         inputs = []

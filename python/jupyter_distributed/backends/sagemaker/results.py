@@ -11,8 +11,8 @@ from typing import Any
 
 from ...errors import RankFailure
 from ...events import RunState
+from ...interface import RunOutcome
 from ...protocol.frames import unpack_frames
-from ..base import RunOutcome
 from .follow import JobStatus
 from .resultkey import SIGNATURE_FIELD, verified
 

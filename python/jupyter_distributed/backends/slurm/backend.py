@@ -18,19 +18,17 @@ import subprocess
 import time
 from typing import ClassVar
 
+from ...cluster.launch import WORKER_COMMAND, control_host, free_port
+from ...cluster.launcher import Launcher
+from ...cluster.liveness import REMOTE_SILENCE_LIMIT
+from ...cluster.process import ProcessCluster
+from ...cluster.transport import Transport
 from ...errors import LaunchError
+from ...history.store import Store
+from ...interface import Backend, Plan, RankPlan, RunView
 from ...spec import Spec
-from ...store import Store
-from ..base import Backend, Plan, RankPlan, RunView
-from ..launcher import Launcher
-from ..liveness import REMOTE_SILENCE_LIMIT
-from ..local import WORKER_COMMAND, free_port
-from ..mpi import control_host
-from ..mpi_options import merge_options
-from ..process import ProcessCluster
-from ..transport import Transport
 from .log import SrunLog
-from .options import SlurmOptions, default_options, option_key, user_options
+from .options import SlurmOptions, default_options, merge_options, user_options
 
 FREE_PORT = "<free port>"
 FIRST_HOST = "<first node of the step>"
@@ -57,7 +55,7 @@ class SlurmBackend(Backend):
         command = (
             "srun",
             "-v",
-            *merge_options(ours, user_options(options.slurm_options), key=option_key),
+            *merge_options(ours, user_options(options.slurm_options)),
             *WORKER_COMMAND,
         )
         ranks = tuple(

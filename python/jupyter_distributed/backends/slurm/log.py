@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import signal
 
-from ..launcher import RankTails
+from ...cluster.launcher import RankTails
 
 _LABELED = re.compile(r"^\s*(\d+): (.*)$")
 _TASK = re.compile(r"^srun: error: (\S+): tasks? ([\d,\-]+): (.+)$")

@@ -2,22 +2,23 @@
 
 Nothing here runs a Slurm command, so ``--dry-run`` and the argument parser can use it freely.
 The user's ``--slurm-options`` merge with ours as ``--mpi-options`` do with mpirun's
-(:func:`..mpi_options.merge_options`): each of ours is passed once and a user option for the same
+(:mod:`...cluster.cmdline`): each of ours is passed once and a user option for the same
 setting replaces it, whether written ``-p x``, ``--partition x`` or ``--partition=x``.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import SpecError
 from ...spec import BackendOptions
-from ..mpi_options import Option, unquote
 from ..plugin import option as flag
+
+if TYPE_CHECKING:  # the grammar is imported when options are checked, not with the flags
+    from ...cluster.cmdline import Option
 
 # Short names of srun options, by the long name they stand for.
 SHORT = {
@@ -94,6 +95,8 @@ class SlurmOptions(BackendOptions):
     @classmethod
     def from_flags(cls, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> SlurmOptions:
         values = {**defaults, **given}
+        from ...cluster.cmdline import unquote
+
         values["slurm_options"] = unquote(values.get("slurm_options") or "")
         values = {k: (v or None) if k != "slurm_options" else v for k, v in values.items()}
         return cls(**values)
@@ -154,19 +157,17 @@ def split_options(tokens: list[str]) -> list[Option]:
 
 
 def user_options(text: str) -> list[Option]:
-    try:
-        tokens = shlex.split(text)
-    except ValueError as exc:
-        raise SpecError(f"--slurm-options: cannot split {text!r}: {exc}") from None
-    options = split_options(tokens)
-    for option in options:
-        (name,) = option_key(option)
-        if name in RESERVED:
-            raise SpecError(
-                f"--slurm-options: {option[0].split('=', 1)[0]} is set by jupyter-distributed; "
-                f"use {RESERVED[name]} instead"
-            )
-    return options
+    why = "is set by jupyter-distributed"
+    from ...cluster import cmdline
+
+    return cmdline.user_options(text, "--slurm-options", split_options, option_key, RESERVED, why)
+
+
+def merge_options(defaults: list[Option], user: list[Option]) -> list[str]:
+    """Ours then the user's, each srun setting once (:func:`...cluster.cmdline.merge_options`)."""
+    from ...cluster import cmdline
+
+    return cmdline.merge_options(defaults, user, option_key)
 
 
 def default_options(nodes: int, procs_per_node: int) -> list[Option]:

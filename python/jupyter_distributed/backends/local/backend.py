@@ -1,0 +1,168 @@
+"""``local``: ranks are processes on this machine, started with the kernel's own Python."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import ClassVar
+
+from ...cluster.launch import WORKER_COMMAND, check_cores, free_port, rank_env, sweep_slots
+from ...cluster.process import ProcessCluster
+from ...cluster.transport import Transport
+from ...cluster.zygote import ForkServer, fork_server, stop_fork_servers, use_fork_server
+from ...history.reaper import leftover_prefix
+from ...history.store import Store
+from ...interface import Backend, Plan, RankPlan, RunView
+from ...spec import RENDEZVOUS_ENV, Spec
+from .options import LocalOptions
+
+
+class Forked:
+    """A rank forked by the fork server, with the part of ``Popen`` that the cluster uses."""
+
+    def __init__(self, server: ForkServer, pid: int) -> None:
+        self.server, self.pid = server, pid
+
+    def poll(self) -> int | None:
+        code = self.server.exits().get(self.pid)
+        if code is None and not self.server.alive:
+            return -int(signal.SIGKILL)  # the fork server was killed, and its ranks with it
+        if code is None and _ended(self.pid):  # its pidfd fired: the report is on its way
+            code = self.server.wait_exit(self.pid, 0.1)
+        return code
+
+    def wait(self, timeout: float = 10.0) -> int | None:
+        deadline = time.monotonic() + timeout
+        while (code := self.poll()) is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return code
+
+
+def _ended(pid: int) -> bool:
+    """Whether ``pid`` has exited (a zombie not yet reaped by its parent, or gone)."""
+    try:
+        with Path(f"/proc/{pid}/stat").open() as f:
+            return f.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
+class LocalProcesses:
+    """One process (and process group) per rank; output before capture goes to a log file.
+    Ranks of a torch strategy are forked from the kernel's fork server where it runs
+    (:mod:`.zygote`), else, like all others, spawned with the kernel's Python."""
+
+    def __init__(self, plan: Plan, boot_env: dict[str, str]) -> None:
+        self.logdir = Path(tempfile.mkdtemp(prefix=leftover_prefix()))
+        self.procs: dict[int, subprocess.Popen[bytes] | Forked] = {}
+        self._reported: set[int] = set()
+        port = str(free_port())
+        base = {**os.environ, **dict(plan.env), **boot_env}
+        server = fork_server(base) if use_fork_server(plan) else None
+        for r in plan.ranks:
+            env = {**base, **{k: (port if v == "<free port>" else v) for k, v in r.env}}
+            if server is not None:
+                pid = server.fork(env, self.logdir / f"rank-{r.rank}.log")
+                self.procs[r.rank] = Forked(server, pid)
+                continue
+            with (self.logdir / f"rank-{r.rank}.log").open("wb") as log:
+                self.procs[r.rank] = subprocess.Popen(  # noqa: S603 (our own worker command)
+                    plan.command,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+
+    def exited(self) -> list[tuple[int | None, int]]:
+        out: list[tuple[int | None, int]] = []
+        for rank, proc in self.procs.items():
+            code = proc.poll()
+            if code is not None and rank not in self._reported:
+                self._reported.add(rank)
+                out.append((rank, code))
+        return out
+
+    def sentinels(self) -> list[int]:
+        """A pidfd per rank (Linux), readable once the rank ends; [] where there are none."""
+        fds: list[int] = []
+        for proc in self.procs.values():
+            with contextlib.suppress(AttributeError, OSError):  # not Linux ≥ 5.3, or reaped
+                fds.append(os.pidfd_open(proc.pid))
+        return fds
+
+    def running(self) -> bool:
+        return any(p.poll() is None for p in self.procs.values())
+
+    def terminate(self, grace: float) -> None:
+        self._signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and self.running():
+            time.sleep(0.01)
+        self._signal(signal.SIGKILL)
+        for proc in self.procs.values():
+            proc.wait()
+        shutil.rmtree(self.logdir, ignore_errors=True)
+
+    def _signal(self, sig: int) -> None:
+        for proc in self.procs.values():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, sig)  # the rank and anything it started
+
+    def log_tail(self, rank: int | None) -> str:
+        path = self.logdir / f"rank-{rank}.log"
+        try:
+            lines = path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return lines[-1] if lines else ""
+
+
+class LocalBackend(Backend):
+    name: ClassVar[str] = "local"
+
+    def plan(self, spec: Spec) -> Plan:
+        options = spec.options if isinstance(spec.options, LocalOptions) else LocalOptions()
+        check_cores(spec.world_size, options.ranks_per_core, options.oversubscribe)
+        host = socket.gethostname()
+        mine = {k for k, _ in spec.env} & set(RENDEZVOUS_ENV)  # the user's --env wins for these
+        ranks = tuple(
+            RankPlan(
+                rank,
+                host,
+                spec.layout.coords(rank),
+                tuple(kv for kv in rank_env(spec, rank, "<free port>") if kv[0] not in mine),
+            )
+            for rank in range(spec.world_size)
+        )
+        env: tuple[tuple[str, str], ...] = (*spec.env, ("PYTHONUNBUFFERED", "1"))
+        if sys.platform.startswith("linux") and spec.layout.strategy.uses_torch:
+            env = (*env, ("GLOO_SOCKET_IFNAME", "lo"))
+        notes: tuple[str, ...] = ()
+        if spec.layout.nodes > 1:
+            notes = (
+                f"local backend: the {spec.layout.nodes} nodes are process groups on this "
+                "machine (GROUP_RANK differs); use --backend mpi for real hosts",
+            )
+        return Plan(spec, ranks, WORKER_COMMAND, env, notes)
+
+    def shutdown(self) -> None:
+        stop_fork_servers()
+
+    def launch(self, plan: Plan, store: Store, view: RunView) -> ProcessCluster:
+        return ProcessCluster(
+            plan, store, lambda boot: LocalProcesses(plan, boot), view, transport=Transport.ipc()
+        )
+
+    def sweep_parallel(self, spec: Spec) -> int:
+        options = spec.options if isinstance(spec.options, LocalOptions) else LocalOptions()
+        return sweep_slots(spec, options.ranks_per_core, options.oversubscribe)

@@ -1,0 +1,202 @@
+"""``mpi``: ranks started by one real ``mpirun`` (Open MPI), on this machine or on ``--hosts``.
+
+The ranks run the same worker as ``local`` and talk to the kernel over the same signed channel
+(:class:`ProcessCluster`); they differ only in how they start and how a death is seen: mpirun
+reports the first rank that ended the job (exit code or signal) and then ends the job itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import ClassVar
+
+from ...cluster.launch import WORKER_COMMAND, check_cores, control_host, free_port, sweep_slots
+from ...cluster.launcher import Launcher
+from ...cluster.process import ProcessCluster
+from ...cluster.transport import Transport
+from ...errors import LaunchError
+from ...history.store import Store
+from ...interface import Backend, Plan, RankPlan, RunView
+from ...protocol.signing import BOOTSTRAP_ENV, MPI_FLAG_ENV
+from ...spec import Spec
+from .log import MpirunLog
+from .options import MpiOptions, default_options, merge_options, user_options
+
+FREE_PORT = "<free port>"
+# Passed to every rank with -x (values come from mpirun's environment, so secrets stay off the
+# command line); besides the user's --env and these, PYTHONPATH travels when the kernel has one.
+FORWARDED = (
+    BOOTSTRAP_ENV,
+    MPI_FLAG_ENV,
+    "PYTHONUNBUFFERED",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+)
+
+
+def _as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _options(spec: Spec) -> MpiOptions:
+    return spec.options if isinstance(spec.options, MpiOptions) else MpiOptions()
+
+
+class MpiBackend(Backend):
+    name: ClassVar[str] = "mpi"
+
+    def plan(self, spec: Spec) -> Plan:
+        options = _options(spec)
+        layout = spec.layout
+        hosts = options.hosts_for(layout.nodes)
+        per_node = layout.procs_per_node
+        if not hosts:
+            check_cores(layout.world_size, options.ranks_per_core, options.oversubscribe)
+        env: list[tuple[str, str]] = [
+            *spec.env,
+            (MPI_FLAG_ENV, "1"),
+            ("PYTHONUNBUFFERED", "1"),
+        ]
+        master = (("MASTER_ADDR", hosts[0] if hosts else "127.0.0.1"), ("MASTER_PORT", FREE_PORT))
+        env += [kv for kv in master if kv[0] not in dict(spec.env)]  # the user's --env wins
+        if not hosts and sys.platform.startswith("linux") and layout.strategy.uses_torch:
+            env.append(("GLOO_SOCKET_IFNAME", "lo"))
+        names = [*FORWARDED, *(k for k, _ in env if k not in FORWARDED)]
+        if "PYTHONPATH" in os.environ:
+            names.append("PYTHONPATH")
+        configured = user_options(options.default_mpi_options)
+        command = [
+            options.mpirun,
+            *merge_options(
+                default_options(_as_root(), per_node),
+                [*configured, *user_options(options.mpi_options)],
+            ),
+            "-np",
+            str(layout.world_size),
+        ]
+        if hosts:
+            command += ["--host", ",".join(f"{h}:{per_node}" for h in hosts)]
+        for name in dict.fromkeys(names):
+            command += ["-x", name]
+        command += WORKER_COMMAND
+        here = socket.gethostname()
+        ranks = tuple(
+            RankPlan(rank, hosts[rank // per_node] if hosts else here, layout.coords(rank))
+            for rank in range(layout.world_size)
+        )
+        extra = [("hosts", ", ".join(hosts) if hosts else f"{here} (this machine)")]
+        if options.hostfile:
+            extra.append(("hostfile", options.hostfile))
+        return Plan(spec, ranks, tuple(command), tuple(env), extra=tuple(extra))
+
+    def launch(self, plan: Plan, store: Store, view: RunView) -> ProcessCluster:
+        hosts = _options(plan.spec).hosts_for(plan.spec.layout.nodes)
+        bind = control_host(hosts)  # ranks on other hosts: TCP with CurveZMQ
+        transport = Transport.ipc() if bind == "127.0.0.1" else Transport.tcp(bind)
+        return ProcessCluster(
+            plan, store, lambda boot: MpiProcesses(plan, boot), view, transport=transport
+        )
+
+    def sweep_parallel(self, spec: Spec) -> int:
+        options = _options(spec)
+        if options.hosts_for(spec.layout.nodes):  # other hosts' cores are not ours to count
+            return super().sweep_parallel(spec)
+        return sweep_slots(spec, options.ranks_per_core, options.oversubscribe)
+
+
+class MpiProcesses:
+    """One ``mpirun`` (its own session); its output is read by a thread into an MpirunLog."""
+
+    def __init__(self, plan: Plan, boot_env: dict[str, str]) -> None:
+        mpirun = shutil.which(plan.command[0])
+        if mpirun is None:
+            raise LaunchError(
+                f"{plan.command[0]} is not on PATH; install Open MPI (apt-get install "
+                "openmpi-bin), set DistributedMPI.mpirun, or use --backend local"
+            )
+        self.log = MpirunLog()
+        port = str(free_port())
+        env = {
+            **os.environ,
+            **boot_env,
+            **{k: (port if v == FREE_PORT else v) for k, v in plan.env},
+        }
+        self.launcher = Launcher((mpirun, *plan.command[1:]), env, self.log.feed)
+        self.proc = self.launcher.proc
+        self._reported: set[int] = set()
+        self._ended = False
+
+    def exited(self) -> list[tuple[int | None, int]]:
+        code = self.proc.poll()
+        if code is not None and not self._ended:
+            self.launcher.read_to_end(1.0)  # mpirun's last words name the rank that ended the job
+        out: list[tuple[int | None, int]] = []
+        for rank, rank_code in self.log.failures():
+            if rank not in self._reported:
+                self._reported.add(rank)
+                out.append((rank, rank_code))
+        if code is not None and not self._ended:
+            self._ended = True
+            if not self._reported:  # mpirun ended without naming a rank
+                out.append((None, code))
+        return out
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def terminate(self, grace: float) -> None:
+        """SIGTERM mpirun's group (mpirun ends its ranks), then SIGKILL it and every process
+        it started that is still there (ranks die with mpirun through PDEATHSIG as well)."""
+        family = descendants(self.proc.pid)
+        self._signal(self.proc.pid, signal.SIGTERM, group=True)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            time.sleep(0.01)
+        self._signal(self.proc.pid, signal.SIGKILL, group=True)
+        self.proc.wait()
+        for pid in family:
+            self._signal(pid, signal.SIGKILL)
+        self.launcher.remove()
+
+    @staticmethod
+    def _signal(pid: int, sig: int, group: bool = False) -> None:
+        try:
+            if group:
+                os.killpg(pid, sig)
+            else:
+                os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def log_tail(self, rank: int | None) -> str:
+        return self.log.tail(rank, lines=1 if rank is not None else 3)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Linux /proc; elsewhere none are known)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = list(Path("/proc").iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found

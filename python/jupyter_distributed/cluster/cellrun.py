@@ -1,0 +1,104 @@
+"""What the kernel's I/O thread knows of the cell its ranks run (I/O thread only).
+
+- the ranks the cell was sent to that have not answered yet (``awaited``);
+- quiet replies held back while others are awaited, so that a cell's replies are recorded in
+  one transaction (:data:`HOLD`);
+- the run's record, when it is not written yet (a cell on a live cluster): it goes with the
+  first of the run's events that are recorded, or after :data:`RECORD_AFTER`;
+- whether every rank finished cleanly: the run's ``completed`` end is then recorded with the
+  last replies, and the main thread does not record it again.
+
+A short cell on a live cluster thus costs one store transaction: its record, its ranks' replies
+and its end together.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from ..events import ErrorEvent, MetricEvent, RankEvent, Recorded, RunEvent, RunState
+from ..interface import RunWriter
+from .inbox import Exited, Finished, Item, SetupFailed, Show
+
+# seconds a rank's quiet reply to a cell (its state and end, nothing to show) waits for the
+# other ranks' before it is recorded: a cell's replies in one transaction, not one per rank
+HOLD = 0.005
+# seconds a cell on a live cluster may run before its run's record is written, if nothing of
+# the run was recorded before (checked when the I/O thread next wakes: a cell sent over the
+# local cell sockets does not wake it, so at its next tick, at most 50 ms after the send)
+RECORD_AFTER = 0.02
+
+
+class CellRun:
+    def __init__(self) -> None:
+        self.awaited: set[int] = set()
+        self.held: tuple[list[Recorded], list[Item]] = ([], [])
+        self.held_until = 0.0
+        self.writer: RunWriter | None = None  # the run's, while its record is not written
+        self.record_by = 0.0
+        self.clean = True  # nothing of the run failed so far
+        self.completed: RunEvent | None = None  # the end recorded with the ranks' replies
+
+    def start(self, writer: RunWriter | None, record_by: float) -> None:
+        """A run starts; its record (``writer``'s) is due by ``record_by`` (monotonic)."""
+        self.writer, self.clean, self.completed = writer, True, None
+        self.record_by = record_by
+
+    def sent_to(self, ranks: set[int]) -> None:
+        """The cell left for ``ranks``: their answers are awaited."""
+        self.awaited = ranks
+
+    def end(self) -> None:
+        self.awaited = set()
+        self.writer = None  # (the recorder writes the record with the end, if still due)
+
+    def took(self, events: Sequence[Recorded], item: Item | None) -> None:
+        """A rank's message gave ``events`` and ``item``: note answers and failures."""
+        if isinstance(item, Finished):
+            self.awaited.discard(item.rank)
+            self.clean = self.clean and item.done.status == "ok"
+        if isinstance(item, Exited | SetupFailed) or any(isinstance(e, ErrorEvent) for e in events):
+            self.clean = False
+
+    def end_if_complete(self, run_id: str, awaited_before: bool) -> RunEvent | None:
+        """The run's ``completed`` end, if the last awaited rank just finished and every one
+        finished cleanly; None otherwise."""
+        if not (awaited_before and not self.awaited and self.clean and run_id):
+            return None
+        self.completed = RunEvent(run_id, time.time(), RunState.COMPLETED)
+        return self.completed
+
+    def hold(self, events: Sequence[Recorded], items: list[Item]) -> float | None:
+        """Hold back a batch of quiet replies (rank states, samples; no output, no failure)
+        while other ranks of the cell have not answered, for at most :data:`HOLD` seconds:
+        it is then recorded with theirs. Returns how long until it is due (None: not held)."""
+        if not self.awaited or not all(isinstance(e, RankEvent | MetricEvent) for e in events):
+            return None
+        if not all(isinstance(i, Show | Finished) for i in items):
+            return None
+        first = (events or items) and not (self.held[0] or self.held[1])
+        if first:
+            self.held_until = time.monotonic() + HOLD
+        self.held[0].extend(events)
+        self.held[1].extend(items)
+        return HOLD if first else max(0.0, self.held_until - time.monotonic())
+
+    def take_held(
+        self, events: Sequence[Recorded], items: list[Item]
+    ) -> tuple[Sequence[Recorded], list[Item]]:
+        """``events`` and ``items`` with what is held back before them (no longer held)."""
+        if self.held[0] or self.held[1]:
+            events, items = [*self.held[0], *events], self.held[1] + items
+            self.held = ([], [])
+        return events, items
+
+    def held_due(self) -> bool:
+        return bool(self.held[0] or self.held[1]) and time.monotonic() >= self.held_until
+
+    def record_due(self) -> RunWriter | None:
+        """The writer whose record must be written now (the cell runs on), once."""
+        if self.writer is None or time.monotonic() < self.record_by:
+            return None
+        writer, self.writer = self.writer, None
+        return writer

@@ -1,0 +1,89 @@
+"""The OS processes behind a cluster, and how their deaths become :class:`RankFailure` data.
+
+Apart from :mod:`.process` so that the rules that declare a rank dead (an exit the launcher
+saw, or a silence longer than a limit where it cannot see) read on their own; the cluster's
+I/O thread applies them and decides what to record and when the cluster is lost.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from ..errors import RankFailure
+from ..interface import RankInfo
+
+# Ranks on other hosts: silence this long (no heartbeat, which comes every second) is death,
+# for a host or network that vanished where the launcher cannot see or report it.
+REMOTE_SILENCE_LIMIT = 120.0
+
+
+class Processes(Protocol):
+    """The OS processes behind a cluster, as a backend started them."""
+
+    def exited(self) -> list[tuple[int | None, int]]:
+        """(rank, or None for a launcher process; return code) of processes that ended since the
+        last call. A negative code is the signal that killed it."""
+
+    def running(self) -> bool:
+        """Whether any of the processes is still running."""
+
+    def terminate(self, grace: float) -> None:
+        """SIGTERM every process (group), then SIGKILL what is left after ``grace`` seconds."""
+
+    def log_tail(self, rank: int | None) -> str:
+        """The last lines a process wrote before its output was captured (start-up errors)."""
+
+    # Optional: ``sentinels() -> list[int]``, new file descriptors (e.g. pidfds) that become
+    # readable when a process ends; the cluster then looks at once instead of at its next
+    # periodic look (every WATCH_EVERY seconds), and closes them; and ``waiting() -> str``,
+    # why a scheduler still queues the job ("" once it runs).
+
+
+StartProcesses = Callable[[dict[str, str]], Processes]
+
+
+def silent_ranks(info: dict[int, RankInfo], limit: float | None, now: float) -> list[RankFailure]:
+    """Ranks that said nothing for longer than ``limit`` seconds: dead (their host or the
+    network to it is gone), for launchers that cannot see their processes. Marks them failed."""
+    if limit is None:
+        return []
+    out = []
+    for rank in info.values():
+        seen = rank.last_seen
+        if rank.state in ("idle", "running") and seen and now - seen > limit:
+            out.append(
+                RankFailure(
+                    rank.rank, now, rank.host, rank.pid, kind="timeout",
+                    evalue=f"no heartbeat for {now - seen:.0f}s: its host "
+                    "or the network to it is gone",
+                )
+            )  # fmt: skip
+            rank.state = "failed"
+    return out
+
+
+def exit_failures(
+    info: dict[int, RankInfo], exited: Iterable[tuple[int | None, int]], now: float
+) -> list[RankFailure]:
+    """One failure per ended process (rank -1 for a launcher), with its exit code or signal;
+    marks the ranks exited (code 0) or failed."""
+    out = []
+    for rank, code in exited:
+        r = -1 if rank is None else rank
+        known = info.get(r)
+        out.append(
+            RankFailure(
+                rank=r,
+                t=now,
+                host=known.host if known else socket.gethostname(),
+                pid=known.pid if known else None,
+                kind="exit",
+                exit_code=code if code >= 0 else None,
+                signal=-code if code < 0 else None,
+            )
+        )
+        if known is not None:
+            known.state = "exited" if code == 0 else "failed"
+    return out

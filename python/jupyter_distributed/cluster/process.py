@@ -1,0 +1,260 @@
+"""A cluster of rank processes that talk to the kernel over a signed ZeroMQ channel.
+
+Shared by the ``local`` and ``mpi`` backends, which differ only in how processes start (their
+:class:`~.liveness.Processes`). The channel's I/O thread is the :class:`~.router.Router`; on it,
+this module watches the processes (:mod:`.liveness` says which ranks are dead) and takes
+cancel/stop requests from the store. If the thread fails (a full or locked history store, a
+ZeroMQ error), the cluster is lost with that cause. Start-up is :mod:`.startup`'s loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import secrets
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+
+from ..events import ErrorEvent, Event, RunEvent, StacksEvent
+from ..history.reaper import leftover_prefix
+from ..history.store import Store
+from ..interface import Cluster, Plan, RankInfo, RunOutcome, RunRequest, RunView, RunWriter
+from ..protocol.commands import Shutdown
+from ..protocol.header import Message
+from ..protocol.signing import BOOTSTRAP_ENV, Buffer
+from ..protocol.stacks import RankStacks
+from .hang import diagnose
+from .hangflight import ranks_text
+from .inbox import CancelRequested, Exited, Item
+from .liveness import StartProcesses, exit_failures, silent_ranks
+from .router import Router
+from .stackboard import collect
+from .startup import wait_ready
+from .supervise import STOPPED_REMOTELY, execute_run
+from .transport import Transport
+
+log = logging.getLogger("jupyter_distributed")
+
+CONTROL_POLL = 0.25  # seconds between looks at the store for cancel/stop from the server
+WATCH_EVERY = 0.05  # seconds between looks at the processes (at once on a sentinel)
+
+
+class ProcessCluster(Cluster):
+    start_timeout = 120.0
+    defers_record = True  # (the router writes the run's events through request.record)
+    silence_limit: float | None = None  # see __init__
+
+    def __init__(
+        self,
+        plan: Plan,
+        store: Store,
+        start: StartProcesses,
+        view: RunView,
+        bind_host: str = "127.0.0.1",
+        connect_host: str | None = None,
+        transport: Transport | None = None,
+        silence_limit: float | None = None,
+    ) -> None:
+        """``transport`` says how ranks reach the kernel (:mod:`.transport`); without one, TCP
+        with CurveZMQ on ``bind_host``, dialled at ``connect_host``. ``silence_limit``: seconds
+        without any message (ranks send a heartbeat every second) after which a rank is dead,
+        for launchers that cannot see their processes."""
+        self.plan = plan
+        if silence_limit is not None:
+            self.silence_limit = silence_limit
+        self.store = store
+        self.view = view
+        self.id = f"c-{secrets.token_hex(4)}"
+        # faulthandler dumps; swept with the kernel's other cluster files if the kernel dies
+        self.stacks_dir = tempfile.mkdtemp(prefix=leftover_prefix() + "stacks-")
+        key = secrets.token_bytes(32)
+        self.info: dict[int, RankInfo] = {
+            r.rank: RankInfo(r.rank, r.host, None, "starting", r.coords) for r in plan.ranks
+        }
+        self._stopping = threading.Event()
+        self._stopped = threading.Event()
+        self._stop_lock = threading.Lock()
+        self._lost = ""
+        self._last_control = self._last_watch = 0.0
+        self.router = Router(
+            f"jd-{self.id}", store, self.info, key, self._tick, self.mark_lost,
+            transport or Transport.tcp(bind_host, connect_host),
+        )  # fmt: skip
+        self.address = self.router.address
+        self.inbox: queue.SimpleQueue[Item] = self.router.inbox
+        self.router.start()
+        boot = {
+            "address": self.address,
+            "key": key.hex(),
+            "curve": self.router.curve,
+            "cells": self.router.cells_address,
+            "cluster_id": self.id,
+            "layout": plan.spec.layout.to_json(),
+            "kernel_pid": os.getpid(),
+            "kernel_host": socket.gethostname(),
+            "stacks_dir": self.stacks_dir,
+        }
+        try:
+            self.processes = start({BOOTSTRAP_ENV: json.dumps(boot)})
+            for fd in getattr(self.processes, "sentinels", list)():
+                self.router.watch(fd, self._watch)
+            wait_ready(self.inbox, self.info, self.processes, self.stacks, view, self.start_timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    # -- the Supervised interface ----------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        return not self._lost and not self._stopping.is_set()
+
+    @property
+    def lost(self) -> str:
+        return self._lost
+
+    @property
+    def unrecorded(self) -> int:
+        return self.router.unrecorded
+
+    def ranks(self) -> list[RankInfo]:
+        return [self.info[r] for r in sorted(self.info)]
+
+    def execute(self, request: RunRequest, view: RunView) -> RunOutcome:
+        return execute_run(self, request, view)
+
+    def send(self, ranks: Sequence[int], message: Message, buffers: Sequence[Buffer] = ()) -> None:
+        self.router.send(ranks, message, buffers)
+
+    def begin(self, run_id: str, record: RunWriter | None = None) -> None:
+        self.router.begin(run_id, record)
+
+    def end(self) -> None:
+        self.router.end()
+
+    def mark_lost(self, why: str) -> None:
+        if not self._lost:
+            self._lost = why
+
+    def stacks(self, ranks: Sequence[int], code: str = "") -> dict[int, RankStacks]:
+        return collect(self.router.board, self.send, self.info, ranks, self.stacks_dir, code)
+
+    def recorded_end(self, run_id: str) -> RunEvent | None:
+        end = self.router.cell.completed
+        return end if end is not None and end.run_id == run_id else None
+
+    def record(self, event: Event) -> None:
+        self.router.call(lambda: self.router.record([event], []))
+
+    def snapshot(self, ranks: Sequence[int], reason: str, run_id: str = "") -> StacksEvent:
+        """Take, diagnose and record the stacks of ``ranks`` (the panel's and the magic's)."""
+        stacks = self.stacks(ranks)
+        running = {r for r, i in self.info.items() if i.state == "running"}
+        busy = {r: s for r, s in stacks.items() if r in running}
+        idle = [r for r in ranks if r not in busy]
+        whole = set(ranks) >= set(self.info)  # else who entered a collective is not known
+        text = diagnose(busy, list(self.info), whole=whole).text if busy else ""
+        if idle:
+            details = [
+                line for r in idle for line in (f"--- rank {r} (idle):", *stacks[r].format())
+            ]
+            text = "\n".join([text or f"{ranks_text(idle)} idle", *details])
+        event = StacksEvent(
+            run_id or self.router.ranks.run_id, time.time(), reason, text,
+            {r: s.to_json() for r, s in stacks.items()},
+        )  # fmt: skip
+        if event.run_id:
+            self.record(event)
+        return event
+
+    def stop(self, grace: float = 1.0) -> None:
+        with self._stop_lock:
+            self._stop(grace)
+
+    def _stop(self, grace: float) -> None:
+        if self._stopped.is_set():
+            return
+        if hasattr(self, "processes"):
+            idle = [r for r, i in self.info.items() if i.state == "idle"]
+            busy = [r for r, i in self.info.items() if i.state in ("running", "starting")]
+            self.send(idle, Shutdown())
+            deadline = time.monotonic() + (0 if busy else grace)
+            while self.processes.running() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.processes.terminate(grace)
+        self._stopping.set()
+        self.router.close()
+        shutil.rmtree(self.stacks_dir, ignore_errors=True)
+        self._stopped.set()
+        for info in self.info.values():
+            if info.state not in ("failed", "exited"):
+                info.state = "stopped"
+
+    # -- on the I/O thread ---------------------------------------------------------------
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        if now - self._last_watch >= WATCH_EVERY and hasattr(self, "processes"):
+            self._last_watch = now
+            self._watch()
+        if now - self._last_control >= CONTROL_POLL:
+            self._last_control = now
+            self._take_controls()
+
+    def _take_controls(self) -> None:
+        """Act on cancel/stop requests the server extension queued in the store."""
+        for control in self.store.take_controls(self.id):
+            if control.action == "cancel" and control.target == self.router.ranks.run_id:
+                self.inbox.put(CancelRequested(control.target))
+            elif control.action == "stop" and not self._lost:
+                # stop() cannot run on this thread (it waits for this loop to end)
+                threading.Thread(
+                    target=self._stop_remotely, daemon=True, name=f"jd-stop-{self.id}"
+                ).start()
+            elif control.action == "stacks" and not self._lost:
+                ranks = sorted(r for r in self.info if control.rank in (None, r))
+                # answered off this thread (the answers arrive on it); recorded in the store
+                threading.Thread(
+                    target=self.snapshot, args=(ranks, "request", control.target),
+                    daemon=True, name=f"jd-stacks-{self.id}",
+                ).start()  # fmt: skip
+
+    def _stop_remotely(self) -> None:
+        """The panel's stop: the busy ranks' last stacks are recorded, then every rank stops (a
+        running cell sees the cluster is no longer alive and records its run as stopped)."""
+        busy = [r for r, i in self.info.items() if i.state == "running"]
+        if busy and self.router.ranks.run_id:
+            try:
+                self.snapshot(busy, "killed")
+            except Exception:  # the stop must happen whatever the stacks do
+                log.exception("jupyter-distributed: no stacks before stopping %s", self.id)
+        self.mark_lost(STOPPED_REMOTELY)
+        self.stop()
+
+    def _watch(self) -> None:
+        events: list[Event] = []
+        items: list[Item] = []
+        lost = ""
+        now = time.time()
+        failures = silent_ranks(self.info, self.silence_limit, now)
+        failures += exit_failures(self.info, self.processes.exited(), now)
+        for failure in failures:
+            if self._stopping.is_set() or self._lost == STOPPED_REMOTELY:
+                continue
+            lost = lost or failure.summary
+            if self.router.ranks.run_id:
+                events.append(ErrorEvent(self.router.ranks.run_id, failure))
+            items.append(Exited(failure))
+        # the exit is in the inbox before the cluster reads as lost: a cell that sees the
+        # cluster lost always finds the failure that lost it
+        try:
+            self.router.record(events, items)
+        finally:
+            if lost:
+                self.mark_lost(lost)

@@ -1,0 +1,73 @@
+"""Waiting for a new cluster's ranks to be ready, and failing the start with its first cause.
+
+Apart from :mod:`.process` because start-up is its own loop on the main thread: it reads the
+inbox until every rank said hello, holds its clock while a scheduler queues the job, names
+ranks slow in a stage (:mod:`.startwatch`) and turns the first failure (a setup error, a lost
+channel, an exit) into one :class:`LaunchError`.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Callable, Sequence
+
+from ..errors import LaunchError
+from ..interface import RankInfo, RunView
+from ..protocol.stacks import RankStacks
+from .inbox import ChannelLost, Exited, Item, Ready, SetupFailed, StageReached
+from .liveness import Processes
+from .startwatch import StartWatch, watch_start
+
+
+def wait_ready(
+    inbox: queue.SimpleQueue[Item],
+    info: dict[int, RankInfo],
+    processes: Processes,
+    stacks: Callable[[Sequence[int]], dict[int, RankStacks]],
+    view: RunView,
+    timeout: float,
+) -> None:
+    """Return once every rank in ``info`` is ready; raise :class:`LaunchError` when one fails
+    to start, or when not all are ready ``timeout`` seconds after the start (or the queue)."""
+    waiting = set(info)
+    now = time.monotonic()
+    deadline = now + timeout
+    watch = StartWatch(info, now)
+    queued = getattr(processes, "waiting", None)  # a scheduler's queue (slurm)
+    shown = ""
+    while waiting:
+        try:
+            item = inbox.get(timeout=0.05)
+        except queue.Empty:
+            reason = queued() if queued is not None else ""
+            if reason:  # no start timeout (nor stage clock) while the job waits in the queue
+                deadline = time.monotonic() + timeout
+                watch = StartWatch(info, time.monotonic())
+                if reason != shown:
+                    shown = reason
+                    view.queued(reason)
+                continue
+            now = time.monotonic()
+            if now > deadline:
+                raise LaunchError(
+                    f"rank(s) {sorted(waiting)} did not start within "
+                    f"{timeout:.0f}s ({watch.describe(waiting, now)})"
+                ) from None
+            watch_start(watch, now, list(info), stacks, view.notice)
+            continue
+        if isinstance(item, StageReached):
+            watch.reached(item.rank, item.stage, time.monotonic(), item.detail)
+        elif isinstance(item, Ready):
+            waiting.discard(item.rank)
+            watch.reached(item.rank, "ready", time.monotonic())
+        elif isinstance(item, SetupFailed):
+            raise LaunchError(f"rank {item.rank} could not start: {item.message}")
+        elif isinstance(item, ChannelLost):
+            raise LaunchError(f"the cluster was lost while starting: {item.cause}")
+        elif isinstance(item, Exited):
+            failure = item.failure
+            tail = processes.log_tail(failure.rank if failure.rank >= 0 else None)
+            raise LaunchError(
+                f"{failure.summary} before it was ready" + (f": {tail}" if tail else "")
+            )

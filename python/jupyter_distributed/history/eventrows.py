@@ -1,0 +1,306 @@
+"""How events lie in the ``events`` table: output lines and metric samples in groups, the rest
+one row each.
+
+Every event has its own ``seq`` (global, increasing): readers page and follow by it. A row holds
+the events of one run, kind, rank and stream that one batch wrote, in seq order; its ``seq`` (the
+rowid) is its last event's and ``span`` how far before that its first one is. The events of
+different rows interleave (rank 0's lines and rank 1's alternate), so readers merge rows in
+seq order (:mod:`.eventmerge`); no row spans more than :data:`SPAN` seqs, which tells a reader
+when no row it has not read yet can hold an earlier event. Grouping is what keeps the history
+small: the run, kind, rank and stream are written once per row (as integer codes, see
+``run_keys`` and ``codes``) instead of once per line, and one row costs one index entry.
+
+In a group row, ``text`` is the lines joined by ``\\n`` (a line holding ``\\n`` gets a row of its
+own), ``data`` a JSON list of the metric samples' values and ``gaps`` one pair of varints per
+event after the first: the seq step minus one, and the time step in microseconds (zigzag). ``t``
+is the first event's time, exact; the others' are kept to the microsecond.
+
+A new kind of event needs nothing here: :func:`item` stores it one row per event, its JSON in
+``data``, and the live stream gives that JSON back. A kind that also shows in the logs gets a
+``stream`` and ``text`` in :func:`item` and its name in ``queries.LOG_KINDS``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+from ..events import DisplayEvent, Event, MetricEvent, OutputEvent, Stream
+
+#: The most seqs one row's events span. Readers rely on it: never lower it.
+SPAN = 4096
+
+#: The most bytes of text (or metric JSON) and gaps in one row, about: two such rows fill a
+#: 4 KiB page (SQLite's), where a longer row would spill into overflow pages and leave much of
+#: its own page empty, and shorter ones cost more in their own keys and index entries.
+ROW_BYTES = 2000
+
+#: Kinds whose events of one rank (and stream) are grouped into rows.
+GROUPED = ("output", "metric")
+
+#: The columns readers select, in :class:`Row`'s order.
+COLUMNS = "seq, span, run, kind, rank, stream, t, gaps, text, data"
+_INSERT = f"INSERT INTO events ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"  # noqa: S608 - ours
+
+
+class Item(NamedTuple):
+    """One event as the table keeps it."""
+
+    run_id: str
+    kind: str
+    rank: int | None
+    t: float
+    stream: str | None = None
+    text: str | None = None
+    data: str | None = None  # metric: the values' JSON; other kinds: the event's JSON
+
+
+def item(ev: Event) -> Item:
+    if isinstance(ev, OutputEvent):
+        return Item(ev.run_id, ev.kind, ev.rank, ev.t, ev.stream.value, ev.text)
+    if isinstance(ev, MetricEvent):
+        return Item(ev.run_id, ev.kind, ev.rank, ev.t, data=json.dumps(ev.values))
+    if isinstance(ev, DisplayEvent):  # the bundle in data, its mark as a log line
+        data = json.dumps(ev.to_json())
+        return Item(ev.run_id, ev.kind, ev.rank, ev.t, Stream.DISPLAY.value, ev.mark, data)
+    return Item(ev.run_id, ev.kind, getattr(ev, "rank", None), ev.t, data=json.dumps(ev.to_json()))
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+class Lines(NamedTuple):
+    """A message's output lines of one run, rank and stream (the hot path of a flood): written
+    into group rows at once, one seq per line, without an :class:`Item` per line."""
+
+    run_id: str
+    rank: int
+    stream: str
+    lines: Sequence[tuple[float, str]]
+
+
+def append(db: sqlite3.Connection, items: Iterable[Item | Lines], keys: Keys | None = None) -> None:
+    """Write ``items`` with the seqs after the last one; ``db`` is in a write transaction."""
+    top = db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
+    write(db, _numbered(top + 1, items), keys)
+
+
+def _numbered(seq: int, items: Iterable[Item | Lines]) -> Iterator[tuple[int, Item | Lines]]:
+    for it in items:
+        yield seq, it
+        seq += len(it.lines) if isinstance(it, Lines) else 1
+
+
+def write(
+    db: sqlite3.Connection, numbered: Iterable[tuple[int, Item | Lines]], keys: Keys | None = None
+) -> None:
+    """Write items at the given (increasing) seqs, grouped into rows no wider than SPAN; the
+    lines of :class:`Lines` take one seq each from theirs on. ``keys``: those known already."""
+    codes = _Codes(db, keys)
+    groups: dict[tuple[str, str, int | None, str | None], _Group] = {}
+    rows: list[tuple[Any, ...]] = []
+    start = -SPAN
+    for seq, it in numbered:
+        if isinstance(it, Lines):
+            start = _write_lines(db, seq, it, start, groups, rows, codes)
+            continue
+        if seq - start >= SPAN:
+            _flush(db, groups, rows, codes)
+            start = seq
+        if it.kind in GROUPED and not (it.text and "\n" in it.text):
+            key = (it.run_id, it.kind, it.rank, it.stream)
+            group = groups.get(key)
+            if group is not None and not group.add(seq, it):
+                rows.append(group.row(codes))
+                group = None
+            if group is None:
+                groups[key] = _Group(seq, it)
+        else:
+            rows.append(_Group(seq, it).row(codes))
+    _flush(db, groups, rows, codes)
+
+
+def _write_lines(
+    db: sqlite3.Connection,
+    seq: int,
+    it: Lines,
+    start: int,
+    groups: dict[Any, _Group],
+    rows: list[tuple[Any, ...]],
+    codes: _Codes,
+) -> int:
+    """:func:`write`'s work for the lines of ``it`` (at ``seq`` on), a row at a time: the same
+    rows as for one :class:`Item` per line. Returns where the current span starts."""
+    i, count = 0, len(it.lines)
+    key = (it.run_id, "output", it.rank, it.stream)
+    while i < count:  # (a row ends at its size, a span's end, or a line with a \n)
+        if seq + i - start >= SPAN:
+            _flush(db, groups, rows, codes)
+            start = seq + i
+        group = groups.get(key)
+        if group is not None:
+            added = group.extend(seq + i, it.lines, i, start + SPAN - seq)
+            if added > i:
+                i = added
+                continue
+            if "\n" not in it.lines[i][1]:  # the row is full: a new one
+                rows.append(groups.pop(key).row(codes))
+        t, text = it.lines[i]
+        line = Item(it.run_id, "output", it.rank, t, it.stream, text)
+        if "\n" in text:  # a row of its own
+            rows.append(_Group(seq + i, line).row(codes))
+        else:
+            groups[key] = _Group(seq + i, line)
+        i += 1
+    return start
+
+
+def _flush(
+    db: sqlite3.Connection,
+    groups: dict[Any, _Group],
+    rows: list[tuple[Any, ...]],
+    codes: _Codes,
+) -> None:
+    rows.extend(group.row(codes) for group in groups.values())
+    if not rows:
+        return
+    rows.sort(key=lambda r: int(r[0]))  # rowid order: appended to the table's end
+    db.executemany(_INSERT, rows)
+    groups.clear()
+    rows.clear()
+
+
+class _Group:
+    """The events of one row being made."""
+
+    __slots__ = ("first", "first_seq", "gaps", "last_seq", "last_us", "parts", "size")
+
+    def __init__(self, seq: int, it: Item) -> None:
+        self.first, self.first_seq, self.last_seq = it, seq, seq
+        self.last_us = round(it.t * 1e6)
+        self.parts = [it.text or it.data or ""]  # the events' text (output) or values (metric)
+        self.gaps = bytearray()
+        self.size = len(self.parts[0].encode())
+
+    def add(self, seq: int, it: Item) -> bool:
+        """Add ``it`` unless the row would pass ROW_BYTES."""
+        us = round(it.t * 1e6)
+        mark = len(self.gaps)
+        _varint(self.gaps, seq - self.last_seq - 1)
+        _varint(self.gaps, _zigzag(us - self.last_us))
+        part = it.text or it.data or ""
+        size = self.size + len(part.encode()) + 1 + len(self.gaps) - mark
+        if size > ROW_BYTES:
+            del self.gaps[mark:]
+            return False
+        self.parts.append(part)
+        self.size, self.last_seq, self.last_us = size, seq, us
+        return True
+
+    def extend(self, seq: int, lines: Sequence[tuple[float, str]], i: int, stop: int) -> int:
+        """Add ``lines[i:stop]``, the first at ``seq`` and the others at the seqs after it,
+        while the row stays within ROW_BYTES and no line holds a ``\\n``; returns the index of
+        the first line not added. :meth:`add`'s work per line, inlined; a line at the time of
+        the one before it (the lines of one read of a rank's pipe) costs the least."""
+        gaps, parts = self.gaps, self.parts
+        size, last_us, step = self.size, self.last_us, seq - self.last_seq - 1
+        last_t = None  # the time of the line before (in this call), as it came
+        j, stop = i, min(stop, len(lines))
+        while j < stop:
+            t, text = lines[j]
+            if "\n" in text:
+                break
+            grown = (len(text) if text.isascii() else len(text.encode())) + 1
+            if t == last_t:  # the same time: its gaps are (0, 0)
+                grown += 2
+                if size + grown > ROW_BYTES:
+                    break
+                gaps += b"\0\0"
+            else:
+                us = round(t * 1e6)
+                mark = len(gaps)
+                _varint(gaps, step)
+                _varint(gaps, _zigzag(us - last_us))
+                grown += len(gaps) - mark
+                if size + grown > ROW_BYTES:
+                    del gaps[mark:]
+                    break
+                last_us, last_t, step = us, t, 0
+            parts.append(text)
+            size += grown
+            j += 1
+        if j > i:
+            self.size, self.last_us, self.last_seq = size, last_us, seq + (j - i) - 1
+        return j
+
+    def row(self, codes: _Codes) -> tuple[Any, ...]:
+        first = self.first
+        stream = codes.code(first.stream) if first.stream is not None else None
+        run, kind = codes.run(first.run_id), codes.code(first.kind)
+        span = self.last_seq - self.first_seq
+        head = (self.last_seq, span, run, kind, first.rank, stream, first.t)
+        if len(self.parts) == 1:
+            return (*head, None, first.text, first.data)
+        if first.kind == "metric":
+            return (*head, bytes(self.gaps), None, "[" + ",".join(self.parts) + "]")
+        return (*head, bytes(self.gaps), "\n".join(self.parts), None)
+
+
+def _zigzag(step: int) -> int:
+    return step * 2 if step >= 0 else -step * 2 - 1
+
+
+def _varint(out: bytearray, value: int) -> None:
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+class Keys:
+    """Integer keys already read or made, kept between transactions by one writer (a
+    :class:`~.store.Store`): keys are never changed nor removed, so only a rolled-back
+    transaction can take one back, and the writer then forgets them all (:meth:`clear`)."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, int] = {}
+        self.names: dict[str, int] = {}
+
+    def clear(self) -> None:
+        self.runs.clear()
+        self.names.clear()
+
+
+def new_run_key(db: sqlite3.Connection, run_id: str, keys: Keys) -> None:
+    """Make the key of a run created in this transaction: one statement, not a look-up first
+    (a key left by an earlier run of the same id is looked up all the same)."""
+    cursor = db.execute("INSERT OR IGNORE INTO run_keys (id) VALUES (?)", (run_id,))
+    if cursor.rowcount == 1 and cursor.lastrowid is not None:
+        keys.runs[run_id] = cursor.lastrowid
+
+
+class _Codes:
+    """The integer keys of run ids and of kind and stream names, made on first use."""
+
+    def __init__(self, db: sqlite3.Connection, keys: Keys | None = None) -> None:
+        self.db = db
+        keys = keys or Keys()
+        self.runs, self.names = keys.runs, keys.names
+
+    def run(self, run_id: str) -> int:
+        return self._key(self.runs, "run_keys", "key", "id", run_id)
+
+    def code(self, name: str) -> int:
+        return self._key(self.names, "codes", "code", "name", name)
+
+    def _key(self, cache: dict[str, int], table: str, key: str, col: str, value: str) -> int:
+        if value not in cache:
+            sql = f"SELECT {key} FROM {table} WHERE {col}=?"  # noqa: S608 - our own names
+            row = self.db.execute(sql, (value,)).fetchone()
+            if row is None:
+                insert = f"INSERT INTO {table} ({col}) VALUES (?)"  # noqa: S608 - our own names
+                row = (self.db.execute(insert, (value,)).lastrowid,)
+            cache[value] = int(row[0])
+        return cache[value]

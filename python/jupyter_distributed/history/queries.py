@@ -1,0 +1,204 @@
+"""Read queries on the history: what the line magic, the server and the panel ask for.
+
+Mixed into :class:`~.store.Store`, which provides ``_query`` and ``_rows``.
+How the events lie in their table: :mod:`.eventrows`; how they are read back in order:
+:mod:`.eventmerge`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from ..events import MetricEvent, StacksEvent
+from . import eventrows, probestore
+from .eventmerge import FOLD, Stored, merged
+from .records import LogLine, RankRecord, RunRecord, _run
+
+#: The kinds of event the logs show.
+LOG_KINDS: tuple[str, ...] = ("output", "display")
+
+
+class Queries:
+    if TYPE_CHECKING:  # provided by Store
+
+        def _query(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+        def _rows(
+            self, sql: str, args: Iterable[Any] = ()
+        ) -> AbstractContextManager[Iterator[tuple[Any, ...]]]: ...
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def runs(
+        self, limit: int = 50, before: float | None = None, sweep_id: str | None = None
+    ) -> list[RunRecord]:
+        """Newest first; ``before`` pages by start time; ``sweep_id``: one sweep's runs. A
+        probe's pairs are counted, not read (``summary["probe"]["pair_count"]``); :meth:`run`
+        reads them."""
+        sql = "SELECT * FROM runs WHERE 1=1"
+        args: list[Any] = []
+        if before is not None:
+            sql += " AND started < ?"
+            args.append(before)
+        if sweep_id is not None:
+            sql += " AND sweep_id = ?"
+            args.append(sweep_id)
+        sql += " ORDER BY started DESC LIMIT ?"
+        args.append(limit)
+        return [_run(row) for row in self._query(sql, args)]
+
+    def run(self, run_id: str) -> RunRecord | None:
+        rows = self._query("SELECT * FROM runs WHERE id=?", (run_id,))
+        if not rows:
+            rows = self._query(
+                "SELECT * FROM runs WHERE id LIKE ? ORDER BY started DESC LIMIT 2",
+                (run_id.replace("%", "") + "%",),
+            )
+            if len(rows) != 1:
+                return None
+        run = _run(rows[0])
+        if probestore.counted(run.summary):  # the one run: its probe whole, pairs and all
+            pairs = self._query("SELECT pairs FROM probe_pairs WHERE run_id=?", (run.id,))
+            if pairs:
+                run = dataclasses.replace(run, summary=probestore.whole(run.summary, pairs[0][0]))
+        return run
+
+    def ranks(self, run_id: str) -> list[RankRecord]:
+        rows = self._query(
+            "SELECT rank, host, pid, state, coords, updated, heartbeat FROM ranks"
+            " WHERE run_id=? ORDER BY rank",
+            (run_id,),
+        )
+        return [
+            RankRecord(r[0], r[1] or "", r[2], r[3], json.loads(r[4] or "{}"), r[5], r[6])
+            for r in rows
+        ]
+
+    def logs(
+        self,
+        run_id: str,
+        *,
+        ranks: Iterable[int] | None = None,
+        stream: str | None = None,
+        search: str | None = None,
+        after: int = 0,
+        before: int | None = None,
+        limit: int = 500,
+    ) -> list[LogLine]:
+        """Output lines in ``seq`` order after the cursor ``after`` (or the last ``limit``
+        before ``before``), filtered by rank, stream and a case-insensitive substring. A rich
+        display is one line of stream ``display``: its mark ("image/png 640×480")."""
+        where, args = self._of_run(run_id, LOG_KINDS)
+        rank_list = list(ranks) if ranks is not None else None
+        if rank_list is not None:
+            where += f" AND rank IN ({','.join('?' * len(rank_list)) or 'NULL'})"
+            args += rank_list
+        if stream:
+            where += " AND stream=(SELECT code FROM codes WHERE name=?)"
+            args.append(stream)
+        needle = None
+        if search:  # rows holding it somewhere, then the lines that hold it (ASCII case folded)
+            escaped = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            where += " AND text LIKE ? ESCAPE '\\'"
+            args.append(f"%{escaped}%")
+            needle = search.translate(FOLD)
+        events = self._merged(where, args, limit, after=after, before=before, needle=needle)
+        return [LogLine(e.seq, e.rank or 0, e.t, e.stream, e.text) for e in events]
+
+    def display(self, run_id: str, seq: int) -> dict[str, Any] | None:
+        """The rich display recorded as event ``seq`` of a run (its bundle and mark)."""
+        where, args = self._of_run(run_id, ("display",))
+        rows = self._query(f"SELECT data FROM events WHERE {where} AND seq=?", [*args, seq])  # noqa: S608
+        return dict(json.loads(rows[0][0])) if rows else None
+
+    def metrics(
+        self, run_id: str, after: int = 0, limit: int = 10_000
+    ) -> list[tuple[int, MetricEvent]]:
+        where, args = self._of_run(run_id, ("metric",))
+        return [
+            (e.seq, MetricEvent(run_id, e.rank or 0, e.t, e.data))
+            for e in self._merged(where, args, limit, after=after)
+        ]
+
+    def stacks(self, run_id: str, after: int = 0) -> list[tuple[int, StacksEvent]]:
+        """The run's stack snapshots (diagnosis and every thread of each rank), oldest first."""
+        where, args = self._of_run(run_id, ("stacks",))
+        out = []
+        for e in self._merged(where, args, 1000, after=after):
+            d = dict(e.data or {})
+            ranks = {int(r): dict(s) for r, s in dict(d.get("ranks") or {}).items()}
+            event = StacksEvent(run_id, e.t, str(d["reason"]), str(d["diagnosis"]), ranks)
+            out.append((e.seq, event))
+        return out
+
+    def events_after(
+        self, seq: int, run_id: str | None = None, limit: int = 1000
+    ) -> list[tuple[int, dict[str, Any]]]:
+        """Every kind of event after ``seq``, as JSON dicts (the live stream's source)."""
+        where, args = self._of_run(run_id, ()) if run_id is not None else ("1", [])
+        events = self._merged(where, args, limit, after=seq)
+        out: list[tuple[int, dict[str, Any]]] = []
+        for e in events:
+            rid = run_id if run_id is not None else self._run_id(e.run)
+            if e.kind in LOG_KINDS:  # a display streams as its mark (a log line)
+                event = {"kind": "output", "run_id": rid, "rank": e.rank, "t": e.t}
+                out.append((e.seq, {**event, "stream": e.stream, "text": e.text}))
+            elif e.kind == "metric":
+                event = {"kind": e.kind, "run_id": rid, "rank": e.rank, "t": e.t}
+                out.append((e.seq, {**event, "values": e.data}))
+            else:
+                out.append((e.seq, dict(e.data or {})))
+        return out
+
+    def _of_run(self, run_id: str, kinds: tuple[str, ...]) -> tuple[str, list[Any]]:
+        """A WHERE clause for a run's events of ``kinds`` (all kinds if empty)."""
+        where = "run=(SELECT key FROM run_keys WHERE id=?)"
+        if kinds:
+            marks = ",".join("?" * len(kinds))
+            where += f" AND kind IN (SELECT code FROM codes WHERE name IN ({marks}))"  # noqa: S608
+        return where, [run_id, *kinds]
+
+    def _merged(
+        self,
+        where: str,
+        args: list[Any],
+        limit: int,
+        *,
+        after: int = 0,
+        before: int | None = None,
+        needle: str | None = None,
+    ) -> list[Stored]:
+        """The events of the rows matching ``where``, in seq order (see eventmerge.merged)."""
+        if before is not None:
+            where += " AND seq < ? ORDER BY seq DESC"
+            args = [*args, before + eventrows.SPAN]
+        else:
+            where += " AND seq > ? ORDER BY seq"
+            args = [*args, after]
+        sql = f"SELECT {eventrows.COLUMNS} FROM events WHERE {where}"  # noqa: S608
+        with self._rows(sql, args) as rows:
+            return merged(rows, self._name, limit, after=after, before=before, needle=needle)
+
+    def _name(self, code: int) -> str:
+        """The kind or stream name of a code (codes are never changed, only added)."""
+        names: dict[int, str] = getattr(self, "_names", {})
+        if code not in names:
+            names = dict(self._query("SELECT code, name FROM codes"))
+            self._names = names
+        return names.get(code, "")
+
+    def _run_id(self, key: int) -> str:
+        """The id of a run key (keys are never changed, only added)."""
+        ids: dict[int, str] = getattr(self, "_run_ids", {})
+        if key not in ids:
+            ids = {**ids, **dict(self._query("SELECT key, id FROM run_keys WHERE key=?", (key,)))}
+            self._run_ids = ids
+        return ids.get(key, "")
+
+    def last_seq(self) -> int:
+        row = self._query("SELECT COALESCE(MAX(seq), 0) FROM events")
+        return int(row[0][0])

@@ -1,0 +1,164 @@
+"""The records the history holds, as readers get them (and their JSON for the server)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..events import RunState
+
+
+@dataclass
+class RunRecord:
+    id: str
+    backend: str
+    world_size: int
+    ranks: list[int]
+    state: RunState = RunState.RUNNING
+    cluster_id: str = ""
+    spec: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+    notebook: str = ""
+    cell_id: str = ""
+    host: str = ""
+    kernel_pid: int | None = None
+    external_id: str = ""
+    started: float = 0.0
+    ended: float | None = None
+    message: str = ""
+    summary: dict[str, Any] = field(default_factory=dict)
+    sweep_id: str = ""  # runs of one --sweep cell share it ("" for a cell without --sweep)
+    kernel_id: str = ""  # the Jupyter kernel that ran it ("" outside a kernel)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "backend": self.backend,
+            "world_size": self.world_size,
+            "ranks": self.ranks,
+            "state": self.state.value,
+            "cluster_id": self.cluster_id,
+            "spec": self.spec,
+            "source": self.source,
+            "notebook": self.notebook,
+            "cell_id": self.cell_id,
+            "host": self.host,
+            "kernel_pid": self.kernel_pid,
+            "external_id": self.external_id,
+            "started": self.started,
+            "ended": self.ended,
+            "message": self.message,
+            "summary": self.summary,
+            "sweep_id": self.sweep_id,
+            "kernel_id": self.kernel_id,
+        }
+
+
+@dataclass
+class RankRecord:
+    rank: int
+    host: str
+    pid: int | None
+    state: str
+    coords: dict[str, Any]
+    updated: float
+    heartbeat: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "host": self.host,
+            "pid": self.pid,
+            "state": self.state,
+            "coords": self.coords,
+            "updated": self.updated,
+            "heartbeat": self.heartbeat,
+        }
+
+
+@dataclass
+class LogLine:
+    seq: int
+    rank: int
+    t: float
+    stream: str
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "rank": self.rank,
+            "t": self.t,
+            "stream": self.stream,
+            "text": self.text,
+        }
+
+
+@dataclass
+class Control:
+    """A request from outside the kernel (the server extension) to a live cluster: ``cancel``
+    a run (``target`` is its id), take the ``stacks`` of its ranks (of ``rank`` only, when
+    given), or ``stop`` the cluster (``target`` is the cluster id)."""
+
+    id: int
+    cluster_id: str
+    target: str
+    action: str
+    t: float
+    rank: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "cluster_id": self.cluster_id,
+            "target": self.target,
+            "action": self.action,
+            "t": self.t,
+            "rank": self.rank,
+        }
+
+
+def _run(row: tuple[Any, ...]) -> RunRecord:
+    (
+        id_,
+        cluster_id,
+        backend,
+        world_size,
+        ranks,
+        state,
+        spec,
+        source,
+        notebook,
+        cell_id,
+        host,
+        kernel_pid,
+        external_id,
+        started,
+        ended,
+        message,
+        summary,
+        sweep_id,
+        kernel_id,
+    ) = row
+    return RunRecord(
+        id=id_,
+        cluster_id=cluster_id or "",
+        backend=backend,
+        world_size=world_size,
+        ranks=json.loads(ranks or "[]"),
+        state=RunState(state),
+        spec=json.loads(spec or "{}"),
+        source=source or "",
+        notebook=notebook or "",
+        cell_id=cell_id or "",
+        host=host or "",
+        kernel_pid=kernel_pid,
+        external_id=external_id or "",
+        started=started,
+        ended=ended,
+        message=message or "",
+        summary=json.loads(summary or "{}"),
+        sweep_id=sweep_id or "",
+        kernel_id=kernel_id or "",
+    )

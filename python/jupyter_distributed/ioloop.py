@@ -1,0 +1,216 @@
+"""One I/O thread owns a ZeroMQ socket: the kernel's ROUTER and each rank's DEALER alike.
+
+ZeroMQ sockets are not thread-safe, so every other thread hands work to :meth:`IoLoop.put`
+(frames to send) or :meth:`IoLoop.call` (a function to run on the I/O thread), which never
+block: a queue keeps their order and a pipe wakes the thread, written only when the thread is
+not already due to look (every ``os.write`` lets go of the GIL, and getting it back behind a
+busy thread can cost a switch interval, 5 ms). Incoming messages are handed to
+``on_batch`` in batches of up to 1000 (so the kernel records each batch in one transaction);
+``tick`` runs about every ``poll_ms``; :meth:`IoLoop.watch` adds a file descriptor (e.g. a
+process's pidfd) whose readiness runs a function at once, not at the next tick, and
+:meth:`IoLoop.serve` one whose every readiness does (a Unix connection the loop reads). An
+exception on the thread ends it and is handed to ``on_error``: nobody waits forever on a
+silently dead loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import cast
+
+import zmq
+
+from .protocol.frames import copied
+from .protocol.signing import Buffer
+
+Batch = list[list[zmq.Frame]]
+_STOP = object()
+_BATCH = 1000
+
+
+class IoLoop:
+    def __init__(
+        self,
+        sock: zmq.Socket[bytes],
+        on_batch: Callable[[Batch], None],
+        tick: Callable[[], None],
+        on_error: Callable[[BaseException], None],
+        poll_ms: int = 100,
+        name: str = "jd-io",
+    ) -> None:
+        self.sock = sock
+        self._on_batch, self._tick, self._on_error = on_batch, tick, on_error
+        self._poll_ms = poll_ms
+        self._out: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self.stopped = threading.Event()
+        self._watched: dict[int, Callable[[], None]] = {}
+        self._served: dict[int, Callable[[int], None]] = {}
+        self._after_serving: list[Callable[[], None]] = []
+        self._poller = zmq.Poller()
+        self._woken = False  # the pipe holds a wake-up the thread has not read yet
+        self._pipe_lock = threading.Lock()  # held to write or close the pipe
+        self._due: float | None = None  # (I/O thread) run ``tick`` again by then (monotonic)
+        self._thread = threading.Thread(target=self._run, daemon=True, name=name)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def put(self, frames: Sequence[Buffer], wake: bool = True) -> None:
+        """Queue a multipart message; safe from any thread, never blocks. With ``wake``
+        False the thread is not woken for it: the caller calls :meth:`wake` after queueing
+        more (one wake-up for a cell's messages to every rank)."""
+        self._out.put(frames)
+        if wake:
+            self._wake()
+
+    def call(self, fn: Callable[[], None], wake: bool = True) -> None:
+        """Run ``fn`` on the I/O thread, in order with the queued messages. With ``wake``
+        False it runs when the thread next wakes (for a message, a put, or its tick): before
+        any message received after that, never later."""
+        self._out.put(fn)
+        if wake:
+            self._wake()
+
+    def wake(self) -> None:
+        """Have the thread look at its queue now."""
+        self._wake()
+
+    def tick_within(self, seconds: float) -> None:
+        """Run ``tick`` again within ``seconds`` (not the usual ``poll_ms``) even if nothing
+        arrives; only on the I/O thread (from ``on_batch`` or ``tick``), once per need."""
+        due = time.monotonic() + seconds
+        self._due = due if self._due is None else min(self._due, due)
+
+    def watch(self, fd: int, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the I/O thread as soon as ``fd`` is readable, once; the loop owns
+        ``fd`` from now on and closes it after that (or when the loop ends)."""
+
+        def add() -> None:
+            self._watched[fd] = fn
+
+        self.call(add)
+
+    def serve(self, fd: int, fn: Callable[[int], None], events: int = zmq.POLLIN) -> None:
+        """Run ``fn(events ready)`` on the I/O thread each time ``fd`` is ready for ``events``,
+        until :meth:`unserve` (called again: other events). Only on the I/O thread, or before
+        :meth:`start`; the caller keeps and closes ``fd``."""
+        self._served[fd] = fn
+        self._poller.register(fd, events)
+
+    def after_serving(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the I/O thread after each round of :meth:`serve`'s functions (what
+        several descriptors gave at once is handled at once). Before :meth:`start`."""
+        self._after_serving.append(fn)
+
+    def unserve(self, fd: int) -> None:
+        """(I/O thread) Stop serving ``fd``."""
+        if self._served.pop(fd, None) is not None:
+            self._poller.unregister(fd)
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Send what is queued, then end the thread; whether it ended within ``timeout``."""
+        self._out.put(_STOP)
+        self._wake()
+        return self.stopped.wait(timeout)
+
+    def _wake(self) -> None:
+        if self._woken:  # the thread will drain the queue after this item was put
+            return
+        self._woken = True
+        # (a full pipe: the thread is awake anyway; a closed one's number may be reused)
+        with self._pipe_lock, contextlib.suppress(BlockingIOError, OSError):
+            if self._wake_w >= 0:
+                os.write(self._wake_w, b"\0")
+
+    def _run(self) -> None:
+        poller = self._poller
+        poller.register(self.sock, zmq.POLLIN)
+        poller.register(self._wake_r, zmq.POLLIN)
+        polled: set[int] = set()
+        try:
+            while True:
+                timeout = self._poll_ms
+                if self._due is not None:
+                    left = self._due - time.monotonic()
+                    timeout = max(0, min(timeout, int(left * 1000 + 0.999)))
+                ready = dict(poller.poll(timeout))
+                if self._wake_r in ready:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(self._wake_r, 65536)
+                    self._woken = False  # (before draining: a later put wakes us again)
+                if not self._drain():
+                    return
+                if ready.get(self.sock):
+                    self._receive()
+                if self._served:
+                    self._serve_ready(ready)
+                if self._watched or polled:
+                    self._rewatch(poller, polled, ready)
+                if self._due is not None and time.monotonic() >= self._due:
+                    self._due = None  # (this tick is the one asked for)
+                self._tick()
+        except Exception as exc:  # noqa: BLE001 (handed on: the owner decides what it means)
+            self._on_error(exc)
+        finally:
+            for fd in self._watched:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self.sock.close(linger=None)
+            with self._pipe_lock:
+                os.close(self._wake_r)
+                os.close(self._wake_w)
+                self._wake_w = -1
+            self.stopped.set()
+
+    def _serve_ready(self, ready: dict[object, int]) -> None:
+        served = False
+        for fd, events in ready.items():
+            fn = self._served.get(fd)  # type: ignore[call-overload]
+            if fn is not None:
+                fn(events)
+                served = True
+        if served:
+            for after in self._after_serving:
+                after()
+
+    def _rewatch(self, poller: zmq.Poller, polled: set[int], ready: dict[object, int]) -> None:
+        """Run the functions of the watched descriptors that are ready; poll the new ones."""
+        for fd in [fd for fd in self._watched if fd in ready]:
+            poller.unregister(fd)
+            polled.discard(fd)
+            os.close(fd)
+            self._watched.pop(fd)()
+        for fd in self._watched.keys() - polled:
+            poller.register(fd, zmq.POLLIN)
+            polled.add(fd)
+
+    def _drain(self) -> bool:
+        out = self._out
+        while not out.empty():  # (only this thread takes: not empty, so get_nowait succeeds)
+            item = out.get_nowait()
+            if item is _STOP:
+                return False
+            if callable(item):
+                item()
+            else:
+                frames = cast("Sequence[Buffer]", item)
+                self.sock.send_multipart(frames, copy=copied(frames))
+        return True
+
+    def _receive(self) -> None:
+        batch: Batch = []
+        while len(batch) < _BATCH:
+            try:
+                batch.append(self.sock.recv_multipart(zmq.NOBLOCK, copy=False))
+            except zmq.Again:
+                break
+        if batch:
+            self._on_batch(batch)

@@ -1,0 +1,83 @@
+"""The wings of the package, as a user's start-up feels them and as the imports draw them.
+
+`make test` also runs lint-imports (the contracts in pyproject.toml: no circles, the floors,
+backends as leaves, the kernel never importing the worker). These tests check what a contract
+cannot say: what a light entry point loads, and the worker's short list of allowed imports.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import grimp
+
+HEAVY = ("zmq", "jupyter_distributed.cluster", "jupyter_distributed.worker")
+
+
+def loaded_after(code: str) -> list[str]:
+    """The heavy modules a fresh interpreter holds after running ``code``."""
+    probe = (
+        f"{code}\nimport json, sys\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({HEAVY!r}))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    found: list[str] = json.loads(out.strip().splitlines()[-1])
+    return found
+
+
+def test_the_magics_flags_and_help_load_no_engine_and_no_pyzmq() -> None:
+    code = (
+        "from IPython.testing.globalipapp import start_ipython\n"
+        "ip = start_ipython()\n"
+        "ip.run_line_magic('load_ext', 'jupyter_distributed')\n"
+        "ip.run_cell('%%distributed?\\npass')\n"
+        "from jupyter_distributed.arguments import flag_owners\n"
+        "flag_owners()\n"
+    )
+    assert loaded_after(code) == []
+
+
+def test_the_servers_start_up_loads_no_engine_and_no_pyzmq() -> None:
+    code = (
+        "import jupyter_distributed.server\n"
+        "from jupyter_distributed.backends import followable, plugins\n"
+        "plugins(); followable()\n"
+    )
+    assert loaded_after(code) == []
+
+
+def test_a_backends_folder_declares_its_plugin_without_the_engine() -> None:
+    for name in ("local", "mpi", "ray", "sagemaker", "slurm"):
+        code = f"import jupyter_distributed.backends.{name} as b\nassert b.PLUGIN.name == {name!r}"
+        assert loaded_after(code) == [], name
+
+
+SHARED_WITH_THE_WORKER = {"protocol", "layout", "pids", "errors", "ioloop"}
+
+
+def test_the_worker_imports_only_the_protocol_and_the_pure_shared_modules() -> None:
+    graph = grimp.build_graph("jupyter_distributed")
+    outside = set()
+    for module in graph.find_descendants("jupyter_distributed.worker"):
+        for imported in graph.find_modules_directly_imported_by(module):
+            parts = imported.split(".")
+            if parts[0] == "jupyter_distributed" and len(parts) > 1 and parts[1] != "worker":
+                outside.add(parts[1])
+    assert outside <= SHARED_WITH_THE_WORKER, outside - SHARED_WITH_THE_WORKER
+    assert "protocol" in outside  # the check looks where the imports are
+
+
+def test_the_kernel_side_imports_nothing_from_the_worker() -> None:
+    graph = grimp.build_graph("jupyter_distributed")
+    worker = {"jupyter_distributed.worker"} | graph.find_descendants("jupyter_distributed.worker")
+    offenders = {
+        (m, i)
+        for m in graph.modules - worker
+        for i in graph.find_modules_directly_imported_by(m)
+        if i in worker
+    }
+    assert offenders == set()

@@ -15,8 +15,8 @@ SHELL := bash
 MAKEFLAGS += --no-builtin-rules
 
 # ---- hook points -------------------------------------------------------------
-# Debian packages the tests need, installed (after `apt-get update`) only when
-# one is missing, e.g. APT_PACKAGES += openmpi-bin libopenmpi-dev chromium
+# Debian packages the tests need (never `make lab`), installed (after `apt-get update`) only
+# when one is missing, e.g. APT_PACKAGES += openmpi-bin libopenmpi-dev chromium
 APT_PACKAGES ?= openmpi-bin libopenmpi-dev
 # Slurm for the slurm backend's tests (they start their own daemons, on loopback, in a
 # network namespace they create; iproute2 for the namespace).
@@ -72,39 +72,49 @@ NODE_CHECK := const [a, b] = process.versions.node.split(".").map(Number); \
 	process.exit(a > 22 || (a === 22 && b >= 12) || (a === 20 && b >= 19) ? 0 : 1);
 export NODE_CHECK
 
-.PHONY: help lab test system clean distclean wheel bench-panel wire-fixtures $(TEST_STEPS)
+.PHONY: help lab test system-lab system-test clean distclean wheel bench-panel wire-fixtures $(TEST_STEPS)
 
 help:
 	@echo "make lab    set up .venv and open JupyterLab on examples/ (LAB_ARGS=... for more)"
 	@echo "make test   set up .venv, build the extension, run all checks (PYTEST_ARGS=...)"
-	@echo "helpers:    system, wheel (to dist/), clean (build outputs), distclean (+ .venv, node_modules)"
+	@echo "helpers:    system-lab, system-test, wheel (to dist/), clean (build outputs), distclean (+ .venv, node_modules)"
 	@echo "            wire-fixtures (rewrite tests/wire/ from the Python code)"
 
 # ---- the two user commands ---------------------------------------------------
-lab: system $(STAMPS)/deps-lab $(STAMPS)/package
+lab: system-lab $(STAMPS)/deps-lab $(STAMPS)/package
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS) examples/
 
-test: system $(TORCH_STAMP) $(STAMPS)/deps-test $(STAMPS)/package $(TEST_STEPS)
+test: system-test $(TORCH_STAMP) $(STAMPS)/deps-test $(STAMPS)/package $(TEST_STEPS)
 
 # ---- set-up ------------------------------------------------------------------
-# Debian packages (APT_PACKAGES, plus python3-venv where `venv` lacks ensurepip)
-# and a Node.js recent enough for the extension builder.
-system:
-	@missing=""; \
-	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="python3-venv"; \
-	for p in $(APT_PACKAGES); do \
-	  dpkg-query -W -f='$${Status}\n' "$$p" 2>/dev/null | grep -q '^install ok installed$$' \
-	    || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$${missing// }" ]; then \
-	  echo "apt-get install:$$missing"; \
-	  apt-get update; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+# Set-up checks. `make lab` needs Python (with venv) and Node.js only: a user without root who
+# lacks the engines' or the browser's packages can still open a lab. `make test` also needs the
+# Debian packages in APT_PACKAGES, installed (after `apt-get update`) only when one is missing.
+# DPKG_QUERY and APT_GET are the commands used to look and to install (a test swaps them).
+DPKG_QUERY ?= dpkg-query
+APT_GET ?= apt-get
+system-lab:
+	@if ! $(PYTHON) -c 'import ensurepip, venv' 2>/dev/null; then \
+	  echo "apt-get install: python3-venv"; \
+	  $(APT_GET) update; \
+	  DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y --no-install-recommends python3-venv; \
 	fi
 	@command -v node >/dev/null && command -v npm >/dev/null \
 	  || { echo "error: Node.js >= 20.19 with npm is needed to build the lab extension" >&2; exit 1; }
 	@node -e "$$NODE_CHECK" \
 	  || { echo "error: Node.js $$(node --version) is too old: the builder needs ^20.19 or >=22.12" >&2; exit 1; }
+
+system-test: system-lab
+	@missing=""; \
+	for p in $(APT_PACKAGES); do \
+	  $(DPKG_QUERY) -W -f='$${Status}\n' "$$p" 2>/dev/null | grep -q '^install ok installed$$' \
+	    || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$${missing// }" ]; then \
+	  echo "apt-get install:$$missing"; \
+	  $(APT_GET) update; \
+	  DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y --no-install-recommends $$missing; \
+	fi
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)

@@ -8,11 +8,46 @@ two from drifting. Bump ``server.wire.API_VERSION`` when the JSON changes shape.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any, ClassVar
+from dataclasses import dataclass, field, fields
+from enum import Enum, StrEnum
+from typing import Any, ClassVar, cast
 
 from .errors import RankFailure
+
+
+class JsonEvent:
+    """The one codec of the event classes: ``{"kind": ..., <fields>..., <json_extras>...}``.
+
+    A field's value is written as it is, except an enum (its value), an object with
+    ``to_json`` (its JSON) and a dict with integer keys (string keys, as JSON has them).
+    ``json_extras`` names properties the JSON carries beside the fields."""
+
+    kind: ClassVar[str]
+    json_extras: ClassVar[tuple[str, ...]] = ()
+    _names: ClassVar[tuple[str, ...]]
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        cls._names = ()  # filled on first use: the dataclass decorator runs after this hook
+
+    def to_json(self) -> dict[str, Any]:
+        cls = type(self)
+        if not cls._names:
+            cls._names = (*(f.name for f in fields(cast(Any, cls))), *cls.json_extras)
+        out: dict[str, Any] = {"kind": cls.kind}
+        for name in cls._names:
+            out[name] = _plain(getattr(self, name))
+        return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if isinstance(value, dict) and any(isinstance(k, int) for k in value):
+        return {str(k): v for k, v in value.items()}
+    return value
 
 
 class RunState(StrEnum):
@@ -52,25 +87,16 @@ class Stream(StrEnum):
 
 
 @dataclass(frozen=True)
-class RunEvent:
+class RunEvent(JsonEvent):
     kind: ClassVar[str] = "run"
     run_id: str
     t: float
     state: RunState
     message: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "run_id": self.run_id,
-            "t": self.t,
-            "state": self.state.value,
-            "message": self.message,
-        }
-
 
 @dataclass(frozen=True)
-class RankEvent:
+class RankEvent(JsonEvent):
     kind: ClassVar[str] = "rank"
     run_id: str
     rank: int
@@ -79,20 +105,9 @@ class RankEvent:
     host: str = ""
     pid: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "run_id": self.run_id,
-            "rank": self.rank,
-            "t": self.t,
-            "state": self.state.value,
-            "host": self.host,
-            "pid": self.pid,
-        }
-
 
 @dataclass(frozen=True)
-class OutputEvent:
+class OutputEvent(JsonEvent):
     """One line of output (without its newline)."""
 
     kind: ClassVar[str] = "output"
@@ -101,16 +116,6 @@ class OutputEvent:
     t: float
     stream: Stream
     text: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "run_id": self.run_id,
-            "rank": self.rank,
-            "t": self.t,
-            "stream": self.stream.value,
-            "text": self.text,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +150,7 @@ class OutputLines:
 
 
 @dataclass(frozen=True)
-class MetricEvent:
+class MetricEvent(JsonEvent):
     """One ``report(**values)`` call, or one system sample (names starting with ``sys.``)."""
 
     kind: ClassVar[str] = "metric"
@@ -154,19 +159,11 @@ class MetricEvent:
     t: float
     values: dict[str, float] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "run_id": self.run_id,
-            "rank": self.rank,
-            "t": self.t,
-            "values": self.values,
-        }
-
 
 @dataclass(frozen=True)
-class ErrorEvent:
+class ErrorEvent(JsonEvent):
     kind: ClassVar[str] = "error"
+    json_extras: ClassVar[tuple[str, ...]] = ("rank", "t")
     run_id: str
     failure: RankFailure
 
@@ -178,22 +175,14 @@ class ErrorEvent:
     def t(self) -> float:
         return self.failure.t
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "run_id": self.run_id,
-            "rank": self.rank,
-            "t": self.t,
-            "failure": self.failure.to_json(),
-        }
-
 
 @dataclass(frozen=True)
-class DisplayEvent:
+class DisplayEvent(JsonEvent):
     """A rich display from a rank: a MIME bundle (see :mod:`.protocol.bundles`). The history
     keeps the bundle; the logs show its :attr:`mark`."""
 
     kind: ClassVar[str] = "display"
+    json_extras: ClassVar[tuple[str, ...]] = ("mark",)
     run_id: str
     rank: int
     t: float
@@ -209,23 +198,9 @@ class DisplayEvent:
 
         return mark(self.data)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "run_id": self.run_id,
-            "rank": self.rank,
-            "t": self.t,
-            "mark": self.mark,
-            "data": self.data,
-            "metadata": self.metadata,
-            "display_id": self.display_id,
-            "update": self.update,
-            "result": self.result,
-        }
-
 
 @dataclass(frozen=True)
-class StacksEvent:
+class StacksEvent(JsonEvent):
     """Where ranks were when their stacks were taken (on a timeout, an interrupt they did not
     yield to, before they were killed, or on request): the diagnosis, root cause first, and
     every thread of each rank (:class:`~.protocol.stacks.RankStacks` as JSON)."""
@@ -236,16 +211,6 @@ class StacksEvent:
     reason: str  # timeout | interrupt | killed | straggler | request | launch
     diagnosis: str
     ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "run_id": self.run_id,
-            "t": self.t,
-            "reason": self.reason,
-            "diagnosis": self.diagnosis,
-            "ranks": {str(r): s for r, s in self.ranks.items()},
-        }
 
 
 Event = RunEvent | RankEvent | OutputEvent | MetricEvent | ErrorEvent | DisplayEvent | StacksEvent

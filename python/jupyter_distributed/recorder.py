@@ -69,7 +69,7 @@ def cluster_coords(cluster: Cluster) -> dict[int, dict[str, Any]]:
 
 
 class DeferredRecord:
-    """A run's record not written yet (a :class:`~.backends.base.RunWriter`): whichever
+    """A run's record not written yet (a :class:`~.interface.RunWriter`): whichever
     thread writes the run's first events writes it in the same transaction, once."""
 
     def __init__(

@@ -26,7 +26,7 @@ from .recorder import NamedView, RunRecorder, cluster_coords, new_run_id
 from .scaling import Throughput
 from .settings import Distributed
 from .spec import Spec
-from .sweep_runner import SweepOutcome, run_sweep
+from .sweep_runner import SweepHost, SweepOutcome, run_sweep
 
 
 @dataclass
@@ -160,7 +160,12 @@ class Session:
         quiet: bool = False,
     ) -> SweepOutcome:
         """Run ``code`` once per combination of ``spec.sweep``, each on its own cluster."""
-        return run_sweep(self, spec, code, user_ns, cell_id, quiet)
+
+        def record(one: Spec, plan: Plan, view: NamedView, sweep_id: str) -> RunRecorder:
+            return self.record(one, code, plan, view, cell_id, sweep_id=sweep_id)
+
+        host = SweepHost(self.store, self.interrupt_grace, record)
+        return run_sweep(host, spec, code, user_ns, quiet)
 
     def _json(self, spec: Spec) -> dict[str, Any]:
         """The spec as recorded: the same object for every run of a spec (never changed once

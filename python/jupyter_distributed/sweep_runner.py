@@ -1,5 +1,5 @@
 """Run a ``--sweep`` cell: one run per combination, each on its own cluster, a bounded number
-at once (the backend's :meth:`~.backends.base.Backend.sweep_parallel`), the rest queued.
+at once (the backend's :meth:`~.interface.Backend.sweep_parallel`), the rest queued.
 
 Every combination is planned (and its values pickled) before anything starts, so bad settings
 leave nothing behind. Each combination runs on a worker thread (launch, execute, stop); its
@@ -15,9 +15,10 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TextIO, cast
+from typing import Any, TextIO, cast
 
 from .backends import get_backend
 from .display import CellView
@@ -25,34 +26,26 @@ from .errors import DistributedError, interrupted
 from .events import Event, RunEvent, RunState
 from .figures import kernel_figures
 from .history.store import Store
-from .interface import Backend, Cluster, Plan, RunRequest
+from .interface import Backend, Plan, RunRequest
 from .protocol.figures import FigureConfig
 from .push import Pickled, pickle_push
 from .recorder import NamedView, RunRecorder, new_run_id
 from .spec import Spec
 from .sweeps import Combination, combination_key, label
 
+Record = Callable[[Spec, Plan, NamedView, str], RunRecorder]
 
-class Session(Protocol):
-    """What a sweep needs of the kernel's :class:`~.session.Session`, which runs sweeps (so this
-    module names what it uses instead of importing the session)."""
 
-    @property
-    def store(self) -> Store: ...
+@dataclass(frozen=True)
+class SweepHost:
+    """What a sweep needs of the kernel's :class:`~.session.Session`, which runs sweeps: its
+    store, its interrupt grace, and its own recording of a run (``record(spec, plan, view,
+    sweep_id)``, the session's ``record`` bound to the cell), so the sweep records each
+    combination exactly as a cell's run is recorded."""
 
-    @property
-    def interrupt_grace(self) -> float: ...
-
-    def record(
-        self,
-        spec: Spec,
-        code: str,
-        plan: Plan,
-        view: NamedView,
-        cell_id: str = "",
-        cluster: Cluster | None = None,
-        sweep_id: str = "",
-    ) -> RunRecorder: ...
+    store: Store
+    interrupt_grace: float
+    record: Record
 
 
 STOPPED = "interrupted: the sweep was stopped (the stop button)"
@@ -137,11 +130,10 @@ class _Combo:
 
 
 def run_sweep(
-    session: Session,
+    session: SweepHost,
     spec: Spec,
     code: str,
     user_ns: dict[str, Any],
-    cell_id: str = "",
     quiet: bool = False,
 ) -> SweepOutcome:
     assert spec.sweep is not None  # noqa: S101 (the caller checks)
@@ -170,7 +162,7 @@ def run_sweep(
     stopped = False
     with ThreadPoolExecutor(parallel, thread_name_prefix="jd-sweep") as pool:
         futures = [
-            pool.submit(_run_one, session, backend, c, code, cell_id, outcome.sweep_id, cancel)
+            pool.submit(_run_one, session, backend, c, code, outcome.sweep_id, cancel)
             for c in combos
         ]
         try:
@@ -236,11 +228,10 @@ def _pump(
 
 
 def _run_one(
-    session: Session,
+    session: SweepHost,
     backend: Backend,
     combo: _Combo,
     code: str,
-    cell_id: str,
     sweep_id: str,
     cancel: threading.Event,
 ) -> None:
@@ -249,7 +240,7 @@ def _run_one(
     if cancel.is_set():
         return
     began = time.monotonic()
-    recorder = session.record(combo.spec, code, combo.plan, combo.relay, cell_id, None, sweep_id)
+    recorder = session.record(combo.spec, combo.plan, combo.relay, sweep_id)
     result.run_id, result.state = recorder.run_id, RunState.RUNNING
     cluster = None
     doing = "starting the cluster"

@@ -86,3 +86,33 @@ def test_jupyter_server_lists_the_server_extension_enabled() -> None:
 
     assert re.search(r"jupyter_distributed enabled", listing), listing
     assert re.search(r"jupyter_distributed \S+ OK", listing), listing
+
+
+def _system(target: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run a set-up target with every Debian package reported absent, and an apt-get that only
+    writes down what it was asked."""
+    asked = tmp_path / "asked.txt"
+    apt = tmp_path / "apt-get"
+    apt.write_text(f'#!/bin/sh\necho "$*" >> {asked}\n')
+    apt.chmod(0o755)
+    done = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), target, "DPKG_QUERY=false", f"APT_GET={apt}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done, asked.read_text() if asked.exists() else ""
+
+
+def test_make_lab_needs_no_engine_or_browser_package(tmp_path: Path) -> None:
+    done, asked = _system("system-lab", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert asked == ""  # nothing to install: Python with venv and Node.js are all the lab needs
+
+
+def test_make_test_installs_the_engines_and_the_browser(tmp_path: Path) -> None:
+    done, asked = _system("system-test", tmp_path)
+    assert done.returncode == 0, done.stderr
+    install = next(line for line in asked.splitlines() if line.startswith("install"))
+    for package in ("openmpi-bin", "slurmctld", "munge", "chromium"):
+        assert package in install.split()

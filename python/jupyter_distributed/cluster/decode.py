@@ -29,23 +29,10 @@ from ..events import (
     done_state,
 )
 from ..interface import RankInfo
+from ..protocol import reports as r
 from ..protocol.flight import GroupFlight
 from ..protocol.header import Message
 from ..protocol.metrics import bad_metric_message, numeric, unpack_samples
-from ..protocol.reports import (
-    ClearOutput,
-    Display,
-    Done,
-    Fatal,
-    Heartbeat,
-    Hello,
-    Live,
-    Metrics,
-    Output,
-    Stacks,
-    Stage,
-    State,
-)
 from ..protocol.signing import Buffer
 from ..protocol.stacks import RankStacks, ThreadStack
 from .inbox import (
@@ -94,16 +81,16 @@ def decode(ranks: Ranks, rank: int, message: Message, buffers: list[Buffer]) -> 
     now = time.time()
     info.last_seen = now
     run_id = str(getattr(message, "run_id", "") or ranks.run_id)
-    if isinstance(message, Output):
+    if isinstance(message, r.Output):
         stream = Stream(message.stream)
         if not run_id:
             lines = message.lines[:EARLY_LINES]
             ranks.early.extend(OutputEvent("", rank, t, stream, s) for t, s in lines)
             return Decoded()
         return Decoded([OutputLines(run_id, rank, stream, message.lines)] if message.lines else [])
-    if isinstance(message, Live):
+    if isinstance(message, r.Live):
         return _live(run_id, rank, message, now)
-    if isinstance(message, Display):
+    if isinstance(message, r.Display):
         if not run_id:
             return Decoded()
         event = DisplayEvent(
@@ -111,31 +98,31 @@ def decode(ranks: Ranks, rank: int, message: Message, buffers: list[Buffer]) -> 
             message.update, message.result,
         )  # fmt: skip
         return Decoded([event])
-    if isinstance(message, ClearOutput):
+    if isinstance(message, r.ClearOutput):
         return Decoded(item=Cleared(run_id, rank, message.wait) if run_id else None)
-    if isinstance(message, Metrics):
+    if isinstance(message, r.Metrics):
         return Decoded(_metrics(ranks, run_id, rank, message, buffers) if run_id else [])
-    if isinstance(message, Heartbeat):
+    if isinstance(message, r.Heartbeat):
         if not (run_id and ranks.run_id):
             return Decoded()
         return Decoded([MetricEvent(run_id, rank, message.t, message.values())])
-    if isinstance(message, State):
+    if isinstance(message, r.State):
         info.state = "running"
         return Decoded([RankEvent(run_id, rank, now, RankState.RUNNING, info.host, info.pid)])
-    if isinstance(message, Done):
+    if isinstance(message, r.Done):
         return _done(rank, info, message, buffers, now)
-    if isinstance(message, Hello):
+    if isinstance(message, r.Hello):
         if info.pid is not None and info.state != "starting":
             return _restarted(ranks, rank, info, message, now)
         info.host, info.pid, info.state = message.host, message.pid, "idle"
         return Decoded(item=Ready(rank))
-    if isinstance(message, Fatal):
+    if isinstance(message, r.Fatal):
         return Decoded(item=SetupFailed(rank, message.message))
-    if isinstance(message, Stage):
+    if isinstance(message, r.Stage):
         if message.pid and info.pid is None:
             info.pid = message.pid
         return Decoded(item=StageReached(rank, message.stage, message.pid, message.detail))
-    if isinstance(message, Stacks):
+    if isinstance(message, r.Stacks):
         try:
             stacks = RankStacks(
                 rank,
@@ -157,7 +144,7 @@ def _flight(data: Sequence[dict[str, Any]] | None) -> tuple[GroupFlight, ...]:
         return ()
 
 
-def _live(run_id: str, rank: int, live: Live, now: float) -> Decoded:
+def _live(run_id: str, rank: int, live: r.Live, now: float) -> Decoded:
     """A line redrawn in place: shown live, not recorded; its final state is an output line.
     A tqdm bar's percentage is also recorded as the rank's ``progress`` (0-1) metric."""
     if not run_id:
@@ -173,7 +160,7 @@ def _live(run_id: str, rank: int, live: Live, now: float) -> Decoded:
 
 
 def _metrics(
-    ranks: Ranks, run_id: str, rank: int, message: Metrics, buffers: list[Buffer]
+    ranks: Ranks, run_id: str, rank: int, message: r.Metrics, buffers: list[Buffer]
 ) -> list[Recorded]:
     """``report()`` samples: a packed batch from our worker, or JSON (already numbers)."""
     if not buffers:
@@ -195,7 +182,7 @@ def _metrics(
     return events
 
 
-def _done(rank: int, info: RankInfo, done: Done, buffers: list[Buffer], now: float) -> Decoded:
+def _done(rank: int, info: RankInfo, done: r.Done, buffers: list[Buffer], now: float) -> Decoded:
     events: list[Recorded] = []
     if info.state != "running":  # a short cell's end says it ran (no state of its own came)
         events.append(RankEvent(done.run_id, rank, now, RankState.RUNNING, info.host, info.pid))
@@ -211,7 +198,7 @@ def _done(rank: int, info: RankInfo, done: Done, buffers: list[Buffer], now: flo
     return Decoded(events, Finished(rank, done, tuple(buffers)))
 
 
-def _restarted(ranks: Ranks, rank: int, info: RankInfo, hello: Hello, now: float) -> Decoded:
+def _restarted(ranks: Ranks, rank: int, info: RankInfo, hello: r.Hello, now: float) -> Decoded:
     """A second hello from a rank that was up: its launcher started it again (Slurm's
     ``--requeue``, a retried Ray actor), so the process that held its variables is gone and
     the cluster is lost. The failure names the old process; the new one is not adopted."""

@@ -1,6 +1,6 @@
 """The kernel's end of the control channel: a ROUTER socket on the shared I/O loop.
 
-One I/O thread (:class:`~..worker.loop.IoLoop`, the same loop a rank's channel runs) owns the
+One I/O thread (:class:`~..ioloop.IoLoop`, the same loop a rank's channel runs) owns the
 socket: it verifies every message (the signature before anything is unpickled),
 :func:`~.decode.decode`\\ s it, writes the events to the store at once (one transaction per
 batch, so a dying kernel loses nothing) and then hands the main thread typed items

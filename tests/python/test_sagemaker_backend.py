@@ -26,7 +26,7 @@ from jupyter_distributed.layout import Layout, Strategy
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
 
-from .sagemaker_fixtures import ACCESS_KEY, BUCKET, IMAGE, ROLE, SECRET_KEY
+from .sagemaker_fixtures import ACCESS_KEY, BUCKET, IMAGE, ROLE, SECRET_KEY, context
 from .sagemaker_runtime import LocalSageMaker
 
 
@@ -171,13 +171,13 @@ def test_no_wait_then_attach_after_restart(configured: LocalSageMaker, tmp_path:
     job_name = store.runs(limit=1)[0].external_id
     ns: dict[str, Any] = {}
     later = Recorder()
-    result = attach(store, job_name, later, ns)
+    result = attach(context(store, later, ns), job_name)
     assert result.state is RunState.COMPLETED
     assert ns["y"] == [100, 101]
     assert "[rank 1] done 1" in later.out.getvalue()
     assert store.runs(limit=1)[0].state is RunState.COMPLETED
     lines = len(store.logs(store.runs(limit=1)[0].id))
-    attach(store, job_name, Recorder(), ns)  # again: nothing recorded twice
+    attach(context(store, Recorder(), ns), job_name)  # again: nothing recorded twice
     assert len(store.logs(store.runs(limit=1)[0].id)) == lines == 2
 
 

@@ -162,6 +162,41 @@ def test_hyperparameter_limit() -> None:
         )
 
 
+def test_mpi_options_on_the_magics_line_are_the_sdks_custom_mpi_options() -> None:
+    """R1: a source document's Horovod options (``-verbose -x NCCL_DEBUG=INFO``), given as
+    ``--mpi-options`` on a ``--backend sagemaker`` line, are sent as the SageMaker Python SDK
+    sends ``distribution={"mpi": {..., "custom_mpi_options": ...}}``: the golden Horovod request,
+    with its hyperparameter ``sagemaker_mpi_custom_mpi_options`` = the JSON of the options."""
+    from jupyter_distributed.cell_spec import spec_from_args
+    from jupyter_distributed.magics import _parsed
+
+    custom = "-verbose -x NCCL_DEBUG=INFO"
+    case = json.loads((GOLDEN / "sagemaker_horovod_mpi.json").read_text())
+    line = (
+        f"--backend sagemaker --nodes 2 --procs-per-node 4 --strategy horovod "
+        f"--instance-type ml.g5.12xlarge --role {case['role']} --region {case['region']} "
+        f'--bucket jd-bucket --mpi-options "{custom}"'
+    )
+    spec = spec_from_args(_parsed(line))
+    options = spec.options
+    assert isinstance(options, SageMakerOptions)
+    check_spec(spec, options)
+    assert distribution(spec.layout, options) == {
+        "mpi": {"enabled": True, "processes_per_host": 4, "custom_mpi_options": custom}
+    }
+    request = training_job_request(
+        spec,
+        options,
+        case["image"],
+        "jd-golden",
+        case["code_uri"],
+        "s3://jd-bucket/jupyter-distributed/",
+    )
+    expected = case["request"]
+    expected["HyperParameters"]["sagemaker_mpi_custom_mpi_options"] = json.dumps(custom)
+    assert request == expected
+
+
 def test_mpi_defaults_added_once() -> None:
     from jupyter_distributed.backends.sagemaker.request import merge_mpi_options
 

@@ -78,7 +78,9 @@ class SageMakerOptions(BackendOptions):
     py_version: str = option("", "Python of the image, e.g. py311", metavar="pyXY")
     endpoint_url: str = ""
     job_name: str = option("", "training job name (default jd-RUN)", metavar="NAME")
-    mpi_options: str = ""  # the flag is declared by the mpi backend's options
+    mpi_options: str = option(  # also the mpi backend's flag: one --mpi-options for both
+        "", "the job's custom_mpi_options (SageMaker's mpirun)", metavar='"..."'
+    )
     smddp: bool = option(False, "ddp with SageMaker's data-parallel library instead of torchrun")
     max_run: int = option(24 * 3600, "maximum run time", metavar="SECONDS")
     keep_alive: int = option(0, "keep a warm pool this long", metavar="SECONDS")

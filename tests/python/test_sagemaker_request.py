@@ -20,6 +20,7 @@ from jupyter_distributed.spec import Spec
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(GOLDEN.glob("sagemaker_*.json"))
+PREFIX = "jupyter-distributed"
 
 
 def _spec(case: dict[str, Any]) -> tuple[Spec, SageMakerOptions]:
@@ -37,6 +38,13 @@ def _spec(case: dict[str, Any]) -> tuple[Spec, SageMakerOptions]:
     return spec, options
 
 
+def _golden_request(spec: Spec, options: SageMakerOptions, case: dict[str, Any]) -> dict[str, Any]:
+    request: dict[str, Any] = training_job_request(
+        spec, options, case["image"], "jd-golden", case["code_uri"], f"s3://jd-bucket/{PREFIX}/"
+    )
+    return request
+
+
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_request_matches_sdk(path: Path) -> None:
     case = json.loads(path.read_text())
@@ -45,14 +53,7 @@ def test_request_matches_sdk(path: Path) -> None:
     assert (distribution(spec.layout, options) or None) == case["distribution"]
     if options.framework_version:
         assert resolve_image(options) == case["image"]
-    request = training_job_request(
-        spec,
-        options,
-        case["image"],
-        "jd-golden",
-        case["code_uri"],
-        "s3://jd-bucket/jupyter-distributed/",
-    )
+    request = _golden_request(spec, options, case)
     assert request == case["request"]
 
 
@@ -184,14 +185,7 @@ def test_mpi_options_on_the_magics_line_are_the_sdks_custom_mpi_options() -> Non
     assert distribution(spec.layout, options) == {
         "mpi": {"enabled": True, "processes_per_host": 4, "custom_mpi_options": custom}
     }
-    request = training_job_request(
-        spec,
-        options,
-        case["image"],
-        "jd-golden",
-        case["code_uri"],
-        "s3://jd-bucket/jupyter-distributed/",
-    )
+    request = _golden_request(spec, options, case)
     expected = case["request"]
     expected["HyperParameters"]["sagemaker_mpi_custom_mpi_options"] = json.dumps(custom)
     assert request == expected

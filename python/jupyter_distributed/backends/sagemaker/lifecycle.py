@@ -18,6 +18,7 @@ from .aws import Clients, aws_errors
 from .follow import describe
 from .job import follow_job, release_pool, stop_job
 from .options import SageMakerOptions
+from .results import Load
 
 
 def default_clients(defaults: Mapping[str, Any] | None = None) -> Clients:
@@ -82,9 +83,11 @@ def attach(
     }
     # An error while following (AWS, a second Ctrl-C, the server stopping) says nothing about
     # the job, which may still run: the run stays unfinished and can be followed again.
-    result = follow_job(
-        clients, job_name, run.id, ranks, store, recorder, poll, seen, sleep, unpickle=not server
+    trusted = (run.spec.get("options") or {}).get("trust_pickle") or context.defaults.get(
+        "trust_pickle"
     )
+    load: Load = "none" if server else "pickle" if trusted else "data"
+    result = follow_job(clients, job_name, run.id, ranks, store, recorder, poll, seen, sleep, load)
     return recorder.finish(
         result,
         run.spec.get("pull", []),

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from traitlets import Unicode
+from traitlets import Bool, Unicode
 
 from ...errors import SpecError
 from ...settings import Settings
@@ -54,6 +54,9 @@ class DistributedSageMaker(Settings):
         config=True
     )
     instance_type = Unicode("ml.m5.xlarge", help="instance type").tag(config=True)
+    trust_pickle = Bool(
+        False, help="return --pull values as pickles (default: as data, which runs no code)"
+    ).tag(config=True)
 
 
 def config(name: str, environ: Mapping[str, str] | None = None) -> str:
@@ -96,6 +99,11 @@ class SageMakerOptions(BackendOptions):
         False, "split the inputs' objects across hosts instead of copying all"
     )
     wait: bool = option(True, "return at once; follow in the panel", flag="--no-wait")
+    trust_pickle: bool = option(
+        False,
+        "return --pull values as pickles (any object); whoever can read the job's description "
+        "and write its S3 output could then run code in this kernel",
+    )
 
     @classmethod
     def from_flags(cls, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> SageMakerOptions:

@@ -94,6 +94,7 @@ def _check(
         ({"inputs": (("code", "s3://b-1/x"),)}, "reserved"),
         ({"shard_by_key": True}, "--shard-by-key needs"),
         ({"image": "x:1", "framework_version": "2.1"}, "either --image or --framework-version"),
+        ({"mpi_options": "-x 'A"}, '--mpi-options "-x \'A": No closing quotation'),
     ],
 )
 def test_options_refused(kwargs: dict[str, Any], message: str) -> None:

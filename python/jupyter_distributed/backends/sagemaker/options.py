@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,6 +151,10 @@ class SageMakerOptions(BackendOptions):
             raise SpecError(
                 f"--keep-alive must be 0-{KEEP_ALIVE_LIMIT} seconds, got {self.keep_alive}"
             )
+        try:
+            shlex.split(self.mpi_options)
+        except ValueError as exc:
+            raise SpecError(f'--mpi-options "{self.mpi_options}": {exc}') from None
         if self.volume_size < 1:
             raise SpecError(f"--volume-size must be at least 1 GB, got {self.volume_size}")
         self._check_spot()

@@ -18,9 +18,11 @@ from IPython.core.magic_arguments import MagicArgumentParser
 from . import scaling, textviews
 from .arguments import MAX_INT
 from .backends import plugin, plugins
-from .backends.plugin import CommandContext, doctor, load
+from .backends.hooks import CommandContext
+from .backends.plugin import doctor
 from .display import CellView
 from .errors import CloudError, NotFound, SpecError
+from .recorder import recording
 from .session import Session
 from .settings import Settings
 
@@ -158,9 +160,10 @@ def _plugin_command(
     backend_defaults: Callable[[str], Mapping[str, Any]],
 ) -> None:
     owner, command = next((p, c) for p in plugins() for c in p.commands if c.name == args.command)
-    context = CommandContext(session.store, user_ns, CellView, backend_defaults(owner.name))
+    record = recording(session.store, CellView)
+    context = CommandContext(session.store, record, user_ns, backend_defaults(owner.name))
     try:
-        said = load(command.run)(args, context)
+        said = command.hook()(args, context)
     except (SpecError, NotFound, CloudError) as exc:
         raise UsageError(str(exc)) from None
     if said:

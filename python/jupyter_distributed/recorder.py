@@ -16,24 +16,22 @@ the server's follower (SageMaker runs whose kernel is gone):
 from __future__ import annotations
 
 import logging
-import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import MutableMapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import DistributedError, RunFailed, StoreError, interrupted
 from .events import Event, Recorded, RunEvent, RunState, each
+from .history.records import new_run_id as new_run_id
 from .history.store import RunRecord, Store
 from .interface import Cluster, RunOutcome
 
+if TYPE_CHECKING:
+    from .backends.hooks import RecordRun
+
 log = logging.getLogger("jupyter_distributed")
-
-
-def new_run_id() -> str:
-    """Sortable by start time; 32 random bits, so parallel runs (a sweep) never share one."""
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"
 
 
 class CellViewLike(Protocol):
@@ -254,3 +252,17 @@ class RunRecorder:
                 )
                 continue
             user_ns[name] = [outcome.pulled[r][name] for r in ranks]
+
+
+def recording(store: Store, view: Callable[[], CellViewLike]) -> RecordRun:
+    """The ``record(run)`` a backend's hooks get (:class:`~.backends.hooks.CommandContext`):
+    a :class:`RunRecorder` of ``run`` shown in a new ``view()``, the run's record written first
+    when ``store`` does not hold it yet (``%distributed attach`` of a job it never saw)."""
+
+    def record(run: RunRecord) -> RunRecorder:
+        shown = view()
+        if store.run(run.id) is None:
+            return RunRecorder.start(store, run, shown)
+        return RunRecorder(store, run.id, shown)
+
+    return record

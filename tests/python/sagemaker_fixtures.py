@@ -6,8 +6,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from jupyter_distributed.backends.hooks import CommandContext
+from jupyter_distributed.history.store import Store
+from jupyter_distributed.recorder import CellViewLike, recording
 
 from .sagemaker_runtime import REGION, LocalSageMaker
 
@@ -42,3 +47,12 @@ def configured(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
     monkeypatch.setenv("JUPYTER_DISTRIBUTED_STORE", str(tmp_path / "history.sqlite3"))
     return platform
+
+
+def context(
+    store: Store, view: CellViewLike, user_ns: dict[str, Any] | None = None
+) -> CommandContext:
+    """What ``%distributed attach`` gives SageMaker's hooks: runs recorded into ``store``, shown
+    in ``view``, pulled names set in ``user_ns``."""
+    record = recording(store, lambda: view)
+    return CommandContext(store, record, {} if user_ns is None else user_ns)

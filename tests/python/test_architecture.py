@@ -81,3 +81,15 @@ def test_the_kernel_side_imports_nothing_from_the_worker() -> None:
         if i in worker
     }
     assert offenders == set()
+
+
+def test_a_hook_that_is_not_callable_is_refused_when_loaded() -> None:
+    import pytest
+
+    from jupyter_distributed.backends import follower
+    from jupyter_distributed.backends.plugin import load
+    from jupyter_distributed.errors import SpecError
+
+    with pytest.raises(SpecError, match=r"sagemaker:PLUGIN is not callable"):
+        load("jupyter_distributed.backends.sagemaker:PLUGIN")
+    assert callable(follower("sagemaker")) and follower("local") is None

@@ -14,6 +14,7 @@ from jupyter_distributed.errors import CloudError, LaunchError, NotFound
 from jupyter_distributed.events import Event
 from jupyter_distributed.history.store import Store
 
+from .sagemaker_fixtures import context
 from .sagemaker_runtime import LocalSageMaker
 
 
@@ -54,7 +55,7 @@ def test_a_missing_job_is_not_found_everywhere(configured: LocalSageMaker, tmp_p
     clients = Clients(configured.client("sagemaker"), configured.s3, configured.logs)
     store = Store(tmp_path / "h.sqlite3")
     with pytest.raises(NotFound, match="no SageMaker training job named jd-missing"):
-        attach(store, "jd-missing", _View(), {}, clients)
+        attach(context(store, _View()), "jd-missing", clients)
     with pytest.raises(NotFound, match="jd-missing"):
         stop_job(clients, "jd-missing")
     with pytest.raises(NotFound, match="jd-missing"):

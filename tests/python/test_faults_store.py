@@ -459,18 +459,21 @@ def _artifacts(fields: dict[str, Any], pulled: bytes) -> Any:
     return S3()
 
 
-@pytest.mark.parametrize("case", ["tampered", "unsigned", "no local key", "server"])
+@pytest.mark.parametrize(
+    "case", ["tampered", "unsigned", "no local key", "server", "signed, not opted in"]
+)
 def test_sagemaker_results_load_only_when_signed_with_our_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
     """A hostile pickle in the job's S3 output is never loaded: not by the server (it never
-    unpickles), not by the kernel unless the HMAC verifies with the run's own local key."""
+    unpickles), not by a kernel that did not opt into pickles (--trust-pickle) even when signed
+    with the run's key, and with the opt-in not unless the HMAC verifies with its own key."""
     import pickle
     import struct
 
     from jupyter_distributed.backends.sagemaker import resultkey
     from jupyter_distributed.backends.sagemaker.follow import JobStatus
-    from jupyter_distributed.backends.sagemaker.results import outcome
+    from jupyter_distributed.backends.sagemaker.results import Load, outcome
 
     store_path = tmp_path / "history.sqlite3"
     key = bytes.fromhex(resultkey.new_key(store_path, "run-1"))
@@ -484,25 +487,29 @@ def test_sagemaker_results_load_only_when_signed_with_our_key(
     monkeypatch.chdir(tmp_path)
 
     signed = {"value": "1", "pull_hmac": resultkey.sign(key, framed)}
-    result = outcome(status, _artifacts(signed, framed), (0,), [], False, key)
-    assert result.pulled == {0: {"x": 41}}  # the genuine results load
+    result = outcome(status, _artifacts(signed, framed), (0,), [], False, key, "pickle")
+    assert result.pulled == {0: {"x": 41}}  # the genuine results load, with --trust-pickle
 
     evil_framed = struct.pack("<Q", len(evil)) + evil
     fields = {"value": "1", "pull_hmac": signed["pull_hmac"]}
     local_key: bytes | None = key
-    unpickle = True
+    load: Load = "pickle"
     if case == "unsigned":
         fields = {"value": "1"}
     elif case == "no local key":
         fields = {"value": "1", "pull_hmac": resultkey.sign(b"attacker", evil_framed)}
         local_key = resultkey.load_key(store_path, "another-run")
     elif case == "server":
-        fields, unpickle = {"value": "1", "pull_hmac": resultkey.sign(key, evil_framed)}, False
-    result = outcome(status, _artifacts(fields, evil_framed), (0,), [], False, local_key, unpickle)
+        fields, load = {"value": "1", "pull_hmac": resultkey.sign(key, evil_framed)}, "none"
+    elif case == "signed, not opted in":
+        fields, load = {"value": "1", "pull_hmac": resultkey.sign(key, evil_framed)}, "data"
+    result = outcome(status, _artifacts(fields, evil_framed), (0,), [], False, local_key, load)
     assert result.values == {0: "1"} and result.pulled == {}
     assert not (tmp_path / "should-never-run").exists()
-    if unpickle:
+    if load == "pickle":
         assert "integrity check" in result.pull_errors[0]["*"]
+    elif load == "data":
+        assert "a pickle, which could run code" in result.pull_errors[0]["*"]
 
 
 def test_a_stopped_local_cluster_leaves_no_directory() -> None:

@@ -26,7 +26,7 @@ from jupyter_distributed.layout import Layout, Strategy
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
 
-from .sagemaker_fixtures import ACCESS_KEY, BUCKET, IMAGE, ROLE, SECRET_KEY
+from .sagemaker_fixtures import ACCESS_KEY, BUCKET, IMAGE, ROLE, SECRET_KEY, context
 from .sagemaker_runtime import LocalSageMaker
 
 
@@ -171,13 +171,13 @@ def test_no_wait_then_attach_after_restart(configured: LocalSageMaker, tmp_path:
     job_name = store.runs(limit=1)[0].external_id
     ns: dict[str, Any] = {}
     later = Recorder()
-    result = attach(store, job_name, later, ns)
+    result = attach(context(store, later, ns), job_name)
     assert result.state is RunState.COMPLETED
     assert ns["y"] == [100, 101]
     assert "[rank 1] done 1" in later.out.getvalue()
     assert store.runs(limit=1)[0].state is RunState.COMPLETED
     lines = len(store.logs(store.runs(limit=1)[0].id))
-    attach(store, job_name, Recorder(), ns)  # again: nothing recorded twice
+    attach(context(store, Recorder(), ns), job_name)  # again: nothing recorded twice
     assert len(store.logs(store.runs(limit=1)[0].id)) == lines == 2
 
 
@@ -319,3 +319,100 @@ def test_sweep_is_one_job_per_combination_with_its_hyperparameters(
         assert {"lr": hp["lr"], "opt": hp["opt"]} == {
             k: json.dumps(v) for k, v in run.summary["sweep"].items()
         }
+
+
+def test_pulled_values_come_back_as_data(configured: LocalSageMaker, tmp_path: Path) -> None:
+    """The normal path with results as data (no pickle): ints, strings, dicts, lists, tuples,
+    NumPy arrays and scalars; a value that is not data is named, with the opt-in."""
+    import numpy as np
+
+    session = Session(Store(tmp_path / "h.sqlite3"))
+    ns: dict[str, Any] = {}
+    view = Recorder()
+    code = (
+        "import numpy as np\n"
+        "i, s = rank + 1, f'rank {rank}'\n"
+        "d = {'rank': rank, 'losses': [0.5, None], (1, 2): b'raw'}\n"
+        "a = np.arange(6, dtype=np.float32).reshape(2, 3) * (rank + 1)\n"
+        "n = np.int64(7)\n"
+        "f = lambda: 1\n"
+    )
+    spec = _spec(Layout(nodes=2, procs_per_node=1), pull=("i", "s", "d", "a", "n", "f"))
+    session.run_cell(spec, code, ns, view=view)
+    assert ns["i"] == [1, 2] and ns["s"] == ["rank 0", "rank 1"]
+    assert ns["d"] == [{"rank": r, "losses": [0.5, None], (1, 2): b"raw"} for r in (0, 1)]
+    for r, array in enumerate(ns["a"]):
+        assert array.dtype == np.float32
+        np.testing.assert_array_equal(array, np.arange(6).reshape(2, 3) * (r + 1))
+    assert ns["n"] == [7, 7] and isinstance(ns["n"][0], np.int64)
+    assert "f" not in ns
+    assert "--pull f: not set" in view.err.getvalue()
+    assert "--trust-pickle" in view.err.getvalue()
+
+
+def test_a_forged_result_signed_with_the_described_key_runs_no_code(
+    configured: LocalSageMaker, tmp_path: Path
+) -> None:
+    """M1: whoever reads the job's description (its environment holds the result key) and can
+    write its S3 output signs a pickle; the kernel refuses it in one line and runs nothing."""
+    import hashlib
+    import hmac
+    import tarfile
+
+    from jupyter_distributed.protocol.frames import pack_frames
+
+    store = Store(tmp_path / "h.sqlite3")
+    session = Session(store)
+    session.run_cell(_spec(Layout(nodes=2), pull=("x",)), "x = 1", {}, view=Recorder())
+    job_name = store.runs(limit=1)[0].external_id
+    described = configured.client("sagemaker").describe_training_job(TrainingJobName=job_name)
+    # AWS's DescribeTrainingJob returns the request's Environment; moto leaves it out, so the
+    # test reads it from the request the local platform received (the same dict).
+    sent = next(r for r in configured.requests if r["TrainingJobName"] == job_name)
+    key = bytes.fromhex(described.get("Environment", sent["Environment"])["JD_RESULT_KEY"])
+    marker = tmp_path / "the-forged-pickle-ran"
+
+    class Forged:
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (open, (str(marker), "w"))
+
+    import pickle
+
+    pulled = pack_frames([pickle.dumps({"x": Forged()})])
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for fmt in ("pickle", "data"):  # what the job's header says does not matter
+            header = {"status": "ok", "value": "1", "pull_format": fmt}
+            header["pull_hmac"] = hmac.new(key, pulled, hashlib.sha256).hexdigest()
+            rank = 0 if fmt == "pickle" else 1
+            for name, data in (
+                (f"jd/rank-{rank}.json", json.dumps(header).encode()),
+                (f"jd/rank-{rank}.pull", pulled),
+            ):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    bucket, _, s3_key = described["ModelArtifacts"]["S3ModelArtifacts"][5:].partition("/")
+    configured.s3.put_object(Bucket=bucket, Key=s3_key, Body=out.getvalue())
+    ns: dict[str, Any] = {}
+    view = Recorder()
+    assert attach(context(store, view, ns), job_name).state is RunState.COMPLETED
+    assert not marker.exists() and "x" not in ns
+    said = [line for line in view.err.getvalue().splitlines() if "--pull x" in line]
+    assert len(said) == 1, said
+    assert "rank 0: not loaded: the results in S3 are a pickle, which could run code" in said[0]
+    assert "rank 1: not loaded: the results in S3 are not data this kernel reads" in said[0]
+
+
+def test_trust_pickle_opts_into_any_picklable_value(
+    configured: LocalSageMaker, tmp_path: Path
+) -> None:
+    from fractions import Fraction
+
+    session = Session(Store(tmp_path / "h.sqlite3"))
+    ns: dict[str, Any] = {}
+    spec = _spec(Layout(), pull=("q",), trust_pickle=True)
+    session.run_cell(
+        spec, "from fractions import Fraction\nq = Fraction(1, 3)", ns, view=Recorder()
+    )
+    assert ns["q"] == [Fraction(1, 3)]

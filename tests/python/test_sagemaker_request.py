@@ -20,6 +20,7 @@ from jupyter_distributed.spec import Spec
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(GOLDEN.glob("sagemaker_*.json"))
+PREFIX = "jupyter-distributed"
 
 
 def _spec(case: dict[str, Any]) -> tuple[Spec, SageMakerOptions]:
@@ -37,6 +38,13 @@ def _spec(case: dict[str, Any]) -> tuple[Spec, SageMakerOptions]:
     return spec, options
 
 
+def _golden_request(spec: Spec, options: SageMakerOptions, case: dict[str, Any]) -> dict[str, Any]:
+    request: dict[str, Any] = training_job_request(
+        spec, options, case["image"], "jd-golden", case["code_uri"], f"s3://jd-bucket/{PREFIX}/"
+    )
+    return request
+
+
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_request_matches_sdk(path: Path) -> None:
     case = json.loads(path.read_text())
@@ -45,14 +53,7 @@ def test_request_matches_sdk(path: Path) -> None:
     assert (distribution(spec.layout, options) or None) == case["distribution"]
     if options.framework_version:
         assert resolve_image(options) == case["image"]
-    request = training_job_request(
-        spec,
-        options,
-        case["image"],
-        "jd-golden",
-        case["code_uri"],
-        "s3://jd-bucket/jupyter-distributed/",
-    )
+    request = _golden_request(spec, options, case)
     assert request == case["request"]
 
 
@@ -93,6 +94,7 @@ def _check(
         ({"inputs": (("code", "s3://b-1/x"),)}, "reserved"),
         ({"shard_by_key": True}, "--shard-by-key needs"),
         ({"image": "x:1", "framework_version": "2.1"}, "either --image or --framework-version"),
+        ({"mpi_options": "-x 'A"}, '--mpi-options "-x \'A": No closing quotation'),
     ],
 )
 def test_options_refused(kwargs: dict[str, Any], message: str) -> None:
@@ -160,6 +162,34 @@ def test_hyperparameter_limit() -> None:
             "s3://b/c",
             "s3://b/",
         )
+
+
+def test_mpi_options_on_the_magics_line_are_the_sdks_custom_mpi_options() -> None:
+    """R1: a source document's Horovod options (``-verbose -x NCCL_DEBUG=INFO``), given as
+    ``--mpi-options`` on a ``--backend sagemaker`` line, are sent as the SageMaker Python SDK
+    sends ``distribution={"mpi": {..., "custom_mpi_options": ...}}``: the golden Horovod request,
+    with its hyperparameter ``sagemaker_mpi_custom_mpi_options`` = the JSON of the options."""
+    from jupyter_distributed.cell_spec import spec_from_args
+    from jupyter_distributed.magics import _parsed
+
+    custom = "-verbose -x NCCL_DEBUG=INFO"
+    case = json.loads((GOLDEN / "sagemaker_horovod_mpi.json").read_text())
+    line = (
+        f"--backend sagemaker --nodes 2 --procs-per-node 4 --strategy horovod "
+        f"--instance-type ml.g5.12xlarge --role {case['role']} --region {case['region']} "
+        f'--bucket jd-bucket --mpi-options "{custom}"'
+    )
+    spec = spec_from_args(_parsed(line))
+    options = spec.options
+    assert isinstance(options, SageMakerOptions)
+    check_spec(spec, options)
+    assert distribution(spec.layout, options) == {
+        "mpi": {"enabled": True, "processes_per_host": 4, "custom_mpi_options": custom}
+    }
+    request = _golden_request(spec, options, case)
+    expected = case["request"]
+    expected["HyperParameters"]["sagemaker_mpi_custom_mpi_options"] = json.dumps(custom)
+    assert request == expected
 
 
 def test_mpi_defaults_added_once() -> None:

@@ -29,6 +29,7 @@ from jupyter_distributed.layout import Layout
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
 
+from .sagemaker_fixtures import context
 from .sagemaker_runtime import LocalSageMaker
 
 Fetch = Callable[..., Awaitable[HTTPResponse]]
@@ -126,7 +127,7 @@ def test_attach_waits_while_another_process_follows(
 
     out = io.StringIO()
     view = CellView(out=out, err=out)
-    result = attach(store, record.external_id, view, {}, poll=0.2, sleep=sleep)
+    result = attach(context(store, view), record.external_id, poll=0.2, sleep=sleep)
     assert result.state is RunState.COMPLETED
     assert f"is being followed by process {holder.pid}" in out.getvalue()
     assert "[rank 1] done on 1" in out.getvalue()

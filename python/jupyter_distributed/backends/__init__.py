@@ -11,14 +11,14 @@ heavy library; the Backend class itself is imported only when a cell uses it.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import SpecError
-from .plugin import Plugin, load
+from .plugin import Plugin
 
 if TYPE_CHECKING:  # the interface brings the history; flags and the server need neither
     from ..interface import Backend
+    from .hooks import FollowHook
 
 _REGISTRY: dict[str, str] = {
     "local": "jupyter_distributed.backends.local",
@@ -48,16 +48,14 @@ def plugins() -> list[Plugin]:
 
 
 def get_backend(name: str) -> Backend:
-    backend: Backend = load(plugin(name).backend)()
-    return backend
+    return plugin(name).backend_class()()
 
 
-def follower(name: str) -> Callable[..., Any] | None:
+def follower(name: str) -> FollowHook | None:
     """The function that follows a detached run of backend ``name``, if it has one."""
     if name not in _REGISTRY:
         return None
-    target = plugin(name).follow
-    return load(target) if target else None
+    return plugin(name).follow_hook()
 
 
 def followable() -> frozenset[str]:

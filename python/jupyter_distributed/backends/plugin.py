@@ -12,24 +12,30 @@ registry. It declares:
   ``ipython_config.py``, or ``{env_prefix}{NAME}`` environment variables.
 - ``commands``: ``%distributed NAME ...`` line commands (:class:`LineCommand`).
 - ``follow``: ``"module:function"`` that follows a run whose kernel is gone, called by the server
-  as ``function(store, run, view, sleep, poll)``.
+  as a :class:`~.hooks.FollowHook`: ``function(context, run, sleep, poll, clients)``.
 - ``doctor``: ``"module:function"`` returning ``[(ok, text), ...]``: what this kernel needs to
   use the backend, each missing thing saying what to do (``%distributed doctor --backend NAME``).
 
-``backend`` and ``follow`` are ``"module:attribute"`` strings, imported only when used, so the
-plugin module itself stays light (no boto3, no mpi4py).
+``backend`` and the hooks are ``"module:attribute"`` strings, imported only when used, so the
+plugin module itself stays light (no boto3, no mpi4py). Loading a hook checks that it is
+callable and gives it its type from :mod:`.hooks`, so mypy checks the calls on both sides.
 """
 
 from __future__ import annotations
 
 import importlib
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Union, cast, get_args, get_origin, get_type_hints
 
+from ..errors import SpecError
 from ..settings import Settings
 from ..spec import BackendOptions
+
+if TYPE_CHECKING:  # the hooks' types bring the backend interface; flags need none of it
+    from ..interface import Backend
+    from .hooks import CommandHook, DoctorHook, FollowHook
 
 
 def option(
@@ -102,8 +108,9 @@ def _flags_of(options: type[BackendOptions]) -> tuple[Flag, ...]:
 @dataclass(frozen=True)
 class LineCommand:
     """``%distributed NAME ARGS``: ``arguments`` are argparse ``add_argument`` calls as
-    ``(names, keywords)``; ``run`` is ``"module:function"`` called as
-    ``function(args, context)`` with a :class:`CommandContext`; a returned string is printed."""
+    ``(names, keywords)``; ``run`` is ``"module:function"``, a :class:`~.hooks.CommandHook`
+    called as ``function(args, context)`` with a :class:`~.hooks.CommandContext`; a returned
+    string is printed."""
 
     name: str
     usage: str
@@ -111,17 +118,8 @@ class LineCommand:
     run: str
     arguments: tuple[tuple[tuple[str, ...], Mapping[str, Any]], ...] = ()
 
-
-@dataclass
-class CommandContext:
-    """What a line command may use: the kernel's store, namespace and a view for output, and the
-    backend's configured option defaults (:meth:`Plugin.defaults`: ``%config``, config files,
-    environment)."""
-
-    store: Any
-    user_ns: dict[str, Any]
-    view_factory: Callable[[], Any]
-    defaults: Mapping[str, Any] = field(default_factory=dict)
+    def hook(self) -> CommandHook:
+        return cast("CommandHook", load(self.run))
 
 
 @dataclass(frozen=True)
@@ -145,16 +143,30 @@ class Plugin:
         names = {f.name for f in fields(self.options) if f.init}
         return {n: getattr(settings, n) for n in settings.trait_names(config=True) if n in names}
 
+    def backend_class(self) -> type[Backend]:
+        return cast("type[Backend]", load(self.backend))
 
-def load(target: str) -> Any:
-    """Import ``"module:attribute"``."""
+    def follow_hook(self) -> FollowHook | None:
+        return cast("FollowHook", load(self.follow)) if self.follow else None
+
+    def doctor_hook(self) -> DoctorHook | None:
+        return cast("DoctorHook", load(self.doctor)) if self.doctor else None
+
+
+def load(target: str) -> object:
+    """Import ``"module:attribute"``, which must be callable (a hook, a Backend class); the
+    :class:`Plugin`'s methods give it its type."""
     module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    found: object = getattr(importlib.import_module(module), attr)
+    if not callable(found):
+        raise SpecError(f"{target} is not callable: a plug-in's hook must be a function")
+    return found
 
 
 def doctor(p: Plugin) -> str:
     """``%distributed doctor --backend NAME``: the plugin's checks, one line each, and a verdict."""
-    checks: list[tuple[bool, str]] = load(p.doctor)() if p.doctor else []
+    hook = p.doctor_hook()
+    checks = hook() if hook is not None else []
     lines = [f"{'ok     ' if ok else 'MISSING'} {text}" for ok, text in checks]
     missing = sum(not ok for ok, _ in checks)
     lines.append(f"--backend {p.name}: " + (f"{missing} thing(s) missing" if missing else "ready"))

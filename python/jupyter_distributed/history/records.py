@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import json
+import secrets
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..events import RunState
+
+
+def new_run_id() -> str:
+    """Sortable by start time; 32 random bits, so parallel runs (a sweep) never share one."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"
 
 
 @dataclass

@@ -9,4 +9,6 @@ SageMaker inside the job's code package).
 - :mod:`.shared`: large pushes through one shared-memory file;
 - :mod:`.frames`: length-prefixed frames in a file (SageMaker's push and pull);
 - :mod:`.tagged`: the tagged lines of a rank without a channel (SageMaker's logs).
+- :mod:`.datavalues`: pulled values as data that runs no code when read (SageMaker's results;
+  NumPy and torch only for their own values).
 """

@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import followable, follower
+from ..backends.hooks import CommandContext
 from ..errors import CloudError, DistributedError
 from ..events import Event
 from ..history.store import RunRecord, Store, pid_alive
+from ..recorder import recording
 
 #: How often the store is scanned for runs nobody follows, in seconds.
 SCAN_INTERVAL = 2.0
@@ -41,6 +43,9 @@ class _Quiet:
         pass
 
     def live(self, rank: int, stream: str, text: str) -> None:
+        pass
+
+    def queued(self, reason: str) -> None:
         pass
 
     def notice(self, text: str) -> None:
@@ -138,7 +143,8 @@ class Follower:
                 return
             log.info("jupyter_distributed: following %s (run %s)", run.external_id, run.id)
             defaults = self._defaults.get(run.backend, {})
-            follow(store, run, _Quiet(), self._sleep, self.poll, self._clients, defaults)
+            context = CommandContext(store, recording(store, _Quiet), {}, defaults)
+            follow(context, run, self._sleep, self.poll, self._clients)
         except Stopping:
             pass  # shutting down: the job keeps running, the next server follows it again
         except CloudError as exc:  # AWS failed (throttling, credentials): try again later

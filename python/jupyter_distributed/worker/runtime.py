@@ -19,7 +19,7 @@ import time
 import traceback
 import types
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,6 +141,10 @@ class Runtime:
         # a Slurm node's name (two slurmd may share a machine; Slurm's names are what users know)
         self.host = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
         self.reporter = reporter
+        # How pulled values leave: (buffers, names that could not) for {name: value}; pickles,
+        # unless the rank's host says otherwise (a SageMaker rank returns data by default).
+        self.encode_pull: Callable[[dict[str, Any]], tuple[Sequence[Buffer], dict[str, str]]]
+        self.encode_pull = pickle_values
         self.samples: deque[tuple[float, dict[str, Any]]] = deque()
         self.run_id = ""
         self.gpu_device: int | None = None  # set once a cell has used CUDA (for heartbeats)
@@ -249,24 +253,33 @@ class Runtime:
         }
 
     def _pull(self, names: list[str]) -> tuple[list[Buffer], dict[str, str]]:
-        import cloudpickle
-
         errors = {
             n: f"name {n!r} is not defined on rank {self.env.rank}"
             for n in names
             if n not in self.namespace
         }
-        values = {n: self.namespace[n] for n in names if n in self.namespace}
-        buffers: list[pickle.PickleBuffer] = []
-        try:
-            data = cloudpickle.dumps(values, protocol=5, buffer_callback=buffers.append)
-        except Exception:  # noqa: BLE001 (find which value cannot be sent)
-            for name in list(values):  # find the culprits, keep the rest
-                try:
-                    cloudpickle.dumps(values[name], protocol=5)
-                except Exception as exc:  # noqa: BLE001
-                    errors[name] = f"cannot send {name!r} back: {type(exc).__name__}: {exc}"
-                    del values[name]
-            buffers = []
-            data = cloudpickle.dumps(values, protocol=5, buffer_callback=buffers.append)
-        return [data, *(b.raw() for b in buffers)], errors
+        buffers, unsent = self.encode_pull(
+            {n: self.namespace[n] for n in names if n in self.namespace}
+        )
+        return list(buffers), {**errors, **unsent}
+
+
+def pickle_values(values: dict[str, Any]) -> tuple[list[Buffer], dict[str, str]]:
+    """Pulled values as one pickle (protocol 5, buffers out of band); a value that cannot be
+    pickled is left out, with why."""
+    import cloudpickle
+
+    errors: dict[str, str] = {}
+    buffers: list[pickle.PickleBuffer] = []
+    try:
+        data = cloudpickle.dumps(values, protocol=5, buffer_callback=buffers.append)
+    except Exception:  # noqa: BLE001 (find which value cannot be sent)
+        for name in list(values):  # find the culprits, keep the rest
+            try:
+                cloudpickle.dumps(values[name], protocol=5)
+            except Exception as exc:  # noqa: BLE001
+                errors[name] = f"cannot send {name!r} back: {type(exc).__name__}: {exc}"
+                del values[name]
+        buffers = []
+        data = cloudpickle.dumps(values, protocol=5, buffer_callback=buffers.append)
+    return [data, *(b.raw() for b in buffers)], errors

@@ -6,7 +6,9 @@ with no launcher, this process is the host's agent: it reads the container's res
 configuration and starts one child per local rank with torchrun-style variables.
 
 Output leaves as tagged lines on stdout (:mod:`..protocol.tagged`), which SageMaker sends to
-CloudWatch Logs; results go to the model directory, which SageMaker uploads to S3.
+CloudWatch Logs; results go to the model directory, which SageMaker uploads to S3. Pulled values
+go as data (:mod:`..protocol.datavalues`), or as a pickle when the job's ``pull_format`` says so
+(``--trust-pickle``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..layout import Layout
-from ..protocol import tagged
+from ..protocol import datavalues, tagged
 from ..protocol.bundles import mark
 from ..protocol.commands import Execute
 from ..protocol.frames import pack_frames, unpack_frames
@@ -46,8 +48,9 @@ class TaggedReporter:
     """The :class:`~.report.Reporter` of a rank without a channel: one tagged line per output
     line, metric sample and result on the real stdout; pulled values to the results folder."""
 
-    def __init__(self, rank: int, fd: int, results: Path) -> None:
+    def __init__(self, rank: int, fd: int, results: Path, pull_format: str) -> None:
         self.rank, self.fd, self.results = rank, fd, results
+        self.pull_format = pull_format  # "data" or "pickle": the kernel reads the field
         self.status = "ok"
         self.failure: dict[str, Any] | None = None
         self._lock = threading.Lock()
@@ -98,6 +101,7 @@ class TaggedReporter:
         self.status, self.failure = done.status, done.failure
         self.results.mkdir(parents=True, exist_ok=True)
         header = done.to_header()
+        header["pull_format"] = self.pull_format
         pulled = pack_frames(buffers)
         key = os.environ.get("JD_RESULT_KEY", "")  # resultkey.KEY_ENV: the kernel checks it
         if key:
@@ -182,8 +186,11 @@ def main(root: str | os.PathLike[str]) -> int:
         lambda stream, text, final: sink.live(Live("", stream, text, final)),
     )
     capture.start()
-    sink = TaggedReporter(env.rank, capture.saved["stdout"], results)
+    pull_format = job.get("pull_format", datavalues.FORMAT)
+    sink = TaggedReporter(env.rank, capture.saved["stdout"], results, pull_format)
     runtime = Runtime(env, sink)
+    if pull_format == datavalues.FORMAT:
+        runtime.encode_pull = datavalues.encode
     threading.Thread(target=_flush_metrics, args=(runtime,), daemon=True).start()
     try:
         setup(layout, runtime.namespace)

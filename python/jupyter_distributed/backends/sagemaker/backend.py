@@ -25,6 +25,7 @@ from .job import follow_job
 from .options import SageMakerOptions
 from .request import ENTRY_POINT, training_job_request
 from .resultkey import KEY_ENV, new_key
+from .results import Load
 
 DRY_RUN_JOB = "jd-dry-run"
 
@@ -159,8 +160,16 @@ class SageMakerCluster(Cluster):
         if not options.wait:
             view.notice(f"--no-wait: follow it in the panel or with %distributed attach {job_name}")
             return RunOutcome(RunState.RUNNING)
+        load: Load = "pickle" if options.trust_pickle else "data"
         return follow_job(
-            self.clients, job_name, request.run_id, spec.ranks, self.store, view, self.poll
+            self.clients,
+            job_name,
+            request.run_id,
+            spec.ranks,
+            self.store,
+            view,
+            self.poll,
+            load=load,
         )
 
 

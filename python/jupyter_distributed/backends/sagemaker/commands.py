@@ -1,21 +1,20 @@
 """SageMaker's line commands (``%distributed attach|cancel|release``) and the server's hook to
-follow a job whose kernel is gone; declared in this package's ``PLUGIN``."""
+follow a job whose kernel is gone (a :class:`~..hooks.FollowHook`); declared in this package's
+``PLUGIN``."""
 
 from __future__ import annotations
 
 from argparse import Namespace
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
-from ...history.store import RunRecord, Store
-from ...recorder import CellViewLike
-from ..plugin import CommandContext
+from ...history.store import RunRecord
+from ..hooks import CommandContext
 from . import lifecycle
+from .aws import Clients
 
 
 def attach(args: Namespace, context: CommandContext) -> None:
-    clients = lifecycle.default_clients(context.defaults)
-    lifecycle.attach(context.store, args.job, context.view_factory(), context.user_ns, clients)
+    lifecycle.attach(context, args.job, lifecycle.default_clients(context.defaults))
 
 
 def cancel(args: Namespace, context: CommandContext) -> str:
@@ -27,25 +26,23 @@ def release(args: Namespace, context: CommandContext) -> str:
 
 
 def follow(
-    store: Store,
+    context: CommandContext,
     run: RunRecord,
-    view: CellViewLike,
     sleep: Callable[[float], None],
     poll: float,
-    clients: Callable[[], Any] | None = None,
-    defaults: Mapping[str, Any] | None = None,
+    clients: Callable[[], object] | None = None,
 ) -> None:
     """Follow ``run``'s job to its end, recording it (the server, for a run nobody follows);
-    ``defaults`` are the server's configured options (``c.DistributedSageMaker.*``)."""
-    made = clients() if clients else lifecycle.default_clients(defaults)
+    ``context.defaults`` are the server's configured options (``c.DistributedSageMaker.*``)."""
+    made = clients() if clients else lifecycle.default_clients(context.defaults)
+    if not isinstance(made, Clients):
+        raise TypeError(f"the SageMaker follower needs Clients, got {type(made).__name__}")
     lifecycle.attach(
-        store,
+        context,
         run.external_id,
-        view,
-        {},
         made,
         poll,
         sleep,
         raise_outcome=False,  # the recorder wrote the run's end, failed or not
-        unpickle=False,  # states and logs only: the server never unpickles S3's bytes
+        server=True,  # states and logs only: the server never loads S3's bytes
     )

@@ -18,7 +18,7 @@ from ...interface import RunOutcome, RunView
 from .aws import Clients, aws_errors
 from .follow import describe, follow, follow_lease
 from .resultkey import load_key
-from .results import outcome
+from .results import Load, outcome
 
 
 def follow_job(
@@ -31,10 +31,11 @@ def follow_job(
     poll: float = 0.5,
     seen: set[tuple[str, int, float]] | None = None,
     sleep: Callable[[float], None] = time.sleep,
-    unpickle: bool = True,
+    load: Load = "data",
 ) -> RunOutcome:
     """Follow a job to its end, recording its events; Ctrl-C stops it (StopTrainingJob).
-    ``unpickle=False`` (the server) never loads the ranks' pulled values.
+    ``load`` says what of the ranks' pulled values is loaded (:func:`.results.outcome`): the
+    server loads none, a kernel data, or pickles too with ``--trust-pickle``.
 
     ``seen`` holds (kind, rank, time) of events already recorded (when attaching again).
     Only the holder of the run's follow lease in the store follows it (a kernel or the Jupyter
@@ -43,9 +44,7 @@ def follow_job(
         aws_errors(f"following training job {job_name}"),
         follow_lease(store, run_id, job_name, view, poll, sleep) as pause,
     ):
-        return _follow_job(
-            clients, job_name, run_id, ranks, store, view, poll, seen, pause, unpickle
-        )
+        return _follow_job(clients, job_name, run_id, ranks, store, view, poll, seen, pause, load)
 
 
 def _follow_job(
@@ -58,7 +57,7 @@ def _follow_job(
     poll: float,
     seen: set[tuple[str, int, float]] | None,
     sleep: Callable[[float], None],
-    unpickle: bool,
+    load: Load,
 ) -> RunOutcome:
     failures: list[RankFailure] = []
 
@@ -97,8 +96,8 @@ def _follow_job(
             interrupted = True
             clients.sagemaker.stop_training_job(TrainingJobName=job_name)
             view.notice(f"stopping SageMaker training job {job_name} (StopTrainingJob sent)")
-    key = load_key(store.path, run_id) if unpickle else None
-    result = outcome(status, clients.s3, ranks, failures, interrupted, key, unpickle)
+    key = load_key(store.path, run_id) if load != "none" else None
+    result = outcome(status, clients.s3, ranks, failures, interrupted, key, load)
     store.update_summary(
         run_id,
         sagemaker={

@@ -9,14 +9,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...errors import NotFound, SpecError
+from ...history.records import new_run_id
 from ...history.store import RunRecord, Store
 from ...interface import RunOutcome
 from ...kernelinfo import kernel_id
-from ...recorder import CellViewLike, RunRecorder, new_run_id
+from ..hooks import CommandContext
 from .aws import Clients, aws_errors
 from .follow import describe
 from .job import follow_job, release_pool, stop_job
 from .options import SageMakerOptions
+from .results import Load
 
 
 def default_clients(defaults: Mapping[str, Any] | None = None) -> Clients:
@@ -39,22 +41,21 @@ def _run_for_job(store: Store, job_name: str) -> RunRecord | None:
 
 
 def attach(
-    store: Store,
+    context: CommandContext,
     job_name: str,
-    view: CellViewLike,
-    user_ns: dict[str, Any],
     clients: Clients | None = None,
     poll: float = 0.5,
     sleep: Callable[[float], None] = time.sleep,
     raise_outcome: bool = True,
-    unpickle: bool = True,
+    server: bool = False,
 ) -> RunOutcome:
-    """Follow ``job_name`` again, record it, set its pulled names; raise its failures (with
-    ``raise_outcome``).
+    """Follow ``job_name`` again, record it (``context.record``), set its pulled names in
+    ``context.user_ns``; raise its failures (with ``raise_outcome``).
 
     Also how the Jupyter server follows a run whose kernel is gone (``server/follower.py``),
-    with ``unpickle=False``: the server never loads pulled values."""
-    clients = clients or default_clients()
+    with ``server``: the server never loads pulled values."""
+    store = context.store
+    clients = clients or default_clients(context.defaults)
     try:
         with aws_errors(f"looking up training job {job_name}"):
             describe(clients.sagemaker, job_name)
@@ -73,10 +74,8 @@ def attach(
             started=time.time(),
             kernel_id=kernel_id(),
         )
-        recorder = RunRecorder.start(store, run, view)
-    else:
-        recorder = RunRecorder(store, run.id, view)
-    view.notice(f"attached to {job_name} (run {run.id})")
+    recorder = context.record(run)
+    recorder.notice(f"attached to {job_name} (run {run.id})")
     ranks = tuple(run.ranks)
     seen = {
         (str(d["kind"]), int(d.get("rank") or 0), round(float(d["t"]), 3))
@@ -84,14 +83,16 @@ def attach(
     }
     # An error while following (AWS, a second Ctrl-C, the server stopping) says nothing about
     # the job, which may still run: the run stays unfinished and can be followed again.
-    result = follow_job(
-        clients, job_name, run.id, ranks, store, recorder, poll, seen, sleep, unpickle=unpickle
+    trusted = (run.spec.get("options") or {}).get("trust_pickle") or context.defaults.get(
+        "trust_pickle"
     )
+    load: Load = "none" if server else "pickle" if trusted else "data"
+    result = follow_job(clients, job_name, run.id, ranks, store, recorder, poll, seen, sleep, load)
     return recorder.finish(
         result,
         run.spec.get("pull", []),
         ranks,
-        user_ns,
+        context.user_ns,
         after_interrupt=f"SageMaker training job {job_name} was stopped",
         raise_outcome=raise_outcome,
     )

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from traitlets import Unicode
+from traitlets import Bool, Unicode
 
 from ...errors import SpecError
 from ...settings import Settings
@@ -54,6 +55,9 @@ class DistributedSageMaker(Settings):
         config=True
     )
     instance_type = Unicode("ml.m5.xlarge", help="instance type").tag(config=True)
+    trust_pickle = Bool(
+        False, help="return --pull values as pickles (default: as data, which runs no code)"
+    ).tag(config=True)
 
 
 def config(name: str, environ: Mapping[str, str] | None = None) -> str:
@@ -78,7 +82,9 @@ class SageMakerOptions(BackendOptions):
     py_version: str = option("", "Python of the image, e.g. py311", metavar="pyXY")
     endpoint_url: str = ""
     job_name: str = option("", "training job name (default jd-RUN)", metavar="NAME")
-    mpi_options: str = ""  # the flag is declared by the mpi backend's options
+    mpi_options: str = option(  # also the mpi backend's flag: one --mpi-options for both
+        "", "the job's custom_mpi_options (SageMaker's mpirun)", metavar='"..."'
+    )
     smddp: bool = option(False, "ddp with SageMaker's data-parallel library instead of torchrun")
     max_run: int = option(24 * 3600, "maximum run time", metavar="SECONDS")
     keep_alive: int = option(0, "keep a warm pool this long", metavar="SECONDS")
@@ -94,6 +100,11 @@ class SageMakerOptions(BackendOptions):
         False, "split the inputs' objects across hosts instead of copying all"
     )
     wait: bool = option(True, "return at once; follow in the panel", flag="--no-wait")
+    trust_pickle: bool = option(
+        False,
+        "return --pull values as pickles (any object); whoever can read the job's description "
+        "and write its S3 output could then run code in this kernel",
+    )
 
     @classmethod
     def from_flags(cls, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> SageMakerOptions:
@@ -140,6 +151,10 @@ class SageMakerOptions(BackendOptions):
             raise SpecError(
                 f"--keep-alive must be 0-{KEEP_ALIVE_LIMIT} seconds, got {self.keep_alive}"
             )
+        try:
+            shlex.split(self.mpi_options)
+        except ValueError as exc:
+            raise SpecError(f'--mpi-options "{self.mpi_options}": {exc}') from None
         if self.volume_size < 1:
             raise SpecError(f"--volume-size must be at least 1 GB, got {self.volume_size}")
         self._check_spot()

@@ -15,6 +15,7 @@ from ...errors import SpecError
 from ...protocol.frames import pack_frames
 from ...push import Pickled
 from ...spec import Spec
+from .options import SageMakerOptions
 from .request import ENTRY_POINT
 
 _PACKAGE = Path(__file__).resolve().parents[2]  # python/jupyter_distributed
@@ -55,6 +56,8 @@ def build(
 ) -> bytes:
     """The gzipped tarball that SageMaker unpacks as the job's code directory."""
     job = {"run_id": run_id, "code": code, "layout": spec.layout.to_json(), "pull": list(spec.pull)}
+    if isinstance(spec.options, SageMakerOptions) and spec.options.trust_pickle:
+        job["pull_format"] = "pickle"  # else the ranks return data (protocol/datavalues.py)
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w:gz") as tar:
         _add(tar, ENTRY_POINT, ENTRY_SOURCE.encode())

@@ -1,9 +1,12 @@
-"""The per-run key that signs a SageMaker job's pickled results (HMAC-SHA256).
+"""The per-run key that signs a SageMaker job's results (HMAC-SHA256).
 
-Whoever can write the job's S3 output prefix could otherwise make the kernel unpickle anything.
-At submit the kernel creates a random key, keeps it in a 0600 file beside the history store
-(``<store dir>/result-keys/<run id>``, directory 0700) and hands it to the job's container in
-its environment (:data:`KEY_ENV`); each rank's container signs its ``.pull`` file with it. The
+The results are the job's own only when they verify with it. It is no defence against running
+code: the key reaches the container in the job's environment, which DescribeTrainingJob shows,
+so results come back as data (:mod:`...protocol.datavalues`), and as pickles only with the
+user's ``--trust-pickle`` (:mod:`.results`). At submit the kernel creates a random key, keeps
+it in a 0600 file beside the history store (``<store dir>/result-keys/<run id>``, directory
+0700) and hands it to the job's container in its environment (:data:`KEY_ENV`); each rank's
+container signs its ``.pull`` file with it. The
 kernel loads pulled values only when the signature verifies against its *own* copy of the key.
 The Jupyter server never unpickles results at all.
 """

@@ -7,14 +7,18 @@ import json
 import pickle
 import tarfile
 import time
-from typing import Any
+from typing import Any, Literal
 
 from ...errors import RankFailure
 from ...events import RunState
 from ...interface import RunOutcome
+from ...protocol import datavalues
 from ...protocol.frames import unpack_frames
 from .follow import JobStatus
 from .resultkey import SIGNATURE_FIELD, verified
+
+#: What a follower loads of the pulled values: nothing (the server), data, or pickles too.
+Load = Literal["none", "data", "pickle"]
 
 
 def _split(uri: str) -> tuple[str, str]:
@@ -44,21 +48,30 @@ def read_artifacts(s3: Any, uri: str) -> dict[int, tuple[dict[str, Any], bytes]]
 
 
 def _load(
-    rank: int, fields: dict[str, Any], pulled: bytes, key: bytes | None, result: RunOutcome
-) -> None:
-    """Unpickle a rank's pulled values only if their HMAC verifies with our own key."""
+    rank: int, fields: dict[str, Any], pulled: bytes, key: bytes | None, load: Load
+) -> tuple[dict[str, Any] | None, str]:
+    """A rank's pulled values, or why they are not loaded: only with an HMAC that verifies with
+    our own key, as data (which runs no code), and as a pickle only with ``load="pickle"``."""
     if not verified(key, pulled, fields.get(SIGNATURE_FIELD)):
-        why = (
+        return None, (
             "not loaded: the results in S3 fail their integrity check (HMAC with this run's "
             "key); they were changed after the job wrote them, or the key is not on this machine"
         )
-        result.pull_errors.setdefault(rank, {})["*"] = why
-        return
-    frames = unpack_frames(pulled)
-    if frames:
-        result.pulled[rank] = pickle.loads(  # noqa: S301 (HMAC-verified with our own key)
-            frames[0], buffers=frames[1:]
+    try:
+        frames = unpack_frames(pulled)
+        if fields.get("pull_format") == datavalues.FORMAT:
+            return datavalues.decode(frames), ""
+    except ValueError as exc:  # NotData too: bytes that are not what the job writes
+        return None, f"not loaded: the results in S3 are not data this kernel reads ({exc})"
+    if load != "pickle":
+        return None, (
+            "not loaded: the results in S3 are a pickle, which could run code in this kernel; "
+            "jobs return data unless run with --trust-pickle"
         )
+    if not frames:
+        return {}, ""
+    values = pickle.loads(frames[0], buffers=frames[1:])  # noqa: S301 (opted in, HMAC-verified)
+    return dict(values), ""
 
 
 def outcome(
@@ -68,12 +81,14 @@ def outcome(
     failures: list[RankFailure],
     interrupted: bool,
     key: bytes | None = None,
-    unpickle: bool = True,
+    load: Load = "data",
 ) -> RunOutcome:
     """Combine the job's final status, what the logs said and what S3 holds. Pulled values are
-    unpickled only with ``unpickle`` and an HMAC that verifies with ``key`` (this run's own, see
-    :mod:`.resultkey`); the Jupyter server passes ``unpickle=False``, as it needs states and logs
-    only: whoever can write the job's output prefix must not run code in the server."""
+    loaded only with an HMAC that verifies with ``key`` (this run's own, see :mod:`.resultkey`),
+    as data (:mod:`...protocol.datavalues`), or unpickled with ``load="pickle"`` (the user's
+    ``--trust-pickle``): the key is in the job's environment, which DescribeTrainingJob shows,
+    so whoever can read that and write the job's output prefix could sign a pickle. The Jupyter
+    server passes ``load="none"``: it needs states and logs only."""
     result = RunOutcome(RunState.COMPLETED)
     if status.model_artifacts:
         for rank, (fields, pulled) in read_artifacts(s3, status.model_artifacts).items():
@@ -81,8 +96,12 @@ def outcome(
                 result.values[rank] = str(fields["value"])
             if fields.get("pull_errors"):
                 result.pull_errors[rank] = dict(fields["pull_errors"])
-            if pulled and unpickle:
-                _load(rank, fields, pulled, key, result)
+            if pulled and load != "none":
+                values, why = _load(rank, fields, pulled, key, load)
+                if values is None:
+                    result.pull_errors.setdefault(rank, {})["*"] = why
+                elif values:
+                    result.pulled[rank] = values
             failure = fields.get("failure")
             if failure and not any(f.rank == rank for f in failures):
                 failure["traceback"] = tuple(failure.get("traceback") or ())

@@ -55,7 +55,7 @@ class Session:
     def store(self) -> Store:
         if self._store is None:
             path = self.settings.store_path if self.settings is not None else ""
-            self._store = Store(path or None)
+            self._store = Store.open(path or None)
         return self._store
 
     def plan(self, spec: Spec) -> Plan:

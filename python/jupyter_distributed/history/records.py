@@ -162,3 +162,20 @@ def _run(row: tuple[Any, ...]) -> RunRecord:
         sweep_id=sweep_id or "",
         kernel_id=kernel_id or "",
     )
+
+
+class JsonMemo:
+    """``json.dumps`` of a value that is often the very object given last under the same key:
+    each cell of a live cluster records its spec and its ranks' coordinates, which the session
+    makes once per spec and per cluster (they are never changed once made)."""
+
+    def __init__(self) -> None:
+        self._last: dict[object, tuple[Any, str]] = {}  # (the value is kept: its id stays its)
+
+    def dumps(self, key: object, value: Any) -> str:
+        last = self._last.get(key)
+        if last is not None and last[0] is value:
+            return last[1]
+        text = json.dumps(value)
+        self._last[key] = (value, text)
+        return text

@@ -117,7 +117,7 @@ def _strip_lines(db: sqlite3.Connection, run_id: str, max_bytes: int, now: float
     with contextlib.suppress(ValueError, TypeError):
         loaded = json.loads(row[0] or "{}") if row else {}
         summary = loaded if isinstance(loaded, dict) else {}
-    summary["pruned"] = {"t": now, "what": "log lines", "budget_mb": max_bytes // 2**20}
+    summary["pruned"] = {"t": now, "what": "log lines", "budget_mb": round(max_bytes / 2**20, 3)}
     db.execute("UPDATE runs SET summary=? WHERE id=?", (json.dumps(summary), run_id))
     return True
 
@@ -133,7 +133,7 @@ def _notice(stripped: list[str], deleted: list[str], max_bytes: int) -> str:
         done.append(f"deleted {len(deleted)} old run(s) ({some(deleted)})")
     what = "; ".join(done) or "found no finished run to prune"
     return (
-        f"the history passed its {max_bytes // 2**20} MB budget "
+        f"the history passed its {max_bytes / 2**20:.3g} MB budget "
         f"(%config Distributed.history_max_mb): {what}"
     )
 
@@ -151,7 +151,7 @@ def give_back(db: sqlite3.Connection, path: Path) -> None:
     (converting an older store to incremental auto-vacuum where the disk has room)."""
     with contextlib.suppress(sqlite3.Error):
         if int(db.execute("PRAGMA auto_vacuum").fetchone()[0]) == _INCREMENTAL:
-            db.execute("PRAGMA incremental_vacuum").fetchall()
+            db.executescript("PRAGMA incremental_vacuum;")  # (execute frees one page a step)
         elif has_room(path):
             db.execute("PRAGMA auto_vacuum=INCREMENTAL")
             db.execute("VACUUM")  # the rewrite: a copy of the store, in the WAL

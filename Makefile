@@ -23,6 +23,8 @@ APT_PACKAGES ?= openmpi-bin libopenmpi-dev
 APT_PACKAGES += slurmctld slurmd slurm-client munge iproute2
 # Debian's Chromium for the browser tests (Playwright never downloads one).
 APT_PACKAGES += chromium
+# The sqlite3 tool: a test reads the history with it beside a server's store (test_store_shared).
+APT_PACKAGES += sqlite3
 # torch for the tests: the CPU build, pinned. An unpinned or newer torch pulls
 # the CUDA build and its NVIDIA packages.
 TORCH_SPEC ?= torch==2.13.0

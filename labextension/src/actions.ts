@@ -1,8 +1,8 @@
 /**
  * The control actions on the selected run: cancel it, stop its cluster, ask
- * for its stacks. Each goes to the server, which queues it in the history for
- * the kernel running the run (a busy kernel still sees it); the model then
- * refreshes. No DOM.
+ * for its stacks, delete it. Each goes to the server, which queues it in the
+ * history for the kernel running the run (a busy kernel still sees it) or, for
+ * a delete, removes the finished run; the model then refreshes. No DOM.
  */
 
 import type { DistributedApi } from './api';
@@ -16,8 +16,17 @@ export class RunActions {
   constructor(
     private readonly _api: DistributedApi,
     private readonly _selected: () => Run | null,
-    private readonly _done: (error: string) => Promise<void>
+    private readonly _done: (error: string) => Promise<void>,
+    private readonly _deleted: (runId: string) => void = () => undefined
   ) {}
+
+  /** Delete the selected run and all it holds (the server refuses a running one, saying why). */
+  async delete(): Promise<void> {
+    await this._act(async run => {
+      await this._api.deleteRun(run.id);
+      this._deleted(run.id);
+    });
+  }
 
   async cancel(): Promise<void> {
     await this._act(run => this._api.cancel(run.id));

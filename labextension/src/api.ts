@@ -60,6 +60,11 @@ export class DistributedApi {
     await this.request<unknown>(`runs/${encodeURIComponent(runId)}/stacks`, query, 'POST');
   }
 
+  /** Delete a finished run and all it holds; the server refuses a running one (409, with why). */
+  async deleteRun(runId: string): Promise<void> {
+    await this.request<unknown>(`runs/${encodeURIComponent(runId)}`, {}, 'DELETE');
+  }
+
   async stopCluster(clusterId: string): Promise<void> {
     await this.request<unknown>(`clusters/${encodeURIComponent(clusterId)}/stop`, {}, 'POST');
   }
@@ -83,7 +88,7 @@ export class DistributedApi {
   private async request<T>(
     path: string,
     query: Record<string, string> = {},
-    method: 'GET' | 'POST' = 'GET'
+    method: 'GET' | 'POST' | 'DELETE' = 'GET'
   ): Promise<T> {
     const url = URLExt.join(this.settings.baseUrl, API_PATH, path) + URLExt.objectToQueryString(query);
     let response: Response;

@@ -52,7 +52,8 @@ export class DistributedModel implements IDisposable {
     this.actions = new RunActions(
       this.api,
       () => this.selectedRun,
-      error => this._acted(error)
+      error => this._acted(error),
+      id => this._forget(id)
     );
     this.now = options.now ?? (() => Date.now() / 1000);
     this._openedAt = this.now();
@@ -238,6 +239,14 @@ export class DistributedModel implements IDisposable {
     this._stream?.dispose();
     this._throttle.stop();
     Signal.clearData(this);
+  }
+
+  /** A deleted run: out of the list and no longer selected. */
+  private _forget(id: string): void {
+    this._runs = this._runs.filter(run => run.id !== id);
+    if (this._selectedId === id) {
+      this.select(null);
+    }
   }
 
   /** After a control action: its error (or none) shown, the list refreshed. */

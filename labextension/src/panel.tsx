@@ -38,6 +38,7 @@ export function PanelView(props: { model: DistributedModel }): JSX.Element {
           onCancel={() => void model.actions.cancel()}
           onStop={() => void model.actions.stopCluster()}
           onStacks={() => void model.actions.requestStacks()}
+          onDelete={() => void model.actions.delete()}
         >
           {model.probe ? <ProbeButton probe={model.probe} run={run} /> : null}
         </RunHeader>

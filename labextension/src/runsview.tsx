@@ -90,6 +90,7 @@ export function RunHeader(props: {
   onCancel?: () => void;
   onStop?: () => void;
   onStacks?: () => void;
+  onDelete?: () => void;
   children?: React.ReactNode;
 }): JSX.Element {
   const { run } = props;
@@ -122,6 +123,21 @@ export function RunHeader(props: {
           <button type="button" className="jp-Button" disabled={!run.cluster_id} onClick={props.onStop}>
             {trans.__('Stop cluster')}
           </button>
+          {props.onDelete ? (
+            <button
+              type="button"
+              className="jp-Button"
+              disabled={active}
+              title={
+                active
+                  ? trans.__('A running run cannot be deleted: cancel it first')
+                  : trans.__('Delete this run and all it holds (logs, metrics, stacks) from the history')
+              }
+              onClick={props.onDelete}
+            >
+              {trans.__('Delete')}
+            </button>
+          ) : null}
         </span>
       ) : null}
     </div>

@@ -313,6 +313,11 @@ export interface ControlReply {
   };
 }
 
+/** `DELETE runs/<id>`: the finished run and all it holds are deleted (409 while it runs). */
+export interface DeleteReply {
+  deleted: string;
+}
+
 /** Any error of the REST API, with its HTTP status. */
 export interface ErrorReply {
   message: string;

@@ -22,6 +22,8 @@ from .backends.hooks import CommandContext
 from .backends.plugin import doctor
 from .display import CellView
 from .errors import CloudError, NotFound, SpecError
+from .history.budget import Running
+from .history.store import Store
 from .recorder import recording
 from .session import Session
 from .settings import Settings
@@ -31,6 +33,7 @@ Line magic (%distributed COMMAND):
   status                      the live cluster(s) and their ranks
   stop                        stop every live cluster
   runs [-n N]                 the history of runs, newest first
+  runs --delete ID [ID ...]   delete finished runs and all they hold (logs, metrics, ...)
   logs RUN [--rank R] [--search TEXT]   all output lines of a run
   config                      the effective settings and where each came from
   on [SETTINGS]               run every following cell on the ranks (as %%distributed SETTINGS);
@@ -91,6 +94,7 @@ def line_parser() -> MagicArgumentParser:
     compare.add_argument("--threshold", type=_fraction, default=0.8)
     runs = sub.add_parser("runs")
     runs.add_argument("-n", type=_count, default=20)
+    runs.add_argument("--delete", nargs="+", metavar="ID")
     logs = sub.add_parser("logs")
     logs.add_argument("run")
     logs.add_argument("--rank", type=_rank)
@@ -137,6 +141,8 @@ def run(
             raise UsageError(str(exc.args[0])) from None
     elif args.command == "doctor":
         print(doctor(plugin(args.backend)))
+    elif args.command == "runs" and args.delete:
+        print(_delete(session.store, args.delete))
     elif args.command == "runs":
         print(textviews.runs(session.store, args.n))
     elif args.command == "stacks":
@@ -151,6 +157,28 @@ def run(
             raise UsageError(str(exc)) from None
     else:
         _plugin_command(args, session, user_ns, backend_defaults)
+
+
+def _delete(store: Store, ids: list[str]) -> str:
+    """Delete the runs (an id or its unique prefix), all or none: an unknown or running one is
+    a one-line ``UsageError`` and nothing is deleted."""
+    runs = [store.run(run_id) for run_id in ids]
+    unknown = [run_id for run_id, run in zip(ids, runs, strict=True) if run is None]
+    if unknown:
+        raise UsageError(f"no run {', '.join(map(repr, unknown))} in the history; nothing deleted")
+    found = list({run.id: run for run in runs if run is not None}.values())
+    running = [f"{run.id} is {run.state.value}" for run in found if not run.state.finished]
+    if running:
+        raise UsageError(
+            f"cannot delete a running run ({'; '.join(running)}): stop it first "
+            "(%distributed stop, or the panel's Cancel); nothing deleted"
+        )
+    try:
+        for run in found:
+            store.delete_run(run.id)
+    except Running as exc:  # it started running again meanwhile (another kernel)
+        raise UsageError(str(exc)) from None
+    return f"deleted {len(found)} run(s): {', '.join(run.id for run in found)}"
 
 
 def _plugin_command(

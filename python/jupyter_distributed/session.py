@@ -24,7 +24,7 @@ from .kernelinfo import kernel_id
 from .push import pickle_push
 from .recorder import NamedView, RunRecorder, cluster_coords, new_run_id
 from .scaling import Throughput
-from .settings import Distributed
+from .settings import HISTORY_MAX_MB, Distributed
 from .spec import Spec
 from .sweep_runner import SweepHost, SweepOutcome, run_sweep
 
@@ -55,8 +55,16 @@ class Session:
     def store(self) -> Store:
         if self._store is None:
             path = self.settings.store_path if self.settings is not None else ""
-            self._store = Store(path or None)
+            self._store = Store.open(path or None)
         return self._store
+
+    def bound_history(self, view: NamedView) -> None:
+        """Keep the history within ``Distributed.history_max_mb`` (pruning its oldest finished
+        runs, see :mod:`.history.budget`) and say, once, what any pruning did."""
+        mb = self.settings.history_max_mb if self.settings is not None else HISTORY_MAX_MB
+        self.store.enforce_budget(mb * 2**20)
+        for text in self.store.take_notices():
+            view.notice(text)
 
     def plan(self, spec: Spec) -> Plan:
         return get_backend(spec.backend).plan(spec)
@@ -78,6 +86,7 @@ class Session:
         history too; bad settings (the spec, the plan, ``--push``) are refused before that."""
         push = pickle_push(spec.push, user_ns, spec.params)
         view = view or CellView()
+        self.bound_history(view)
         cluster = self._reusable(spec, view)
         plan = cluster.plan if cluster is not None else self.plan(spec)
         deferred = cluster is not None and cluster.defers_record
@@ -160,6 +169,7 @@ class Session:
         quiet: bool = False,
     ) -> SweepOutcome:
         """Run ``code`` once per combination of ``spec.sweep``, each on its own cluster."""
+        self.bound_history(CellView())
 
         def record(one: Spec, plan: Plan, view: NamedView, sweep_id: str) -> RunRecorder:
             return self.record(one, code, plan, view, cell_id, sweep_id=sweep_id)

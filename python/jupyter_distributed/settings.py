@@ -66,6 +66,10 @@ class Settings(LoggingConfigurable):
         return out
 
 
+#: The history's default size budget, in MB (4 GiB).
+HISTORY_MAX_MB = 4096
+
+
 class Distributed(Settings):
     """General settings of ``%%distributed`` and of the server extension."""
 
@@ -81,6 +85,12 @@ class Distributed(Settings):
     ).tag(config=True)
     display_max_mb = Float(
         10.0, min=0.001, max=60.0, help="largest rich display (MIME bundle) a rank sends, in MB"
+    ).tag(config=True)
+    history_max_mb = Int(
+        HISTORY_MAX_MB,
+        min=1,
+        help="size budget of the history, in MB: past it, the oldest finished runs lose their "
+        "log lines, then whole runs go (each pruning is said once)",
     ).tag(config=True)
     store_path = Unicode(
         "", help="history database (default: <jupyter data dir>/distributed/history.sqlite3)"

@@ -87,6 +87,9 @@ def runs(store: Store, limit: int = 20) -> str:
             out.append(f"{'':<24} {r.sweep_id}: {swept}")
         if r.message:
             out.append(f"{'':<24} {r.message}")
+        if isinstance(r.summary.get("pruned"), dict):
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.summary["pruned"].get("t", 0)))
+            out.append(f"{'':<24} log lines pruned {when} (the history's size budget)")
         if "global_batch" in r.summary:
             s = r.summary
             out.append(

@@ -55,7 +55,7 @@ def jp_server_config(store_path: Path) -> dict[str, Any]:
 
 @pytest.fixture
 def store(store_path: Path) -> Store:
-    return Store(store_path)
+    return Store.open(store_path)  # (the server extension opens the same one)
 
 
 def add_run(

@@ -54,6 +54,7 @@ TYPES = {
     "metrics": "MetricsReply",
     "stream": "StreamMessage",
     "control": "ControlReply",
+    "deleted": "DeleteReply",
     "stacks": "StacksReply",
     "display": "DisplayReply",
     "error": "ErrorReply",
@@ -194,6 +195,8 @@ def documents(tmp_path: Path) -> dict[str, Any]:
         control = history.cancel("run-live")
         control["control"]["t"] = T0 + 11  # the time of the request varies
         docs["control"] = control
+        store.append([RunEvent("run-live", T0 + 12, RunState.STOPPED, "")])
+        docs["deleted"] = history.delete("run-live")
         return docs
     finally:
         store.close()

@@ -142,6 +142,19 @@ export function settingsFor(server: IFakeServer): ServerConnection.ISettings {
       return json({ runs: server.runs, version: server.version, last_seq: 0 });
     }
     const detail = /^runs\/([^/]+)$/.exec(path);
+    if (detail && request.method === 'DELETE') {
+      const id = decodeURIComponent(detail[1] ?? '');
+      const run = server.runs.find(r => r.id === id);
+      if (!run) {
+        return json({ message: `no run '${id}' in the history` }, 404);
+      }
+      if (['pending', 'queued', 'running'].includes(run.state)) {
+        return json({ message: `run ${id} is ${run.state}; stop it (or wait for its end) to delete it` }, 409);
+      }
+      server.runs = server.runs.filter(r => r.id !== id);
+      server.details.delete(id);
+      return json({ deleted: id });
+    }
     if (detail) {
       const reply = server.details.get(decodeURIComponent(detail[1] ?? ''));
       return reply ? json(reply) : json({ message: 'no such run' }, 404);

@@ -205,6 +205,27 @@ describe('DistributedModel', () => {
     ]);
   });
 
+  it('deletes the selected finished run, and says why a running one is refused', async () => {
+    server.runs = [makeRun('r2', NOW, { state: 'running' }), makeRun('r1', NOW - 10, { state: 'completed' })];
+    server.details.set('r1', { run: server.runs[1] as Run, ranks: [] });
+    server.details.set('r2', { run: server.runs[0] as Run, ranks: [] });
+    const m = open();
+    await m.refresh();
+    m.select('r2');
+    await until(() => m.live?.run !== null);
+    await m.actions.delete();
+    expect(m.error).toBe('DELETE runs/r2 failed: run r2 is running; stop it (or wait for its end) to delete it');
+    expect(m.runs.map(r => r.id)).toEqual(['r2', 'r1']);
+    m.select('r1');
+    await until(() => m.live?.run !== null);
+    await m.actions.delete();
+    expect(m.error).toBe('');
+    expect(m.selectedRun).toBeNull();
+    expect(m.runs.map(r => r.id)).toEqual(['r2']);
+    const deletes = server.requests.filter(r => r.method === 'DELETE').map(r => new URL(r.url).pathname);
+    expect(deletes).toEqual(['/lab-base/jupyter-distributed/api/runs/r2', '/lab-base/jupyter-distributed/api/runs/r1']);
+  });
+
   it('keeps the latest stacks of the run from the stream', async () => {
     const m = open();
     m.select('r1');

@@ -4,6 +4,7 @@
 
 import type {
   ControlReply,
+  DeleteReply,
   DisplayReply,
   ErrorReply,
   LogsReply,
@@ -465,6 +466,10 @@ export const control: ControlReply = {
     "t": 1700000011.0,
     "target": "run-live"
   }
+};
+
+export const deleted: DeleteReply = {
+  "deleted": "run-live"
 };
 
 export const stacks: StacksReply = {

@@ -83,9 +83,13 @@ def expand(
             lines = folded.split("\n")
             chosen = [i for i in chosen if needle in lines[i]]
     if row.gaps is None:
-        data = json.loads(row.data) if row.data else None
+        data = _json(row.data)
+        if row.data and data is None:
+            return []  # a damaged row: its event is skipped, the others are read
         return [Stored(row.seq, row.run, kind, row.rank, row.t, stream, row.text or "", data)]
-    datas: list[Any] = json.loads(row.data) if row.data else []
+    datas: list[Any] = _json(row.data) or [] if row.data else []
+    if row.data and len(datas) != len(seqs):
+        return []  # a damaged group of metric samples
     return [
         Stored(
             seqs[i],
@@ -99,6 +103,14 @@ def expand(
         )
         for i in chosen
     ]
+
+
+def _json(text: str | None) -> Any:
+    """A row's JSON; None where it is damaged (not JSON)."""
+    try:
+        return json.loads(text) if text else None
+    except (ValueError, RecursionError):
+        return None
 
 
 def _varints(blob: bytes) -> list[int]:

@@ -7,7 +7,8 @@ every event keeps its ``seq``, so a reader's cursor stays valid. The space the o
 given back afterwards (``VACUUM``), where no other connection is reading. Columns added later
 (``runs.sweep_id``, ``controls.rank``, and ``runs.kernel_id``, version 3) are added where a table
 lacks them; a jupyter-distributed of layout 2 then refuses the file as newer, not misreading it.
-Version 4 keeps a probe's pairs apart from its run's summary (:mod:`.probestore`).
+Version 4 keeps a probe's pairs apart from its run's summary (:mod:`.probestore`). Version 5 adds
+the ``notices`` of what the size budget pruned (:mod:`.budget`), which the schema creates.
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ How the events lie in their table: :mod:`.eventrows`; how they are read back in 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..events import MetricEvent, StacksEvent
 from . import eventrows, probestore
 from .eventmerge import FOLD, Stored, merged
-from .records import LogLine, RankRecord, RunRecord, _run
+from .records import LogLine, RankRecord, RunRecord, _run, loads
 
 #: The kinds of event the logs show.
 LOG_KINDS: tuple[str, ...] = ("output", "display")
@@ -74,7 +73,7 @@ class Queries:
             (run_id,),
         )
         return [
-            RankRecord(r[0], r[1] or "", r[2], r[3], json.loads(r[4] or "{}"), r[5], r[6])
+            RankRecord(r[0], r[1] or "", r[2], r[3], loads(r[4], {}, [], "coords"), r[5], r[6])
             for r in rows
         ]
 
@@ -113,7 +112,8 @@ class Queries:
         """The rich display recorded as event ``seq`` of a run (its bundle and mark)."""
         where, args = self._of_run(run_id, ("display",))
         rows = self._query(f"SELECT data FROM events WHERE {where} AND seq=?", [*args, seq])  # noqa: S608
-        return dict(json.loads(rows[0][0])) if rows else None
+        found = loads(rows[0][0], {}, [], "display") if rows else None
+        return found or None  # (a damaged one is not found)
 
     def metrics(
         self, run_id: str, after: int = 0, limit: int = 10_000

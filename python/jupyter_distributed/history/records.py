@@ -126,7 +126,24 @@ class Control:
         }
 
 
+def loads(text: str | None, default: Any, damaged: list[str], name: str) -> Any:
+    """``text``'s JSON value (``default`` when empty); a damaged one (not JSON, or not of
+    ``default``'s type) is ``default``, its ``name`` added to ``damaged``."""
+    if not text:
+        return default
+    try:
+        value = json.loads(text)
+    except (ValueError, TypeError, RecursionError):
+        value = None
+    if not isinstance(value, type(default)):
+        damaged.append(name)
+        return default
+    return value
+
+
 def _run(row: tuple[Any, ...]) -> RunRecord:
+    """A run as read back; a damaged column (a disk error, a hand edit) is named in its
+    message and read as empty, so one bad row never hides the others."""
     (
         id_,
         cluster_id,
@@ -148,24 +165,51 @@ def _run(row: tuple[Any, ...]) -> RunRecord:
         sweep_id,
         kernel_id,
     ) = row
-    return RunRecord(
-        id=id_,
+    damaged: list[str] = []
+    try:
+        run_state = RunState(state)
+    except ValueError:
+        run_state = RunState.FAILED
+        damaged.append("state")
+    record = RunRecord(
+        id=str(id_),
         cluster_id=cluster_id or "",
-        backend=backend,
-        world_size=world_size,
-        ranks=json.loads(ranks or "[]"),
-        state=RunState(state),
-        spec=json.loads(spec or "{}"),
+        backend=str(backend or ""),
+        world_size=world_size if isinstance(world_size, int) else 0,
+        ranks=[r for r in loads(ranks, [], damaged, "ranks") if isinstance(r, int)],
+        state=run_state,
+        spec=loads(spec, {}, damaged, "spec"),
         source=source or "",
         notebook=notebook or "",
         cell_id=cell_id or "",
         host=host or "",
         kernel_pid=kernel_pid,
         external_id=external_id or "",
-        started=started,
+        started=started if isinstance(started, (int, float)) else 0.0,
         ended=ended,
         message=message or "",
-        summary=json.loads(summary or "{}"),
+        summary=loads(summary, {}, damaged, "summary"),
         sweep_id=sweep_id or "",
         kernel_id=kernel_id or "",
     )
+    if damaged:
+        note = f"damaged in the history: {', '.join(damaged)} of run {record.id} (read as empty)"
+        record.message = f"{record.message}; {note}" if record.message else note
+    return record
+
+
+class JsonMemo:
+    """``json.dumps`` of a value that is often the very object given last under the same key:
+    each cell of a live cluster records its spec and its ranks' coordinates, which the session
+    makes once per spec and per cluster (they are never changed once made)."""
+
+    def __init__(self) -> None:
+        self._last: dict[object, tuple[Any, str]] = {}  # (the value is kept: its id stays its)
+
+    def dumps(self, key: object, value: Any) -> str:
+        last = self._last.get(key)
+        if last is not None and last[0] is value:
+            return last[1]
+        text = json.dumps(value)
+        self._last[key] = (value, text)
+        return text

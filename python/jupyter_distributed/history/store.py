@@ -28,13 +28,15 @@ from ..events import (
 )
 from ..pids import pid_alive
 from . import eventrows, migrate, probestore, reaper, storefile
+from .budget import Bounds
 from .coordination import Coordination
 from .queries import Queries
-from .records import Control, LogLine, RankRecord, RunRecord
+from .records import Control, JsonMemo, LogLine, RankRecord, RunRecord
 from .rowupdates import RowUpdates
-from .storefile import SCHEMA
+from .storefile import SCHEMA, STORE_ENV, default_store_path
 
 __all__ = [
+    "STORE_ENV",
     "Control",
     "LogLine",
     "RankRecord",
@@ -44,43 +46,37 @@ __all__ = [
     "pid_alive",
 ]
 
-STORE_ENV = "JUPYTER_DISTRIBUTED_STORE"
+
+#: The stores this process opened with Store.open, by their file's real path.
+_SHARED: dict[str, Store] = {}
+_SHARED_LOCK = threading.Lock()
 
 
-def default_store_path() -> Path:
-    """``$JUPYTER_DISTRIBUTED_STORE``, else ``<jupyter data dir>/distributed/history.sqlite3``."""
-    env = os.environ.get(STORE_ENV)
-    if env:
-        return Path(env)
-    from jupyter_core.paths import jupyter_data_dir
-
-    return Path(jupyter_data_dir()) / "distributed" / "history.sqlite3"
-
-
-class JsonMemo:
-    """``json.dumps`` of a value that is often the very object given last under the same key:
-    each cell of a live cluster records its spec and its ranks' coordinates, which the session
-    makes once per spec and per cluster (they are never changed once made)."""
-
-    def __init__(self) -> None:
-        self._last: dict[object, tuple[Any, str]] = {}  # (the value is kept: its id stays its)
-
-    def dumps(self, key: object, value: Any) -> str:
-        last = self._last.get(key)
-        if last is not None and last[0] is value:
-            return last[1]
-        text = json.dumps(value)
-        self._last[key] = (value, text)
-        return text
-
-
-class Store(Queries, Coordination):
+class Store(Queries, Coordination, Bounds):
     """Thread-safe. Writes go through one connection, one transaction at a time; each reading
     thread has its own connection (WAL lets readers run beside the writer and each other), so a
     slow search never stalls the live stream. Every SQLite error is raised as :class:`StoreError`
     naming the file. Opening a store ends the runs of dead kernels on this host (:mod:`.reaper`)."""
 
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] | None = None) -> Store:
+        """This process's one store of ``path`` (default: :func:`default_store_path`), opened
+        on first use: the kernel, the server, its follower and each followed job share one
+        connection set per file. Each :meth:`open` is paired with a :meth:`close`; the
+        connections close with the last one."""
+        key = os.path.realpath(path if path is not None else default_store_path())
+        with _SHARED_LOCK:
+            store = _SHARED.get(key)
+            if store is None or store._closed:
+                store = cls(path)
+                store._key = key
+                _SHARED[key] = store
+            else:
+                store._users += 1
+            return store
+
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        """A store of its own; code outside tests uses :meth:`open`."""
         own_dir = path is None and not os.environ.get(STORE_ENV)
         self.path = Path(path) if path is not None else default_store_path()
         self._lock = threading.Lock()
@@ -90,26 +86,39 @@ class Store(Queries, Coordination):
         self._readers_lock = threading.Lock()  # never the writer's: readers do not wait for it
         self._readers: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._closed = False
+        self._key, self._users = "", 1  # (see open)
+        db: sqlite3.Connection | None = None
         try:
             storefile.prepare(self.path, SCHEMA, own_dir)
-            self._db = storefile.connect(self.path)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            with self._tx() as db:
-                migrated = migrate.upgrade(db)
+            db = self._db = storefile.connect(self.path)
+            storefile.check(db, self.path)  # (through SQLite: the file is never opened here)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            with self._tx() as tx:
+                migrated = migrate.upgrade(tx)
                 for stmt in storefile.statements(SCHEMA):
-                    db.execute(stmt)  # an older store gains what it lacks
+                    tx.execute(stmt)  # an older store gains what it lacks
             if migrated:
-                migrate.reclaim(self._db)
+                migrate.reclaim(db)
             storefile.make_private(self.path)
-        except sqlite3.Error as exc:
-            raise storefile.failed(self.path, exc) from None
-        except migrate.NewerStore as exc:
-            self._db.close()
-            raise StoreError(f"history store at {self.path}: {exc}") from None
+        except (sqlite3.Error, StoreError, migrate.NewerStore) as exc:
+            if db is not None:
+                db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise storefile.failed(self.path, exc) from None
+            if isinstance(exc, migrate.NewerStore):
+                raise StoreError(f"history store at {self.path}: {exc}") from None
+            raise
         self.reap()
 
     def close(self) -> None:
+        """Close this user's hold; the connections close with the last (see :meth:`open`)."""
+        with _SHARED_LOCK:
+            self._users -= 1
+            if self._users > 0:
+                return
+            if self._key and _SHARED.get(self._key) is self:
+                del _SHARED[self._key]
         with self._lock, self._readers_lock:
             self._closed = True
             self._db.close()

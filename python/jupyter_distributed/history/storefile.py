@@ -15,22 +15,36 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import urllib.parse
 from pathlib import Path
 
 from ..errors import StoreError
 
-SQLITE_HEADER = b"SQLite format 3\x00"
+STORE_ENV = "JUPYTER_DISTRIBUTED_STORE"
+
+
+def default_store_path() -> Path:
+    """``$JUPYTER_DISTRIBUTED_STORE``, else ``<jupyter data dir>/distributed/history.sqlite3``."""
+    env = os.environ.get(STORE_ENV)
+    if env:
+        return Path(env)
+    from jupyter_core.paths import jupyter_data_dir
+
+    return Path(jupyter_data_dir()) / "distributed" / "history.sqlite3"
+
+
 #: Seconds a statement waits for another process's write lock before "database is locked".
 BUSY_TIMEOUT = 10.0
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 #: SQLite's primary result codes that mean the file itself is damaged or not a database.
-_BROKEN_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+_NOTADB = 26
+_BROKEN_CODES = {11, _NOTADB}  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
 #: The layout of the tables; an older store is migrated on open (:mod:`.migrate`).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: The history's tables; run on every open, so an older store gains what it lacks.
 SCHEMA = """
@@ -64,6 +78,8 @@ CREATE TABLE IF NOT EXISTS probe_pairs (run_id TEXT PRIMARY KEY, pairs TEXT);
 CREATE TABLE IF NOT EXISTS follows (
     run_id TEXT PRIMARY KEY, host TEXT, pid INTEGER, heartbeat REAL
 );
+-- What the size budget pruned, shown once by the next cell (see budget.py), and when.
+CREATE TABLE IF NOT EXISTS notices (id INTEGER PRIMARY KEY, t REAL, text TEXT, shown REAL);
 """
 
 
@@ -80,7 +96,10 @@ def broken(path: Path, cause: str) -> StoreError:
 
 def failed(path: Path, exc: sqlite3.Error) -> StoreError:
     """Our error for what SQLite raised, naming the store's path."""
-    if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _BROKEN_CODES:
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code == _NOTADB:
+        return broken(path, "not an SQLite database")
+    if code in _BROKEN_CODES:
         return broken(path, str(exc))
     return StoreError(f"history store at {path}: {exc}")
 
@@ -93,15 +112,24 @@ def connect(path: Path) -> sqlite3.Connection:
     SIGKILL (what the history promises: every line is recorded before the cell is told); only a
     power loss or an OS crash may take back the last transactions, never corrupt the file.
     FULL would also fsync the WAL at every commit: 150-200 µs on these machines, three times
-    per warm cell and once per batch of output."""
-    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None)
+    per warm cell and once per batch of output. ``mode=rw``: a store is never created here
+    (only whole, by :func:`prepare`)."""
+    uri = f"file:{urllib.parse.quote(os.fspath(path))}?mode=rw"
+    db = sqlite3.connect(
+        uri, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None, uri=True
+    )
     db.text_factory = lambda raw: raw.decode("utf-8", "replace")
     db.execute("PRAGMA synchronous=NORMAL")
     return db
 
 
 def prepare(path: Path, schema: str, own_dir: bool) -> None:
-    """Make sure ``path`` holds a history: create it whole if absent, else check its header."""
+    """Make sure ``path`` holds a history: create it whole if absent.
+
+    The file itself is never opened here: closing any descriptor of a file drops every POSIX
+    lock this process holds on it, SQLite's included, and another process's last close would
+    then delete the ``-wal`` and ``-shm`` under this one's connections. Its header is checked
+    through SQLite instead (:func:`check`)."""
     parent = path.parent
     if not parent.is_dir():
         parent.mkdir(parents=True, mode=DIR_MODE, exist_ok=True)
@@ -110,18 +138,23 @@ def prepare(path: Path, schema: str, own_dir: bool) -> None:
         with contextlib.suppress(OSError):
             parent.chmod(DIR_MODE)
     try:
-        with path.open("rb") as f:
-            head = f.read(len(SQLITE_HEADER))
+        path.stat()
     except FileNotFoundError:
         _create(path, schema)
         return
     except OSError as exc:
         raise broken(path, exc.strerror or str(exc)) from None
-    if not head:
-        raise broken(path, "the file is empty, not a history")
-    if head != SQLITE_HEADER:
-        raise broken(path, "not an SQLite database")
     make_private(path)
+
+
+def check(db: sqlite3.Connection, path: Path) -> None:
+    """Refuse, through ``db`` (SQLite reads the header), a file that is not a history."""
+    try:
+        pages = int(db.execute("PRAGMA page_count").fetchone()[0])
+    except sqlite3.Error as exc:
+        raise failed(path, exc) from None
+    if pages == 0:
+        raise broken(path, "the file is empty, not a history")
 
 
 def _create(path: Path, schema: str) -> None:
@@ -131,6 +164,7 @@ def _create(path: Path, schema: str) -> None:
     try:
         db = connect(tmp)
         try:
+            db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # pruned space goes back (budget.py)
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(schema)
             db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")

@@ -50,7 +50,7 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     settings = Distributed(parent=serverapp)  # c.Distributed.* in jupyter_server_config.py
     store: Store | None = None
     try:
-        store = Store(settings.store_path or None)
+        store = Store.open(settings.store_path or None)  # (the follower shares it)
     except StoreError as exc:  # still load: every route answers 503 with what to do
         serverapp.log.error("jupyter_distributed: %s", exc)
         web_app.settings[SETTINGS_KEY] = {"history": History(None, str(exc)), "tail": None}

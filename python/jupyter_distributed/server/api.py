@@ -14,11 +14,13 @@ from typing import cast
 from .. import __version__
 from ..errors import NotFound as Missing
 from ..events import Stream
+from ..history.budget import Running
 from ..history.store import RunRecord, Store
 from .wire import (
     API_VERSION,
     ControlJSON,
     ControlReply,
+    DeleteReply,
     DisplayJSON,
     LogLineJSON,
     LogsPage,
@@ -212,6 +214,17 @@ class History:
             {"seq": seq, "rank": ev.rank, "t": ev.t, "values": ev.values} for seq, ev in rows
         ]
         return {"samples": samples, "next": rows[-1][0] if rows else after}
+
+    def delete(self, run_id: str) -> DeleteReply:
+        """Delete a finished run and all it holds (its logs, metrics, stacks, ...)."""
+        run_id = self._run_id(run_id)
+        try:
+            deleted = self.store.delete_run(run_id)
+        except Running as exc:
+            raise Conflict(str(exc)) from None
+        if not deleted:  # (gone meanwhile: deleted by another request)
+            raise NotFound(f"no run {run_id!r} in the history")
+        return {"deleted": run_id}
 
     def cancel(self, run_id: str) -> ControlReply:
         run = self.store.run(run_id)

@@ -114,7 +114,7 @@ class Follower:
             raise Stopping
 
     def _scan_loop(self) -> None:
-        store = Store(self.store_path)
+        store = Store.open(self.store_path)  # the server's own
         try:
             while not self._stop.is_set():
                 store.reap()  # runs of kernels that died on this host end "failed"
@@ -136,7 +136,7 @@ class Follower:
             thread.start()
 
     def _follow(self, run: RunRecord) -> None:
-        store = Store(self.store_path)
+        store = Store.open(self.store_path)  # the server's own
         try:
             follow = follower(run.backend)
             if follow is None:  # pragma: no cover - orphaned() only picks followable backends

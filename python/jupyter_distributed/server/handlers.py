@@ -1,7 +1,7 @@
 """HTTP handlers: thin, authenticated and authorized, JSON in and out.
 
 Every route asks the server's ``Authorizer`` about the resource :data:`AUTH_RESOURCE`: ``read``
-for the GETs, the WebSocket and SSE, ``write`` for cancel and stop (JupyterHub RBAC and
+for the GETs, the WebSocket and SSE, ``write`` for cancel, stop and delete (JupyterHub RBAC and
 read-only sharing rely on it). Each handler names one :class:`~.api.History` call;
 :meth:`BaseHandler.answer` runs it off the event loop and is the one place that maps our errors
 to HTTP statuses (a store that cannot be read is 503, with what to do).
@@ -104,6 +104,11 @@ class RunHandler(BaseHandler):
     @allowed("read")
     async def get(self, run_id: str) -> None:
         await self.answer(self.history.run, run_id, await self.notebooks())
+
+    @web.authenticated
+    @allowed("write")
+    async def delete(self, run_id: str) -> None:
+        await self.answer(self.history.delete, run_id)
 
 
 class LogsHandler(BaseHandler):

@@ -21,12 +21,15 @@ Endpoints, all under ``{base_url}/jupyter-distributed/api/``:
 - ``GET events?after=<seq>&run=<id>`` (Server-Sent Events): the same messages, one SSE message
   per batch (``id:`` its last seq, ``data:`` the :class:`StreamMessage`); ``Last-Event-ID``
   resumes like ``after``.
+- ``DELETE runs/<id>`` -> :class:`DeleteReply`: the finished run and all it holds are deleted
+  (409 while it runs)
 - ``POST runs/<id>/cancel``, ``POST clusters/<cluster_id>/stop`` -> :class:`ControlReply` (202)
 - ``POST runs/<id>/stacks[?rank=R]`` -> :class:`ControlReply` (202): the kernel running the run
   takes every rank's stacks, or rank R's only (even while the cell runs);
   ``GET runs/<id>/stacks?after=<seq>`` -> :class:`StacksPage` (also in the stream, as events of
   kind ``stacks``)
-- any error -> :class:`ErrorReply` with the HTTP status (400 bad query, 404 unknown, 409 finished)
+- any error -> :class:`ErrorReply` with the HTTP status (400 bad query, 404 unknown, 409 finished;
+  for a delete, 409 running)
 """
 
 from __future__ import annotations
@@ -184,6 +187,10 @@ class ControlJSON(TypedDict):
 
 class ControlReply(TypedDict):
     control: ControlJSON
+
+
+class DeleteReply(TypedDict):
+    deleted: str  # the run's id
 
 
 class StacksJSON(TypedDict):

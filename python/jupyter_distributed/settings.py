@@ -82,6 +82,12 @@ class Distributed(Settings):
     display_max_mb = Float(
         10.0, min=0.001, max=60.0, help="largest rich display (MIME bundle) a rank sends, in MB"
     ).tag(config=True)
+    max_message_mb = Float(
+        1024.0,
+        min=2.0,
+        help="largest message between the kernel and a rank, every frame together, in MB "
+        "(a cell's --push, one rank's --pull); a larger one is refused",
+    ).tag(config=True)
     store_path = Unicode(
         "", help="history database (default: <jupyter data dir>/distributed/history.sqlite3)"
     ).tag(config=True, env="JUPYTER_DISTRIBUTED_STORE")

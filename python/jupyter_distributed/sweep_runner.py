@@ -43,6 +43,9 @@ class Session(Protocol):
     @property
     def interrupt_grace(self) -> float: ...
 
+    @property
+    def max_message(self) -> int: ...
+
     def record(
         self,
         spec: Spec,
@@ -263,7 +266,7 @@ def _run_one(
         request = RunRequest(
             recorder.run_id, code, spec.ranks, combo.push, spec.pull, spec.timeout,
             display_max=int(spec.display_max_mb * 2**20), figures=combo.figures,
-            interrupt_grace=session.interrupt_grace,
+            interrupt_grace=session.interrupt_grace, max_message=session.max_message,
         )  # fmt: skip
         run = cluster.execute(request, recorder)
         pulled: dict[str, Any] = {}

@@ -25,3 +25,11 @@ def shell(tmp_path: Path) -> Iterator[Any]:
         yield ip
     finally:
         magics.session.shutdown()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """A fresh history store, closed after the test."""
+    store = Store(tmp_path / "history.sqlite")
+    yield store
+    store.close()

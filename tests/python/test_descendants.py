@@ -28,6 +28,8 @@ from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
 from jupyter_distributed.worker.lineage import descendants, kill_all
 
+from .core_helpers import proc_alive
+
 pytestmark = [
     pytest.mark.timeout(300),
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc, prctl"),
@@ -46,30 +48,22 @@ time.sleep(1.5)
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")  # a zombie no one reaps is dead
-
-
 def _gone(pids: list[int], timeout: float = 20) -> bool:
     deadline = time.monotonic() + timeout
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(proc_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return not any(_alive(p) for p in pids)
+    return not any(proc_alive(p) for p in pids)
 
 
 def _sleepers(out: Path) -> list[int]:
     pids: list[int] = json.loads(out.read_text())
-    assert len(pids) == 2 and all(_alive(p) for p in pids)
+    assert len(pids) == 2 and all(proc_alive(p) for p in pids)
     return pids
 
 
 def _cleanup(pids: list[int]) -> None:
     for pid in pids:
-        if _alive(pid):
+        if proc_alive(pid):
             os.kill(pid, signal.SIGKILL)
 
 

@@ -19,6 +19,7 @@ from .events import Event, Recorded, RunEvent, RunState, StacksEvent
 from .history.store import Store
 from .layout import RankCoords
 from .protocol.figures import FigureConfig
+from .protocol.frames import MAX_MESSAGE
 from .push import Pickled
 from .redact import redact_env
 from .spec import Spec
@@ -151,6 +152,7 @@ class RunRequest:
     display_max: int | None = None  # bytes of one rich display (None: the default cap)
     figures: FigureConfig | None = None  # the kernel's inline figure settings (None: PNG)
     interrupt_grace: float = 2.0  # seconds a rank gets to yield before it is killed
+    max_message: int = MAX_MESSAGE  # bytes of one message either way (Distributed.max_message_mb)
     # the run's record is not written yet: a cluster that ``defers_record`` writes the run's
     # events through it (the record goes with the first of them), see RunRecorder.start
     record: RunWriter | None = None

@@ -21,6 +21,7 @@ from .global_batch import GlobalBatch
 from .history.store import RunRecord, Store
 from .interface import Cluster, Plan, RunOutcome, RunRequest, RunView
 from .kernelinfo import kernel_id
+from .protocol.frames import MAX_MESSAGE
 from .push import pickle_push
 from .recorder import NamedView, RunRecorder, cluster_coords, new_run_id
 from .scaling import Throughput
@@ -50,6 +51,13 @@ class Session:
         """Seconds a rank gets to yield to the stop button or --timeout (``%config
         Distributed.interrupt_grace``) before its cluster is terminated."""
         return self.settings.interrupt_grace if self.settings is not None else 2.0
+
+    @property
+    def max_message(self) -> int:
+        """Bytes of one message between the kernel and a rank (``%config
+        Distributed.max_message_mb``): a larger push or pull is refused."""
+        mb = self.settings.max_message_mb if self.settings is not None else None
+        return MAX_MESSAGE if mb is None else int(mb * (1 << 20))
 
     @property
     def store(self) -> Store:
@@ -101,7 +109,7 @@ class Session:
             request = RunRequest(
                 run_id, code, spec.ranks, push, spec.pull, spec.timeout,
                 display_max=int(spec.display_max_mb * 2**20), figures=kernel_figures(),
-                interrupt_grace=self.interrupt_grace,
+                interrupt_grace=self.interrupt_grace, max_message=self.max_message,
                 record=recorder.deferred,
             )  # fmt: skip
             outcome = cluster.execute(request, recorder)
@@ -174,7 +182,7 @@ class Session:
         def record(one: Spec, plan: Plan, view: NamedView, sweep_id: str) -> RunRecorder:
             return self.record(one, code, plan, view, cell_id, sweep_id=sweep_id)
 
-        host = SweepHost(self.store, self.interrupt_grace, record)
+        host = SweepHost(self.store, self.interrupt_grace, self.max_message, record)
         return run_sweep(host, spec, code, user_ns, quiet)
 
     def _json(self, spec: Spec) -> dict[str, Any]:

@@ -92,6 +92,12 @@ class Distributed(Settings):
         help="size budget of the history, in MB: past it, the oldest finished runs lose their "
         "log lines, then whole runs go (each pruning is said once)",
     ).tag(config=True)
+    max_message_mb = Float(
+        1024.0,
+        min=2.0,
+        help="largest message between the kernel and a rank, every frame together, in MB "
+        "(a cell's --push, one rank's --pull); a larger one is refused",
+    ).tag(config=True)
     store_path = Unicode(
         "", help="history database (default: <jupyter data dir>/distributed/history.sqlite3)"
     ).tag(config=True, env="JUPYTER_DISTRIBUTED_STORE")

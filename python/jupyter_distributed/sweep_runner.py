@@ -39,12 +39,13 @@ Record = Callable[[Spec, Plan, NamedView, str], RunRecorder]
 @dataclass(frozen=True)
 class SweepHost:
     """What a sweep needs of the kernel's :class:`~.session.Session`, which runs sweeps: its
-    store, its interrupt grace, and its own recording of a run (``record(spec, plan, view,
+    store, its interrupt grace and message cap, and its own recording of a run (``record(spec, plan, view,
     sweep_id)``, the session's ``record`` bound to the cell), so the sweep records each
     combination exactly as a cell's run is recorded."""
 
     store: Store
     interrupt_grace: float
+    max_message: int
     record: Record
 
 
@@ -254,7 +255,7 @@ def _run_one(
         request = RunRequest(
             recorder.run_id, code, spec.ranks, combo.push, spec.pull, spec.timeout,
             display_max=int(spec.display_max_mb * 2**20), figures=combo.figures,
-            interrupt_grace=session.interrupt_grace,
+            interrupt_grace=session.interrupt_grace, max_message=session.max_message,
         )  # fmt: skip
         run = cluster.execute(request, recorder)
         pulled: dict[str, Any] = {}

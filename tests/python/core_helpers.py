@@ -25,3 +25,20 @@ def shell(tmp_path: Path) -> Iterator[Any]:
         yield ip
     finally:
         magics.session.shutdown()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """A fresh history store, closed after the test."""
+    store = Store(tmp_path / "history.sqlite")
+    yield store
+    store.close()
+
+
+def proc_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (Linux ``/proc``): a zombie no one reaps is dead."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")

@@ -42,6 +42,8 @@ from jupyter_distributed.protocol.signing import BOOTSTRAP_ENV, KERNEL, BadMessa
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
 
+from .core_helpers import proc_alive
+
 pytestmark = pytest.mark.timeout(120)
 KEY = secrets.token_bytes(32)
 
@@ -254,14 +256,6 @@ time.sleep(300)
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")  # a zombie no one reaps is dead
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_what_a_rank_started_dies_when_the_kernel_is_killed(tmp_path: Path) -> None:
     kernel = subprocess.Popen(
@@ -272,16 +266,16 @@ def test_what_a_rank_started_dies_when_the_kernel_is_killed(tmp_path: Path) -> N
     try:
         assert kernel.stdout is not None and kernel.stdout.readline().strip() == "ready"
         children = [int((tmp_path / f"child-{r}").read_text()) for r in (0, 1)]
-        assert all(_alive(pid) for pid in children)
+        assert all(proc_alive(pid) for pid in children)
         kernel.send_signal(signal.SIGKILL)
         kernel.wait()
         deadline = time.monotonic() + 15
-        while any(_alive(p) for p in children) and time.monotonic() < deadline:
+        while any(proc_alive(p) for p in children) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not any(_alive(p) for p in children), "rank code's processes were orphaned"
+        assert not any(proc_alive(p) for p in children), "rank code's processes were orphaned"
     finally:
         kernel.kill()
         for path in tmp_path.glob("child-*"):
             pid = int(path.read_text())
-            if _alive(pid):
+            if proc_alive(pid):
                 os.kill(pid, signal.SIGKILL)

@@ -9,6 +9,10 @@ for ZeroMQ's routing ids.
 The I/O thread accepts and reads (:class:`CellServer`); whichever thread sends a cell writes it
 itself (:meth:`CellPeer.send`, never waiting): a record the socket has no room for waits in the
 peer, in order, until the I/O thread sees the socket writable (:meth:`CellPeer.flush`).
+
+A message over the kernel's cap (``limit()``, ``Distributed.max_message_mb``) is refused from
+its frame table, before any of it is kept, and its connection is closed: no rank sends one (it
+checks its own), so the peer is treated as hostile.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from pathlib import Path
 import zmq
 
 from ..ioloop import IoLoop
-from ..protocol.packets import RECORD, BadPacket, Reassembler, records
+from ..protocol.packets import RECORD, BadPacket, Reassembler, TooLarge, records
 from ..protocol.signing import Buffer
 
 _CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
@@ -38,7 +42,8 @@ _BOTH = zmq.POLLIN | zmq.POLLOUT
 class CellServer:
     """(I/O thread) Accepts the ranks' cell connections and reads them; the whole messages
     that one round of reads gave (every connection ready at once) go to ``take`` as one batch,
-    a connection's end to ``gone`` after them, and why records were dropped to ``reject``."""
+    a connection's end to ``gone`` after them, and why records were dropped to ``reject`` (a
+    :class:`TooLarge` closes the connection); no message may pass ``limit()`` bytes."""
 
     def __init__(
         self,
@@ -46,10 +51,12 @@ class CellServer:
         loop: IoLoop,
         take: Take,
         gone: Callable[[CellPeer], None],
-        reject: Callable[[str], None],
+        reject: Callable[[CellPeer, BadPacket], None],
+        limit: Callable[[], int],
     ) -> None:
         self.path = directory / "cells"
         self._loop, self._take, self._gone, self._reject = loop, take, gone, reject
+        self._limit = limit
         self._peers: dict[int, CellPeer] = {}  # by file descriptor
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
@@ -88,7 +95,7 @@ class CellServer:
             if _CRED.unpack(cred)[1] != os.getuid():
                 conn.close()  # (the directory keeps others out already)
                 continue
-            peer = CellPeer(conn, self._blocked)
+            peer = CellPeer(conn, self._blocked, self._limit)
             self._peers[peer.fd] = peer
             self._serve(peer)
 
@@ -104,7 +111,7 @@ class CellServer:
             return
         messages, bad, closed = peer.read()
         for cause in bad:
-            self._reject(cause)
+            self._reject(peer, cause)
         self._batch.extend((peer, m) for m in messages)
         if closed:
             self._loop.unserve(peer.fd)
@@ -137,13 +144,18 @@ class CellServer:
 class CellPeer:
     """One rank's cell connection, seen from the kernel."""
 
-    def __init__(self, conn: socket.socket, blocked: Callable[[CellPeer], None]) -> None:
+    def __init__(
+        self,
+        conn: socket.socket,
+        blocked: Callable[[CellPeer], None],
+        limit: Callable[[], int] | None = None,
+    ) -> None:
         conn.setblocking(False)
         self._blocked = blocked
         self._conn = conn
         self.fd = conn.fileno()
         self.lock = threading.Lock()  # held to send, flush or close
-        self._in = Reassembler()
+        self._in = Reassembler(limit)
         self._buf = bytearray(RECORD)
         self._pending: deque[list[Buffer]] = deque()  # records the socket had no room for
         self.closed = False
@@ -180,11 +192,12 @@ class CellPeer:
             self._pending.popleft()
         return True
 
-    def read(self) -> tuple[list[list[Buffer]], list[str], bool]:
+    def read(self) -> tuple[list[list[Buffer]], list[BadPacket], bool]:
         """(I/O thread) The whole messages that came, why records were dropped (they made no
-        message), and whether the rank closed its end."""
+        message), and whether the connection ended: the rank closed its end, or sent a message
+        over the cap (read no further)."""
         out: list[list[Buffer]] = []
-        bad: list[str] = []
+        bad: list[BadPacket] = []
         while True:
             try:
                 size = self._conn.recv_into(self._buf)
@@ -197,7 +210,9 @@ class CellPeer:
             try:
                 message = self._in.feed(memoryview(self._buf)[:size])
             except BadPacket as exc:
-                bad.append(str(exc))
+                bad.append(exc)
+                if isinstance(exc, TooLarge):
+                    return out, bad, True
                 continue
             if message is not None:
                 out.append(message)

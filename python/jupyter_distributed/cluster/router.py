@@ -20,6 +20,11 @@ place (it cannot sign as that rank; a replay is refused by the counters of
 connections the I/O thread reads beside the ROUTER (:mod:`.cellpeers`), and a cell is written
 to them by the thread that sends it, not handed to the I/O thread. Rejected messages are logged
 at most a few times a minute, then counted (:mod:`.throttle`).
+
+No message may pass the cap on a whole message that the last cell sent its ranks
+(``Distributed.max_message_mb``; ZeroMQ's ``MAXMSGSIZE`` bounds only each frame). A rank checks
+what it sends, so a larger one is refused and named, and the cluster of a rank that sent it is
+lost with that cause: the run fails, it never waits for what was refused.
 """
 
 from __future__ import annotations
@@ -40,9 +45,10 @@ from ..history.store import Store
 from ..interface import RankInfo, RunWriter
 from ..ioloop import Batch, IoLoop
 from ..protocol.commands import Execute, Ping, Shutdown
-from ..protocol.frames import join_parts
+from ..protocol.frames import MAX_MESSAGE, join_parts, too_large
 from ..protocol.header import BadHeader, Message
 from ..protocol.messages import parse
+from ..protocol.packets import BadPacket, TooLarge
 from ..protocol.signing import (
     KERNEL,
     BadMessage,
@@ -90,6 +96,7 @@ class Router:
         self.cell = CellRun()  # (I/O thread) the cell being run
         self._send_lock = threading.Lock()
         self.rejected = Throttled()
+        self.max_message = MAX_MESSAGE  # bytes of one message from a peer (the last cell's cap)
         self._ctx = zmq.Context()
         sock = self._ctx.socket(zmq.ROUTER)
         for opt in (zmq.SNDHWM, zmq.RCVHWM):
@@ -109,7 +116,7 @@ class Router:
             try:
                 self._cells = CellServer(
                     self.listener.directory, self._loop, self._take_batch, self._gone,
-                    lambda cause: self._reject(self.cells_address, cause),
+                    self._cell_rejected, lambda: self.max_message,
                 )  # fmt: skip
             except BaseException:
                 self.listener.close()
@@ -134,6 +141,7 @@ class Router:
             peers = [(r, p) for r in ranks if (p := self._peers.get(r)) is not None]
             names = [rank_name(r) for r, _ in peers]
         if isinstance(message, Execute):  # (before the cell leaves: its answers are awaited)
+            self.max_message = message.max_message or self.max_message
             sent = {r for r, _ in peers}
             self._loop.call(lambda: self.cell.sent_to(sent), wake=False)
         direct: list[tuple[CellPeer, list[Buffer]]] = []
@@ -216,6 +224,25 @@ class Router:
     def _reject(self, where: str | None, cause: object) -> None:
         self.rejected.warning("jupyter-distributed: rejected a message on %s: %s", where, cause)
 
+    def _cell_rejected(self, peer: CellPeer, exc: BadPacket) -> None:
+        if isinstance(exc, TooLarge):
+            self._oversized(peer, exc.size)
+        else:
+            self._reject(self.cells_address, exc)
+
+    def _oversized(self, peer: bytes | CellPeer, size: int) -> None:
+        """(I/O thread) ``peer`` sent a message over the cap: refused and named; if the
+        connection is a rank's, the cluster is lost with that cause."""
+        ranks = [r for r, p in self._peers.items() if p == peer]
+        ranks += [r for r, p in self._cell_peers.items() if p is peer]
+        who = f"rank {min(ranks)}" if ranks else "a peer that is no rank"
+        cause = too_large(f"a message from {who}", size, self.max_message)
+        if not ranks:
+            self._reject(self.address if isinstance(peer, bytes) else self.cells_address, cause)
+            return
+        log.error("jupyter-distributed: %s", cause)
+        self._on_lost(cause)
+
     def _gone(self, peer: CellPeer) -> None:
         """(I/O thread) A rank closed its cell connection: nothing more is sent on it."""
         for rank in [r for r, p in self._cell_peers.items() if p is peer]:
@@ -255,7 +282,14 @@ class Router:
             self.send([i for i, r in self.ranks.info.items() if r.pid], Ping())
 
     def _on_batch(self, batch: Batch) -> None:
-        self._take_batch([(frames[0].bytes, [f.buffer for f in frames[1:]]) for frames in batch])
+        taken: list[tuple[bytes | CellPeer, list[Buffer]]] = []
+        for frames in batch:
+            size = sum(len(f) for f in frames[1:])
+            if size > self.max_message:  # (the sum: ZeroMQ's own limit is per frame)
+                self._oversized(frames[0].bytes, size)
+            else:
+                taken.append((frames[0].bytes, [f.buffer for f in frames[1:]]))
+        self._take_batch(taken)
 
     def _take_batch(self, batch: Sequence[tuple[bytes | CellPeer, list[Buffer]]]) -> None:
         """Verify, order, decode and record a batch of messages, each with who it came from

@@ -17,9 +17,12 @@ import socket
 import time
 from typing import Any
 
+from ..errors import SpecError
 from ..events import RunState
 from ..interface import RunOutcome, RunRequest, RunView
+from ..protocol.bundles import DEFAULT_MAX_BYTES
 from ..protocol.commands import Execute
+from ..protocol.frames import MAX_HEADER, too_large
 from ..protocol.shared import SHARED_MIN_BYTES, remove_shared, write_shared
 from .tracker import CANCELLED, Cancelled, RunTracker, Supervised
 
@@ -29,11 +32,15 @@ STOPPED_REMOTELY = "a stop request from the Distributed panel"
 
 def _send_execute(cluster: Supervised, request: RunRequest) -> dict[str, Any] | None:
     """Send the cell (and pushed values) to its ranks; returns the shared-memory file that
-    carries a large push to ranks on this host, which the caller removes after the run."""
+    carries a large push to ranks on this host, which the caller removes after the run. A push
+    over the cap on a message is refused before anything is sent, however it would travel."""
     buffers: list[Any] = []
     shared = None
     if request.push is not None:
         buffers = request.push.frames
+        size = sum(memoryview(b).nbytes for b in buffers) + len(request.code.encode())
+        if size > request.max_message:
+            raise SpecError("--push: " + too_large("the cell", size, request.max_message))
         here = socket.gethostname()
         if request.push.buffer_bytes >= SHARED_MIN_BYTES and all(
             cluster.info[r].host == here for r in request.ranks
@@ -46,11 +53,17 @@ def _send_execute(cluster: Supervised, request: RunRequest) -> dict[str, Any] | 
                 buffers = [request.push.data]
     cluster.begin(request.run_id, request.record)
     execute = Execute(
-        request.run_id, request.code, tuple(request.pull), shared, request.display_max,
-        request.figures,
+        request.run_id, request.code, tuple(request.pull), shared,
+        _display_max(request), request.figures, request.max_message,
     )  # fmt: skip
     cluster.send(request.ranks, execute, buffers)
     return shared
+
+
+def _display_max(request: RunRequest) -> int | None:
+    """The cap on one display bundle, within the cap on a message."""
+    room = request.max_message - MAX_HEADER
+    return min(request.display_max or DEFAULT_MAX_BYTES, room)
 
 
 def execute_run(cluster: Supervised, request: RunRequest, view: RunView) -> RunOutcome:

@@ -25,6 +25,7 @@ class Execute(Message):
     shared: dict[str, Any] | None = None
     display_max: int | None = None  # bytes of one display bundle; larger ones become a note
     figures: FigureConfig | None = None  # the kernel's inline figure settings
+    max_message: int | None = None  # bytes of one message either way (Distributed.max_message_mb)
 
     def to_header(self) -> dict[str, Any]:
         out = super().to_header()
@@ -42,6 +43,7 @@ class Execute(Message):
         return cls(
             str(h["run_id"]), str(h["code"]), pull, shared, opt(int, h.get("display_max")),
             None if figures is None else FigureConfig.from_json(figures),
+            opt(int, h.get("max_message")),
         )  # fmt: skip
 
 

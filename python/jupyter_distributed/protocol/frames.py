@@ -7,6 +7,10 @@ every one an 8-byte little-endian length followed by its bytes.
 On the ZeroMQ channel no frame a rank sends may exceed :data:`MAX_FRAME` (the kernel's socket
 refuses a larger one before reading it: ``zmq.MAXMSGSIZE``), so :func:`split_large` cuts a large
 buffer (a pulled array) into several frames and :func:`join_parts` puts it together again.
+
+A message, all its frames together, may not exceed a cap (:data:`MAX_MESSAGE` unless
+``Distributed.max_message_mb`` says otherwise): a sender checks what it is about to send, and
+the kernel refuses a larger message from a peer (:func:`too_large` says why, naming the setting).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from .signing import Buffer
 _LENGTH = struct.Struct("<Q")
 MAX_FRAME = 64 << 20  # bytes in one frame a rank sends to the kernel
 MAX_HEADER = 1 << 20  # a header is JSON of bounded fields (lines are cut at 64 KiB)
+MAX_MESSAGE = 1 << 30  # bytes in one message, every frame together (Distributed.max_message_mb)
 SMALL = 64 << 10  # bytes of a message that ZeroMQ copies faster than it lends them
 
 
@@ -33,6 +38,21 @@ def copied(frames: Sequence[Buffer]) -> bool:
             return False
         size += len(f)
     return size < SMALL
+
+
+def message_size(frames: Iterable[Buffer]) -> int:
+    """Bytes of a message: every frame together."""
+    return sum(memoryview(f).nbytes for f in frames)
+
+
+def too_large(what: str, size: int, limit: int) -> str:
+    """Why ``what`` (a message of ``size`` bytes) is refused: how large, and what to raise."""
+    need = -(-size // (1 << 20)) + 1  # (whole MB, with room for the header)
+    return (
+        f"{what} is {size / (1 << 20):.1f} MB, over Distributed.max_message_mb = "
+        f"{limit / (1 << 20):g}: refused (raise it with %config Distributed.max_message_mb = "
+        f"{need})"
+    )
 
 
 def split_large(

@@ -12,14 +12,15 @@ socket's buffer, so a message travels as records of at most :data:`RECORD` bytes
   length (little-endian 32-bit integers); then come the frames' bytes, end to end.
 
 A message cut short (its sender interrupted between two records) is dropped by the next
-``FIRST``; the receiver checks the table against :data:`~.frames.MAX_FRAME` before it
+``FIRST``; the receiver checks the table against :data:`~.frames.MAX_FRAME` (each frame) and
+its own cap on a whole message (the kernel's: ``Distributed.max_message_mb``) before it
 allocates anything.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from .frames import MAX_FRAME, MAX_HEADER
 from .signing import Buffer
@@ -32,6 +33,14 @@ _COUNT = struct.Struct("<I")
 
 class BadPacket(ValueError):
     """Records that do not make a message (dropped, as a bad signature would be)."""
+
+
+class TooLarge(BadPacket):
+    """A frame table whose frames add up to more than the receiver's cap on a message."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"a message of {size} bytes, over the cap")
+        self.size = size
 
 
 def records(frames: Sequence[Buffer]) -> Iterator[list[Buffer]]:
@@ -56,9 +65,12 @@ def records(frames: Sequence[Buffer]) -> Iterator[list[Buffer]]:
 
 
 class Reassembler:
-    """Records in, whole messages out (one per connection)."""
+    """Records in, whole messages out (one per connection); with ``limit``, a message whose
+    frame table adds up to more than ``limit()`` bytes is refused (:class:`TooLarge`) before
+    any of it is kept."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: Callable[[], int] | None = None) -> None:
+        self._limit = limit
         self._sizes: list[int] = []
         self._body = bytearray()
         self._want = 0
@@ -104,5 +116,7 @@ class Reassembler:
         sizes = [_COUNT.unpack_from(data, _COUNT.size * (i + 1))[0] for i in range(count)]
         if any(size > MAX_FRAME + MAX_HEADER for size in sizes):
             raise BadPacket("a frame over the size limit")
+        if self._limit is not None and sum(sizes) > self._limit():
+            raise TooLarge(sum(sizes))
         self._sizes, self._want, self._body = sizes, sum(sizes), bytearray()
         return data[end:]

@@ -8,7 +8,10 @@ into that group. The guardian only waits (it ignores SIGINT, SIGTERM and SIGHUP,
 to the rank), and once the rank is gone (its pipe closes, or the guardian is re-parented) it
 SIGKILLs the whole group: every process the rank's code started that stayed in the group
 (``subprocess`` and ``multiprocessing`` children do), then itself. Nothing is orphaned to PID 1
-when the kernel is SIGKILLed. (A child that starts its own session leaves the group on purpose.)
+when the kernel is SIGKILLed. A child that starts its own session (``setsid``) leaves the
+group; the guardian remembers those from its looks at the rank's tree (the rank is a child
+subreaper, so what its descendants orphan stays in that tree) and kills them too
+(:mod:`.lineage`, Linux).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import contextlib
 import os
 import select
 import signal
+
+from .lineage import descendants, kill_all, subreaper
 
 POLL = 0.25  # seconds between the guardian's looks at its parent
 
@@ -31,6 +36,7 @@ def guard_group() -> int | None:
             os.setpgid(0, 0)
     if os.getpgrp() != rank:  # killing a group we do not lead could hit the launcher
         return None
+    subreaper()
     r, w = os.pipe()  # not inherited across exec; the rank holds w until it dies
     pid = os.fork()
     if pid:
@@ -43,14 +49,21 @@ def guard_group() -> int | None:
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
-        _watch(rank, r)
+        kill_all(_watch(rank, r))
         os.killpg(rank, signal.SIGKILL)
     finally:
         os._exit(0)
 
 
-def _watch(rank: int, pipe: int) -> None:
-    while os.getppid() == rank:
+def _watch(rank: int, pipe: int) -> dict[int, bytes]:
+    """Wait for the rank to be gone; what was below it at the last look (pid → start time)."""
+    known: dict[int, bytes] = {}
+    me = os.getpid()
+    while True:
+        seen = descendants([rank], skip=me)
+        if os.getppid() != rank:  # the rank died during this look: its tree may be torn
+            return {**known, **seen}
+        known = seen
         ready, _, _ = select.select([pipe], [], [], POLL)
         if ready and not os.read(pipe, 1):
-            return
+            return known

@@ -8,6 +8,8 @@ ends; the control channel's I/O thread delivers interrupts (a real SIGINT to the
 from __future__ import annotations
 
 import ast
+import dataclasses
+import json
 import linecache
 import os
 import pickle
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..protocol.commands import Execute, Interrupt, Shutdown
+from ..protocol.frames import MAX_MESSAGE, too_large
 from ..protocol.header import Message
 from ..protocol.reports import Done
 from ..protocol.shared import map_shared
@@ -233,7 +236,22 @@ class Runtime:
         if command.pull:
             out_buffers, missing = self._pull(list(command.pull))
         shown = None if value is None else safe_repr(value)
-        self.reporter.done(Done(run_id, status, failure, shown, missing), out_buffers)
+        done = Done(run_id, status, failure, shown, missing)
+        if out_buffers:
+            done, out_buffers = self._capped(done, out_buffers, command.max_message)
+        self.reporter.done(done, out_buffers)
+
+    def _capped(
+        self, done: Done, buffers: list[Buffer], cap: int | None
+    ) -> tuple[Done, list[Buffer]]:
+        """``done`` with its pulled values, or, where that message would pass the kernel's
+        cap, without them and saying why (the kernel would refuse it, and the run with it)."""
+        cap = cap or MAX_MESSAGE
+        size = sum(memoryview(b).nbytes for b in buffers) + len(json.dumps(done.to_header()))
+        if size + 512 <= cap:  # (512: the signature and the header's own fields)
+            return done, buffers
+        why = too_large("the message of its pulled values", size, cap)
+        return dataclasses.replace(done, pull_errors={**done.pull_errors, "*": why}), []
 
     def _note_gpu(self) -> None:
         cuda = sys.modules.get("torch.cuda")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 import shlex
 from argparse import Namespace
 from typing import Any
@@ -29,12 +30,28 @@ from .session import Session
 from .settings import Distributed, Settings
 from .spec import Spec
 
+# a flag given "--" as its value (--nprocs=--, -n--): argparse passes it on as an empty list
+_EMPTY_VALUE = re.compile(r"(--[^=\s]+=|-[^-\s]=?)--")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 
 def _split(line: str) -> list[str]:
+    """The words of the line; a line that is not text or a flag without a value is refused."""
+    odd = _SURROGATE.search(line)
+    if odd:  # (not shown: a lone surrogate cannot even be printed)
+        raise UsageError(
+            f"%distributed: the line holds {odd.group()!a} at character {odd.start() + 1}, "
+            "half of a UTF-16 pair and not text; remove it"
+        )
     try:
-        return shlex.split(line)
+        words = shlex.split(line)
     except ValueError as exc:
         raise UsageError(f"%distributed: {exc} in {line!r}") from None
+    for word in words:
+        if _EMPTY_VALUE.fullmatch(word):
+            flag = word[: -len("--")].rstrip("=")
+            raise UsageError(f"%distributed: {word} gives {flag} no value; write {flag} VALUE")
+    return words
 
 
 SPECS_KEPT = 16  # lines whose parsed flags and spec are kept
@@ -43,7 +60,15 @@ SPECS_KEPT = 16  # lines whose parsed flags and spec are kept
 @functools.lru_cache(maxsize=SPECS_KEPT)  # pure in the line, parsed again on every run of a cell
 def _parsed(line: str) -> Namespace:
     _split(line)  # an unbalanced quote is a one-line error, not argparse's traceback
-    args: Namespace = parse_argstring(DistributedMagics.distributed, line)
+    return _arguments(line)
+
+
+def _arguments(line: str) -> Namespace:
+    """The cell magic's flags in ``line`` (checked by :func:`_split` first)."""
+    try:
+        args: Namespace = parse_argstring(DistributedMagics.distributed, line)
+    except ValueError as exc:  # IPython splits the line its own way (quotes inside a word)
+        raise UsageError(f"%distributed: {exc} in {line!r}") from None
     return args
 
 
@@ -131,7 +156,7 @@ class DistributedMagics(Magics):
             was, self.auto = self.auto, None
             print("cells run in the kernel" + ("" if was is not None else " (it was not on)"))
             return
-        args = parse_argstring(self.distributed, settings)  # bad settings: refused now
+        args = _arguments(settings)  # bad settings: refused now
         try:
             spec_from_args(args, self.settings, self._backend_defaults)
         except SpecError as exc:
@@ -152,7 +177,7 @@ class DistributedMagics(Magics):
             settings = ProbeSettings(known.quick, parse_sizes(known.sizes) if known.sizes else None)
             given = None
             if rest:
-                args = parse_argstring(self.distributed, shlex.join(rest))
+                args = _arguments(shlex.join(rest))
                 given = spec_from_args(args, self.settings, self._backend_defaults)
             spec = probe.target(self.session.live, known.cluster, given)
             if spec.world_size < 2:

@@ -10,7 +10,8 @@ subclass (see :mod:`.backends.plugin`). A value comes, in this order of preceden
 3. the trait's default.
 
 :meth:`Settings.sources` says which of these gave each value (``%distributed config`` prints it).
-Traits tagged ``secret=True``, or whose name looks like a secret, are never printed.
+Traits tagged ``secret=True``, or whose name or value looks like a secret, are never printed,
+and a URL's password is masked (:mod:`.redact`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, ClassVar
 from traitlets import Float, Int, TraitError, Unicode
 from traitlets.config import LoggingConfigurable
 
-from .redact import REDACTED, secret_name
+from .redact import REDACTED, looks_secret, mask_text
 
 
 class Settings(LoggingConfigurable):
@@ -60,8 +61,8 @@ class Settings(LoggingConfigurable):
             else:
                 where = "default"
             value = getattr(self, name)
-            secret = trait.metadata.get("secret") or secret_name(name)
-            shown = REDACTED if secret and value not in ("", None) else repr(value)
+            secret = trait.metadata.get("secret") or looks_secret(name, str(value))
+            shown = REDACTED if secret and value not in ("", None) else mask_text(repr(value))
             out.append((f"{type(self).__name__}.{name}", shown, where))
         return out
 

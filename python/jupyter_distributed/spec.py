@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import SpecError
 from .layout import Layout, jsonable
-from .redact import redact_env
+from .redact import mask_json, redact_env
 from .sweeps import Combination, Sweep
 
 # Variables that the runtime sets on every rank; a user's --env must not override them. (The
@@ -151,11 +151,12 @@ class Spec:
         return ", ".join(changed) or "nothing"
 
     def to_json(self) -> dict[str, Any]:
-        """The spec as stored and served; secret-looking ``--env`` values are masked. Made
-        once per spec (it is immutable, and a line's spec serves every run of its cell)."""
+        """The spec as stored and served; secret-looking ``--env`` values, URL passwords and
+        secret ``-x NAME=value`` in MPI options are masked (:mod:`.redact`). Made once per spec
+        (it is immutable, and a line's spec serves every run of its cell)."""
         data: dict[str, Any] | None = self.__dict__.get("_json")
         if data is None:
-            data = jsonable(self)
+            data = mask_json(jsonable(self))
             data["env"] = [list(pair) for pair in redact_env(self.env)]
             object.__setattr__(self, "_json", data)
         return dict(data)

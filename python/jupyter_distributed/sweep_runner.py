@@ -39,9 +39,9 @@ Record = Callable[[Spec, Plan, NamedView, str], RunRecorder]
 @dataclass(frozen=True)
 class SweepHost:
     """What a sweep needs of the kernel's :class:`~.session.Session`, which runs sweeps: its
-    store, its interrupt grace and message cap, and its own recording of a run (``record(spec, plan, view,
-    sweep_id)``, the session's ``record`` bound to the cell), so the sweep records each
-    combination exactly as a cell's run is recorded."""
+    store, its interrupt grace and message cap, and its own recording of a run
+    (``record(spec, plan, view, sweep_id)``, the session's ``record`` bound to the cell), so
+    the sweep records each combination exactly as a cell's run is recorded."""
 
     store: Store
     interrupt_grace: float

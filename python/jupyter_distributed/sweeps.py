@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import itertools
 import keyword
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,14 +19,27 @@ from .errors import SpecError
 Value = int | float | str | bool | None
 Combination = tuple[tuple[str, Value], ...]
 MAX_COMBINATIONS = 1000  # a typo guard: more runs than anyone means to start from one cell
+MAX_DIGITS = 100  # of an integer value: far past any a sweep means, far below what Python prints
+_INTEGER = re.compile(r"[+-]?(0[xob][0-9a-f_]+|[0-9_]+)", re.IGNORECASE)
+
+
+def _too_long(text: str) -> SpecError:
+    return SpecError(
+        f"--sweep: {text[:20]}... is an integer of {len(text)} characters; at most "
+        f"{MAX_DIGITS} digits (quote it to sweep it as text)"
+    )
 
 
 def parse_value(text: str) -> Value:
     """``"1e-3"`` → 0.001, ``"32"`` → 32, ``"'a,b'"``-free text → the text itself."""
+    if len(text) > MAX_DIGITS and _INTEGER.fullmatch(text.strip()):
+        raise _too_long(text)  # (Python refuses to read or print one of over 4300 digits)
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return text
+    if isinstance(value, int) and abs(value) >= 10**MAX_DIGITS:
+        raise _too_long(text)
     if isinstance(value, int | float | str | bool) or value is None:
         return value
     return text

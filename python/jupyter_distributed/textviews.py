@@ -11,6 +11,7 @@ from .events import StacksEvent
 from .global_batch import batch_warning
 from .history.store import Store
 from .protocol.stacks import RankStacks
+from .redact import mask_text
 from .session import Session
 from .settings import Settings
 from .spec import Spec
@@ -51,9 +52,10 @@ def status(session: Session) -> str:
 
 
 def dry_run(session: Session, spec: Spec) -> str:
-    """``--dry-run``: the plan, and for a sweep its combinations (the first one's plan)."""
+    """``--dry-run``: the plan, and for a sweep its combinations (the first one's plan); URL
+    passwords and secret ``-x NAME=value`` are masked wherever a backend shows them."""
     if spec.sweep is None:
-        return session.plan(spec).render()
+        return mask_text(session.plan(spec).render())
     combos = spec.sweep.combinations()
     parallel = get_backend(spec.backend).sweep_parallel(spec)
     head = [
@@ -63,7 +65,9 @@ def dry_run(session: Session, spec: Spec) -> str:
     if len(combos) > SHOWN_COMBINATIONS:
         head.append(f"  ... {len(combos) - SHOWN_COMBINATIONS} more")
     first = replace(spec, sweep=None, params=combos[0])
-    return "\n".join([*head, f"plan of {label(combos[0])}:", session.plan(first).render()])
+    return mask_text(
+        "\n".join([*head, f"plan of {label(combos[0])}:", session.plan(first).render()])
+    )
 
 
 def runs(store: Store, limit: int = 20) -> str:

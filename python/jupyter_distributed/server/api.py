@@ -66,8 +66,24 @@ class Unavailable(ApiError):
     status = 503
 
 
-#: SQLite's integers are 64-bit signed: larger ones are a bad request, not a server error.
-MAX_INT = 2**63 - 1
+#: The largest integer a route takes (a seq, a rank, a count). SQLite's integers are 64-bit
+#: signed, and a seq cursor is widened by a row's span (history.eventrows.SPAN) before it meets
+#: them: past this bound a number is a bad request, never a server error.
+MAX_INT = 2**62
+
+
+def integer(what: str, raw: str) -> int:
+    """``raw`` as an integer within +-:data:`MAX_INT`, or a :class:`BadRequest` naming ``what``
+    (``what`` is e.g. ``"query argument after"``)."""
+    if len(raw) > len(str(MAX_INT)) + 1:  # (int() of thousands of digits is slow, then refused)
+        raise BadRequest(f"{what}={raw[:40]!r}... must be an integer of at most {MAX_INT}")
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{what}={raw!r} must be an integer") from None
+    if not -MAX_INT <= value <= MAX_INT:
+        raise BadRequest(f"{what}={value} must be an integer of at most {MAX_INT}")
+    return value
 
 
 class Query:
@@ -86,14 +102,10 @@ class Query:
         raw = self.text(name)
         if raw is None or raw == "":
             return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise BadRequest(f"query argument {name}={raw!r} must be an integer") from None
+        value = integer(f"query argument {name}", raw)
         if lo is not None and value < lo:
             raise BadRequest(f"query argument {name}={value} must be at least {lo}")
-        hi = MAX_INT if hi is None else min(hi, MAX_INT)
-        if value > hi or value < -MAX_INT:
+        if hi is not None and value > hi:
             raise BadRequest(f"query argument {name}={value} must be at most {hi}")
         return value
 
@@ -113,14 +125,7 @@ class Query:
         values = self._args.get(name) or []
         out: list[int] = []
         for raw in values:
-            for part in raw.split(","):
-                try:
-                    value = int(part)
-                except ValueError:
-                    raise BadRequest(f"query argument {name}={part!r} must be an integer") from None
-                if abs(value) > MAX_INT:
-                    raise BadRequest(f"query argument {name}={value} must be at most {MAX_INT}")
-                out.append(value)
+            out.extend(integer(f"query argument {name}", part) for part in raw.split(","))
         return out if values else None
 
 
@@ -198,7 +203,8 @@ class History:
         }
 
     def display(self, run_id: str, seq: str) -> DisplayJSON:
-        found = self.store.display(self._run_id(run_id), int(seq)) if seq.isdigit() else None
+        number = integer("display", seq) if seq.isdigit() else None
+        found = self.store.display(self._run_id(run_id), number) if number is not None else None
         if found is None:
             raise NotFound(f"no display {seq} in run {run_id!r}")
         return cast(DisplayJSON, found)

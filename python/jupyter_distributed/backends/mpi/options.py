@@ -10,14 +10,13 @@ because it must match what the SageMaker Python SDK sends.)
 from __future__ import annotations
 
 import re
-import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from traitlets import Float, Unicode
 
+from ... import userfiles
 from ...errors import SpecError
 from ...settings import Settings
 from ...spec import BackendOptions
@@ -119,27 +118,7 @@ class MpiOptions(BackendOptions):
 
 def parse_hostfile(path: str) -> tuple[str, ...]:
     """Host names of an Open MPI hostfile (``host [slots=N]`` lines, ``#`` comments)."""
-    try:
-        file = Path(path).expanduser()
-        info = file.stat()
-        if not stat.S_ISREG(info.st_mode):
-            raise SpecError(f"--hostfile {path}: not a regular file")
-        if info.st_size > MAX_HOSTFILE:
-            raise SpecError(
-                f"--hostfile {path}: {info.st_size} bytes; a hostfile lists host names "
-                f"(at most {MAX_HOSTFILE} bytes)"
-            )
-        data = file.read_bytes()[: MAX_HOSTFILE + 1]
-    except OSError as exc:
-        raise SpecError(f"--hostfile {path}: cannot read it ({exc.strerror})") from None
-    except ValueError as exc:  # e.g. an embedded NUL in the path
-        raise SpecError(f"--hostfile {path!r}: {exc}") from None
-    try:
-        if b"\0" in data:
-            raise UnicodeDecodeError("utf-8", data, 0, 1, "NUL byte")
-        text = data.decode()
-    except UnicodeDecodeError:
-        raise SpecError(f"--hostfile {path}: not a text file (one host name per line)") from None
+    text = userfiles.read_text("--hostfile", path, MAX_HOSTFILE, "a hostfile lists host names")
     hosts = []
     for line in text.splitlines():
         words = line.split("#", 1)[0].split()

@@ -17,6 +17,7 @@ from typing import Any
 
 from traitlets import Bool, Unicode
 
+from ... import userfiles
 from ...errors import SpecError
 from ...settings import Settings
 from ...spec import BackendOptions
@@ -40,6 +41,8 @@ KEEP_ALIVE_LIMIT = 3600
 MAX_HYPERPARAMETERS = 100
 MAX_HYPERPARAMETER_KEY = 256
 MAX_HYPERPARAMETER_VALUE = 2500
+MAX_REQUIREMENTS = 1 << 20  # bytes of --requirements
+REQUIREMENTS = "a requirements file lists packages, one per line"
 
 
 class DistributedSageMaker(Settings):
@@ -122,6 +125,8 @@ class SageMakerOptions(BackendOptions):
         return cls(**values)
 
     def __post_init__(self) -> None:
+        if self.requirements:  # (read again when the job is packaged: package.build)
+            userfiles.read_text("--requirements", self.requirements, MAX_REQUIREMENTS, REQUIREMENTS)
         if not INSTANCE_TYPE.match(self.instance_type):
             raise SpecError(
                 f"--instance-type {self.instance_type!r} is not a SageMaker "

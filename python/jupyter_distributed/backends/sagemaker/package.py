@@ -11,11 +11,11 @@ from typing import Any
 
 import cloudpickle
 
-from ...errors import SpecError
+from ... import userfiles
 from ...protocol.frames import pack_frames
 from ...push import Pickled
 from ...spec import Spec
-from .options import SageMakerOptions
+from .options import MAX_REQUIREMENTS, REQUIREMENTS, SageMakerOptions
 from .request import ENTRY_POINT
 
 _PACKAGE = Path(__file__).resolve().parents[2]  # python/jupyter_distributed
@@ -65,10 +65,10 @@ def build(
         if push is not None:
             _add(tar, "push.bin", _frames(push))
         if requirements:
-            try:
-                _add(tar, "requirements.txt", Path(requirements).read_bytes())
-            except OSError as exc:
-                raise SpecError(f"--requirements {requirements}: {exc.strerror}") from None
+            text = userfiles.read_text(
+                "--requirements", requirements, MAX_REQUIREMENTS, REQUIREMENTS
+            )
+            _add(tar, "requirements.txt", text.encode())
         for pattern in _RUNTIME_FILES:
             for path in sorted(_PACKAGE.glob(pattern)):
                 rel = path.relative_to(_PACKAGE.parent).as_posix()

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from traitlets import Float, Int, TraitError, Unicode
 from traitlets.config import LoggingConfigurable
 
+from .rates import STRAGGLER_THRESHOLD
 from .redact import REDACTED, secret_name
 
 
@@ -81,6 +82,13 @@ class Distributed(Settings):
     ).tag(config=True)
     display_max_mb = Float(
         10.0, min=0.001, max=60.0, help="largest rich display (MIME bundle) a rank sends, in MB"
+    ).tag(config=True)
+    straggler_threshold = Float(
+        STRAGGLER_THRESHOLD,
+        min=0.0,
+        max=1.0,
+        help="a rank below this fraction of the median rank's samples/s is a straggler "
+        "(the panel and %distributed compare; 0 marks none)",
     ).tag(config=True)
     store_path = Unicode(
         "", help="history database (default: <jupyter data dir>/distributed/history.sqlite3)"

@@ -12,23 +12,19 @@ export interface IPanelConfig {
   runListLength: number;
   /** The last this-many seconds of a run that plots show; 0 shows the whole run. */
   plotWindow: number;
-  /** A rank below this fraction of its peers' median samples/s is a straggler. */
-  stragglerThreshold: number;
 }
 
 /** The schema's defaults; also what the panel uses without a settings registry. */
 export const DEFAULT_CONFIG: Readonly<IPanelConfig> = {
   refreshInterval: 2000,
   runListLength: 50,
-  plotWindow: 0,
-  stragglerThreshold: 0.5
+  plotWindow: 0
 };
 
 const LIMITS: Record<keyof IPanelConfig, [number, number]> = {
   refreshInterval: [250, 600_000],
   runListLength: [1, 500],
-  plotWindow: [0, Number.MAX_SAFE_INTEGER],
-  stragglerThreshold: [Number.MIN_VALUE, 1]
+  plotWindow: [0, Number.MAX_SAFE_INTEGER]
 };
 
 /** The settings' composite values as a config; a value out of range or of the wrong type keeps its default. */

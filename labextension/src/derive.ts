@@ -1,18 +1,13 @@
 /**
  * What the views show, derived from a run's live state: rank tiles grouped by
  * host with stalled ranks and stragglers marked, and the throughput series.
+ * Rates and the straggler rule come from `rates.ts`, colours from `palette.ts`.
  * Pure functions of their arguments (the current time is one).
  */
 
-import {
-  RATE_WINDOW_SECONDS,
-  type RankLive,
-  type RunLive,
-  type SecondSpan,
-  type Series,
-  STALL_SECONDS,
-  STRAGGLER_FRACTION
-} from './runstate';
+import { rankColor } from './palette';
+import { dataParallelDegree, median, STRAGGLER_THRESHOLD, stragglers, totalRate } from './rates';
+import { type RankLive, type RunLive, type Series, STALL_SECONDS } from './runstate';
 import { lowerBound } from './secondstats';
 import { isRunActive, type Run } from './wire';
 
@@ -25,8 +20,13 @@ export interface RankTile {
   state: TileState;
   /** Seconds since the last sign of life, or null if none yet. */
   heartbeatAge: number | null;
-  /** Mean samples/s over the rank's last few reporting seconds, or null if it reports none. */
+  /**
+   * The rank's samples/s (`rates.ts`): live while the run runs, first report to last once it
+   * ended; null before its second report.
+   */
   samplesPerSec: number | null;
+  /** The rank's colour, the same in every figure (`palette.ts`). */
+  color: string;
   /** The rank's last `progress` (0-1: `report(progress=...)` or its tqdm bar), or null. */
   progress: number | null;
   straggler: boolean;
@@ -41,22 +41,40 @@ export interface HostGroup {
   tiles: RankTile[];
 }
 
-/**
- * The rank tiles of a run, grouped by host (node rank order, then name), ranks ascending.
- * A rank below `stragglerThreshold` of its peers' median samples/s is a straggler.
- */
-export function rankGroups(live: RunLive, now: number, stragglerThreshold = STRAGGLER_FRACTION): HostGroup[] {
+/** Each rank's samples/s: live while the run runs, first report to last once it ended. */
+export function rankRates(live: RunLive): Map<number, number> {
   const runActive = live.run === null || isRunActive(live.run.state);
   const rates = new Map<number, number>();
-  for (const [rank, perSecond] of live.samples) {
-    rates.set(rank, currentRate(perSecond, live.sampleSpans.get(rank)));
+  for (const [rank, reports] of live.samples) {
+    const rate = runActive ? reports.live : reports.firstToLast;
+    if (rate !== null) {
+      rates.set(rank, rate);
+    }
   }
-  const peers = [...rates.values()];
-  const med = median(peers);
+  return rates;
+}
+
+/** The run's data-parallel degree: the replicas its ranks' coordinates name. */
+export function runDataParallelDegree(live: RunLive): number {
+  return dataParallelDegree(
+    [...live.ranks.values()].map(r => r.coords),
+    Math.max(live.ranks.size, live.samples.size)
+  );
+}
+
+/**
+ * The rank tiles of a run, grouped by host (node rank order, then name), ranks ascending.
+ * A rank below `stragglerThreshold` of its peers' median samples/s is a straggler (`rates.ts`;
+ * the threshold is the server's `c.Distributed.straggler_threshold`).
+ */
+export function rankGroups(live: RunLive, now: number, stragglerThreshold = STRAGGLER_THRESHOLD): HostGroup[] {
+  const runActive = live.run === null || isRunActive(live.run.state);
+  const rates = rankRates(live);
+  const slow = stragglers(rates, stragglerThreshold);
   const tiles = [...live.ranks.values()]
     .sort((a, b) => a.rank - b.rank)
     .map(rank => ({
-      ...tile(rank, rates.get(rank.rank) ?? null, med, peers.length, runActive, now, stragglerThreshold),
+      ...tile(rank, rates.get(rank.rank) ?? null, slow.has(rank.rank), runActive, now),
       progress: lastValue(live.metrics.get(PROGRESS_METRIC)?.get(rank.rank)?.y)
     }));
   const groups = new Map<string, { node: number; tiles: RankTile[] }>();
@@ -94,11 +112,9 @@ function lastValue(values: number[] | undefined): number | null {
 function tile(
   rank: RankLive,
   rate: number | null,
-  med: number,
-  reporting: number,
+  straggler: boolean,
   runActive: boolean,
-  now: number,
-  stragglerThreshold: number
+  now: number
 ): Omit<RankTile, 'progress'> {
   const age = rank.heartbeat === null ? null : Math.max(0, now - rank.heartbeat);
   let state: TileState = rank.state;
@@ -112,7 +128,8 @@ function tile(
     state,
     heartbeatAge: age,
     samplesPerSec: rate,
-    straggler: rate !== null && reporting >= 2 && med > 0 && rate < stragglerThreshold * med,
+    color: rankColor(rank.rank),
+    straggler,
     dp: rank.coords.data_parallel ?? null,
     pp: rank.coords.pipeline_stage ?? null,
     tp: rank.coords.tensor_parallel ?? null,
@@ -121,58 +138,27 @@ function tile(
 }
 
 /**
- * Mean samples/s over the last `RATE_WINDOW_SECONDS` seconds up to the rank's latest report.
- * With the span of its seconds, only the window's seconds are looked at.
- */
-export function currentRate(perSecond: ReadonlyMap<number, number>, span?: SecondSpan): number {
-  if (perSecond.size === 0) {
-    return 0;
-  }
-  let { first, last } = span ?? { first: Infinity, last: -Infinity };
-  if (!span) {
-    for (const second of perSecond.keys()) {
-      first = Math.min(first, second);
-      last = Math.max(last, second);
-    }
-  }
-  const from = Math.max(first, last - RATE_WINDOW_SECONDS + 1);
-  let total = 0;
-  for (let second = from; second <= last; second++) {
-    total += perSecond.get(second) ?? 0;
-  }
-  return total / (last - from + 1);
-}
-
-export function median(values: readonly number[]): number {
-  if (!values.length) {
-    return 0;
-  }
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-}
-
-/**
- * Samples/s per rank and in total, one point per second, x in seconds since
- * `origin` (the run's start).
+ * Samples/s per rank (each rank's live rate per whole second, `rates.ts`) and in total (the mean
+ * rank's × the data-parallel degree), x in seconds since `origin` (the run's start).
  */
 export function throughputSeries(live: RunLive, origin: number): { perRank: Map<number, Series>; total: Series } {
   const perRank = new Map<number, Series>();
-  const total = new Map<number, number>();
-  for (const [rank, perSecond] of [...live.samples.entries()].sort(([a], [b]) => a - b)) {
-    const seconds = [...perSecond.keys()].sort((a, b) => a - b);
-    perRank.set(rank, {
-      x: seconds.map(s => s - origin),
-      y: seconds.map(s => perSecond.get(s) ?? 0)
+  const bySecond = new Map<number, number[]>();
+  for (const [rank, reports] of [...live.samples.entries()].sort(([a], [b]) => a - b)) {
+    const seconds = [...reports.perSecond.keys()].sort((a, b) => a - b);
+    const y = seconds.map(s => reports.perSecond.get(s) as number);
+    perRank.set(rank, { x: seconds.map(s => s - origin), y });
+    seconds.forEach((s, i) => {
+      const values = bySecond.get(s) ?? [];
+      values.push(y[i] as number);
+      bySecond.set(s, values);
     });
-    for (const s of seconds) {
-      total.set(s, (total.get(s) ?? 0) + (perSecond.get(s) ?? 0));
-    }
   }
-  const seconds = [...total.keys()].sort((a, b) => a - b);
+  const degree = runDataParallelDegree(live);
+  const seconds = [...bySecond.keys()].sort((a, b) => a - b);
   return {
     perRank,
-    total: { x: seconds.map(s => s - origin), y: seconds.map(s => total.get(s) ?? 0) }
+    total: { x: seconds.map(s => s - origin), y: seconds.map(s => totalRate(bySecond.get(s) ?? [], degree)) }
   };
 }
 

@@ -32,7 +32,7 @@ export function InlineRun(props: { live: RunLive; now: number }): JSX.Element {
   return (
     <div className="jp-Distributed-inline">
       {live.run ? <RunHeader run={live.run} /> : null}
-      <RanksView groups={rankGroups(live, props.now, DEFAULT_CONFIG.stragglerThreshold)} />
+      <RanksView groups={rankGroups(live, props.now)} />
       <ThroughputView live={live} origin={Math.floor(live.run?.started ?? 0)} window={DEFAULT_CONFIG.plotWindow} />
     </div>
   );

@@ -10,6 +10,7 @@ import * as React from 'react';
 
 import { canOpen } from './image';
 import { ROW_HEIGHT, rowSlots } from './logwindow';
+import { rankColor } from './palette';
 import { useTrans } from './translate';
 import type { LogLine } from './wire';
 
@@ -30,7 +31,9 @@ const LogRow = React.memo(function LogRow(props: {
       className={`jp-Distributed-line jp-mod-${line.stream}`}
       style={{ top: index * ROW_HEIGHT, height: ROW_HEIGHT }}
     >
-      <span className="jp-Distributed-lineRank">{trans.__('[rank %1]', line.rank)}</span>
+      <span className="jp-Distributed-lineRank" style={{ color: rankColor(line.rank) }}>
+        {trans.__('[rank %1]', line.rank)}
+      </span>
       {line.stream === 'stderr' ? <span className="jp-Distributed-lineStream">stderr</span> : null}
       {line.text}
       {onOpen && canOpen(line) ? (

@@ -18,6 +18,7 @@ import { LogViewState } from './logstate';
 import { type IStateStore, loadPanelState, savePanelState } from './panelstate';
 import { type INotebookKernels, ProbeAction } from './probe';
 import { ProbePairs } from './probepairs';
+import { STRAGGLER_THRESHOLD } from './rates';
 import { RunLive } from './runstate';
 import { EventStream, type ISeqEvent } from './stream';
 import type { Tab } from './tabs';
@@ -129,6 +130,11 @@ export class DistributedModel implements IDisposable {
     return this._tab;
   }
 
+  /** The straggler rule's threshold: the server's `c.Distributed.straggler_threshold` (`rates.ts`). */
+  get stragglerThreshold(): number {
+    return this._stragglerThreshold;
+  }
+
   /** The user's settings in effect. */
   get config(): IPanelConfig {
     return this._config;
@@ -205,6 +211,7 @@ export class DistributedModel implements IDisposable {
     try {
       const reply = await this.api.runs(this._config.runListLength);
       this._runs = reply.runs;
+      this._stragglerThreshold = reply.straggler_threshold ?? STRAGGLER_THRESHOLD;
       this._loaded = true;
       this._error = '';
     } catch (error) {
@@ -322,6 +329,7 @@ export class DistributedModel implements IDisposable {
   private _WebSocket: typeof WebSocket;
   private _state: IStateStore | null;
   private _config: IPanelConfig;
+  private _stragglerThreshold = STRAGGLER_THRESHOLD;
   private _changed = new Signal<this, void>(this);
   /** Signals views: `soon()` (throttled) when data changed, `now()` for user actions. */
   private _throttle: Throttle;

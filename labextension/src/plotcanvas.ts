@@ -36,7 +36,15 @@ export interface ICanvasTrace {
   line?: LineStyle;
   /** A dot on each point too. */
   markers?: boolean;
+  /**
+   * Its colour: a rank's from `palette.ts`, `NEUTRAL` for the theme's text colour (a total);
+   * without one, the theme's colours in trace order.
+   */
+  color?: string;
 }
+
+/** The colour of a trace that is no rank's (a total): the theme's text colour. */
+export const NEUTRAL = 'neutral';
 
 /** What was drawn of a trace: its colour, its latest value (NaN when it has none) and its points. */
 export interface IDrawnTrace {
@@ -133,7 +141,8 @@ export function drawPlot(
   ctx.clip();
   ctx.lineJoin = 'round';
   const drawn = traces.map((trace, i): IDrawnTrace => {
-    const color = theme.colorway[i % theme.colorway.length] as string;
+    const color =
+      trace.color === NEUTRAL ? theme.font : (trace.color ?? (theme.colorway[i % theme.colorway.length] as string));
     const line = trace.line ?? 'solid';
     ctx.strokeStyle = color;
     ctx.fillStyle = color;

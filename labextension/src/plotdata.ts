@@ -8,8 +8,9 @@
  * (`samplesReady`, `metricReady`).
  */
 
-import { MAX_RANK_TRACES, throughputSeries } from './derive';
-import type { ICanvasTrace } from './plotcanvas';
+import { MAX_RANK_TRACES, runDataParallelDegree, throughputSeries } from './derive';
+import { rankColor } from './palette';
+import { type ICanvasTrace, NEUTRAL } from './plotcanvas';
 import type { RunLive, Series } from './runstate';
 import { lowerBound, type SecondStats } from './secondstats';
 
@@ -22,11 +23,25 @@ function windowStart(stats: SecondStats, window: number): number {
   return window > 0 && last !== null ? last - window : -Infinity;
 }
 
-/** The samples/s plot: the total, and each rank's (or min / median / max across ranks). */
+/** The name of the samples/s plot's total, which says what it counts. */
+export function totalName(degree: number): string {
+  return `total (mean rank × ${degree} data-parallel)`;
+}
+
+/**
+ * The samples/s plot (`rates.ts`): the total (the mean rank's × the data-parallel degree), and
+ * each rank's in its colour (or min / median / max across ranks).
+ */
 export function samplesTraces(live: RunLive, origin: number, window: number): IPlotTrace[] {
   const stats = live.samplesStats;
   const across = stats.read(origin, windowStart(stats, window));
-  const total: IPlotTrace = { name: 'total', series: across.sum, line: 'dash' };
+  const degree = runDataParallelDegree(live);
+  const total: IPlotTrace = {
+    name: totalName(degree),
+    series: { x: across.mean.x, y: across.mean.y.map(v => v * degree) },
+    line: 'dash',
+    color: NEUTRAL
+  };
   if (live.samples.size > MAX_RANK_TRACES) {
     return [
       total,
@@ -36,7 +51,10 @@ export function samplesTraces(live: RunLive, origin: number, window: number): IP
     ];
   }
   const { perRank } = throughputSeries(live, origin);
-  return [total, ...[...perRank.entries()].map(([rank, series]) => ({ name: `rank ${rank}`, series }))];
+  return [
+    total,
+    ...[...perRank.entries()].map(([rank, series]) => ({ name: `rank ${rank}`, series, color: rankColor(rank) }))
+  ];
 }
 
 /** A metric's plot: one line per rank, or min / median / max across ranks when there are many. */
@@ -60,7 +78,11 @@ export function metricTraces(live: RunLive, name: string, origin: number, window
     .sort(([a], [b]) => a - b)
     .map(([rank, { x, y }]) => {
       const start = lowerBound(x, from);
-      return { name: `rank ${rank}`, series: { x: x.slice(start).map(t => t - origin), y: y.slice(start) } };
+      return {
+        name: `rank ${rank}`,
+        series: { x: x.slice(start).map(t => t - origin), y: y.slice(start) },
+        color: rankColor(rank)
+      };
     });
 }
 

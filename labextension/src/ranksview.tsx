@@ -77,7 +77,10 @@ const Tile = React.memo(
         className={`jp-Distributed-tile jp-mod-${tile.state}${tile.straggler ? ' jp-mod-straggler' : ''}`}
       >
         <div className="jp-Distributed-tileHead">
-          <strong>{trans.__('rank %1', tile.rank)}</strong>
+          <strong>
+            <span className="jp-Distributed-rankSwatch" aria-hidden="true" style={{ background: tile.color }} />
+            {trans.__('rank %1', tile.rank)}
+          </strong>
           <span className="jp-Distributed-tileState">
             {tile.state}
             {tile.straggler ? ` · ${trans.__('straggler')}` : ''}
@@ -85,7 +88,13 @@ const Tile = React.memo(
         </div>
         <div>{trans.__('pid %1', tile.pid ?? '–')}</div>
         <div>{trans.__('heartbeat %1', formatAge(tile.heartbeatAge, trans))}</div>
-        <div>{trans.__('%1 samples/s', formatRate(tile.samplesPerSec))}</div>
+        <div
+          title={trans.__(
+            'this rank’s samples/s: live over the last seconds while it runs, first report to last once it ended'
+          )}
+        >
+          {trans.__('%1 samples/s (rank)', formatRate(tile.samplesPerSec))}
+        </div>
         {tile.progress !== null ? (
           <div className="jp-Distributed-tileProgress">
             <progress max={1} value={tile.progress} aria-label={trans.__('rank %1 progress', tile.rank)} />{' '}

@@ -5,6 +5,7 @@
  */
 
 import { LogBuffer } from './logbuffer';
+import { RankReports } from './rates';
 import { lowerBound, SecondStats, type Series } from './secondstats';
 import type { ISeqEvent } from './stream';
 import {
@@ -21,16 +22,10 @@ import {
 /** How long a running rank may go without a heartbeat before it is marked stalled. */
 export const STALL_SECONDS = 5;
 
-/** A rank below this fraction of its peers' median samples/s is a straggler. */
-export const STRAGGLER_FRACTION = 0.5;
-
-/** The window over which a rank's current samples/s is averaged. */
-export const RATE_WINDOW_SECONDS = 5;
-
 /** The most points kept per metric series (the oldest are dropped). */
 export const MAX_POINTS = 20_000;
 
-/** The metric that counts samples: its per-second sum is the throughput. */
+/** The metric that counts samples: its rate (`rates.ts`) is the throughput. */
 export const SAMPLES_METRIC = 'samples';
 
 export interface RankLive {
@@ -41,12 +36,6 @@ export interface RankLive {
   coords: RankCoords;
   /** Unix time of the last sign of life (heartbeat, metric, output, state change). */
   heartbeat: number | null;
-}
-
-/** The first and last whole second (Unix) of a rank's samples. */
-export interface SecondSpan {
-  first: number;
-  last: number;
 }
 
 export type { Series } from './secondstats';
@@ -61,15 +50,13 @@ export class RunLive {
   readonly ranks = new Map<number, RankLive>();
   readonly logs = new LogBuffer();
   readonly failures: RankFailure[] = [];
-  /** Per rank, per whole second (Unix), samples reported in that second. */
-  readonly samples = new Map<number, Map<number, number>>();
-  /** Per rank, the first and last whole second of `samples` (so that rates need not scan them all). */
-  readonly sampleSpans = new Map<number, SecondSpan>();
-  /** Per second, samples across ranks (the total is their sum), kept up to date for the plots. */
+  /** Per rank, its `report(samples=…)` calls and its rates (`rates.ts`). */
+  readonly samples = new Map<number, RankReports>();
+  /** Per second, each rank's live samples/s across ranks, kept up to date for the plots. */
   readonly samplesStats = new SecondStats(second => {
     const values: number[] = [];
-    for (const perSecond of this.samples.values()) {
-      const v = perSecond.get(second);
+    for (const reports of this.samples.values()) {
+      const v = reports.perSecond.get(second);
       if (v !== undefined) {
         values.push(v);
       }
@@ -176,24 +163,13 @@ export class RunLive {
         continue;
       }
       if (name === SAMPLES_METRIC) {
-        let perSecond = this.samples.get(rank);
-        if (!perSecond) {
-          perSecond = new Map();
-          this.samples.set(rank, perSecond);
+        let reports = this.samples.get(rank);
+        if (!reports) {
+          reports = new RankReports();
+          this.samples.set(rank, reports);
         }
-        const second = Math.floor(t);
-        perSecond.set(second, (perSecond.get(second) ?? 0) + value);
-        this.samplesStats.touch(second);
-        let span = this.sampleSpans.get(rank);
-        if (!span) {
-          span = { first: second, last: second };
-          this.sampleSpans.set(rank, span);
-        }
-        span.first = Math.min(span.first, second);
-        span.last = Math.max(span.last, second);
-        if (perSecond.size > MAX_POINTS) {
-          perSecond.delete(perSecond.keys().next().value as number);
-          span.first = perSecond.keys().next().value as number; // the oldest left (seconds come in order)
+        for (const second of reports.add(t, value)) {
+          this.samplesStats.touch(second);
         }
         continue;
       }

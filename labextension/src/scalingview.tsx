@@ -89,7 +89,7 @@ function SweepView(props: { rows: ISweepRow[] }): JSX.Element {
           <tr>
             <th>{trans.__('values')}</th>
             <th>{trans.__('state')}</th>
-            <th>{trans.__('samples/s')}</th>
+            <th>{trans.__('samples/s (total)')}</th>
             <th>{trans.__('last metrics')}</th>
           </tr>
         </thead>
@@ -134,7 +134,7 @@ function CompareView(props: { rows: ICompareRow[] }): JSX.Element {
           <tr>
             <th>{trans.__('run')}</th>
             <th>{trans.__('ranks')}</th>
-            <th>{trans.__('samples/s')}</th>
+            <th>{trans.__('samples/s (total)')}</th>
             <th>{trans.__('ideal')}</th>
             <th>{trans.__('efficiency')}</th>
             <th>{trans.__('global batch')}</th>

@@ -1,5 +1,5 @@
 /**
- * Statistics across ranks per whole second (min, median, max and sum of one
+ * Statistics across ranks per whole second (min, median, max, sum and mean of one
  * value per rank and second), kept up to date as values arrive: a new value
  * marks its second, and reading computes only the marked seconds again. So a
  * plot of a long run with many ranks costs the seconds it shows plus what
@@ -17,6 +17,7 @@ export interface IAcrossRanks {
   median: Series;
   max: Series;
   sum: Series;
+  mean: Series;
 }
 
 export class SecondStats {
@@ -64,7 +65,8 @@ export class SecondStats {
       min: { x, y: this._min.slice(start) },
       median: { x, y: this._median.slice(start) },
       max: { x, y: this._max.slice(start) },
-      sum: { x, y: this._sum.slice(start) }
+      sum: { x, y: this._sum.slice(start) },
+      mean: { x, y: this._sum.slice(start).map((sum, i) => sum / (this._count[start + i] as number)) }
     };
   }
 
@@ -107,6 +109,7 @@ export class SecondStats {
       this._median[i] =
         n % 2 ? (values[(n - 1) / 2] as number) : ((values[n / 2 - 1] as number) + (values[n / 2] as number)) / 2;
       this._sum[i] = sum;
+      this._count[i] = n;
     }
     const extra = this._seconds.length - this.capacity;
     if (extra > 0) {
@@ -117,7 +120,7 @@ export class SecondStats {
   }
 
   private _columns(): number[][] {
-    return [this._seconds, this._min, this._median, this._max, this._sum];
+    return [this._seconds, this._min, this._median, this._max, this._sum, this._count];
   }
 
   private _seconds: number[] = [];
@@ -125,6 +128,7 @@ export class SecondStats {
   private _median: number[] = [];
   private _max: number[] = [];
   private _sum: number[] = [];
+  private _count: number[] = [];
   private _dirty = new Set<number>();
 }
 

@@ -29,7 +29,7 @@ export const TAB_VIEWS: { readonly [T in Tab]: TabView } = {
   ),
   ranks: ofRun((model, live) => (
     <RanksView
-      groups={rankGroups(live, model.now(), model.config.stragglerThreshold)}
+      groups={rankGroups(live, model.now(), model.stragglerThreshold)}
       onStacks={rank => void model.actions.requestStacks(rank)}
       hasStacks={tile => tileHasStacks(model.selectedRun, tile)}
     />

@@ -129,6 +129,8 @@ export interface RunsReply {
   version: number;
   /** The store's last event seq when the list was read: a stream cursor. */
   last_seq: number;
+  /** `c.Distributed.straggler_threshold`: the straggler rule's one setting (`rates.ts`). */
+  straggler_threshold: number;
 }
 
 /** `GET runs/<id>` */

@@ -24,6 +24,7 @@ from .display import CellView
 from .errors import CloudError, NotFound, SpecError
 from .history.budget import Running
 from .history.store import Store
+from .rates import STRAGGLER_THRESHOLD
 from .recorder import recording
 from .session import Session
 from .settings import Settings
@@ -136,7 +137,9 @@ def run(
         print(textviews.settings(settings))
     elif args.command == "compare":
         try:
-            print(scaling.compare(session.store, args.runs, args.threshold))
+            settings_ = session.settings
+            straggler = settings_.straggler_threshold if settings_ else STRAGGLER_THRESHOLD
+            print(scaling.compare(session.store, args.runs, args.threshold, straggler))
         except NotFound as exc:
             raise UsageError(str(exc.args[0])) from None
     elif args.command == "doctor":

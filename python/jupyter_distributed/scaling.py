@@ -1,13 +1,15 @@
 """``%distributed compare``: scaling efficiency across runs of the same cell.
 
-Throughput comes from ``report(samples=N)``: each rank's rate is the samples it reported after
-its first report divided by the time between its first and last report (a single report counts
-from the run's start). A run's samples/s is the mean rank rate × its data-parallel degree.
-Efficiency against the smallest run compared: ``throughput(n) / (n × throughput(m) / m)``.
+Throughput comes from ``report(samples=N)``, as :mod:`.rates` defines it for every view: each
+rank's rate is first report to last, and a run's total samples/s is the mean rank rate × its
+data-parallel degree. Efficiency against the smallest run compared:
+``throughput(n) / (n × throughput(m) / m)``.
 
-A run below the threshold gets a hint from what was measured: stragglers (a rank much slower
-than the median rank), waiting for data (``report(data_time=...)``), time in collectives when a
-probe of the run's cluster (or the newest probe) found slow links, else synchronisation.
+A run below the threshold gets a hint from what was measured: stragglers
+(:func:`.rates.stragglers` with ``c.Distributed.straggler_threshold``, the panel's rule too),
+waiting for data (``report(data_time=...)``), time in collectives when a probe of the run's
+cluster (or the newest probe) found slow links, else synchronisation. Stragglers are named
+whatever the efficiency.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from .events import MetricEvent, Recorded
 from .global_batch import batch_warning
 from .history.store import RunRecord, Store
 from .layout import Layout
+from .rates import STRAGGLER_THRESHOLD as STRAGGLER
+from .rates import RankRate, stragglers, total
 
-STRAGGLER = 0.8  # a rank below this share of the median rank's rate is a straggler
 DATA_WAIT = 0.2  # share of the time spent waiting for data that is worth a hint
 SLOW_LINK_GBS = 1.0  # a probe's slowest link group below this is "slow"
 _PAGE = 10_000
@@ -39,19 +42,16 @@ class RunRate:
 
     @property
     def throughput(self) -> float:
-        if not self.rank_rates:
-            return 0.0
-        return statistics.fmean(self.rank_rates.values()) * self.dp_degree
+        """The run's total samples/s (one rank per data-parallel replica)."""
+        return total(self.rank_rates, self.dp_degree)
 
 
 class Tally:
-    """Per rank: the first ``samples`` report, the samples after it, the last report's time and
-    the summed ``data_time``. O(ranks) memory however long a run reports."""
+    """Per rank: its first-to-last rate (:class:`.rates.RankRate`) and the summed ``data_time``.
+    O(ranks) memory however long a run reports."""
 
     def __init__(self) -> None:
-        self.first: dict[int, tuple[float, float]] = {}
-        self.after: dict[int, float] = {}
-        self.last: dict[int, float] = {}
+        self.ranks: dict[int, RankRate] = {}
         self.data_time: dict[int, float] = {}
         self.final: dict[str, float] = {}  # the last value of every metric, any rank
 
@@ -60,25 +60,17 @@ class Tally:
         if "data_time" in values:
             self.data_time[rank] = self.data_time.get(rank, 0.0) + float(values["data_time"])
         n = values.get("samples")
-        if n is None:
-            return
-        if rank not in self.first:
-            self.first[rank] = (t, float(n))
-            self.after[rank] = 0.0
-        else:
-            self.after[rank] += float(n)
-        self.last[rank] = max(t, self.last.get(rank, t))
+        if n is not None:
+            self.ranks.setdefault(rank, RankRate()).add(t, float(n))
 
     def rate(self, started: float, dp_degree: int, run: RunRecord) -> RunRate:
         rate = RunRate(run, dp_degree)
         spans: dict[int, float] = {}
-        for rank, (t0, n0) in self.first.items():
-            span, counted = self.last[rank] - t0, self.after[rank]
-            if counted == 0:  # one report: count from the run's start
-                span, counted = t0 - started, n0
-            if span > 0:
-                rate.rank_rates[rank] = counted / span
-                spans[rank] = self.last[rank] - started
+        for rank, ranked in self.ranks.items():
+            value = ranked.rate
+            if value is not None:
+                rate.rank_rates[rank] = value
+                spans[rank] = ranked.last - started
         shares = [self.data_time[r] / spans[r] for r in self.data_time if spans.get(r)]
         rate.data_share = statistics.fmean(shares) if shares else None
         return rate
@@ -115,7 +107,7 @@ class Throughput:
             self.tally.add(event.rank, event.t, event.values)
 
     def finish(self, store: Store, run_id: str) -> str | None:
-        if not (self.tally.first or self.tally.final):
+        if not (self.tally.ranks or self.tally.final):
             return None  # nothing reported (most cells): the run is not even read
         run = store.run(run_id)
         if run is None:
@@ -125,7 +117,8 @@ class Throughput:
             "final": {k: v for k, v in self.tally.final.items() if not k.startswith("sys.")}
         }
         if rate.rank_rates:
-            values["throughput"] = rate.throughput
+            values["throughput"] = rate.throughput  # total: one rank per data-parallel replica
+            values["rank_rate"] = rate.throughput / rate.dp_degree  # the mean rank's
             values["rank_rates"] = {str(r): v for r, v in sorted(rate.rank_rates.items())}
         store.update_summary(run_id, **values)
         return None
@@ -149,18 +142,16 @@ def _probe(store: Store, run: RunRecord) -> dict[str, Any] | None:
     return chosen[0].summary["probe"] if chosen else None
 
 
-def hint(rate: RunRate, probe: dict[str, Any] | None) -> str:
+def hint(rate: RunRate, probe: dict[str, Any] | None, straggler: float = STRAGGLER) -> str:
     """The likely cause of poor scaling, from what was measured."""
     rates = rate.rank_rates
-    if len(rates) > 1:
-        median = statistics.median(rates.values())
-        slow = sorted(r for r, v in rates.items() if v < STRAGGLER * median)
-        if slow:
-            worst = min(rates[r] for r in slow) / median
-            return (
-                f"stragglers: rank(s) {slow} ran at {worst:.0%} of the median rank's rate; "
-                "the others wait for them at every step (look at their host's load or data)"
-            )
+    slow = stragglers(rates, straggler)
+    if slow:
+        worst = min(rates[r] for r in slow) / statistics.median(rates.values())
+        return (
+            f"stragglers: rank(s) {slow} ran at {worst:.0%} of the median rank's rate; "
+            "the others wait for them at every step (look at their host's load or data)"
+        )
     if rate.data_share is not None and rate.data_share > DATA_WAIT:
         return (
             f"waiting for data: ranks spent {rate.data_share:.0%} of their time in data_time; "
@@ -181,7 +172,11 @@ def hint(rate: RunRate, probe: dict[str, Any] | None) -> str:
     return f"likely synchronisation or communication overhead{where}"
 
 
-def compare(store: Store, run_ids: Sequence[str], threshold: float = 0.8) -> str:
+def compare(
+    store: Store, run_ids: Sequence[str], threshold: float = 0.8, straggler: float = STRAGGLER
+) -> str:
+    """The table of ``%distributed compare``: ``threshold`` is the efficiency below which a run
+    gets a hint, ``straggler`` the straggler rule's threshold (:func:`.rates.stragglers`)."""
     if run_ids:
         runs = []
         for rid in run_ids:
@@ -205,8 +200,12 @@ def compare(store: Store, run_ids: Sequence[str], threshold: float = 0.8) -> str
     base = measured[0]
     per_rank = base.throughput / base.run.world_size
     out.append(
-        f"{'run':<24} {'ranks':>5} {'samples/s':>10} {'ideal':>10} {'efficiency':>10} "
-        f"{'global batch':>12}"
+        "samples/s: the run's total (one rank per data-parallel replica) and the mean rank's, "
+        "first report to last"
+    )
+    out.append(
+        f"{'run':<24} {'ranks':>5} {'samples/s':>10} {'per rank':>10} {'ideal':>10} "
+        f"{'efficiency':>10} {'global batch':>12}"
     )
     for r in rates:
         n = r.run.world_size
@@ -214,11 +213,17 @@ def compare(store: Store, run_ids: Sequence[str], threshold: float = 0.8) -> str
         eff = r.throughput / ideal if r.throughput else 0.0
         batch = r.run.summary.get("global_batch", "-")
         shown = f"{eff:.0%}" if r.throughput else "-"
+        mean = r.throughput / r.dp_degree
         out.append(
-            f"{r.run.id:<24} {n:>5} {r.throughput:>10.1f} {ideal:>10.1f} {shown:>10} {batch!s:>12}"
+            f"{r.run.id:<24} {n:>5} {r.throughput:>10.1f} {mean:>10.1f} {ideal:>10.1f} "
+            f"{shown:>10} {batch!s:>12}"
         )
+        slow = stragglers(r.rank_rates, straggler)
         if r.throughput and eff < threshold and r is not base:
-            out.append(f"{'':<24} below {threshold:.0%}: {hint(r, _probe(store, r.run))}")
+            cause = hint(r, _probe(store, r.run), straggler)
+            out.append(f"{'':<24} below {threshold:.0%}: {cause}")
+        elif slow:
+            out.append(f"{'':<24} {hint(r, None, straggler)}")
         warning = batch_warning(r.run.summary)
         if warning:
             out.append(f"{'':<24} warning: {warning}")

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from traitlets import Float, Int, TraitError, Unicode
 from traitlets.config import LoggingConfigurable
 
+from .rates import STRAGGLER_THRESHOLD
 from .redact import REDACTED, looks_secret, mask_text
 
 
@@ -98,6 +99,13 @@ class Distributed(Settings):
         min=2.0,
         help="largest message between the kernel and a rank, every frame together, in MB "
         "(a cell's --push, one rank's --pull); a larger one is refused",
+    ).tag(config=True)
+    straggler_threshold = Float(
+        STRAGGLER_THRESHOLD,
+        min=0.0,
+        max=1.0,
+        help="a rank below this fraction of the median rank's samples/s is a straggler "
+        "(the panel and %distributed compare; 0 marks none)",
     ).tag(config=True)
     store_path = Unicode(
         "", help="history database (default: <jupyter data dir>/distributed/history.sqlite3)"

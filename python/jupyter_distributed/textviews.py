@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Any
 
 from .backends import get_backend
 from .errors import NotFound
@@ -103,7 +104,21 @@ def runs(store: Store, limit: int = 20) -> str:
             warning = batch_warning(s)
             if warning:
                 out.append(f"{'':<24} warning: {warning}")
+        if "throughput" in r.summary:
+            out.append(f"{'':<24} {_rate_line(r.summary)}")
     return "\n".join(out)
+
+
+def _rate_line(summary: dict[str, Any]) -> str:
+    """A run's samples/s as its summary holds it (:mod:`.rates`: first report to last)."""
+    total = float(summary["throughput"])
+    degree = summary.get("data_parallel_degree")
+    if "rank_rate" not in summary or not degree:
+        return f"{total:.1f} samples/s in total, first report to last"
+    return (
+        f"{total:.1f} samples/s in total = {float(summary['rank_rate']):.1f} per rank × "
+        f"{degree} data-parallel, first report to last"
+    )
 
 
 def logs(

@@ -158,8 +158,8 @@ def test_compare_two_runs_of_one_cell_gives_an_efficiency_row(
     shell.run_line_magic("distributed", f"compare {one.id} {two.id}")
     out = capsys.readouterr().out
     rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("20")}
-    assert rows[one.id][1:2] == ["1"] and rows[one.id][4] == "100%"
-    _, ranks, rate, ideal, eff, batch = rows[two.id]
+    assert rows[one.id][1:2] == ["1"] and rows[one.id][5] == "100%"
+    _, ranks, rate, _per_rank, ideal, eff, batch = rows[two.id]
     assert ranks == "2" and batch == "64" and float(ideal) > float(rate)
     assert 30 <= int(eff.rstrip("%")) <= 75  # about 50%: the step time doubled
     assert "below 80%:" in out and "global batch changed from 32" in out

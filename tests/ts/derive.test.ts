@@ -1,16 +1,10 @@
 import { describe, expect, it } from 'vitest';
 
-import {
-  acrossRanks,
-  currentRate,
-  lastSeconds,
-  median,
-  rankGroups,
-  throughputSeries,
-  tileHasStacks
-} from '../../labextension/src/derive';
+import { acrossRanks, lastSeconds, rankGroups, throughputSeries, tileHasStacks } from '../../labextension/src/derive';
 import { LogBuffer } from '../../labextension/src/logbuffer';
 import { parseRanks } from '../../labextension/src/logtoolbar';
+import { rankColor } from '../../labextension/src/palette';
+import { median } from '../../labextension/src/rates';
 import { RunLive } from '../../labextension/src/runstate';
 import type { DistributedEvent } from '../../labextension/src/wire';
 import { makeRun } from './fakes';
@@ -73,6 +67,7 @@ describe('rank tiles', () => {
     const tiles = rankGroups(liveWith(events), T + 5).flatMap(g => g.tiles);
     expect(tiles.map(t => t.straggler)).toEqual([false, false, false, true]);
     expect(tiles[0]?.samplesPerSec).toBe(100);
+    expect(tiles.map(t => t.color)).toEqual([0, 1, 2, 3].map(rankColor));
     // The threshold is the user's setting: at 0.99 of the median, rank 1 (96 vs 98) lags too.
     const strict = rankGroups(liveWith(events), T + 5, 0.99).flatMap(g => g.tiles);
     expect(strict.map(t => t.straggler)).toEqual([false, true, false, true]);
@@ -120,7 +115,7 @@ describe('rank tiles', () => {
 });
 
 describe('throughput', () => {
-  it('sums samples per second per rank and in total, separating sys.* and other metrics', () => {
+  it('gives each rank its live rate per second and the total as mean rank × replicas, separating sys.* and other metrics', () => {
     const live = liveWith([
       samples(0, T + 0.2, 10),
       samples(0, T + 0.7, 10),
@@ -129,8 +124,9 @@ describe('throughput', () => {
       { kind: 'metric', run_id: 'r', rank: 0, t: T + 1, values: { 'sys.cpu_percent': 50, loss: 0.5 } }
     ]);
     const { perRank, total } = throughputSeries(live, T);
-    expect(perRank.get(0)).toEqual({ x: [0], y: [20] });
-    expect(total).toEqual({ x: [0, 1], y: [25, 5] });
+    expect(perRank.get(0)).toEqual({ x: [0], y: [20] }); // 10 samples in 0.5 s
+    expect(perRank.get(1)).toEqual({ x: [1], y: [5] }); // one report in second 0: no rate yet
+    expect(total).toEqual({ x: [0, 1], y: [40, 10] }); // 2 replicas (no coordinates: one per rank)
     expect([...live.metrics.keys()]).toEqual(['loss']);
     expect([...live.system.keys()]).toEqual(['sys.cpu_percent']);
   });
@@ -147,34 +143,47 @@ describe('throughput', () => {
     expect(max.y).toEqual([50, 40]);
   });
 
-  it('averages the current rate over the reporting window', () => {
-    expect(
-      currentRate(
-        new Map([
-          [10, 4],
-          [11, 6]
-        ])
-      )
-    ).toBe(5);
-    expect(
-      currentRate(
-        new Map([
-          [1, 100],
-          [10, 10]
-        ])
-      )
-    ).toBe(2);
+  it('does not count a partial first or last second as a whole one', () => {
+    // 32 samples every 50 ms from .75 s to 3.25 s: 640/s on the tile and on every point of the
+    // plot (per-second bins said 160 for the first second and 320 for the last).
+    const events: DistributedEvent[] = [];
+    for (let k = 0; k <= 50; k++) {
+      events.push(samples(0, T + 0.75 + 0.05 * k, 32));
+    }
+    const live = liveWith([rankEvent(0, 'a'), ...events]);
+    const { perRank } = throughputSeries(live, T);
+    expect(perRank.get(0)?.x).toEqual([0, 1, 2, 3]);
+    expect(perRank.get(0)?.y.every(v => Math.abs(v - 640) < 1e-6)).toBe(true);
+    expect(rankGroups(live, T + 3.3)[0]?.tiles[0]?.samplesPerSec).toBeCloseTo(640, 6);
     expect(median([3, 1, 2, 10])).toBe(2.5);
   });
 
-  it('reads only the window of seconds when it knows their span, with the same result', () => {
-    const perSecond = new Map<number, number>();
-    for (let s = 100; s < 10_000; s += 3) {
-      perSecond.set(s, s % 7);
-    }
-    expect(currentRate(perSecond, { first: 100, last: 9997 })).toBe(currentRate(perSecond));
-    const live = liveWith([samples(0, T + 1.5, 10), samples(0, T + 0.2, 5), samples(0, T + 7.9, 20)]);
-    expect(live.sampleSpans.get(0)).toEqual({ first: T, last: T + 7 });
+  it('shows first report to last once the run ended, and counts the replicas the coordinates name', () => {
+    const live = liveWith([samples(0, T, 0), samples(0, T + 1, 100), samples(0, T + 10, 10)]);
+    expect(rankGroups(live, T + 10)[0]?.tiles[0]?.samplesPerSec).toBeCloseTo(10 / 9, 9); // live: from the report at T + 1
+    live.apply([{ seq: 9, event: { kind: 'run', run_id: 'r', t: T + 11, state: 'completed', message: '' } }]);
+    expect(rankGroups(live, T + 20)[0]?.tiles[0]?.samplesPerSec).toBe(11); // 110 in 10 s
+    // Two pipeline stages of one replica report the same samples: the total counts one.
+    const pipeline = new RunLive('r');
+    const coords = (rank: number) => ({ data_parallel: 0, pipeline_stage: rank, tensor_parallel: 0 });
+    pipeline.setSnapshot({
+      run: makeRun('r', T),
+      ranks: [0, 1].map(rank => ({
+        rank,
+        host: 'a',
+        pid: 1,
+        state: 'running' as const,
+        coords: coords(rank),
+        updated: T,
+        heartbeat: T
+      }))
+    });
+    pipeline.apply(
+      [0, 1]
+        .flatMap(rank => [samples(rank, T + 0.5, 8), samples(rank, T + 0.75, 8)])
+        .map((event, i) => ({ seq: i + 1, event }))
+    );
+    expect(throughputSeries(pipeline, T).total).toEqual({ x: [0], y: [32] });
   });
 });
 

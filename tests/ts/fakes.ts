@@ -123,6 +123,8 @@ export interface IFakeServer {
   requests: { method: string; url: string }[];
   failWith: number | null;
   version: number;
+  /** `c.Distributed.straggler_threshold`, as `GET runs` says it. */
+  stragglerThreshold?: number;
 }
 
 export function fakeServer(): IFakeServer {
@@ -139,7 +141,12 @@ export function settingsFor(server: IFakeServer): ServerConnection.ISettings {
     }
     const path = url.pathname.replace(/^\/lab-base\/jupyter-distributed\/api\//, '');
     if (path === 'runs') {
-      return json({ runs: server.runs, version: server.version, last_seq: 0 });
+      return json({
+        runs: server.runs,
+        version: server.version,
+        last_seq: 0,
+        straggler_threshold: server.stragglerThreshold ?? 0.8
+      });
     }
     const detail = /^runs\/([^/]+)$/.exec(path);
     if (detail && request.method === 'DELETE') {

@@ -23,13 +23,14 @@ describe('formatRunCount', () => {
 
 describe('readConfig', () => {
   it('takes the values of the settings and keeps the default for a value out of range', () => {
-    expect(readConfig({ refreshInterval: 500, runListLength: 10, plotWindow: 60, stragglerThreshold: 0.8 })).toEqual({
+    expect(readConfig({ refreshInterval: 500, runListLength: 10, plotWindow: 60 })).toEqual({
       refreshInterval: 500,
       runListLength: 10,
-      plotWindow: 60,
-      stragglerThreshold: 0.8
+      plotWindow: 60
     });
-    expect(readConfig({ refreshInterval: 1, runListLength: 'x', stragglerThreshold: 2 })).toEqual(DEFAULT_CONFIG);
+    expect(readConfig({ refreshInterval: 1, runListLength: 'x', plotWindow: -1 })).toEqual(DEFAULT_CONFIG);
+    // The straggler threshold is the server's one setting (c.Distributed.straggler_threshold).
+    expect(readConfig({ stragglerThreshold: 0.5 })).not.toHaveProperty('stragglerThreshold');
   });
 });
 

@@ -124,6 +124,14 @@ describe('DistributedModel', () => {
     expect(m.live?.samples.size).toBe(4);
   });
 
+  it("takes the straggler rule's threshold from the server's one setting", async () => {
+    server.stragglerThreshold = 0.3;
+    const m = open();
+    expect(m.stragglerThreshold).toBe(0.8); // before the server answered: the default
+    await until(() => m.loaded);
+    expect(m.stragglerThreshold).toBe(0.3);
+  });
+
   it('saves the selected run and tab, and restores them in a new model', async () => {
     const storage = new MemoryState();
     server.runs = [makeRun('keep', NOW - 50)];

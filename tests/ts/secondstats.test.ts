@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 
 import { acrossRanks, lastSeconds } from '../../labextension/src/derive';
+import { rankColor } from '../../labextension/src/palette';
 import { metricReady, metricTraces, samplesReady, samplesTraces } from '../../labextension/src/plotdata';
+import { RankReports, totalRate } from '../../labextension/src/rates';
 import { MAX_POINTS, RunLive, type Series } from '../../labextension/src/runstate';
 import { lowerBound, SecondStats } from '../../labextension/src/secondstats';
 import type { DistributedEvent } from '../../labextension/src/wire';
@@ -62,7 +64,8 @@ describe('per-second statistics across ranks', () => {
       min: { x: [0, 1], y: [1, 4] },
       median: { x: [0, 1], y: [2, 6] },
       max: { x: [0, 1], y: [3, 8] },
-      sum: { x: [0, 1], y: [6, 12] }
+      sum: { x: [0, 1], y: [6, 12] },
+      mean: { x: [0, 1], y: [2, 6] }
     });
     expect(asked).toEqual([10, 11]);
     values.set(11, [4, 8, 0]);
@@ -107,7 +110,8 @@ describe('per-second statistics across ranks', () => {
     expect(metricReady(live, 'lr', () => true)).toBe(true);
     expect(metricReady(live, 'unknown', () => true)).toBe(true);
     const [total] = samplesTraces(live, T, 0);
-    expect(total?.series.y).toEqual([40, 40, 40, 40, 40]);
+    // 1 sample/s on each of 40 ranks; the first second has one report each, so no rate yet.
+    expect(total?.series).toEqual({ x: [1, 2, 3, 4], y: [40, 40, 40, 40] });
   });
 
   it('keeps at most its capacity of seconds, the newest', () => {
@@ -142,17 +146,27 @@ describe('per-second statistics across ranks', () => {
     expect(median?.series).toEqual(full.median);
     expect(min?.series).toEqual(full.min);
 
-    // samples/s: the total is the sum of every rank's samples in each second.
+    // samples/s: the total is the mean rank's live rate × the data-parallel degree (40 ranks),
+    // the same as from each rank's reports given in time order.
     const [total] = samplesTraces(live, T, 0);
-    const sums = new Map<number, number>();
-    for (const e of events) {
+    const inOrder = new Map<number, RankReports>();
+    for (const e of [...events].sort((a, b) => a.t - b.t)) {
       if (e.kind === 'metric') {
-        const s = Math.floor(e.t) - T;
-        sums.set(s, (sums.get(s) ?? 0) + (e.values.samples ?? 0));
+        const reports = inOrder.get(e.rank) ?? new RankReports();
+        reports.add(e.t, e.values.samples ?? 0);
+        inOrder.set(e.rank, reports);
       }
     }
-    const seconds = [...sums.keys()].sort((a, b) => a - b);
-    expect(total?.series).toEqual({ x: seconds, y: seconds.map(s => sums.get(s)) });
+    const bySecond = new Map<number, number[]>();
+    for (const reports of inOrder.values()) {
+      for (const [s, v] of reports.perSecond) {
+        bySecond.set(s - T, [...(bySecond.get(s - T) ?? []), v]);
+      }
+    }
+    const seconds = [...bySecond.keys()].sort((a, b) => a - b);
+    expect(total?.series.x).toEqual(seconds);
+    const want = seconds.map(s => totalRate(bySecond.get(s) ?? [], 40));
+    expect(total?.series.y.every((y, i) => Math.abs(y - (want[i] as number)) < 1e-9 * y)).toBe(true);
   });
 
   it('shows the plot window: the last seconds only', () => {
@@ -170,8 +184,8 @@ describe('per-second statistics across ranks', () => {
     const live = new RunLive('r');
     fold(live, [metric(1, T + 1, { loss: 1 }), metric(0, T + 2, { loss: 2 }), metric(0, T + 0.5, { loss: 0.5 })]);
     expect(metricTraces(live, 'loss', T, 0)).toEqual([
-      { name: 'rank 0', series: { x: [0.5, 2], y: [0.5, 2] } },
-      { name: 'rank 1', series: { x: [1], y: [1] } }
+      { name: 'rank 0', series: { x: [0.5, 2], y: [0.5, 2] }, color: rankColor(0) },
+      { name: 'rank 1', series: { x: [1], y: [1] }, color: rankColor(1) }
     ]);
     expect(metricTraces(live, 'loss', T, 1).map(t => t.series.x)).toEqual([[2], [1]]);
     expect(MAX_POINTS).toBeGreaterThan(1000);

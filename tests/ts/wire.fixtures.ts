@@ -82,6 +82,7 @@ export const runs: RunsReply = {
       "world_size": 2
     }
   ],
+  "straggler_threshold": 0.8,
   "version": 2
 };
 

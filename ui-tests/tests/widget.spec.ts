@@ -28,6 +28,6 @@ test('a --widget cell shows its ranks and throughput with the panel code', async
   const plot = view.getByLabel('samples/s plot');
   // Drawn, with its total and 2 ranks.
   await expect(plot.getByRole('img')).toHaveAttribute('data-traces', '3', { timeout: 30_000 });
-  await expect(plot.getByRole('listitem')).toHaveText(['total', 'rank 0', 'rank 1']);
+  await expect(plot.getByRole('listitem')).toHaveText(['total (mean rank × 2 data-parallel)', 'rank 0', 'rank 1']);
   await page.screenshot({ path: test.info().outputPath('widget.png') });
 });

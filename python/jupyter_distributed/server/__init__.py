@@ -53,9 +53,15 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
         store = Store.open(settings.store_path or None)  # (the follower shares it)
     except StoreError as exc:  # still load: every route answers 503 with what to do
         serverapp.log.error("jupyter_distributed: %s", exc)
-        web_app.settings[SETTINGS_KEY] = {"history": History(None, str(exc)), "tail": None}
+        web_app.settings[SETTINGS_KEY] = {
+            "history": History(None, str(exc), settings.straggler_threshold),
+            "tail": None,
+        }
     else:
-        web_app.settings[SETTINGS_KEY] = {"history": History(store), "tail": Tail(store)}
+        web_app.settings[SETTINGS_KEY] = {
+            "history": History(store, straggler_threshold=settings.straggler_threshold),
+            "tail": Tail(store),
+        }
     api = url_path_join(web_app.settings["base_url"], URL_PREFIX, "api")
     routes: list[tuple[str, type]] = [
         ("version", VersionHandler),

@@ -16,6 +16,7 @@ from ..errors import NotFound as Missing
 from ..events import Stream
 from ..history.budget import Running
 from ..history.store import RunRecord, Store
+from ..rates import STRAGGLER_THRESHOLD as STRAGGLER
 from .wire import (
     API_VERSION,
     ControlJSON,
@@ -141,8 +142,11 @@ class History:
     """The run history behind the endpoints; one per server, over one :class:`Store`, or none
     when the store could not be opened (``problem`` says why; every read answers 503)."""
 
-    def __init__(self, store: Store | None, problem: str = "") -> None:
+    def __init__(
+        self, store: Store | None, problem: str = "", straggler_threshold: float = STRAGGLER
+    ) -> None:
         self._store, self.problem = store, problem
+        self.straggler_threshold = straggler_threshold
 
     @property
     def store(self) -> Store:
@@ -163,6 +167,7 @@ class History:
             "runs": [_run_json(r, notebooks) for r in runs],  # (a probe's pairs counted)
             "version": API_VERSION,
             "last_seq": last_seq,
+            "straggler_threshold": self.straggler_threshold,
         }
 
     def run(self, run_id: str, notebooks: Mapping[str, str] | None = None) -> RunDetail:

@@ -137,6 +137,7 @@ class RunsPage(TypedDict):
     runs: list[RunJSON]
     version: int
     last_seq: int  # the store's last event seq when the list was read: a stream cursor
+    straggler_threshold: float  # c.Distributed.straggler_threshold: the panel's straggler rule
 
 
 class RunDetail(TypedDict):

@@ -72,6 +72,8 @@ class Spec:
     timeout: float | None = None
     display: tuple[int, ...] | None = None  # ranks whose rich displays show (None: all)
     display_max_mb: float = 10.0
+    output: tuple[int, ...] | None = None  # ranks whose lines show (None: all)
+    collapse: bool = True  # identical lines of several ranks shown once
     sweep: Sweep | None = None  # the cell's sweep axes (the session runs each combination)
     params: Combination = ()  # one combination's values: variables in the ranks' namespace
 

@@ -1,0 +1,102 @@
+"""Whose lines show under a cell, and how: ``--output`` (the ranks whose lines show; the
+others' are counted, and kept in the history) and the collapsing of identical lines
+(:mod:`.collapse`), as the cell's view (:class:`~.display.CellView`) writes them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Iterable
+
+from .collapse import Collapser, Group, ranks_text
+from .events import RankState, Stream
+
+_RUNNING = (RankState.STARTING, RankState.RUNNING)
+
+
+class ShownLines:
+    """``output_ranks``: whose lines show (None: every rank's); ``collapse``: identical lines
+    of several ranks shown once; ``ranks``: the cell's ranks (None: not known)."""
+
+    def __init__(
+        self,
+        output_ranks: Collection[int] | None = None,
+        collapse: bool = True,
+        ranks: Collection[int] | None = None,
+    ) -> None:
+        self.output_ranks = None if output_ranks is None else frozenset(output_ranks)
+        self.hidden = 0  # lines of the other ranks, not shown
+        shown = None if ranks is None else set(ranks) & (self.output_ranks or set(ranks))
+        # (nothing to collapse when one rank at most shows lines)
+        self.held = Collapser(shown) if collapse and (shown is None or len(shown) > 1) else None
+
+    def hides(self, rank: int, stream: Stream) -> bool:
+        """Whether ``--output`` keeps this line of ``rank`` from the cell (a result shows)."""
+        out = self.output_ranks
+        return out is not None and rank not in out and stream is not Stream.RESULT
+
+    def add(
+        self, rank: int, stream: Stream, texts: Iterable[str], tokens: float
+    ) -> tuple[float, int, list[tuple[bool, str]]]:
+        """A rank's lines into the collapser, each new line paid from ``tokens`` with its
+        label (one that joins another rank's is free). Returns the tokens left, how many
+        lines the tokens could not pay, and the lines due now (see :meth:`due`)."""
+        assert self.held is not None  # noqa: S101 (only called with collapsing on)
+        now = time.monotonic()
+        left, dropped = self.held.add(rank, stream.value, texts, now, tokens, len(str(rank)) + 9)
+        return left, dropped, _shown(self.held.due(now))
+
+    def ended(self, rank: int, state: RankState) -> None:
+        """A rank's state changed: once its cell ended, no line waits for it."""
+        if self.held is not None and state not in _RUNNING:
+            self.held.done(rank)
+
+    def due(self) -> list[tuple[bool, str]]:
+        """The lines to show now, each ``(to stderr, text with its newline)``, in order."""
+        return _shown(self.held.due(time.monotonic())) if self.held else []
+
+    def drain(self) -> list[tuple[bool, str]]:
+        """Every held line, for what must show after them at once (a display, a failure)."""
+        return _shown(self.held.drain()) if self.held else []
+
+    def note(self, run_id: str, kept: str) -> str | None:
+        """The one line that says how many lines ``--output`` did not show (then counts anew)."""
+        if not self.hidden or self.output_ranks is None:
+            return None
+        hidden, self.hidden = self.hidden, 0
+        chosen = ranks_text(self.output_ranks)
+        return (
+            f"{hidden} line(s) of the ranks not in --output {chosen} were not shown; "
+            f"{kept}: %distributed logs {run_id}"
+        )
+
+
+def tagged(rank: int, texts: list[str], tokens: float) -> tuple[float, str, int]:
+    """A message's lines of ``rank`` tagged ``[rank N]``, each while ``tokens`` last (a line
+    costs its length and its tag's). Returns the tokens left, the text to write and how many
+    lines were not shown."""
+    prefix = f"[rank {rank}] "
+    least = len(prefix) + 1  # (an empty line's cost)
+    cost = sum(map(len, texts)) + least * len(texts)
+    if cost <= tokens:  # (the usual case: all of them, in one string)
+        return tokens - cost, prefix + f"\n{prefix}".join(texts) + "\n", 0
+    shown: list[str] = []
+    dropped = 0
+    for i, text in enumerate(texts):
+        if tokens < least:  # no line fits any more
+            dropped += len(texts) - i
+            break
+        if tokens < least + len(text):
+            dropped += 1
+            continue
+        tokens -= least + len(text)
+        shown.append(text)
+    return tokens, "".join(f"{prefix}{text}\n" for text in shown), dropped
+
+
+def _shown(groups: list[Group]) -> list[tuple[bool, str]]:
+    out = []
+    for g in groups:
+        ranks = g.ranks
+        head = f"[rank {ranks[0]}]" if len(ranks) == 1 else f"[ranks {ranks_text(ranks)}]"
+        out.append((g.stream == "stderr", f"{head} {g.text}\n"))
+    return out

@@ -42,7 +42,9 @@ class ShownLines:
         lines the tokens could not pay, and the lines due now (see :meth:`due`)."""
         assert self.held is not None  # noqa: S101 (only called with collapsing on)
         now = time.monotonic()
-        left, dropped = self.held.add(rank, stream.value, texts, now, tokens, len(str(rank)) + 9)
+        result = stream is Stream.RESULT  # (shown in its rank's order, never collapsed)
+        cost = len(str(rank)) + 9
+        left, dropped = self.held.add(rank, stream.value, texts, now, tokens, cost, result)
         return left, dropped, _shown(self.held.due(now))
 
     def ended(self, rank: int, state: RankState) -> None:
@@ -97,6 +99,9 @@ def _shown(groups: list[Group]) -> list[tuple[bool, str]]:
     out = []
     for g in groups:
         ranks = g.ranks
+        if g.alone:
+            out.append((False, f"Out[rank {ranks[0]}]: {g.text}\n"))
+            continue
         head = f"[rank {ranks[0]}]" if len(ranks) == 1 else f"[ranks {ranks_text(ranks)}]"
         out.append((g.stream == "stderr", f"{head} {g.text}\n"))
     return out

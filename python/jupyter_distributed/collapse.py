@@ -51,14 +51,15 @@ class Group:
     text: str
     until: float  # the end of its window
     ranks: list[int]
+    alone: bool = False  # a line no other joins (in its rank's order all the same)
 
 
 class Collapser:
     """Collapses the lines of ``ranks`` (those that may write; None: not known, and each
     group then waits its whole window)."""
 
-    def __init__(self, ranks: Collection[int] | None = None, window: float = WINDOW) -> None:
-        self.window = window
+    def __init__(self, ranks: Collection[int] | None = None, window: float | None = None) -> None:
+        self.window = WINDOW if window is None else window
         self._queue: deque[Group] = deque()  # open groups, in the order they were opened
         self._open: dict[tuple[str, str], list[Group]] = {}  # (stream, text) -> open groups
         self._seq = 0
@@ -79,17 +80,19 @@ class Collapser:
         now: float,
         budget: float = _DONE,
         cost: int = 0,
+        alone: bool = False,
     ) -> tuple[float, int]:
         """One rank's lines, in order. A line that opens a group spends ``len(text) + cost``
         of ``budget`` (joining one is free); one the budget cannot pay is dropped. Returns
-        the budget left and how many lines were dropped."""
+        the budget left and how many lines were dropped. ``alone``: lines that neither join
+        nor are joined (a rank's result), kept in the rank's order."""
         last = self._last.get(rank, -1)
         opened = self._open
         queue = self._queue
         dropped = 0
         for text in texts:
             key = (stream, text)
-            groups = opened.get(key)
+            groups = None if alone else opened.get(key)
             if groups is not None:
                 joined = None
                 for group in groups:  # the first one opened after this rank's previous line
@@ -107,8 +110,10 @@ class Collapser:
             budget -= price
             self._seq += 1
             last = seq = self._seq
-            group = Group(seq, stream, text, now + self.window, [rank])
+            group = Group(seq, stream, text, now + self.window, [rank], alone)
             queue.append(group)
+            if alone:
+                continue
             if groups is None:
                 opened[key] = [group]
             else:
@@ -148,6 +153,8 @@ class Collapser:
 
     def _pop(self) -> Group:
         group = self._queue.popleft()
+        if group.alone:
+            return group
         key = (group.stream, group.text)
         groups = self._open[key]
         if len(groups) == 1:

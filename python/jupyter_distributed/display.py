@@ -45,6 +45,7 @@ from .protocol.flight import LABEL as FLIGHT_LABEL
 FLUSH_EVERY = 0.01
 BURST_BYTES = 512 * 1024
 BYTES_PER_SECOND = 256 * 1024  # below jupyter_server's default IOPub data rate limit
+FOREVER = float("inf")
 
 
 class CellView:
@@ -89,7 +90,9 @@ class CellView:
             if live is not None and not self._quiet:  # the line's final state
                 self._publish(self._labelled(event.rank, event.text), {}, live, update=True)
             elif event.stream is Stream.RESULT:
-                if event.rank not in self._rich_results:
+                if self._held is not None and event.rank not in self._rich_results:
+                    self._collapse(event.rank, event.stream, [event.text])  # after its lines
+                elif event.rank not in self._rich_results:
                     self._write(self._out, f"Out[rank {event.rank}]: {event.text}\n", force=True)
             elif self._held is not None and not self._quiet:
                 self._collapse(event.rank, event.stream, [event.text])
@@ -242,12 +245,17 @@ class CellView:
             self._pending.append((target, text))
 
     def _collapse(self, rank: int, stream: Stream, texts: list[str]) -> None:
-        """A rank's lines, held for the same lines of other ranks (:mod:`.collapse`)."""
+        """A rank's lines, held for the same lines of other ranks (:mod:`.collapse`); a
+        result is held in its rank's order, and always shown."""
         self._refill()
-        if self._tokens < len(str(rank)) + 10:  # no new line fits: a flood costs a count
+        result = stream is Stream.RESULT
+        if not result and self._tokens < len(str(rank)) + 10:  # a flood costs a count
             self.suppressed += len(texts)
             return
-        self._tokens, dropped, due = self.lines.add(rank, stream, texts, self._tokens)
+        tokens, dropped, due = self.lines.add(
+            rank, stream, texts, FOREVER if result else self._tokens
+        )
+        self._tokens = self._tokens if result else tokens
         self.suppressed += dropped
         self._pending += [(self._err if e else self._out, text) for e, text in due]
 

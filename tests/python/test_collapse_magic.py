@@ -88,7 +88,7 @@ def test_output_shows_the_chosen_ranks_lines_with_a_note(shell: Any, capsys: Any
     captured = capsys.readouterr()
     assert "same" not in captured.out and "not shown" not in captured.err  # --quiet: nothing
 
-    assert shell.run_cell(f"%%distributed -n 4 --output all\nprint('same')").success
+    assert shell.run_cell("%%distributed -n 4 --output all\nprint('same')").success
     assert _labelled(capsys.readouterr().out, "same") == ["ranks 0-3"]
 
 

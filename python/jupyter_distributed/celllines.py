@@ -5,9 +5,9 @@ others' are counted, and kept in the history) and the collapsing of identical li
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Sequence
 
-from .collapse import Collapser, Group, ranks_text
+from .collapse import Collapser, Run, ranks_text
 from .events import RankState, Stream
 
 _RUNNING = (RankState.STARTING, RankState.RUNNING)
@@ -35,7 +35,7 @@ class ShownLines:
         return out is not None and rank not in out and stream is not Stream.RESULT
 
     def add(
-        self, rank: int, stream: Stream, texts: Iterable[str], tokens: float
+        self, rank: int, stream: Stream, texts: Sequence[str], tokens: float
     ) -> tuple[float, int, list[tuple[bool, str]]]:
         """A rank's lines into the collapser, each new line paid from ``tokens`` with its
         label (one that joins another rank's is free). Returns the tokens left, how many
@@ -95,13 +95,10 @@ def tagged(rank: int, texts: list[str], tokens: float) -> tuple[float, str, int]
     return tokens, "".join(f"{prefix}{text}\n" for text in shown), dropped
 
 
-def _shown(groups: list[Group]) -> list[tuple[bool, str]]:
-    out = []
-    for g in groups:
-        ranks = g.ranks
-        if g.alone:
-            out.append((False, f"Out[rank {ranks[0]}]: {g.text}\n"))
-            continue
-        head = f"[rank {ranks[0]}]" if len(ranks) == 1 else f"[ranks {ranks_text(ranks)}]"
-        out.append((g.stream == "stderr", f"{head} {g.text}\n"))
-    return out
+def _shown(runs: list[Run]) -> list[tuple[bool, str]]:
+    return [
+        (False, "".join(f"Out[rank {run.rank}]: {text}\n" for text in run.texts))
+        if run.alone
+        else (run.stream == "stderr", run.render())
+        for run in runs
+    ]

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_distributed.collapse import Collapser, Group, label, ranks_text
+from jupyter_distributed.collapse import Collapser, Run, label, ranks_text
 
 
-def _shown(groups: list[Group]) -> list[str]:
-    return [f"{label(g.ranks)} {g.text}" for g in groups]
+def _shown(runs: list[Run]) -> list[str]:
+    shown = [f"{label(ranks)} {text}" for run in runs for ranks, text in run.lines()]
+    assert "".join(run.render() for run in runs) == "".join(f"{s}\n" for s in shown)
+    return shown
 
 
 @pytest.mark.parametrize(
@@ -58,7 +60,10 @@ def test_streams_are_not_mixed() -> None:
     c = Collapser(None)
     c.add(0, "stdout", ["x"], now=0.0)
     c.add(1, "stderr", ["x"], now=0.0)
-    assert [(g.stream, g.ranks) for g in c.drain()] == [("stdout", [0]), ("stderr", [1])]
+    assert [(run.stream, run.rank, run.joined) for run in c.drain()] == [
+        ("stdout", 0, {}),
+        ("stderr", 1, {}),
+    ]
 
 
 def test_each_ranks_order_is_kept() -> None:
@@ -105,5 +110,18 @@ def test_a_line_alone_keeps_its_ranks_order_and_collapses_with_nothing() -> None
     c.add(0, "result", ["42"], now=0.0, alone=True)
     c.add(1, "stdout", ["done"], now=0.0)
     c.add(1, "result", ["42"], now=0.0, alone=True)
-    assert [(g.stream, g.ranks) for g in c.due(0.0)] == [("stdout", [0, 1]), ("result", [0])]
-    assert [(g.stream, g.ranks) for g in c.drain()] == [("result", [1])]  # rank 0 may write on
+    assert _shown(c.due(0.0)) == ["[ranks 0-1] done", "[rank 0] 42"]
+    assert _shown(c.drain()) == ["[rank 1] 42"]  # (rank 0 may still write)
+
+
+def test_after_a_line_of_its_own_a_rank_joins_nothing_held_before_it() -> None:
+    c = Collapser([0, 1])
+    c.add(0, "stdout", ["start", "mine 0", "end"], now=0.0)
+    c.add(1, "stdout", ["start", "mine 1", "end"], now=0.0)
+    assert _shown(c.drain()) == [
+        "[ranks 0-1] start",
+        "[rank 0] mine 0",
+        "[rank 0] end",  # rank 1's "end" would show before its "mine 1"
+        "[rank 1] mine 1",
+        "[rank 1] end",
+    ]

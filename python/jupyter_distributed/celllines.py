@@ -11,6 +11,7 @@ from .collapse import Collapser, Run, ranks_text
 from .events import RankState, Stream
 
 _RUNNING = (RankState.STARTING, RankState.RUNNING)
+_FOREVER = float("inf")
 
 
 class ShownLines:
@@ -38,14 +39,18 @@ class ShownLines:
         self, rank: int, stream: Stream, texts: Sequence[str], tokens: float
     ) -> tuple[float, int, list[tuple[bool, str]]]:
         """A rank's lines into the collapser, each new line paid from ``tokens`` with its
-        label (one that joins another rank's is free). Returns the tokens left, how many
-        lines the tokens could not pay, and the lines due now (see :meth:`due`)."""
+        label (one that joins another rank's is free; a result is always shown, in its
+        rank's order). Returns the tokens left, how many lines the tokens could not pay,
+        and the lines due now (see :meth:`due`)."""
         assert self.held is not None  # noqa: S101 (only called with collapsing on)
+        cost = len(str(rank)) + 10  # (the label's and the newline's)
+        result = stream is Stream.RESULT
+        if not result and tokens < cost:  # no line fits: a flood past the rate costs a count
+            return tokens, len(texts), []
         now = time.monotonic()
-        result = stream is Stream.RESULT  # (shown in its rank's order, never collapsed)
-        cost = len(str(rank)) + 9
-        left, dropped = self.held.add(rank, stream.value, texts, now, tokens, cost, result)
-        return left, dropped, _shown(self.held.due(now))
+        budget = _FOREVER if result else tokens
+        left, dropped = self.held.add(rank, stream.value, texts, now, budget, cost, result)
+        return tokens if result else left, dropped, _shown(self.held.due(now))
 
     def ended(self, rank: int, state: RankState) -> None:
         """A rank's state changed: once its cell ended, no line waits for it."""
@@ -60,16 +65,35 @@ class ShownLines:
         """Every held line, for what must show after them at once (a display, a failure)."""
         return _shown(self.held.drain()) if self.held else []
 
-    def note(self, run_id: str, kept: str) -> str | None:
-        """The one line that says how many lines ``--output`` did not show (then counts anew)."""
+    def note(self) -> str:
+        """What ``--output`` did not show, for the closing notes (then counts anew)."""
         if not self.hidden or self.output_ranks is None:
-            return None
+            return ""
         hidden, self.hidden = self.hidden, 0
-        chosen = ranks_text(self.output_ranks)
-        return (
-            f"{hidden} line(s) of the ranks not in --output {chosen} were not shown; "
+        return f"{hidden} line(s) of the ranks not in --output {ranks_text(self.output_ranks)}"
+
+
+def closing_notes(run_id: str, hidden: str, suppressed: int, unrecorded: int) -> list[str]:
+    """The notes that end a cell's output: lines ``--output`` did not show (``hidden``, from
+    :meth:`ShownLines.note`), lines the rate limit did not show, events the history could not
+    keep (then no note claims that every line is kept)."""
+    lost = (
+        f"{unrecorded} event(s) of this run could not be written to the history, "
+        "so its log is incomplete"
+    )
+    notes = []
+    if hidden:
+        kept = lost if unrecorded else "the history has them"
+        notes.append(f"{hidden} were not shown; {kept}: %distributed logs {run_id}")
+    if suppressed:
+        kept = lost if unrecorded else "all are kept"
+        notes.append(
+            f"{suppressed} line(s) were not shown to keep the notebook responsive; "
             f"{kept}: %distributed logs {run_id}"
         )
+    elif unrecorded:
+        notes.append(f"{lost}; what is shown above is all there is")
+    return notes
 
 
 def tagged(rank: int, texts: list[str], tokens: float) -> tuple[float, str, int]:

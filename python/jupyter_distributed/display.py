@@ -26,7 +26,7 @@ import time
 from collections.abc import Collection, Sequence
 from typing import Any, TextIO
 
-from .celllines import ShownLines, tagged
+from .celllines import ShownLines, closing_notes, tagged
 from .displayarea import Area, rich
 from .events import (
     DisplayEvent,
@@ -45,7 +45,6 @@ from .protocol.flight import LABEL as FLIGHT_LABEL
 FLUSH_EVERY = 0.01
 BURST_BYTES = 512 * 1024
 BYTES_PER_SECOND = 256 * 1024  # below jupyter_server's default IOPub data rate limit
-FOREVER = float("inf")
 
 
 class CellView:
@@ -245,17 +244,9 @@ class CellView:
             self._pending.append((target, text))
 
     def _collapse(self, rank: int, stream: Stream, texts: list[str]) -> None:
-        """A rank's lines, held for the same lines of other ranks (:mod:`.collapse`); a
-        result is held in its rank's order, and always shown."""
+        """A rank's lines, held for the same lines of other ranks (:mod:`.collapse`)."""
         self._refill()
-        result = stream is Stream.RESULT
-        if not result and self._tokens < len(str(rank)) + 10:  # a flood costs a count
-            self.suppressed += len(texts)
-            return
-        tokens, dropped, due = self.lines.add(
-            rank, stream, texts, FOREVER if result else self._tokens
-        )
-        self._tokens = self._tokens if result else tokens
+        self._tokens, dropped, due = self.lines.add(rank, stream, texts, self._tokens)
         self.suppressed += dropped
         self._pending += [(self._err if e else self._out, text) for e, text in due]
 
@@ -293,22 +284,9 @@ class CellView:
         (then the notice never claims that every line is kept)."""
         if self._held:
             self._release(everything=True)
-        lost = (
-            f"{unrecorded} event(s) of this run could not be written to the history, "
-            "so its log is incomplete"
-        )
-        hidden = self.lines.note(self.run_id, lost if unrecorded else "the history has them")
-        if hidden:
-            self.notice(hidden)
-        if self.suppressed:
-            kept = lost if unrecorded else "all are kept"
-            self.notice(
-                f"{self.suppressed} line(s) were not shown to keep the notebook "
-                f"responsive; {kept}: %distributed logs {self.run_id}"
-            )
-            self.suppressed = 0
-        elif unrecorded:
-            self.notice(f"{lost}; what is shown above is all there is")
+        for note in closing_notes(self.run_id, self.lines.note(), self.suppressed, unrecorded):
+            self.notice(note)
+        self.suppressed = 0
         self.flush()
 
     def _refill(self) -> None:

@@ -9,13 +9,14 @@
 import * as React from 'react';
 
 import { canOpen } from './image';
+import { type IShownLine, ranksText } from './logcollapse';
 import { ROW_HEIGHT, rowSlots } from './logwindow';
 import { useTrans } from './translate';
 import type { LogLine } from './wire';
 
 /** One row; rendered again only when its line, place or the list's length changed. */
 const LogRow = React.memo(function LogRow(props: {
-  line: LogLine;
+  line: IShownLine;
   index: number;
   total: number;
   onOpen?: (line: LogLine) => void;
@@ -30,7 +31,9 @@ const LogRow = React.memo(function LogRow(props: {
       className={`jp-Distributed-line jp-mod-${line.stream}`}
       style={{ top: index * ROW_HEIGHT, height: ROW_HEIGHT }}
     >
-      <span className="jp-Distributed-lineRank">{trans.__('[rank %1]', line.rank)}</span>
+      <span className="jp-Distributed-lineRank">
+        {line.ranks ? trans.__('[ranks %1]', ranksText(line.ranks)) : trans.__('[rank %1]', line.rank)}
+      </span>
       {line.stream === 'stderr' ? <span className="jp-Distributed-lineStream">stderr</span> : null}
       {line.text}
       {onOpen && canOpen(line) ? (
@@ -48,7 +51,7 @@ const LogRow = React.memo(function LogRow(props: {
 });
 
 export function LogRows(props: {
-  lines: readonly LogLine[];
+  lines: readonly IShownLine[];
   first: number;
   last: number;
   slots: number;
@@ -67,7 +70,7 @@ export function LogRows(props: {
     if (index !== null) {
       rows.push(
         // biome-ignore lint/suspicious/noArrayIndexKey: the key is the row's slot, on purpose (see logwindow.ts)
-        <LogRow key={slot} line={props.lines[index] as LogLine} index={index} total={total} onOpen={onOpen} />
+        <LogRow key={slot} line={props.lines[index] as IShownLine} index={index} total={total} onOpen={onOpen} />
       );
     }
   });

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Sequence
 
-from .collapse import Collapser, Run, ranks_text
+from .collapse import Collapser, Run, affordable, ranks_text
 from .events import RankState, Stream
 
 _RUNNING = (RankState.STARTING, RankState.RUNNING)
@@ -36,21 +36,23 @@ class ShownLines:
         return out is not None and rank not in out and stream is not Stream.RESULT
 
     def add(
-        self, rank: int, stream: Stream, texts: Sequence[str], tokens: float
-    ) -> tuple[float, int, list[tuple[bool, str]]]:
-        """A rank's lines into the collapser, each new line paid from ``tokens`` with its
-        label (one that joins another rank's is free; a result is always shown, in its
-        rank's order). Returns the tokens left, how many lines the tokens could not pay,
-        and the lines due now (see :meth:`due`)."""
+        self, rank: int, stream: Stream, lines: Sequence[tuple[float, str]], tokens: float
+    ) -> tuple[float, int]:
+        """A rank's lines (time, text) into the collapser, each new line paid from
+        ``tokens`` with its label (one that joins another rank's is free; a result is always
+        shown, in its rank's order). Returns the tokens left and how many lines the tokens
+        could not pay; :meth:`due` gives what is to be shown."""
         assert self.held is not None  # noqa: S101 (only called with collapsing on)
         cost = len(str(rank)) + 10  # (the label's and the newline's)
         result = stream is Stream.RESULT
         if not result and tokens < cost:  # no line fits: a flood past the rate costs a count
-            return tokens, len(texts), []
-        now = time.monotonic()
+            return tokens, len(lines)
+        texts = [text for _t, text in lines]
         budget = _FOREVER if result else tokens
-        left, dropped = self.held.add(rank, stream.value, texts, now, budget, cost, result)
-        return tokens if result else left, dropped, _shown(self.held.due(now))
+        left, dropped = self.held.add(
+            rank, stream.value, texts, time.monotonic(), budget, cost, result
+        )
+        return tokens if result else left, dropped
 
     def ended(self, rank: int, state: RankState) -> None:
         """A rank's state changed: once its cell ended, no line waits for it."""
@@ -101,22 +103,10 @@ def tagged(rank: int, texts: list[str], tokens: float) -> tuple[float, str, int]
     costs its length and its tag's). Returns the tokens left, the text to write and how many
     lines were not shown."""
     prefix = f"[rank {rank}] "
-    least = len(prefix) + 1  # (an empty line's cost)
-    cost = sum(map(len, texts)) + least * len(texts)
-    if cost <= tokens:  # (the usual case: all of them, in one string)
-        return tokens - cost, prefix + f"\n{prefix}".join(texts) + "\n", 0
-    shown: list[str] = []
-    dropped = 0
-    for i, text in enumerate(texts):
-        if tokens < least:  # no line fits any more
-            dropped += len(texts) - i
-            break
-        if tokens < least + len(text):
-            dropped += 1
-            continue
-        tokens -= least + len(text)
-        shown.append(text)
-    return tokens, "".join(f"{prefix}{text}\n" for text in shown), dropped
+    shown, tokens, dropped = affordable(texts, tokens, len(prefix) + 1)
+    if not shown:
+        return tokens, "", dropped
+    return tokens, prefix + f"\n{prefix}".join(shown) + "\n", dropped
 
 
 def _shown(runs: list[Run]) -> list[tuple[bool, str]]:

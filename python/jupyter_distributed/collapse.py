@@ -46,23 +46,35 @@ def label(ranks: Sequence[int]) -> str:
     return f"[rank {ranks[0]}]" if len(ranks) == 1 else f"[ranks {ranks_text(ranks)}]"
 
 
+def affordable(texts: Sequence[str], budget: float, cost: int) -> tuple[list[str], float, int]:
+    """The lines ``budget`` pays for, each ``len(text) + cost``, in order; the budget left;
+    how many were not paid for."""
+    price = sum(map(len, texts)) + cost * len(texts)
+    if price <= budget:  # (the usual case: all of them)
+        return list(texts), budget - price, 0
+    kept: list[str] = []
+    for text in texts:
+        if budget < cost:  # no line fits any more
+            return kept, budget, len(texts) - len(kept)
+        if len(text) + cost <= budget:
+            budget -= len(text) + cost
+            kept.append(text)
+    return kept, budget, len(texts) - len(kept)
+
+
 class Run:
     """Lines one rank wrote together (``texts``, numbered from ``first``), with the other
     ranks that joined each (``joined``: index in ``texts`` -> ranks)."""
 
-    __slots__ = ("alone", "first", "joined", "rank", "stream", "texts", "until")
+    __slots__ = ("alone", "first", "joined", "last", "rank", "stream", "texts", "until")
 
     def __init__(
         self, rank: int, stream: str, texts: list[str], first: int, until: float, alone: bool
     ) -> None:
         self.rank, self.stream, self.texts = rank, stream, texts
         self.first, self.until, self.alone = first, until, alone
+        self.last = first + len(texts) - 1  # the number of its last line
         self.joined: dict[int, list[int]] = {}
-
-    @property
-    def last(self) -> int:
-        """The number of its last line."""
-        return self.first + len(self.texts) - 1
 
     def lines(self) -> Iterator[tuple[list[int], str]]:
         """Each line with the ranks that wrote it (its own rank first)."""
@@ -114,11 +126,11 @@ class Collapser:
             self._run(rank, stream, list(texts), now, alone)
             return budget, 0
         index = self._index.get(stream)
-        if index is None or index.keys().isdisjoint(texts):
-            price = sum(map(len, texts)) + cost * len(texts)
-            if price <= budget:  # (the usual case: a run of its own, at once)
-                self._run(rank, stream, list(texts), now, False)
-                return budget - price, 0
+        if index is None or index.keys().isdisjoint(texts):  # (a flood: nothing to join)
+            kept, budget, dropped = affordable(texts, budget, cost)
+            if kept:
+                self._run(rank, stream, kept, now, False)
+            return budget, dropped
         return self._one_by_one(rank, stream, texts, now, budget, cost)
 
     def _one_by_one(

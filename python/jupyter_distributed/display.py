@@ -90,11 +90,11 @@ class CellView:
                 self._publish(self._labelled(event.rank, event.text), {}, live, update=True)
             elif event.stream is Stream.RESULT:
                 if self._held is not None and event.rank not in self._rich_results:
-                    self._collapse(event.rank, event.stream, [event.text])  # after its lines
+                    self._collapse(event.rank, event.stream, [(event.t, event.text)])
                 elif event.rank not in self._rich_results:
                     self._write(self._out, f"Out[rank {event.rank}]: {event.text}\n", force=True)
             elif self._held is not None and not self._quiet:
-                self._collapse(event.rank, event.stream, [event.text])
+                self._collapse(event.rank, event.stream, [(event.t, event.text)])
             elif not self._quiet:
                 target = self._err if event.stream is Stream.STDERR else self._out
                 self._write(target, f"[rank {event.rank}] {event.text}\n")
@@ -230,7 +230,7 @@ class CellView:
                 for line in event.events():
                     self.on_event(line)
             elif self._held is not None and not self._quiet:
-                self._collapse(event.rank, event.stream, [text for _t, text in event.lines])
+                self._collapse(event.rank, event.stream, event.lines)
             elif not self._quiet:
                 self._lines(event, self._err if event.stream is Stream.STDERR else self._out)
         self.maybe_flush()
@@ -243,12 +243,11 @@ class CellView:
         if text:
             self._pending.append((target, text))
 
-    def _collapse(self, rank: int, stream: Stream, texts: list[str]) -> None:
+    def _collapse(self, rank: int, stream: Stream, lines: Sequence[tuple[float, str]]) -> None:
         """A rank's lines, held for the same lines of other ranks (:mod:`.collapse`)."""
         self._refill()
-        self._tokens, dropped, due = self.lines.add(rank, stream, texts, self._tokens)
-        self.suppressed += dropped
-        self._pending += [(self._err if e else self._out, text) for e, text in due]
+        self._tokens, dropped = self.lines.add(rank, stream, lines, self._tokens)
+        self.suppressed += dropped  # (what is due goes out at the next maybe_flush)
 
     def _release(self, everything: bool = False) -> None:
         """The held lines that are due (``everything``: all, for what must follow them)."""

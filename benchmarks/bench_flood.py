@@ -1,23 +1,20 @@
 """bench_core's output flood (and its paced latency) alone, for a before/after of one change.
 
-    python benchmarks/bench_flood.py [--ranks 4] [--repeats 5] [--lines 20000] [--flags "..."]
+    python benchmarks/bench_flood.py [--ranks 4] [--repeats 5] [--lines 20000] [--flags=...]
 
 The same cells as ``bench_core.py`` (``drivers.JD.flood`` and ``drivers.JD.paced``) through one
-IPython shell, on the checkout this file is in: run it from two checkouts in turn, several
-rounds, on the same machine. Prints one line: the flood's lines/s (median of the repeats, all
-lines recorded), the kernel's CPU per line during the flood cell (all its threads; less moved by
-the machine's other load than the rate), the lines shown under the cell, and the paced lines'
-print → flushed latency p50 / p99. Writes nothing.
+IPython shell, on the code of the checkout this file is in (even where another is installed):
+run it from two checkouts in turn, several rounds, on the same machine. Prints one line: the
+flood's lines/s (median of the repeats, all lines recorded), the kernel's CPU per line during
+the flood cell (all its threads; less moved by the machine's other load than the rate), the
+lines shown under the cell, and the paced lines' print → flushed latency p50 / p99. Writes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -25,9 +22,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import capture, pct, use_checkout  # noqa: E402
+from common import bench_shell, capture, pct, use_checkout  # noqa: E402
 
-use_checkout()
+use_checkout(always=True)  # (this checkout's code, even where another is installed)
 from drivers import JD  # noqa: E402
 
 
@@ -38,14 +35,7 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=20_000, help="per rank (bench_core's)")
     parser.add_argument("--flags", default="", help="added to every %%%%distributed line")
     args = parser.parse_args()
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    tmp = Path(tempfile.mkdtemp(prefix="jd-flood-"))
-    os.environ["JUPYTER_DISTRIBUTED_STORE"] = str(tmp / "history.sqlite3")
-    os.environ["IPYTHONDIR"] = str(tmp / "ipython")
-    from IPython.testing.globalipapp import start_ipython
-
-    ip = start_ipython()
-    ip.run_line_magic("load_ext", "jupyter_distributed")
+    ip, _tmp = bench_shell("jd-flood-")
     jd = JD(ip, args.ranks)
     plain = jd.cell
     cpu: list[float] = []

@@ -97,6 +97,7 @@ def test_output_shows_the_chosen_ranks_lines_with_a_note(shell: Any, capsys: Any
     [
         ("--output 4", "--output: rank 4 does not exist; ranks are 0-3"),
         ("--output x", "--output: 'x' is not a rank or a range like 2-3"),
+        ("--output ,", "--output selects no rank; give ranks like 0,3, or use --quiet"),
     ],
 )
 def test_a_bad_output_is_a_one_line_error(shell: Any, flag: str, message: str) -> None:

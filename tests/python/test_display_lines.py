@@ -70,3 +70,19 @@ def test_a_view_that_watches_every_event_gets_each_line() -> None:
         OutputEvent("r", 2, 1.0, Stream.STDOUT, "a"),
         OutputEvent("r", 2, 2.0, Stream.STDOUT, "b"),
     ]
+
+
+def test_output_hides_other_ranks_lines_before_the_rate_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(display, "BYTES_PER_SECOND", 0)
+    monkeypatch.setattr(display, "BURST_BYTES", 30)
+    out, err = io.StringIO(), io.StringIO()
+    view = CellView("r", out, err, output_ranks=[0], ranks=[0, 1])
+    view.on_events([_lines(1, Stream.STDOUT, ["y" * 50] * 3), _lines(0, Stream.STDOUT, ["x" * 15])])
+    view.finish()
+    assert out.getvalue() == "[rank 0] " + "x" * 15 + "\n"  # rank 1's lines spent no tokens
+    assert err.getvalue() == (
+        "[jupyter-distributed] 3 line(s) of the ranks not in --output 0 were not shown; "
+        "the history has them: %distributed logs r\n"
+    )

@@ -12,9 +12,7 @@ import argparse
 import datetime
 import os
 import platform
-import signal
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +21,17 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import Results, capture, fmt_rate, median, ms, pct, timed_loop, use_checkout  # noqa: E402
+from common import (  # noqa: E402
+    Results,
+    bench_shell,
+    capture,
+    fmt_rate,
+    median,
+    ms,
+    pct,
+    timed_loop,
+    use_checkout,
+)
 
 use_checkout()
 from drivers import IPP, JD, CellError  # noqa: E402
@@ -265,16 +273,7 @@ def main() -> int:
     args.interrupts = 1 if quick else 3
     args.dead_wait = 15.0
 
-    # As in a kernel: SIGINT raises KeyboardInterrupt (a background job of a shell starts
-    # with SIGINT ignored, and Python then keeps it ignored).
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    tmp = Path(tempfile.mkdtemp(prefix="jd-bench-"))
-    os.environ["JUPYTER_DISTRIBUTED_STORE"] = str(tmp / "history.sqlite3")
-    os.environ["IPYTHONDIR"] = str(tmp / "ipython")
-    from IPython.testing.globalipapp import start_ipython
-
-    ip = start_ipython()
-    ip.run_line_magic("load_ext", "jupyter_distributed")
+    ip, tmp = bench_shell("jd-bench-")
 
     columns = [f"{s} n={n}" for n in args.ranks for s in (["jd"] if args.no_ipp else ["jd", "ipp"])]
     res = Results(columns)

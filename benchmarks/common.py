@@ -6,8 +6,10 @@ import importlib.util
 import io
 import os
 import re
+import signal
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,14 +18,30 @@ from pathlib import Path
 from typing import Any
 
 
-def use_checkout() -> None:
-    """Without an installed package, run from this checkout: its ``python/`` first on the path
-    of this process and, through ``PYTHONPATH``, of the ranks it starts."""
-    if importlib.util.find_spec("jupyter_distributed") is not None:
+def use_checkout(always: bool = False) -> None:
+    """Without an installed package (or ``always``), run from this checkout: its ``python/``
+    first on the path of this process and, through ``PYTHONPATH``, of the ranks it starts."""
+    if not always and importlib.util.find_spec("jupyter_distributed") is not None:
         return
     source = str(Path(__file__).resolve().parent.parent / "python")
     sys.path.insert(0, source)
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))
+
+
+def bench_shell(prefix: str) -> tuple[Any, Path]:
+    """An IPython shell with ``%%distributed`` loaded, on a private history and IPython
+    directory (under the returned temporary folder). As in a kernel, SIGINT raises
+    KeyboardInterrupt (a background job of a shell starts with SIGINT ignored, and Python then
+    keeps it ignored)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    os.environ["JUPYTER_DISTRIBUTED_STORE"] = str(tmp / "history.sqlite3")
+    os.environ["IPYTHONDIR"] = str(tmp / "ipython")
+    from IPython.testing.globalipapp import start_ipython
+
+    ip = start_ipython()
+    ip.run_line_magic("load_ext", "jupyter_distributed")
+    return ip, tmp
 
 
 # Lines the ranks print carry this marker: "JDB <rank> <i> <time.time()>"

@@ -9,6 +9,7 @@
 import * as React from 'react';
 
 import { canOpen } from './image';
+import { type IShownLine, ranksText } from './logcollapse';
 import { ROW_HEIGHT, rowSlots } from './logwindow';
 import { rankColor } from './palette';
 import { useTrans } from './translate';
@@ -16,7 +17,7 @@ import type { LogLine } from './wire';
 
 /** One row; rendered again only when its line, place or the list's length changed. */
 const LogRow = React.memo(function LogRow(props: {
-  line: LogLine;
+  line: IShownLine;
   index: number;
   total: number;
   onOpen?: (line: LogLine) => void;
@@ -31,9 +32,14 @@ const LogRow = React.memo(function LogRow(props: {
       className={`jp-Distributed-line jp-mod-${line.stream}`}
       style={{ top: index * ROW_HEIGHT, height: ROW_HEIGHT }}
     >
-      <span className="jp-Distributed-lineRank" style={{ color: rankColor(line.rank) }}>
-        {trans.__('[rank %1]', line.rank)}
-      </span>
+      {line.ranks ? (
+        // several ranks' line: no one rank's colour
+        <span className="jp-Distributed-lineRank">{trans.__('[ranks %1]', ranksText(line.ranks))}</span>
+      ) : (
+        <span className="jp-Distributed-lineRank" style={{ color: rankColor(line.rank) }}>
+          {trans.__('[rank %1]', line.rank)}
+        </span>
+      )}
       {line.stream === 'stderr' ? <span className="jp-Distributed-lineStream">stderr</span> : null}
       {line.text}
       {onOpen && canOpen(line) ? (
@@ -51,7 +57,7 @@ const LogRow = React.memo(function LogRow(props: {
 });
 
 export function LogRows(props: {
-  lines: readonly LogLine[];
+  lines: readonly IShownLine[];
   first: number;
   last: number;
   slots: number;
@@ -70,7 +76,7 @@ export function LogRows(props: {
     if (index !== null) {
       rows.push(
         // biome-ignore lint/suspicious/noArrayIndexKey: the key is the row's slot, on purpose (see logwindow.ts)
-        <LogRow key={slot} line={props.lines[index] as LogLine} index={index} total={total} onOpen={onOpen} />
+        <LogRow key={slot} line={props.lines[index] as IShownLine} index={index} total={total} onOpen={onOpen} />
       );
     }
   });

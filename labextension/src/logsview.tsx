@@ -9,6 +9,7 @@ import * as React from 'react';
 import type { IOpenedImage } from './image';
 import { ImageView } from './imageview';
 import type { ILogFilter } from './logbuffer';
+import type { IShownLine } from './logcollapse';
 import { useLogScroll } from './logfollow';
 import { LogRows } from './logrows';
 import { LogToolbar } from './logtoolbar';
@@ -17,11 +18,14 @@ import { useTrans } from './translate';
 import type { LogLine } from './wire';
 
 export interface ILogsViewProps {
-  lines: readonly LogLine[];
+  lines: readonly IShownLine[];
   /** Changes whenever `lines` grew (the array itself is reused). */
   version: number;
   filter: ILogFilter;
   follow: boolean;
+  /** Whether identical lines of several ranks show once. */
+  collapsed: boolean;
+  onCollapse: (collapsed: boolean) => void;
   onFilter: (filter: Partial<ILogFilter>) => void;
   onFollow: (follow: boolean) => void;
   /** The display image opened from a line, if any. */
@@ -46,6 +50,8 @@ export function LogsView(props: ILogsViewProps): JSX.Element {
       <LogToolbar
         filter={props.filter}
         follow={props.follow}
+        collapsed={props.collapsed}
+        onCollapse={props.onCollapse}
         total={total}
         onFilter={props.onFilter}
         onFollow={props.onFollow}

@@ -1,6 +1,7 @@
 /**
  * Render-only: the Logs tab's toolbar (text search, ranks to show, stderr only,
- * pause/resume of auto-scroll, line count).
+ * identical lines of several ranks collapsed or not, pause/resume of
+ * auto-scroll, line count).
  */
 
 import * as React from 'react';
@@ -31,6 +32,8 @@ export function parseRanks(text: string): number[] | null {
 export interface ILogToolbarProps {
   filter: ILogFilter;
   follow: boolean;
+  collapsed: boolean;
+  onCollapse: (collapsed: boolean) => void;
   /** Lines that pass the filter. */
   total: number;
   onFilter: (filter: Partial<ILogFilter>) => void;
@@ -72,6 +75,10 @@ export function LogToolbar(props: ILogToolbarProps): JSX.Element {
           onChange={e => props.onFilter({ stderrOnly: e.target.checked })}
         />
         {trans.__('stderr only')}
+      </label>
+      <label title={trans.__('Identical lines of several ranks once, as [ranks 0-7]')}>
+        <input type="checkbox" checked={props.collapsed} onChange={e => props.onCollapse(e.target.checked)} />
+        {trans.__('Collapse identical lines')}
       </label>
       <button type="button" className="jp-Button" onClick={() => props.onFollow(!props.follow)}>
         {props.follow ? trans.__('Pause auto-scroll') : trans.__('Resume auto-scroll')}

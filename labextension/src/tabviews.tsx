@@ -36,10 +36,12 @@ export const TAB_VIEWS: { readonly [T in Tab]: TabView } = {
   )),
   logs: ofRun((model, live) => (
     <LogsView
-      lines={live.logs.filtered(model.logView.filter)}
+      lines={model.logView.shown(live.logs.filtered(model.logView.filter))}
       version={live.version}
       filter={model.logView.filter}
       follow={model.logView.follow}
+      collapsed={model.logView.collapsed}
+      onCollapse={collapsed => model.logView.setCollapsed(collapsed)}
       onFilter={filter => model.logView.setFilter(filter)}
       onFollow={follow => model.logView.setFollow(follow)}
       image={model.image.opened}

@@ -158,6 +158,17 @@ run_args = _stack(
         "(default: Distributed.display_max_mb, 10)",
     ),
     argument(
+        "--output",
+        metavar="all|0,2",
+        help="whose lines (prints, warnings) show under the cell: all, or ranks (default all; "
+        "every rank's are recorded, and a note says how many were not shown)",
+    ),
+    argument(
+        "--no-collapse",
+        action="store_true",
+        help="show identical lines of several ranks once per rank, not once as [ranks 0-7]",
+    ),
+    argument(
         "--quiet",
         action="store_true",
         help="do not show the ranks' output under the cell (it is still recorded)",

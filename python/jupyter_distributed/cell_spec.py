@@ -100,6 +100,8 @@ def spec_from_args(
         targets=parse_targets(args.targets, layout.world_size) if args.targets else None,
         timeout=args.timeout,
         display=_display_ranks(args.display, layout.world_size),
+        output=_display_ranks(args.output, layout.world_size, "--output"),
+        collapse=not args.no_collapse,
         display_max_mb=(
             args.display_max_mb if args.display_max_mb is not None else settings.display_max_mb
         ),
@@ -107,10 +109,12 @@ def spec_from_args(
     )
 
 
-def _display_ranks(text: str | None, world_size: int) -> tuple[int, ...] | None:
+def _display_ranks(
+    text: str | None, world_size: int, flag: str = "--display"
+) -> tuple[int, ...] | None:
     if text is None or text.strip() == "all":
         return None
     try:
         return parse_targets(text, world_size)
     except SpecError as exc:
-        raise SpecError(str(exc).replace("--targets", "--display")) from None
+        raise SpecError(str(exc).replace("--targets", flag)) from None

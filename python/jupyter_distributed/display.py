@@ -10,12 +10,13 @@ clears and redraws a figure keeps one figure under the cell (a live line is empt
 Text lines (prints, the ``[rank N] image/png ...`` labels) share the cell's streams with
 every rank: they stay.
 
-Lines are collected and written to the kernel's stdout/stderr in one write per stream every
-10 ms at most (a failure at once), so output arrives live without flooding the notebook with
-messages, and a flood costs the kernel one write per flush, not one per line. A rank that
-prints faster than a notebook can show is rate limited here; every line is still in the
-history (``%distributed logs RUN``), unless the history store failed, which the closing notice
-then says.
+Identical lines of several ranks are shown once, ``[ranks 0-7] text`` (:mod:`.collapse`), and
+``--output`` chooses whose lines show (:mod:`.celllines`). Lines are collected and written to
+the kernel's stdout/stderr in one write per stream every 10 ms at most (a failure at once), so
+output arrives live without flooding the notebook with messages, and a flood costs the kernel
+one write per flush, not one per line. A rank that prints faster than a notebook can show is
+rate limited here; every line is still in the history (``%distributed logs RUN``), unless the
+history store failed, which the closing notice then says.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import time
 from collections.abc import Collection, Sequence
 from typing import Any, TextIO
 
+from .celllines import ShownLines, closing_notes, tagged
 from .displayarea import Area, rich
 from .events import (
     DisplayEvent,
@@ -53,9 +55,15 @@ class CellView:
         err: TextIO | None = None,
         quiet: bool = False,
         display_ranks: Collection[int] | None = None,
+        output_ranks: Collection[int] | None = None,
+        collapse: bool = True,
+        ranks: Collection[int] | None = None,
     ) -> None:
         self.run_id = run_id
         self.display_ranks = None if display_ranks is None else frozenset(display_ranks)
+        # --output and the collapsed lines (with --quiet, nothing shows: nothing to say)
+        self.lines = ShownLines(None if quiet else output_ranks, collapse and not quiet, ranks)
+        self._held = self.lines.held
         self._live: dict[tuple[int, str], str] = {}  # (rank, stream) -> its display id
         self._lives = 0
         self._rich_results: set[int] = set()
@@ -74,12 +82,19 @@ class CellView:
         if self._waiting and isinstance(event, OutputEvent | DisplayEvent):
             self._clear_waiting(event.rank)
         if isinstance(event, OutputEvent):
+            if self.lines.hides(event.rank, event.stream):
+                self.lines.hidden += 1
+                return
             live = self._live.pop((event.rank, event.stream.value), None)
             if live is not None and not self._quiet:  # the line's final state
                 self._publish(self._labelled(event.rank, event.text), {}, live, update=True)
             elif event.stream is Stream.RESULT:
-                if event.rank not in self._rich_results:
+                if self._held is not None and event.rank not in self._rich_results:
+                    self._collapse(event.rank, event.stream, [(event.t, event.text)])
+                elif event.rank not in self._rich_results:
                     self._write(self._out, f"Out[rank {event.rank}]: {event.text}\n", force=True)
+            elif self._held is not None and not self._quiet:
+                self._collapse(event.rank, event.stream, [(event.t, event.text)])
             elif not self._quiet:
                 target = self._err if event.stream is Stream.STDERR else self._out
                 self._write(target, f"[rank {event.rank}] {event.text}\n")
@@ -98,12 +113,13 @@ class CellView:
                 text = "\n".join([head, *(line for line in rest if FLIGHT_LABEL in line)])
             self._write(self._err, f"[jupyter-distributed] {text}\n", force=True)
         elif isinstance(event, RankEvent):
+            self.lines.ended(event.rank, event.state)
             return
         self.maybe_flush()
 
     def live(self, rank: int, stream: str, text: str) -> None:
         """A rank's line redrawn in place: one display per rank and stream, updated."""
-        if self._quiet:
+        if self._quiet or self.lines.hides(rank, Stream(stream)):
             return
         key = (rank, stream)
         self._clear_waiting(rank)
@@ -184,6 +200,8 @@ class CellView:
         self, data: dict[str, Any], metadata: dict[str, Any], display_id: str | None, update: bool
     ) -> None:
         """Through IPython's display publisher under a kernel; as text elsewhere."""
+        if self._held:
+            self._release(everything=True)
         self.flush()
         if not rich():
             text = str(data.get("text/plain", ""))
@@ -206,46 +224,49 @@ class CellView:
         for event in events:
             if not isinstance(event, OutputLines):
                 self.on_event(event)
+            elif self.lines.hides(event.rank, event.stream):
+                self.lines.hidden += len(event.lines)
             elif self._live or self._waiting:  # (a line redrawn in place ends through on_event)
                 for line in event.events():
                     self.on_event(line)
+            elif self._held is not None and not self._quiet:
+                self._collapse(event.rank, event.stream, event.lines)
             elif not self._quiet:
                 self._lines(event, self._err if event.stream is Stream.STDERR else self._out)
         self.maybe_flush()
 
     def _lines(self, event: OutputLines, target: TextIO) -> None:
         """A message's lines, each shown while the tokens last."""
-        prefix = f"[rank {event.rank}] "
-        least = len(prefix) + 1  # (an empty line's cost)
         texts = [text for _t, text in event.lines]
-        cost = sum(map(len, texts)) + least * len(texts)
-        if cost <= self._tokens:  # (the usual case: all of them, in one string)
-            self._tokens -= cost
-            self._pending.append((target, prefix + f"\n{prefix}".join(texts) + "\n"))
-            return
-        tokens, shown = self._tokens, []
-        for i, text in enumerate(texts):
-            if tokens < least:  # no line fits any more
-                self.suppressed += len(texts) - i
-                break
-            if tokens < least + len(text):
-                self.suppressed += 1
-                continue
-            tokens -= least + len(text)
-            shown.append(text)
-        self._tokens = tokens
-        if shown:
-            self._pending.append((target, "".join(f"{prefix}{text}\n" for text in shown)))
+        self._tokens, text, dropped = tagged(event.rank, texts, self._tokens)
+        self.suppressed += dropped
+        if text:
+            self._pending.append((target, text))
+
+    def _collapse(self, rank: int, stream: Stream, lines: Sequence[tuple[float, str]]) -> None:
+        """A rank's lines, held for the same lines of other ranks (:mod:`.collapse`)."""
+        self._refill()
+        self._tokens, dropped = self.lines.add(rank, stream, lines, self._tokens)
+        self.suppressed += dropped  # (what is due goes out at the next maybe_flush)
+
+    def _release(self, everything: bool = False) -> None:
+        """The held lines that are due (``everything``: all, for what must follow them)."""
+        due = self.lines.drain() if everything else self.lines.due()
+        self._pending += [(self._err if e else self._out, text) for e, text in due]
 
     def notice(self, text: str) -> None:
         self._write(self._err, f"[jupyter-distributed] {text}\n", force=True)
         self.flush()
 
     def maybe_flush(self) -> None:
+        if self._held:
+            self._release()
         if self._pending and time.monotonic() - self._last_flush >= FLUSH_EVERY:
             self.flush()
 
     def flush(self) -> None:
+        if self._held:
+            self._release()
         if self._pending:
             pending, self._pending = self._pending, []
             start = 0
@@ -260,19 +281,11 @@ class CellView:
     def finish(self, unrecorded: int = 0) -> None:
         """End the cell's output; ``unrecorded``: events the history store could not keep
         (then the notice never claims that every line is kept)."""
-        lost = (
-            f"{unrecorded} event(s) of this run could not be written to the history, "
-            "so its log is incomplete"
-        )
-        if self.suppressed:
-            kept = lost if unrecorded else "all are kept"
-            self.notice(
-                f"{self.suppressed} line(s) were not shown to keep the notebook "
-                f"responsive; {kept}: %distributed logs {self.run_id}"
-            )
-            self.suppressed = 0
-        elif unrecorded:
-            self.notice(f"{lost}; what is shown above is all there is")
+        if self._held:
+            self._release(everything=True)
+        for note in closing_notes(self.run_id, self.lines.note(), self.suppressed, unrecorded):
+            self.notice(note)
+        self.suppressed = 0
         self.flush()
 
     def _refill(self) -> None:
@@ -281,6 +294,8 @@ class CellView:
         self._refilled = now
 
     def _write(self, stream: TextIO, text: str, force: bool = False) -> None:
+        if force and self._held:  # (what is written at once comes after the held lines)
+            self._release(everything=True)
         self._refill()
         if not force and self._tokens < len(text):
             self.suppressed += 1

@@ -131,7 +131,7 @@ class DistributedMagics(Magics):
                 cell,
                 self.shell.user_ns,
                 cell_id=self._cell_id(),
-                view=_view(spec.ranks, args.quiet, args.widget, spec.display),
+                view=_view(spec, args.quiet, args.widget),
             )
         except SpecError as exc:
             raise UsageError(str(exc)) from None
@@ -231,14 +231,24 @@ DistributedMagics.distributed.__doc__ = (
 ) + line_commands.command_help()
 
 
-def _view(
-    ranks: tuple[int, ...], quiet: bool, widget: bool, display: tuple[int, ...] | None
-) -> CellView:
+def _view(spec: Spec, quiet: bool, widget: bool) -> CellView:
     if not widget:
-        return CellView(quiet=quiet, display_ranks=display)
+        return CellView(
+            quiet=quiet,
+            display_ranks=spec.display,
+            output_ranks=spec.output,
+            collapse=spec.collapse,
+            ranks=spec.ranks,
+        )
     from .widgets import WidgetView  # ipywidgets only when asked for
 
-    return WidgetView(ranks, quiet=quiet, display_ranks=display)
+    return WidgetView(
+        spec.ranks,
+        quiet=quiet,
+        display_ranks=spec.display,
+        output_ranks=spec.output,
+        collapse=spec.collapse,
+    )
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -72,6 +72,8 @@ class Spec:
     timeout: float | None = None
     display: tuple[int, ...] | None = None  # ranks whose rich displays show (None: all)
     display_max_mb: float = 10.0
+    output: tuple[int, ...] | None = None  # ranks whose lines show (None: all)
+    collapse: bool = True  # identical lines of several ranks shown once
     sweep: Sweep | None = None  # the cell's sweep axes (the session runs each combination)
     params: Combination = ()  # one combination's values: variables in the ranks' namespace
 
@@ -107,6 +109,8 @@ class Spec:
                     f"--targets: rank {bad[0]} does not exist; ranks are "
                     f"0-{self.layout.world_size - 1}"
                 )
+        if self.output == ():
+            raise SpecError("--output selects no rank; give ranks like 0,3, or use --quiet")
         if not 0 < self.display_max_mb <= MAX_DISPLAY_MB:
             raise SpecError(
                 f"--display-max-mb must be a positive number up to {MAX_DISPLAY_MB:.0f}, "

@@ -152,7 +152,17 @@ def run_sweep(
         prefix = f"[{label(combo)}] "
         out = cast(TextIO, _Prefixed(prefix, sys.stdout))
         err = cast(TextIO, _Prefixed(prefix, sys.stderr))
-        views.append(CellView(out=out, err=err, quiet=quiet, display_ranks=spec.display))
+        views.append(
+            CellView(
+                out=out,
+                err=err,
+                quiet=quiet,
+                display_ranks=spec.display,
+                output_ranks=spec.output,
+                collapse=spec.collapse,
+                ranks=one.ranks,
+            )
+        )
     outcome = SweepOutcome(f"sweep-{new_run_id()}", parallel, [c.result for c in combos])
     sys.stderr.write(
         f"[jupyter-distributed] {outcome.sweep_id}: {len(combos)} combination(s) of "

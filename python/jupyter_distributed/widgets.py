@@ -57,8 +57,10 @@ class WidgetView(CellView):
         err: TextIO | None = None,
         quiet: bool = False,
         display_ranks: Collection[int] | None = None,
+        output_ranks: Collection[int] | None = None,
+        collapse: bool = True,
     ) -> None:
-        super().__init__(run_id, out, err, quiet, display_ranks)
+        super().__init__(run_id, out, err, quiet, display_ranks, output_ranks, collapse, ranks)
         self.rank_ids = list(ranks)
         self.started = time.time()
         self.widget = RunWidget()

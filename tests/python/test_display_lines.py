@@ -10,7 +10,14 @@ import pytest
 
 from jupyter_distributed import display
 from jupyter_distributed.display import CellView
-from jupyter_distributed.events import Event, OutputEvent, OutputLines, Stream
+from jupyter_distributed.events import (
+    Event,
+    OutputEvent,
+    OutputLines,
+    RankEvent,
+    RankState,
+    Stream,
+)
 
 
 def _lines(rank: int, stream: Stream, texts: list[str]) -> OutputLines:
@@ -33,13 +40,17 @@ def test_lines_are_shown_tagged_in_order_per_stream() -> None:
     assert err.getvalue() == "[rank 1] oops\n"
 
 
-def test_lines_past_the_rate_limit_are_counted_not_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("ranks", [[0], [0, 1]], ids=["one rank", "collapsing"])
+def test_lines_past_the_rate_limit_are_counted_not_shown(
+    monkeypatch: pytest.MonkeyPatch, ranks: list[int]
+) -> None:
     monkeypatch.setattr(display, "BYTES_PER_SECOND", 0)
     monkeypatch.setattr(display, "BURST_BYTES", 100)
     out = io.StringIO()
-    view = CellView("r", out, io.StringIO())
+    view = CellView("r", out, io.StringIO(), ranks=ranks)
     texts = ["x" * 20, "y" * 70, "z", "w" * 45, "v"]  # each costs 10 more: "[rank 0] " "\n"
     view.on_events([_lines(0, Stream.STDOUT, texts), _lines(0, Stream.STDOUT, ["u"] * 50)])
+    view.on_event(RankEvent("r", 1, 2.0, RankState.DONE))  # (no line waits for rank 1 then)
     view.flush()
     assert out.getvalue() == "[rank 0] " + "x" * 20 + "\n[rank 0] z\n[rank 0] " + "w" * 45 + "\n"
     assert view.suppressed == 2 + 50  # "y"*70 did not fit, "v" and the "u"s came too late
@@ -59,3 +70,19 @@ def test_a_view_that_watches_every_event_gets_each_line() -> None:
         OutputEvent("r", 2, 1.0, Stream.STDOUT, "a"),
         OutputEvent("r", 2, 2.0, Stream.STDOUT, "b"),
     ]
+
+
+def test_output_hides_other_ranks_lines_before_the_rate_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(display, "BYTES_PER_SECOND", 0)
+    monkeypatch.setattr(display, "BURST_BYTES", 30)
+    out, err = io.StringIO(), io.StringIO()
+    view = CellView("r", out, err, output_ranks=[0], ranks=[0, 1])
+    view.on_events([_lines(1, Stream.STDOUT, ["y" * 50] * 3), _lines(0, Stream.STDOUT, ["x" * 15])])
+    view.finish()
+    assert out.getvalue() == "[rank 0] " + "x" * 15 + "\n"  # rank 1's lines spent no tokens
+    assert err.getvalue() == (
+        "[jupyter-distributed] 3 line(s) of the ranks not in --output 0 were not shown; "
+        "the history has them: %distributed logs r\n"
+    )

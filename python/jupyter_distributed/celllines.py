@@ -1,0 +1,118 @@
+"""Whose lines show under a cell, and how: ``--output`` (the ranks whose lines show; the
+others' are counted, and kept in the history) and the collapsing of identical lines
+(:mod:`.collapse`), as the cell's view (:class:`~.display.CellView`) writes them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Sequence
+
+from .collapse import Collapser, Run, affordable, ranks_text
+from .events import RankState, Stream
+
+_RUNNING = (RankState.STARTING, RankState.RUNNING)
+_FOREVER = float("inf")
+
+
+class ShownLines:
+    """``output_ranks``: whose lines show (None: every rank's); ``collapse``: identical lines
+    of several ranks shown once; ``ranks``: the cell's ranks (None: not known)."""
+
+    def __init__(
+        self,
+        output_ranks: Collection[int] | None = None,
+        collapse: bool = True,
+        ranks: Collection[int] | None = None,
+    ) -> None:
+        self.output_ranks = None if output_ranks is None else frozenset(output_ranks)
+        self.hidden = 0  # lines of the other ranks, not shown
+        shown = None if ranks is None else set(ranks) & (self.output_ranks or set(ranks))
+        # (nothing to collapse when one rank at most shows lines)
+        self.held = Collapser(shown) if collapse and (shown is None or len(shown) > 1) else None
+
+    def hides(self, rank: int, stream: Stream) -> bool:
+        """Whether ``--output`` keeps this line of ``rank`` from the cell (a result shows)."""
+        out = self.output_ranks
+        return out is not None and rank not in out and stream is not Stream.RESULT
+
+    def add(
+        self, rank: int, stream: Stream, lines: Sequence[tuple[float, str]], tokens: float
+    ) -> tuple[float, int]:
+        """A rank's lines (time, text) into the collapser, each new line paid from
+        ``tokens`` with its label (one that joins another rank's is free; a result is always
+        shown, in its rank's order). Returns the tokens left and how many lines the tokens
+        could not pay; :meth:`due` gives what is to be shown."""
+        assert self.held is not None  # noqa: S101 (only called with collapsing on)
+        cost = len(str(rank)) + 10  # (the label's and the newline's)
+        result = stream is Stream.RESULT
+        if not result and tokens < cost:  # no line fits: a flood past the rate costs a count
+            return tokens, len(lines)
+        texts = [text for _t, text in lines]
+        budget = _FOREVER if result else tokens
+        left, dropped = self.held.add(
+            rank, stream.value, texts, time.monotonic(), budget, cost, result
+        )
+        return tokens if result else left, dropped
+
+    def ended(self, rank: int, state: RankState) -> None:
+        """A rank's state changed: once its cell ended, no line waits for it."""
+        if self.held is not None and state not in _RUNNING:
+            self.held.done(rank)
+
+    def due(self) -> list[tuple[bool, str]]:
+        """The lines to show now, each ``(to stderr, text with its newline)``, in order."""
+        return _shown(self.held.due(time.monotonic())) if self.held else []
+
+    def drain(self) -> list[tuple[bool, str]]:
+        """Every held line, for what must show after them at once (a display, a failure)."""
+        return _shown(self.held.drain()) if self.held else []
+
+    def note(self) -> str:
+        """What ``--output`` did not show, for the closing notes (then counts anew)."""
+        if not self.hidden or self.output_ranks is None:
+            return ""
+        hidden, self.hidden = self.hidden, 0
+        return f"{hidden} line(s) of the ranks not in --output {ranks_text(self.output_ranks)}"
+
+
+def closing_notes(run_id: str, hidden: str, suppressed: int, unrecorded: int) -> list[str]:
+    """The notes that end a cell's output: lines ``--output`` did not show (``hidden``, from
+    :meth:`ShownLines.note`), lines the rate limit did not show, events the history could not
+    keep (then no note claims that every line is kept)."""
+    lost = (
+        f"{unrecorded} event(s) of this run could not be written to the history, "
+        "so its log is incomplete"
+    )
+    notes = []
+    if hidden:
+        kept = lost if unrecorded else "the history has them"
+        notes.append(f"{hidden} were not shown; {kept}: %distributed logs {run_id}")
+    if suppressed:
+        kept = lost if unrecorded else "all are kept"
+        notes.append(
+            f"{suppressed} line(s) were not shown to keep the notebook responsive; "
+            f"{kept}: %distributed logs {run_id}"
+        )
+    elif unrecorded:
+        notes.append(f"{lost}; what is shown above is all there is")
+    return notes
+
+
+def tagged(rank: int, texts: list[str], tokens: float) -> tuple[float, str, int]:
+    """A message's lines of ``rank`` tagged ``[rank N]``, each while ``tokens`` last (a line
+    costs its length and its tag's). Returns the tokens left, the text to write and how many
+    lines were not shown."""
+    prefix = f"[rank {rank}] "
+    shown, tokens, dropped = affordable(texts, tokens, len(prefix) + 1)
+    if not shown:
+        return tokens, "", dropped
+    return tokens, prefix + f"\n{prefix}".join(shown) + "\n", dropped
+
+
+def _shown(runs: list[Run]) -> list[tuple[bool, str]]:
+    return [
+        (False, "".join(f"Out[rank {run.rank}]: {text}\n" for text in run.texts))
+        if run.alone
+        else (run.stream == "stderr", run.render())
+        for run in runs
+    ]

@@ -374,7 +374,7 @@ async def test_integers_beyond_64_bits_are_bad_requests(
     with pytest.raises(HTTPClientError) as info:
         await jp_ws_fetch(*API, "stream", params={"after": huge})
     assert info.value.code == 400
-    big = str(2**63 - 1)
+    big = str(2**62)  # the routes' bound (a cursor is widened by a row's span before SQLite)
     assert await _code(jp_fetch, "runs", "r1", "logs", after=big) == 200
 
 

@@ -138,3 +138,10 @@ class Advice:
             f"<table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
             f"<ul>{notes}</ul>"
         )
+
+
+def display_advice(advice: Advice) -> None:
+    """Show the advice under the cell: its HTML in a notebook, its text in a terminal."""
+    from IPython.display import display
+
+    display(advice)  # type: ignore[no-untyped-call]

@@ -63,7 +63,7 @@ def stage_compute(
             opt = torch.optim.AdamW(stage.parameters(), lr=1e-3, foreach=False)
             timed = {}
             for b, x in inputs.items():
-                timed[b] = _median_seconds(lambda x=x, s=stage: loss_of(s(x)).backward())
+                timed[b] = _median_seconds(functools.partial(_forward_backward, stage, x))
                 with torch.no_grad():
                     y = stage(x)
                 inputs[b] = y.detach().requires_grad_(True) if y.is_floating_point() else y
@@ -73,6 +73,10 @@ def stage_compute(
         return tuple(out)
     finally:
         torch.set_num_threads(was)
+
+
+def _forward_backward(stage: Any, x: Any) -> None:
+    loss_of(stage(x)).backward()
 
 
 def rank_threads(procs_per_node: int) -> tuple[int, float]:

@@ -20,6 +20,8 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import magic_arguments, parse_argstring
 
 from . import line_commands, probe, textviews
+from .advise import command as advise_command
+from .advise.report import display_advice
 from .arguments import backend_args, layout_args, run_args, strategy_args
 from .backends import plugin, plugins
 from .cell_spec import spec_from_args
@@ -187,6 +189,15 @@ class DistributedMagics(Magics):
             raise UsageError(str(exc)) from None
         print(probe.table(result))
 
+    def _advise(self, line: str, words: list[str]) -> None:
+        args = advise_command.parser().parse_args(words)
+        try:
+            advice = advise_command.run(args, "advise" + line, self.session.store,
+                                        self.session.live, self.shell)  # fmt: skip
+        except SpecError as exc:
+            raise UsageError(str(exc)) from None
+        display_advice(advice)
+
     def _backend_defaults(self, name: str) -> dict[str, Any]:
         return plugin(name).defaults(self.backend_settings.get(name))
 
@@ -199,6 +210,9 @@ class DistributedMagics(Magics):
             return
         if words[:1] == ["probe"]:
             self._probe(words[1:])
+            return
+        if words[:1] == ["advise"]:
+            self._advise(line.strip()[len("advise") :], words[1:])
             return
         args = line_commands.line_parser().parse_args(words)
         assert self.shell is not None  # noqa: S101 (IPython binds magics to a shell)

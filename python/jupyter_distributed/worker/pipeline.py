@@ -12,10 +12,10 @@ on ``runner.module``) before the first step to split their work.
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import pairwise
 from typing import Any
 
 from ..layout import Layout, ModelParallel, Pipeline
+from ..modelshapes import cut, pieces
 from .errors import StrategyError
 from .torch_helpers import note
 
@@ -46,21 +46,8 @@ def split_sequential(model: Any, parts: int) -> list[Any]:
             f"the model has {len(layers)} layers for {parts} pipeline stages; "
             "use fewer --partitions or more layers"
         )
-    sizes = [max(1, sum(p.numel() for p in layer.parameters())) for layer in layers]
-    prefix = [0]
-    for size in sizes:
-        prefix.append(prefix[-1] + size)
-    bounds = [0]
-    for k in range(1, parts):  # cut where the running total is nearest k/parts of the whole
-        target = prefix[-1] * k / parts
-        candidates = range(bounds[-1] + 1, len(layers) - (parts - k) + 1)
-        bounds.append(_nearest(prefix, candidates, target))
-    bounds.append(len(layers))
-    return [torch.nn.Sequential(*layers[a:b]) for a, b in pairwise(bounds)]
-
-
-def _nearest(prefix: list[int], candidates: range, target: float) -> int:
-    return min(candidates, key=lambda i: abs(prefix[i] - target))
+    sizes = [sum(p.numel() for p in layer.parameters()) for layer in layers]
+    return [torch.nn.Sequential(*layers[a:b]) for a, b in pieces(cut(sizes, parts))]
 
 
 class PipelineRunner:

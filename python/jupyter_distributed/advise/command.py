@@ -1,0 +1,96 @@
+"""``%distributed advise``: its flags, and the command that resolves the names in the
+notebook, asks :func:`.plan.advise`, stores the answer and (``--verify K``) checks it."""
+
+from __future__ import annotations
+
+from argparse import ArgumentTypeError, Namespace
+from typing import Any
+
+from IPython.core.magic_arguments import MagicArgumentParser
+
+from ..history.store import Store
+from .intake import AdviseError, Analytic
+from .plan import advise
+from .report import Advice
+from .store import newest_probe, save, update
+from .verify import verify
+
+USAGE = (
+    "advise --model NAME --global-batch B [--seq S] [--nodes N --procs-per-node P] "
+    "[--probe RUN] [--optimizer adamw|sgd] [--precision bf16|fp32] [--memory-gib G] "
+    "[--verify K --step NAME]"
+)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 2**31 - 1:
+        raise ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def parser() -> MagicArgumentParser:
+    p = MagicArgumentParser(prog="%distributed advise", add_help=False)  # type: ignore[no-untyped-call]
+    p.add_argument("--model")
+    p.add_argument("--global-batch", type=_positive, required=True)
+    p.add_argument("--seq", type=_positive)
+    p.add_argument("--nodes", type=_positive, default=1)
+    p.add_argument("--procs-per-node", "-n", type=_positive, default=1)
+    p.add_argument("--cluster")
+    p.add_argument("--probe")
+    p.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw")
+    p.add_argument("--precision", choices=("bf16", "fp32", "fp16"), default="fp32")
+    p.add_argument("--memory-gib", type=float)
+    p.add_argument("--verify", type=_positive)
+    p.add_argument("--step")
+    for name in ("parameters", "layers", "hidden", "heads", "vocab"):
+        p.add_argument(f"--{name}", type=_positive)
+    return p
+
+
+def run(args: Namespace, line: str, store: Store, live: Any, shell: Any) -> Advice:
+    """What ``%distributed advise`` does; bad input is an :class:`AdviseError` (one line)."""
+    user_ns = shell.user_ns if shell is not None else {}
+    nodes, per_node = args.nodes, args.procs_per_node
+    if args.cluster:
+        spec = next((x.spec for x in live.values() if x.cluster.id == args.cluster), None)
+        if spec is None:
+            raise AdviseError(f"--cluster {args.cluster}: no such cluster lives in this kernel")
+        nodes, per_node = spec.layout.nodes, spec.layout.procs_per_node
+    factory = None
+    numbers = None
+    if args.model:
+        if args.model not in user_ns:
+            raise AdviseError(f"--model {args.model}: no such name in the notebook")
+        factory = user_ns[args.model]
+    elif args.parameters:
+        given = [args.parameters, args.layers, args.hidden, args.heads, args.vocab]
+        if None in given:
+            raise AdviseError(
+                "the analytic fallback needs --parameters, --layers, --hidden, --heads and --vocab"
+            )
+        numbers = Analytic(
+            args.parameters, args.layers, args.hidden, args.heads, args.vocab, args.precision
+        )
+    if args.step and args.step not in user_ns:
+        raise AdviseError(f"--step {args.step}: no such name in the notebook")
+    if args.verify and not args.model:
+        raise AdviseError("--verify runs the model: give it as --model NAME")
+    probe = newest_probe(store, nodes * per_node, args.probe) if nodes * per_node > 1 else None
+    advice = advise(
+        factory,
+        global_batch=args.global_batch,
+        seq=args.seq,
+        nodes=nodes,
+        procs_per_node=per_node,
+        probe=probe,
+        optimizer=args.optimizer,
+        precision=args.precision,
+        memory_gib=args.memory_gib,
+        numbers=numbers,
+    )
+    save(store, advice, f"%distributed {line}".strip())
+    if args.verify:
+        verify(advice, args.verify, shell, args.model, args.step, args.optimizer)
+        update(store, advice)
+    return advice

@@ -1,0 +1,124 @@
+"""Every layout our strategies can launch for a cluster and a global batch, with its predicted
+memory and step time.
+
+Launchable today: ``ddp`` and ``fsdp`` over every rank, and ``model-parallel`` (dp × pp with the
+``pipeline`` helper, ``--pipeline simple`` = GPipe or ``interleaved`` = 1F1B) for a model that
+is an ``nn.Sequential``. Tensor parallel runs only through the user's own code on the mesh, so
+it is never enumerated; neither is gradient accumulation (the launch line cannot set it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .intake import ModelInfo
+from .memory import Memory
+
+MAX_MICROBATCHES = 32
+
+
+@dataclass(frozen=True)
+class Candidate:
+    strategy: str  # ddp, fsdp, model-parallel
+    dp: int
+    pp: int = 1
+    microbatches: int = 1
+    interleaved: bool = True  # 1F1B (the pipeline's --pipeline interleaved)
+
+    def micro(self, global_batch: int) -> int:
+        return global_batch // (self.dp * self.microbatches)
+
+    def launch_line(self, nodes: int, procs_per_node: int) -> str:
+        where = (
+            f"--nodes {nodes} --procs-per-node {procs_per_node}"
+            if nodes > 1
+            else (f"-n {procs_per_node}")
+        )
+        line = f"%%distributed {where} --strategy {self.strategy}"
+        if self.strategy == "model-parallel":
+            kind = "interleaved" if self.interleaved else "simple"
+            line += f" --partitions {self.pp} --microbatches {self.microbatches} --pipeline {kind}"
+        return line
+
+    @property
+    def name(self) -> str:
+        if self.strategy == "model-parallel":
+            kind = "1F1B" if self.interleaved else "GPipe"
+            return f"dp{self.dp}×pp{self.pp} m={self.microbatches} {kind}"
+        return f"{self.strategy} dp{self.dp}"
+
+
+def candidates(info: ModelInfo, world: int, global_batch: int) -> list[Candidate]:
+    out = [Candidate(s, world) for s in ("ddp", "fsdp") if global_batch % world == 0]
+    if not info.sequential:
+        return out
+    layers = len(info.layer_params)
+    for pp in range(2, min(world, layers) + 1):
+        if world % pp:
+            continue
+        dp = world // pp
+        if global_batch % dp:
+            continue
+        for m in range(1, min(global_batch // dp, MAX_MICROBATCHES) + 1):
+            if (global_batch // dp) % m:
+                continue
+            out.append(Candidate("model-parallel", dp, pp, m, interleaved=m >= pp))
+            if m >= pp:  # GPipe is also launchable there; below it 1F1B runs as GPipe
+                out.append(Candidate("model-parallel", dp, pp, m, interleaved=False))
+    return out
+
+
+def spans_nodes(ranks: list[int], procs_per_node: int) -> bool:
+    return len({r // procs_per_node for r in ranks}) > 1
+
+
+def groups(c: Candidate, procs_per_node: int) -> tuple[bool, bool]:
+    """Whether the data-parallel group and the pipeline group of rank 0 span nodes (ranks are
+    numbered tensor-parallel fastest, then pipeline stage, then data-parallel replica)."""
+    dp_ranks = [d * c.pp for d in range(c.dp)]
+    pp_ranks = list(range(c.pp))
+    return spans_nodes(dp_ranks, procs_per_node), spans_nodes(pp_ranks, procs_per_node)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One layout's advice. Every number is predicted unless its name says measured."""
+
+    candidate: Candidate
+    launch: str
+    micro: int
+    memory: Memory
+    step_s: float
+    parts_s: dict[str, float]  # compute, communication, bubble, optimizer
+    samples_per_s: float
+    dominant: str
+    fits: bool
+    measured: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.candidate
+        return {
+            "layout": c.name,
+            "launch": self.launch,
+            "strategy": c.strategy,
+            "dp": c.dp,
+            "pp": c.pp,
+            "microbatches": c.microbatches,
+            "micro_batch": self.micro,
+            "predicted_gib": self.memory.total / 2**30,
+            "predicted_bytes": self.memory.breakdown(),
+            "predicted_step_s": self.step_s,
+            "predicted_parts_s": self.parts_s,
+            "predicted_samples_per_s": self.samples_per_s,
+            "dominant": self.dominant,
+            "fits": self.fits,
+            "measured": self.measured,
+        }
+
+
+def dominant(parts: dict[str, float], comm_name: str) -> str:
+    total = sum(parts.values()) or 1.0
+    key = max(parts, key=lambda k: parts[k])
+    label = comm_name if key == "communication" else key
+    return f"{label} {100 * parts[key] / total:.0f} %"

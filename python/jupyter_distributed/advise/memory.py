@@ -1,0 +1,171 @@
+"""Memory per rank: the model's training step traced on fake tensors with torch's MemTracker
+(nothing is allocated), then the layout's sharding and the pipeline's microbatches in flight.
+
+On CPU "memory" is the peak of live tensor bytes (torch's accounting); on a GPU the caching
+allocator keeps more than that, which the allocator margin covers.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..modelshapes import cut, loss_of, pieces, sample_input
+from .intake import DTYPE_BYTES, AdviseError, ModelInfo
+
+OPTIMIZER_STATES = {"adamw": 2, "sgd": 1}
+
+
+@dataclass(frozen=True)
+class Parts:
+    """One module's training step at one microbatch size, at the step's traced peak."""
+
+    params: int
+    grads: int
+    optim: int
+    activations: int  # everything else live at the peak: saved activations and temporaries
+    boundary: int = 0  # bytes of the module's output (what a pipeline stage sends on)
+
+    @property
+    def total(self) -> int:
+        return self.params + self.grads + self.optim + self.activations
+
+
+def _step_of(module: Any, batch: Any, optimizer: str) -> Parts:
+    import torch
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    opt = (
+        torch.optim.SGD(module.parameters(), lr=1e-3, momentum=0.9, foreach=False)
+        if optimizer == "sgd"
+        else torch.optim.AdamW(module.parameters(), lr=1e-3, foreach=False)
+    )
+    tracker = MemTracker()
+    tracker.track_external(module, opt)
+    boundary = 0
+    with tracker:
+        for _ in range(2):  # the second step holds the optimizer's state
+            opt.zero_grad()
+            out = module(batch)
+            boundary = out.numel() * out.element_size()
+            loss_of(out).backward()
+            opt.step()
+            tracker.reset_mod_stats()
+    peak = next(iter(tracker.get_tracker_snapshot("peak").values()))
+    by = {getattr(k, "value", k): v for k, v in peak.items()}
+    p, g, o = by["Parameter"] + by["Buffer"], by["Gradient"], by["Optstate"]
+    return Parts(p, g, o, by["Total"] - p - g - o, boundary)
+
+
+@functools.lru_cache(maxsize=64)
+def trace(
+    factory: Callable[[], Any], micro: int, seq: int | None, optimizer: str, parts: int = 1
+) -> tuple[Parts, ...]:
+    """The training step of each of ``parts`` pipeline stages (1: the whole model) at
+    ``micro`` samples, on fake tensors."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        model = factory()
+        batch = sample_input(model, micro, seq)
+        if parts == 1:
+            return (_step_of(model, batch, optimizer),)
+        layers = list(model)
+        sizes = [sum(p.numel() for p in layer.parameters()) for layer in layers]
+        out: list[Parts] = []
+        for a, b in pieces(cut(sizes, parts)):
+            stage = torch.nn.Sequential(*layers[a:b])
+            out.append(_step_of(stage, batch, optimizer))
+            with torch.no_grad():
+                batch = stage(batch)
+            if batch.is_floating_point():
+                batch = batch.detach().requires_grad_(True)
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Predicted bytes per rank (the largest rank), by component."""
+
+    params: int
+    grads: int
+    optim: int
+    activations: int
+    buffers: int  # DDP's gradient buckets, FSDP's gathered layers, pipeline receive buffers
+    margin: int
+
+    @property
+    def total(self) -> int:
+        return self.params + self.grads + self.optim + self.activations + self.buffers + self.margin
+
+    def breakdown(self) -> dict[str, int]:
+        return {
+            "params": self.params,
+            "grads": self.grads,
+            "optim": self.optim,
+            "activations": self.activations,
+            "buffers": self.buffers,
+            "margin": self.margin,
+        }
+
+
+def analytic_parts(info: ModelInfo, micro: int, seq: int, optimizer: str) -> Parts:
+    """The fallback: parameters × dtype, fp32 gradients... as formulas; activations per layer
+    from Korthikanti et al. 2022 (34·s·h + 5·a·s² bytes per sample, 16-bit, no recompute)."""
+    a = info.analytic
+    if a is None:
+        raise AdviseError("analytic memory needs the model's numbers")
+    width = DTYPE_BYTES[a.dtype]
+    params = info.parameters * width
+    states = OPTIMIZER_STATES[optimizer] * info.parameters * 4
+    per_layer = seq * a.hidden * 34 + 5 * a.heads * seq * seq
+    acts = micro * a.layers * per_layer * width // 2
+    return Parts(params, params, states, acts, micro * seq * a.hidden * width)
+
+
+def layout_memory(
+    stages: tuple[Parts, ...],
+    layer_params: tuple[int, ...],
+    parameters: int,
+    strategy: str,
+    dp: int,
+    microbatches: int,
+    interleaved: bool,
+    margin: float,
+) -> Memory:
+    """Bytes on the fullest rank of a layout, from its stages' traced steps."""
+    if strategy == "model-parallel":
+        pp = len(stages)
+        best: Memory | None = None
+        for s, part in enumerate(stages):
+            in_flight = min(microbatches, pp - s) if interleaved else microbatches
+            buffers = 2 * part.boundary if pp > 1 else 0  # a received input and its gradient
+            m = _with_margin(
+                part.params, part.grads, part.optim, part.activations * in_flight, buffers, margin
+            )
+            best = m if best is None or m.total > best.total else best
+        assert best is not None  # noqa: S101 (a layout has at least one stage)
+        return best
+    (whole,) = stages
+    if strategy == "fsdp" and dp > 1:
+        per_param = whole.params / max(1, parameters)
+        largest = max(layer_params, default=0) * per_param
+        return _with_margin(
+            -(-whole.params // dp),
+            -(-whole.grads // dp),
+            -(-whole.optim // dp),
+            whole.activations,
+            int(2 * largest),  # the gathered layer and its full gradient (measured: 2, not 3)
+            margin,
+        )
+    # DDP: the reducer's gradient buckets and, on rank 0, the coalesced broadcast of the
+    # parameters at wrap time, each the size of the parameters (measured on CPU)
+    buckets = 2 * whole.params if strategy == "ddp" and dp > 1 else 0
+    return _with_margin(whole.params, whole.grads, whole.optim, whole.activations, buckets, margin)
+
+
+def _with_margin(p: int, g: int, o: int, a: int, b: int, margin: float) -> Memory:
+    return Memory(p, g, o, a, b, int((p + g + o + a + b) * margin))

@@ -1,0 +1,222 @@
+"""``advise(model_fn, ...)``: trace, time, enumerate and rank the layouts of one cluster."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .enumerate import Candidate, Row, candidates, dominant, groups
+from .intake import AdviseError, Analytic, ModelInfo, from_factory, from_numbers
+from .memory import OPTIMIZER_STATES, Parts, analytic_parts, layout_memory, trace
+from .report import Advice
+from .timing import Compute, Links, fit_links, rank_threads, stage_compute
+
+FIT_FRACTION = 0.95
+
+
+@dataclass(frozen=True)
+class Cluster:
+    nodes: int
+    procs_per_node: int
+    memory_bytes: int  # per rank
+    memory_source: str
+
+    @property
+    def world(self) -> int:
+        return self.nodes * self.procs_per_node
+
+
+def local_cluster(nodes: int, procs_per_node: int, memory_gib: float | None) -> Cluster:
+    """The cluster from the flags; each rank's memory as given, else this machine's (a GPU's
+    total, or the RAM shared by the node's ranks)."""
+    if memory_gib is not None:
+        if not memory_gib > 0:
+            raise AdviseError(f"--memory-gib must be positive, got {memory_gib}")
+        return Cluster(nodes, procs_per_node, int(memory_gib * 2**30), "given")
+    import torch
+
+    if torch.cuda.is_available():
+        return Cluster(nodes, procs_per_node, torch.cuda.mem_get_info()[1], "measured: GPU total")
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return Cluster(nodes, procs_per_node, ram // procs_per_node, "measured: RAM ÷ ranks per node")
+
+
+def _check(global_batch: int, world: int, optimizer: str, seq: int | None) -> None:
+    if global_batch < 1:
+        raise AdviseError(f"--global-batch must be a positive integer, got {global_batch}")
+    if optimizer not in OPTIMIZER_STATES:
+        raise AdviseError(f"--optimizer must be one of {', '.join(OPTIMIZER_STATES)}")
+    if seq is not None and seq < 1:
+        raise AdviseError(f"--seq must be a positive integer, got {seq}")
+    if global_batch % world:
+        raise AdviseError(
+            f"--global-batch {global_batch} is not divisible by the {world} ranks; give a "
+            f"multiple of {world} (e.g. {global_batch + world - global_batch % world})"
+        )
+
+
+def advise(
+    model_fn: Callable[[], Any] | None = None,
+    *,
+    global_batch: int,
+    seq: int | None = None,
+    nodes: int = 1,
+    procs_per_node: int = 1,
+    probe: dict[str, Any] | None = None,
+    optimizer: str = "adamw",
+    precision: str = "fp32",
+    memory_gib: float | None = None,
+    numbers: Analytic | None = None,
+    margin: float = 0.0,
+) -> Advice:
+    """Every launchable layout of ``nodes × procs_per_node`` ranks for ``model_fn`` (a
+    zero-argument factory, built on fake tensors) or ``numbers`` (the analytic fallback), ranked
+    by predicted samples/s; ``probe``: a ``%distributed probe`` result (its pairs) for the links."""
+    began = time.perf_counter()
+    cluster = local_cluster(nodes, procs_per_node, memory_gib)
+    _check(global_batch, cluster.world, optimizer, seq)
+    if model_fn is not None:
+        info = from_factory(model_fn, seq)
+    elif numbers is not None:
+        if seq is None:
+            raise AdviseError("the analytic fallback needs --seq")
+        info = from_numbers(numbers)
+    else:
+        raise AdviseError("give a model: --model NAME (a factory) or its numbers")
+    if cluster.world > 1 and probe is None:
+        raise AdviseError(
+            f"no probe of a {cluster.world}-rank cluster to time communication with; run "
+            f"%distributed probe --quick --nodes {nodes} --procs-per-node {procs_per_node} "
+            "first, or give --probe RUN"
+        )
+    links = fit_links(probe) if probe is not None else None
+    rows = [_row(info, c, cluster, links, global_batch, seq, optimizer, margin)
+            for c in candidates(info, cluster.world, global_batch)]  # fmt: skip
+    if not rows:
+        raise AdviseError(f"no layout our strategies can launch on {cluster.world} rank(s)")
+    rows.sort(key=lambda r: (not r.fits, -r.samples_per_s))
+    notes = _notes(info, precision, links, cluster, margin)
+    if not any(r.fits for r in rows):
+        best = min(rows, key=lambda r: r.memory.total)
+        raise AdviseError(
+            f"no layout fits: the smallest, {best.candidate.name}, needs "
+            f"{best.memory.total / 2**30:.2f} GiB per rank (predicted) of "
+            f"{cluster.memory_bytes / 2**30:.2f} GiB ({cluster.memory_source}); use more "
+            "ranks, a smaller --global-batch or a smaller model"
+        )
+    inputs = {
+        "model": info.name, "parameters": info.parameters, "traced": info.traced,
+        "global_batch": global_batch, "seq": seq, "nodes": nodes,
+        "procs_per_node": procs_per_node, "optimizer": optimizer, "precision": precision,
+        "memory_budget_bytes": cluster.memory_bytes, "memory_source": cluster.memory_source,
+        "probe_run": links.probe_run if links else "",
+    }  # fmt: skip
+    return Advice(rows, inputs, notes, time.perf_counter() - began)
+
+
+def _notes(
+    info: ModelInfo, precision: str, links: Links | None, cluster: Cluster, margin: float
+) -> list[str]:
+    notes = [
+        "every number is predicted unless labelled measured; communication is assumed not to "
+        "overlap compute",
+        f"memory budget {cluster.memory_bytes / 2**30:.2f} GiB per rank ({cluster.memory_source}); "
+        f"layouts above {FIT_FRACTION:.0%} of it are marked as not fitting; allocator margin "
+        f"{margin:.0%}",
+        "not enumerated: tensor parallel (only through your own code on the mesh) and gradient "
+        "accumulation (the launch line cannot set them)",
+    ]
+    if info.traced:
+        notes.append(
+            f"memory traced on fake tensors (MemTracker) for {info.name}(), in the dtype it "
+            f"builds (--precision {precision} applies to the analytic fallback only)"
+        )
+    else:
+        notes.append(
+            "ANALYTIC FALLBACK: nothing was traced; activations from Korthikanti et al.'s "
+            "formula (no temporaries), compute from 6 × parameters × tokens FLOPs at this "
+            "machine's GEMM rate"
+        )
+    if not info.sequential:
+        notes.append("no pipeline layouts: the pipeline helper cuts only an nn.Sequential")
+    if links is not None:
+        notes.append(f"links fitted from probe {links.probe_run}")
+    return notes
+
+
+def _stage_parts(
+    info: ModelInfo, pp: int, micro: int, seq: int | None, optimizer: str
+) -> tuple[Parts, ...]:
+    if info.factory is not None:
+        return trace(info.factory, micro, seq, optimizer, pp)
+    return (analytic_parts(info, micro, seq or 1, optimizer),)
+
+
+def _compute(info: ModelInfo, pp: int, seq: int | None, procs_per_node: int) -> tuple[Compute, ...]:
+    threads, oversub = rank_threads(procs_per_node)
+    if info.factory is not None:
+        timed = stage_compute(info.factory, pp, seq, threads, (1, 4))
+    else:
+        from .timing import gemm_flops
+
+        per = 6 * info.parameters * (seq or 1) / gemm_flops(threads)
+        timed = (Compute(0.0, per, 0.0),)
+    return tuple(
+        Compute(c.fixed * oversub, c.per_sample * oversub, c.optimizer * oversub) for c in timed
+    )
+
+
+def _row(
+    info: ModelInfo, c: Candidate, cluster: Cluster, links: Links | None,
+    global_batch: int, seq: int | None, optimizer: str, margin: float,
+) -> Row:  # fmt: skip
+    micro = c.micro(global_batch)
+    stages = _stage_parts(info, c.pp, micro, seq, optimizer)
+    memory = layout_memory(
+        stages, info.layer_params, info.parameters, c.strategy, c.dp, c.microbatches,
+        c.interleaved, margin,
+    )  # fmt: skip
+    computes = _compute(info, c.pp, seq, cluster.procs_per_node)
+    dp_inter, pp_inter = groups(c, cluster.procs_per_node)
+    where = "inter-node" if dp_inter else "intra-node"
+    if c.strategy == "model-parallel":
+        slowest = max(computes, key=lambda k: k.seconds(micro))
+        per_mb = slowest.seconds(micro)
+        grad_bytes = max(s.params for s in stages)
+        sends = max(s.boundary for s in stages[:-1])
+        comm = 2 * (c.microbatches + c.pp - 1) * links.p2p(sends, pp_inter) if links else 0.0
+        reduce_ = links.allreduce(grad_bytes, c.dp, dp_inter) if links else 0.0
+        parts = {
+            "compute": c.microbatches * per_mb,
+            "bubble": (c.pp - 1) * per_mb,
+            "communication": comm + reduce_,
+            "optimizer": slowest.optimizer,
+        }
+        comm_name = f"{'inter' if pp_inter else 'intra'}-node point-to-point + all-reduce"
+    else:
+        (one,) = computes
+        grad_bytes = stages[0].params
+        if c.strategy == "fsdp" and links:
+            units = len(info.layer_params) + 1
+            comm = 2 * links.gather(grad_bytes, c.dp, dp_inter, units)
+            comm += links.gather(grad_bytes, c.dp, dp_inter, units)
+            comm_name = f"{where} all-gather/reduce-scatter"
+        else:
+            comm = links.allreduce(grad_bytes, c.dp, dp_inter) if links else 0.0
+            comm_name = f"{where} all-reduce"
+        parts = {"compute": one.seconds(micro), "communication": comm, "optimizer": one.optimizer}
+    step = sum(parts.values())
+    return Row(
+        candidate=c,
+        launch=c.launch_line(cluster.nodes, cluster.procs_per_node),
+        micro=micro,
+        memory=memory,
+        step_s=step,
+        parts_s=parts,
+        samples_per_s=global_batch / step if step > 0 else 0.0,
+        dominant=dominant(parts, comm_name),
+        fits=memory.total <= FIT_FRACTION * cluster.memory_bytes,
+    )

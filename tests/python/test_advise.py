@@ -1,0 +1,102 @@
+"""The parallelism advisor (``%distributed advise`` and ``advise()``): one small model, a
+recorded probe, the CLI against the API, the top launch line through the real magic, the
+memory prediction against real ranks, and bad input as one line each."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+
+from .core_helpers import shell  # noqa: F401 (a fixture)
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.timeout(240)
+
+from jupyter_distributed.advise import advise  # noqa: E402
+from jupyter_distributed.advise.verify import verify  # noqa: E402
+from jupyter_distributed.events import RunState  # noqa: E402
+from jupyter_distributed.history.records import RunRecord  # noqa: E402
+
+MODEL = """
+import torch
+def build():
+    return torch.nn.Sequential(
+        torch.nn.Embedding(512, 64),
+        *[torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64))
+          for _ in range(3)],
+        torch.nn.Linear(64, 512),
+    )
+def broken():
+    raise ValueError("no such checkpoint")
+"""
+PROBE = {  # a 2-rank probe as %distributed probe stores it (one intra-node pair)
+    "library": "gloo",
+    "world_size": 2,
+    "hosts": ["h", "h"],
+    "pairs": [{"a": 0, "b": 1, "link": "intra", "latency_us": 40.0, "bandwidth_gbs": 1.5}],
+    "groups": {},
+    "allreduce": [],
+}
+
+
+def recorded_probe(shell: Any) -> str:  # noqa: F811
+    store = shell.user_ns["_jd_session"].store
+    run = RunRecord(id="probe-1", backend="local", world_size=2, ranks=[0, 1],
+                    state=RunState.COMPLETED, started=1.0, ended=2.0)  # fmt: skip
+    store.create_run(run)
+    store.update_summary(run.id, probe={**PROBE, "run_id": run.id})
+    return run.id
+
+
+def advice_runs(shell: Any) -> list[Any]:  # noqa: F811
+    store = shell.user_ns["_jd_session"].store
+    return [r for r in store.runs() if r.summary.get("kind") == "advice"]
+
+
+def test_cli_and_api_give_the_same_table(shell: Any) -> None:  # noqa: F811
+    shell.run_cell(MODEL)
+    recorded_probe(shell)
+    shell.run_line_magic("distributed", "advise --model build --global-batch 8 --seq 16 -n 2")
+    (stored,) = advice_runs(shell)
+    assert stored.state is RunState.COMPLETED and stored.ranks == []
+    api = advise(shell.user_ns["build"], global_batch=8, seq=16, procs_per_node=2,
+                 probe={**PROBE, "run_id": "probe-1"})  # fmt: skip
+    assert stored.summary["advice"]["layouts"] == [r.to_json() for r in api.layouts]
+    assert "<table>" in api._repr_html_()
+    best = api.rows[0]
+    assert best["launch"].startswith("%%distributed -n 2 --strategy ")
+    assert best["fits"] and best["predicted_gib"] > 0
+    # the launch line runs as is through the real magic
+    result = shell.run_cell(f"{best['launch']} --dry-run\npass")
+    assert result.error_in_exec is None and result.error_before_exec is None
+
+
+def test_memory_prediction_matches_real_ranks(shell: Any) -> None:  # noqa: F811
+    shell.run_cell(MODEL)
+    api = advise(shell.user_ns["build"], global_batch=32, seq=64, procs_per_node=2, probe=PROBE)
+    api.layouts = [r for r in api.layouts if r.candidate.strategy in ("ddp", "fsdp")]
+    verify(api, 2, shell, "build", None, "adamw")
+    for row in api.layouts:
+        assert row.measured is not None, row.candidate.name
+        # predicted peak live tensor bytes per rank within 5 % of the ranks' measured peak
+        assert abs(row.measured["memory_error"]) <= 0.05, (row.candidate.name, row.measured)
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ("--model broken --global-batch 8", "broken() raised ValueError: no such checkpoint"),
+        ("--model build --global-batch 9 -n 2", "not divisible by the 2 ranks"),
+        ("--model build --global-batch 8 --memory-gib 0.0001", "no layout fits"),
+        ("--model nothing --global-batch 8", "no such name in the notebook"),
+    ],
+)
+def test_bad_input_is_one_line(shell: Any, line: str, said: str) -> None:  # noqa: F811
+    shell.run_cell(MODEL)
+    recorded_probe(shell)
+    with pytest.raises(UsageError) as caught:
+        shell.run_line_magic("distributed", f"advise {line}")
+    assert said in str(caught.value) and "\n" not in str(caught.value)
+    assert advice_runs(shell) == []

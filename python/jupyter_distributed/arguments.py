@@ -158,6 +158,13 @@ run_args = _stack(
         "(default: Distributed.display_max_mb, 10)",
     ),
     argument(
+        "--break",
+        dest="break_rank",
+        type=bounded_int,
+        metavar="R",
+        help="stop rank R in pdb at the cell's first line; its prompt comes under the cell",
+    ),
+    argument(
         "--quiet",
         action="store_true",
         help="do not show the ranks' output under the cell (it is still recorded)",

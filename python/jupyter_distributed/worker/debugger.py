@@ -29,6 +29,7 @@ from ..protocol.reports import Prompt, Resumed
 from ..protocol.signing import Buffer
 from .rich import NO_STDIN, NoStdin
 
+CELL_FILE = "<cell "  # how a cell's code is named: <cell RUN_ID>
 Send = Callable[[Message], None]
 Receive = Callable[[], tuple[Message, list[Buffer]]]
 
@@ -118,6 +119,10 @@ class RankPdb(pdb.Pdb):
         if frame is None or self.quitting or (continuing and self.stoplineno == -1):
             self.asker.resumed()
 
+    def set_trace(self, frame: types.FrameType | None = None) -> None:
+        super().set_trace(frame)
+        self.botframe = _cell_frame(frame) or self.botframe  # (w: from the cell up, as IPython)
+
     def stop_here(self, frame: types.FrameType) -> bool:
         if self.start_in is not None:
             return frame.f_code.co_filename == self.start_in
@@ -128,7 +133,8 @@ class RankPdb(pdb.Pdb):
             super().user_call(frame, argument_list)
 
     def user_line(self, frame: types.FrameType) -> None:
-        self.start_in = None
+        if self.start_in is not None:
+            self.start_in, self.botframe = None, frame
         super().user_line(frame)
 
 
@@ -201,7 +207,7 @@ def run_under(
     """Run the command's cell (``run(code, filename)``) on ``rank``: with pdb at its first
     line for ``--break``, or pdb on the last exception instead (``%distributed debug``); a rank
     without a channel to the kernel has neither. Nothing is traced once the cell is left."""
-    filename = f"<cell {command.run_id}>"
+    filename = f"{CELL_FILE}{command.run_id}>"
     wants = command.debug or command.break_rank == rank
     if wants and debugger is None:
         raise NoStdin(NO_STDIN)
@@ -215,6 +221,16 @@ def run_under(
     finally:
         if debugger is not None:
             debugger.end()
+
+
+def _cell_frame(frame: types.FrameType | None) -> types.FrameType | None:
+    """The outermost frame of the cell's own code on ``frame``'s stack (None: not in a cell)."""
+    found = None
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(CELL_FILE):
+            found = frame
+        frame = frame.f_back
+    return found
 
 
 def _user_frames(tb: types.TracebackType) -> types.TracebackType:

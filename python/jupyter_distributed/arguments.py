@@ -169,6 +169,13 @@ run_args = _stack(
         help="show identical lines of several ranks once per rank, not once as [ranks 0-7]",
     ),
     argument(
+        "--break",
+        dest="break_rank",
+        type=bounded_int,
+        metavar="R",
+        help="stop rank R in pdb at the cell's first line; its prompt comes under the cell",
+    ),
+    argument(
         "--quiet",
         action="store_true",
         help="do not show the ranks' output under the cell (it is still recorded)",

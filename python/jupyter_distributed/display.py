@@ -258,6 +258,12 @@ class CellView:
         self._write(self._err, f"[jupyter-distributed] {text}\n", force=True)
         self.flush()
 
+    def release(self) -> None:
+        """Show every line now, held ones too (before the notebook asks for input)."""
+        if self._held:
+            self._release(everything=True)
+        self.flush()
+
     def maybe_flush(self) -> None:
         if self._held:
             self._release()

@@ -156,6 +156,9 @@ class RunRequest:
     # the run's record is not written yet: a cluster that ``defers_record`` writes the run's
     # events through it (the record goes with the first of them), see RunRecorder.start
     record: RunWriter | None = None
+    stdin: bool = False  # the notebook answers input requests (the ranks' input() and pdb)
+    break_rank: int | None = None  # --break R: pdb stops rank R at the cell's first line
+    debug: bool = False  # pdb on the ranks' last exception, no code (%distributed debug)
 
 
 @dataclass
@@ -196,6 +199,9 @@ class RunView(Protocol):
     def flush(self) -> None: ...
 
 
+NO_PROMPTS = "this backend's ranks have no channel to the kernel: no pdb, input() or debug there"
+
+
 class Cluster(ABC):
     """Live ranks started from one plan."""
 
@@ -204,6 +210,9 @@ class Cluster(ABC):
     #: Whether :meth:`execute` writes the run's events through ``request.record`` (a cell on
     #: a live cluster then writes the run's record with its first events, not on its own).
     defers_record: ClassVar[bool] = False
+    #: Whether its ranks can ask the notebook (pdb, ``input()``, ``%distributed debug``): they
+    #: have a channel to the kernel. A cluster without one says :data:`NO_PROMPTS`.
+    interactive: ClassVar[bool] = True
 
     @abstractmethod
     def execute(self, request: RunRequest, view: RunView) -> RunOutcome:

@@ -15,7 +15,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
-from . import scaling, textviews
+from . import debugging, scaling, textviews
 from .arguments import MAX_INT
 from .backends import plugin, plugins
 from .backends.hooks import CommandContext
@@ -52,6 +52,8 @@ Line magic (%distributed COMMAND):
   doctor --backend NAME       check what a backend needs here, and say what is missing
   stacks [RUN] [--rank R]     every thread of each rank, where it waits (RUN: a run that
                               another kernel, or this one, is running)
+  debug [--rank R]            pdb on a rank's last exception, in the live rank (default: the
+                              root cause's rank of the last cell that failed)
 """
 
 
@@ -109,6 +111,7 @@ def line_parser() -> MagicArgumentParser:
     stacks = sub.add_parser("stacks")
     stacks.add_argument("run", nargs="?")
     stacks.add_argument("--rank", type=_rank)
+    sub.add_parser("debug").add_argument("--rank", type=_rank)
     for p in plugins():
         for command in p.commands:
             parser_ = sub.add_parser(command.name)
@@ -157,6 +160,10 @@ def run(
             print(textviews.stacks(session, args.run, args.rank))
         except NotFound as exc:
             raise UsageError(str(exc)) from None
+    elif args.command == "debug":
+        said = debugging.debug(session, args.rank, user_ns)
+        if said:
+            print(said)
     elif args.command == "logs":
         try:
             print(textviews.logs(session.store, args.run, args.rank, args.search))

@@ -25,6 +25,7 @@ from .advise.report import display_advice
 from .arguments import backend_args, layout_args, run_args, strategy_args
 from .backends import plugin, plugins
 from .cell_spec import spec_from_args
+from .debugging import NO_STDIN, notebook_stdin
 from .display import CellView
 from .errors import SpecError
 from .probe import ProbeSettings, parse_sizes
@@ -111,7 +112,8 @@ class DistributedMagics(Magics):
         between cells with the same settings; each has ``rank``, ``world_size``,
         ``local_rank``, ``node_rank`` and ``report(**metrics)``. Rich displays (``display()``,
         a rich last expression, matplotlib figures) and progress bars (tqdm) from ranks show
-        under the cell as from a local cell, labelled by rank; ``input()`` fails on a rank.
+        under the cell as from a local cell, labelled by rank; ``breakpoint()``, ``input()`` and
+        ``getpass()`` on a rank prompt in the notebook (where it answers input).
         """
         if cell is None:
             self._line(line)
@@ -128,12 +130,17 @@ class DistributedMagics(Magics):
             if spec.sweep is not None:
                 self.session.run_sweep(spec, cell, self.shell.user_ns, self._cell_id(), args.quiet)
                 return
+            stdin = notebook_stdin() and not args.quiet  # (--quiet: nothing under the cell)
+            if args.break_rank is not None and not stdin:
+                raise UsageError(f"--break: {NO_STDIN}")
             self.session.run_cell(
                 spec,
                 cell,
                 self.shell.user_ns,
                 cell_id=self._cell_id(),
                 view=_view(spec, args.quiet, args.widget),
+                stdin=stdin,
+                break_rank=args.break_rank,
             )
         except SpecError as exc:
             raise UsageError(str(exc)) from None

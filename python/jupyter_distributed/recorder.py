@@ -169,6 +169,11 @@ class RunRecorder:
     def flush(self) -> None:
         self.view.flush()
 
+    def release(self) -> None:
+        """Show every line now, lines held for collapsing too (before a prompt)."""
+        release = getattr(self.view, "release", None)  # (views that hold lines)
+        (release or self.view.flush)()
+
     # -- the end -------------------------------------------------------------------------
 
     def abort(self, exc: BaseException, doing: str) -> None:

@@ -15,11 +15,12 @@ from typing import Any
 
 from .backends import get_backend
 from .display import CellView
+from .errors import RankFailure
 from .events import RunState
 from .figures import kernel_figures
 from .global_batch import GlobalBatch
 from .history.store import RunRecord, Store
-from .interface import Cluster, Plan, RunOutcome, RunRequest, RunView
+from .interface import NO_PROMPTS, Cluster, Plan, RunOutcome, RunRequest, RunView
 from .kernelinfo import kernel_id
 from .protocol.frames import MAX_MESSAGE
 from .push import pickle_push
@@ -42,6 +43,7 @@ class Session:
         self.settings = settings
         self.live: dict[str, Live] = {}
         self._launched: set[str] = set()  # backends this session started clusters with
+        self.last_failed: tuple[str, str, list[RankFailure]] | None = None  # the last cell's
         self._coords_of: tuple[str, dict[int, dict[str, Any]]] = ("", {})
         self._spec_json: tuple[Spec | None, dict[str, Any]] = (None, {})
         atexit.register(self.shutdown)
@@ -86,6 +88,8 @@ class Session:
         user_ns: dict[str, Any],
         cell_id: str = "",
         view: CellView | None = None,
+        stdin: bool = False,
+        break_rank: int | None = None,
     ) -> RunOutcome:
         """Run ``code`` on the spec's ranks. Pulled names are set in ``user_ns``. Raises
         :class:`RunFailed` when a rank failed and KeyboardInterrupt when interrupted.
@@ -106,11 +110,13 @@ class Session:
                 cluster = self._launch(spec, plan, recorder)
                 recorder.launched(cluster)
             doing = "running the cell"
+            if break_rank is not None and not cluster.interactive:
+                view.notice(f"--break: {NO_PROMPTS}")
             request = RunRequest(
                 run_id, code, spec.ranks, push, spec.pull, spec.timeout,
                 display_max=int(spec.display_max_mb * 2**20), figures=kernel_figures(),
                 interrupt_grace=self.interrupt_grace, max_message=self.max_message,
-                record=recorder.deferred,
+                record=recorder.deferred, stdin=stdin, break_rank=break_rank,
             )  # fmt: skip
             outcome = cluster.execute(request, recorder)
         except BaseException as exc:
@@ -119,6 +125,7 @@ class Session:
         if not cluster.alive:
             view.notice(f"the cluster was stopped ({cluster.lost}); the next cell starts a new one")
         kept = cluster.alive and outcome.state is RunState.INTERRUPTED
+        self.last_failed = (spec.backend, run_id, outcome.failures)  # (%distributed debug)
         return recorder.finish(
             outcome,
             spec.pull,

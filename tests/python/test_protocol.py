@@ -33,7 +33,14 @@ from jupyter_distributed.events import (
 from jupyter_distributed.interface import RankInfo
 from jupyter_distributed.layout import RankCoords
 from jupyter_distributed.protocol import tagged
-from jupyter_distributed.protocol.commands import Execute, Interrupt, Ping, Shutdown, StackRequest
+from jupyter_distributed.protocol.commands import (
+    Execute,
+    Interrupt,
+    Ping,
+    Reply,
+    Shutdown,
+    StackRequest,
+)
 from jupyter_distributed.protocol.figures import FigureConfig
 from jupyter_distributed.protocol.frames import pack_frames, unpack_frames, write_frames
 from jupyter_distributed.protocol.header import BadHeader, Message
@@ -49,6 +56,8 @@ from jupyter_distributed.protocol.reports import (
     Live,
     Metrics,
     Output,
+    Prompt,
+    Resumed,
     Stacks,
     Stage,
     State,
@@ -101,6 +110,14 @@ EXAMPLES: list[Message] = [
     StackRequest("req-1"),
     Stage("init_process_group", 4321, "rendezvous at 127.0.0.1:29500"),
     Stacks("req-1", [THREAD], "ready"),
+    Execute("r1", "breakpoint()", stdin=True, break_rank=1),
+    Execute("r1", "", debug=True, stdin=True),
+    Prompt("r1", "(Pdb rank 1) ", debugger=True),
+    Prompt("r1", "Password: ", password=True),
+    Reply("r1", "p x"),
+    Reply("r1", stop=True),
+    Reply("r1", eof=True),
+    Resumed("r1"),
 ]
 
 

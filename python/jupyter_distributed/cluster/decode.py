@@ -40,7 +40,9 @@ from .inbox import (
     Exited,
     Finished,
     Item,
+    LeftDebugger,
     LiveLine,
+    Prompted,
     Ready,
     SetupFailed,
     StacksReply,
@@ -122,6 +124,10 @@ def decode(ranks: Ranks, rank: int, message: Message, buffers: list[Buffer]) -> 
         if message.pid and info.pid is None:
             info.pid = message.pid
         return Decoded(item=StageReached(rank, message.stage, message.pid, message.detail))
+    if isinstance(message, r.Prompt):
+        return Decoded(item=Prompted(rank, message))
+    if isinstance(message, r.Resumed):
+        return Decoded(item=LeftDebugger(rank, message.run_id))
     if isinstance(message, r.Stacks):
         try:
             stacks = RankStacks(

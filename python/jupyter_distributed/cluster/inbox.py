@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..errors import RankFailure
 from ..events import Recorded
-from ..protocol.reports import Done
+from ..protocol.reports import Done, Prompt
 from ..protocol.signing import Buffer
 from ..protocol.stacks import RankStacks
 
@@ -103,7 +103,24 @@ class StacksReply:
     stacks: RankStacks
 
 
+@dataclass(frozen=True)
+class Prompted:
+    """A rank waits for a line from the notebook (``input()``, pdb): the main thread asks
+    through the kernel's stdin and sends the answer (:mod:`.prompts`)."""
+
+    rank: int
+    prompt: Prompt
+
+
+@dataclass(frozen=True)
+class LeftDebugger:
+    """A rank left pdb: another rank's prompt may be served."""
+
+    rank: int
+    run_id: str
+
+
 Item = (
     Show | LiveLine | Cleared | Ready | SetupFailed | Finished | Exited | CancelRequested
-    | ChannelLost | StageReached | StacksReply
+    | ChannelLost | StageReached | StacksReply | Prompted | LeftDebugger
 )  # fmt: skip

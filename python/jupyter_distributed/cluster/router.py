@@ -44,7 +44,7 @@ from ..events import Recorded, count
 from ..history.store import Store
 from ..interface import RankInfo, RunWriter
 from ..ioloop import Batch, IoLoop
-from ..protocol.commands import Execute, Ping, Shutdown
+from ..protocol.commands import MAIN_THREAD, Execute, Ping
 from ..protocol.frames import MAX_MESSAGE, join_parts, too_large
 from ..protocol.header import BadHeader, Message
 from ..protocol.messages import parse
@@ -134,7 +134,7 @@ class Router:
         that has not been heard from yet has no connection to send on: it is skipped."""
         header = message.to_header()
         digests = [digest(b) for b in buffers]
-        if isinstance(message, Execute | Shutdown):  # to the rank's main thread, directly
+        if isinstance(message, MAIN_THREAD):  # to the rank's main thread, directly
             peers = [(r, p) for r in ranks if (p := self._cell_peers.get(r)) is not None]
             names = [cell_name(r) for r, _ in peers]
         else:

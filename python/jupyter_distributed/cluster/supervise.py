@@ -54,7 +54,8 @@ def _send_execute(cluster: Supervised, request: RunRequest) -> dict[str, Any] | 
     cluster.begin(request.run_id, request.record)
     execute = Execute(
         request.run_id, request.code, tuple(request.pull), shared,
-        _display_max(request), request.figures, request.max_message,
+        _display_max(request), request.figures, request.max_message, request.stdin,
+        request.break_rank, request.debug,
     )  # fmt: skip
     cluster.send(request.ranks, execute, buffers)
     return shared

@@ -25,7 +25,18 @@ from ..protocol.signing import Buffer
 from ..protocol.stacks import RankStacks
 from .hang import diagnose
 from .hangflight import ranks_text
-from .inbox import CancelRequested, Cleared, Exited, Finished, Item, LiveLine, Show
+from .inbox import (
+    CancelRequested,
+    Cleared,
+    Exited,
+    Finished,
+    Item,
+    LeftDebugger,
+    LiveLine,
+    Prompted,
+    Show,
+)
+from .prompts import Prompts
 
 log = logging.getLogger("jupyter_distributed")
 
@@ -94,6 +105,7 @@ class RunTracker:
         self.hinted = False
         self.finished: set[int] = set()
         self.shown = ""  # the diagnosis last shown under the cell (not repeated as such)
+        self.prompts = Prompts(cluster, request.run_id)  # input() and pdb on the ranks
 
     def take(self, item: Item) -> None:
         if isinstance(item, Show):
@@ -115,6 +127,9 @@ class RunTracker:
             clear = getattr(self.view, "clear", None)  # (views that show displays)
             if item.run_id == self.request.run_id and clear is not None:
                 clear(item.rank, item.wait)
+        elif isinstance(item, Prompted | LeftDebugger):
+            # what the ranks wrote before they asked shows first, held lines too
+            self.prompts.take(item, getattr(self.view, "release", self.view.flush))
         elif isinstance(item, Finished):
             self._finished(item)
         elif isinstance(item, CancelRequested):
@@ -124,6 +139,7 @@ class RunTracker:
             self.view.on_event(ErrorEvent(self.request.run_id, item.failure))
             self._failed(item.failure)
             self.pending.discard(item.failure.rank)
+            self.prompts.left(item.failure.rank, self.view.flush)
 
     def _finished(self, item: Finished) -> None:
         done, rank = item.done, item.rank
@@ -131,6 +147,7 @@ class RunTracker:
             return
         self.pending.discard(rank)
         self.finished.add(rank)
+        self.prompts.left(rank, self.view.flush)
         if done.value is not None:
             self.outcome.values[rank] = done.value
         errors = dict(done.pull_errors)
@@ -150,9 +167,11 @@ class RunTracker:
             self.first_failure = time.monotonic()
 
     def wait(self, until: float | None) -> bool:
-        """Process items until every rank is done (True) or ``until`` passes (False)."""
+        """Process items until every rank is done (True) or ``until`` passes (False); time
+        spent at the ranks' prompts moves ``until`` on (--timeout counts none of it)."""
+        paused = self.prompts.paused
         while self.pending and self.cluster.alive:
-            if until is not None and time.monotonic() >= until:
+            if until is not None and time.monotonic() >= until + self.prompts.paused - paused:
                 return False
             try:
                 self.take(self.cluster.inbox.get(timeout=POLL))
@@ -206,6 +225,7 @@ class RunTracker:
         """Interrupt the pending ranks; kill the cluster if they do not yield in time."""
         ranks = sorted(self.pending)
         now = time.time()
+        self.prompts.stop()
         if kind == "timeout":
             stacks = self.diagnose(ranks, "timeout")
             for rank in ranks:

@@ -7,17 +7,17 @@ dataclass in :mod:`.commands` or :mod:`.reports` and its name in :data:`COMMANDS
 :data:`REPORTS` here; nothing else needs to know its wire form.
 
 Kernel → rank: :class:`Execute`, :class:`Interrupt`, :class:`Shutdown`, :class:`Ping`,
-:class:`StackRequest`.
+:class:`StackRequest`, :class:`Reply`.
 Rank → kernel: :class:`Hello`, :class:`Fatal`, :class:`State`, :class:`Output`,
 :class:`Live`, :class:`Display`, :class:`ClearOutput`, :class:`Metrics`, :class:`Heartbeat`,
-:class:`Done`, :class:`Stage`, :class:`Stacks`.
+:class:`Done`, :class:`Stage`, :class:`Stacks`, :class:`Prompt`, :class:`Resumed`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .commands import Execute, Interrupt, Ping, Shutdown, StackRequest
+from .commands import Execute, Interrupt, Ping, Reply, Shutdown, StackRequest
 from .header import Message
 from .reports import (
     ClearOutput,
@@ -29,15 +29,17 @@ from .reports import (
     Live,
     Metrics,
     Output,
+    Prompt,
+    Resumed,
     Stacks,
     Stage,
     State,
 )
 
-COMMANDS: tuple[type[Message], ...] = (Execute, Interrupt, Shutdown, Ping, StackRequest)
+COMMANDS: tuple[type[Message], ...] = (Execute, Interrupt, Shutdown, Ping, StackRequest, Reply)
 REPORTS: tuple[type[Message], ...] = (
     Hello, Fatal, State, Output, Live, Display, ClearOutput, Metrics, Heartbeat, Done, Stage,
-    Stacks,
+    Stacks, Prompt, Resumed,
 )  # fmt: skip
 KINDS: dict[str, type[Message]] = {cls.kind: cls for cls in (*COMMANDS, *REPORTS)}
 

@@ -1,5 +1,6 @@
 """What ranks tell the kernel: hello or a fatal setup error, states, output lines, live lines,
-rich displays and clearing them, metrics, heartbeats, a finished cell, start-up stages and stacks.
+rich displays and clearing them, metrics, heartbeats, a finished cell, start-up stages, stacks,
+and a prompt that waits for the notebook's answer (``input()``, pdb).
 
 Apart from :mod:`.commands` (what the kernel asks) so each direction of the protocol reads on
 its own; :mod:`.messages` parses both. Standard library only (it ships to SageMaker).
@@ -241,3 +242,36 @@ class Stacks(Message):
         ):
             raise TypeError("flight must be a list of objects")
         return cls(str(h["request_id"]), threads, str(h.get("stage", "")), flight)
+
+
+@dataclass(frozen=True)
+class Prompt(Message):
+    """The rank's main thread waits for a line from the notebook (``input()``, ``getpass()``,
+    pdb's prompt): the kernel asks through its stdin channel and answers with
+    :class:`~.commands.Reply`. ``text``: the prompt as shown; ``debugger``: pdb's, which
+    the kernel serves until the rank leaves pdb (:class:`Resumed`) before another rank's."""
+
+    kind: ClassVar[str] = "prompt"
+    run_id: str
+    text: str
+    password: bool = False
+    debugger: bool = False
+
+    @classmethod
+    def _read(cls, h: dict[str, Any]) -> Prompt:
+        return cls(
+            str(h["run_id"]), str(h["text"]), bool(h.get("password")), bool(h.get("debugger"))
+        )
+
+
+@dataclass(frozen=True)
+class Resumed(Message):
+    """The rank left pdb (``c``, ``q``, the end of a post-mortem): it prompts no more until
+    its next breakpoint, so another rank's prompt may be served."""
+
+    kind: ClassVar[str] = "resumed"
+    run_id: str
+
+    @classmethod
+    def _read(cls, h: dict[str, Any]) -> Resumed:
+        return cls(str(h["run_id"]))

@@ -21,6 +21,7 @@ from ..protocol.signing import BOOTSTRAP_ENV, Buffer, Signer, cell_name, rank_na
 from .capture import FdCapture
 from .cellsocket import CellSocket
 from .channel import Channel
+from .debugger import Asker, Debugger
 from .guard import guard_group
 from .mpi import MpiSetupError, setup_comm
 from .report import ChannelReporter
@@ -142,6 +143,8 @@ def main() -> int:
     )
     reporter = ChannelReporter(channel, cell)
     runtime = Runtime(env, reporter)
+    runtime.debugger = Debugger(Asker(env.rank, cell.send, cell.recv))
+    runtime.debugger.install()
     ticker.runtime, ticker.channel = runtime, channel
     capture = FdCapture(
         lambda stream, lines: reporter.output(runtime.run_id, stream, lines),

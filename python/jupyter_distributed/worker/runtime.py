@@ -31,6 +31,7 @@ from ..protocol.header import Message
 from ..protocol.reports import Done
 from ..protocol.shared import map_shared
 from ..protocol.signing import Buffer
+from .debugger import Debugger, run_under
 from .report import Reporter
 from .rich import Displays, guard_stdin
 
@@ -152,6 +153,7 @@ class Runtime:
         self.run_id = ""
         self.gpu_device: int | None = None  # set once a cell has used CUDA (for heartbeats)
         self._executing = False
+        self.debugger: Debugger | None = None  # pdb and input() through the kernel (a channel)
         self._flush_lock = threading.Lock()
         module = types.ModuleType("__main__", "The namespace of a jupyter-distributed rank")
         sys.modules["__main__"] = module
@@ -205,6 +207,8 @@ class Runtime:
                 return
             if isinstance(command, Execute):
                 self.execute(command, buffers, sync_output)
+            if self.debugger is not None and self.debugger.asker.shutdown:
+                return  # (it came while a prompt waited)
 
     def execute(
         self, command: Execute, buffers: list[Buffer], sync_output: Callable[[], None]
@@ -213,21 +217,26 @@ class Runtime:
         self.reporter.state(run_id, "running")
         self.displays.begin(run_id, command.display_max, sync_output, command.figures)
         status, value, failure = "ok", None, None
+        debugger = self.debugger
+        if debugger is not None:
+            debugger.begin(run_id, command.stdin, sync_output, forget=not command.debug)
         try:
             if buffers:
                 extra = map_shared(command.shared) if command.shared else buffers[1:]
                 self.namespace.update(pickle.loads(buffers[0], buffers=extra))  # noqa: S301
             self._executing = True
             try:
-                value = run_cell(command.code, self.namespace, f"<cell {run_id}>")
+                value = run_under(debugger, command, self.env.rank, self._run_cell)
                 self.displays.end_cell()
                 self.displays.result(value)
             finally:
                 self._executing = False
-        except KeyboardInterrupt as exc:
-            status, failure = "interrupted", self._failure(exc, "interrupted")
         except BaseException as exc:  # noqa: BLE001 (the user's error, for the notebook)
-            status, failure = "error", self._failure(exc, "exception")
+            stopped = isinstance(exc, KeyboardInterrupt)
+            status = "interrupted" if stopped else "error"
+            failure = self._failure(exc, "interrupted" if stopped else "exception")
+            if debugger is not None and not command.debug:
+                debugger.last = exc  # (kept for %distributed debug until the next cell)
         sync_output()
         self._note_gpu()
         self.flush_metrics()
@@ -240,6 +249,9 @@ class Runtime:
         if out_buffers:
             done, out_buffers = self._capped(done, out_buffers, command.max_message)
         self.reporter.done(done, out_buffers)
+
+    def _run_cell(self, code: str, filename: str) -> Any:
+        return run_cell(code, self.namespace, filename)
 
     def _capped(
         self, done: Done, buffers: list[Buffer], cap: int | None

@@ -121,6 +121,8 @@ class SageMakerBackend(Backend):
 class SageMakerCluster(Cluster):
     """One training job per cell; nothing stays running between cells (warm pools aside)."""
 
+    interactive = False  # (its ranks write tagged lines to CloudWatch: nothing reaches them)
+
     def __init__(
         self, plan: Plan, store: Store, clients: Clients, options: SageMakerOptions, poll: float
     ) -> None:

@@ -195,6 +195,12 @@ export interface RankFailure {
   /** The number of the signal that killed the rank (`errors.RankFailure.signal`). */
   signal: number | null;
   kind: 'exception' | 'exit' | 'timeout' | 'interrupted';
+  /** Who sent the signal, when known ("the out-of-memory killer (RSS … of … when killed)"). */
+  cause?: string;
+  /** Lines after the traceback (a CUDA out-of-memory error's memory picture). */
+  notes?: string[];
+  /** The rank's last lines of output before it died. */
+  last_lines?: string[];
 }
 
 export interface RunEvent {

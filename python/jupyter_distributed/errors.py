@@ -71,6 +71,12 @@ class RankFailure:
     exit_code: int | None = None
     signal: int | None = None
     kind: str = "exception"  # exception | exit | timeout | interrupted
+    # who sent the signal, when known ("the out-of-memory killer (RSS 21.3 GiB of 23.4 GiB
+    # just before)"); lines that follow the traceback (a CUDA out-of-memory's memory picture);
+    # the rank's last lines of output before it died
+    cause: str = ""
+    notes: tuple[str, ...] = ()
+    last_lines: tuple[str, ...] = ()
 
     @property
     def summary(self) -> str:
@@ -78,7 +84,7 @@ class RankFailure:
         where += f" (pid {self.pid})" if self.pid else ""
         if self.kind == "exit":
             if self.signal is not None:
-                return f"{where} was killed by {signal_name(self.signal)}"
+                return f"{where} was killed by {self.cause or signal_name(self.signal)}"
             return f"{where} exited with code {self.exit_code}"
         if self.kind == "timeout":
             return f"{where} timed out: {self.evalue}"
@@ -98,6 +104,10 @@ class RankFailure:
             "exit_code": self.exit_code,
             "signal": self.signal,
             "kind": self.kind,
+            # (only when known: older readers and the wire fixtures see the same object)
+            **({"cause": self.cause} if self.cause else {}),
+            **({"notes": list(self.notes)} if self.notes else {}),
+            **({"last_lines": list(self.last_lines)} if self.last_lines else {}),
         }
 
     @classmethod
@@ -113,7 +123,19 @@ class RankFailure:
             exit_code=data.get("exit_code"),
             signal=data.get("signal"),
             kind=str(data.get("kind", "exception")),
+            cause=str(data.get("cause", "")),
+            notes=tuple(str(n) for n in data.get("notes", ())),
+            last_lines=tuple(str(n) for n in data.get("last_lines", ())),
         )
+
+    def details(self) -> list[str]:
+        """What follows the summary: the traceback (or the stack a fatal signal left), the
+        notes, then the rank's last lines."""
+        lines = [line.rstrip("\n") for line in (*self.traceback, *self.notes)]
+        if self.last_lines:
+            lines.append(f"last {len(self.last_lines)} line(s) of rank {self.rank}:")
+            lines.extend(f"  | {line}" for line in self.last_lines)
+        return lines
 
 
 @dataclass
@@ -148,8 +170,9 @@ class RunFailed(DistributedError):
         for i, f in enumerate(self.failures):
             label = "root cause" if i == 0 else "also"
             lines.append(f"--- [rank {f.rank}] {label}: {f.summary}")
-            lines.extend(line.rstrip("\n") for line in f.traceback)
-            if f.traceback:
+            details = f.details()
+            lines.extend(details)
+            if details:
                 lines.append("")
         if self.run_id:
             lines.append(f"(all output: %distributed logs {self.run_id})")

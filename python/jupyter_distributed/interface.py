@@ -8,7 +8,9 @@ and returns a :class:`Cluster`, on which cells are executed one run at a time.
 from __future__ import annotations
 
 import os
+import time
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,7 @@ from .errors import RankFailure
 from .events import Event, Recorded, RunEvent, RunState, StacksEvent
 from .history.store import Store
 from .layout import RankCoords
+from .memcg import MemorySample
 from .protocol.figures import FigureConfig
 from .protocol.frames import MAX_MESSAGE
 from .push import Pickled
@@ -173,6 +176,9 @@ class RunOutcome:
     recorded_end: RunEvent | None = None  # the completed end, recorded with the ranks' replies
 
 
+LAST_LINES = 20  # a dead rank's last lines shown with the cause of its death
+
+
 @dataclass
 class RankInfo:
     rank: int
@@ -181,6 +187,11 @@ class RankInfo:
     state: str
     coords: RankCoords
     last_seen: float | None = None
+    # what tells the cause of its death: its last memory sample, its last lines, and since
+    # when (CLOCK_MONOTONIC, the kernel log's clock) the kernel log can speak of this process
+    memory: MemorySample | None = None
+    lines: deque[str] = field(default_factory=lambda: deque(maxlen=LAST_LINES))
+    since: float = field(default_factory=time.monotonic)
 
 
 class RunView(Protocol):

@@ -56,7 +56,9 @@ def test_a_backends_folder_declares_its_plugin_without_the_engine() -> None:
         assert loaded_after(code) == [], name
 
 
-SHARED_WITH_THE_WORKER = {"protocol", "layout", "pids", "errors", "ioloop", "modelshapes"}
+SHARED_WITH_THE_WORKER = {
+    "protocol", "layout", "pids", "memcg", "errors", "ioloop", "modelshapes"
+}  # fmt: skip
 
 
 def test_the_worker_imports_only_the_protocol_and_the_pure_shared_modules() -> None:

@@ -28,7 +28,8 @@ from ..events import (
     Stream,
     done_state,
 )
-from ..interface import RankInfo
+from ..interface import LAST_LINES, RankInfo
+from ..memcg import Counters, MemorySample
 from ..protocol import reports as r
 from ..protocol.flight import GroupFlight
 from ..protocol.header import Message
@@ -84,6 +85,7 @@ def decode(ranks: Ranks, rank: int, message: Message, buffers: list[Buffer]) -> 
     info.last_seen = now
     run_id = str(getattr(message, "run_id", "") or ranks.run_id)
     if isinstance(message, r.Output):
+        info.lines.extend(text for _, text in message.lines[-LAST_LINES:])
         stream = Stream(message.stream)
         if not run_id:
             lines = message.lines[:EARLY_LINES]
@@ -105,6 +107,10 @@ def decode(ranks: Ranks, rank: int, message: Message, buffers: list[Buffer]) -> 
     if isinstance(message, r.Metrics):
         return Decoded(_metrics(ranks, run_id, rank, message, buffers) if run_id else [])
     if isinstance(message, r.Heartbeat):
+        info.memory = MemorySample(
+            message.rss_mb, message.mem_limit_mb, message.cgroup or "",
+            Counters(None, message.oom_kills, message.failcnt),
+        )  # fmt: skip
         if not (run_id and ranks.run_id):
             return Decoded()
         return Decoded([MetricEvent(run_id, rank, message.t, message.values())])

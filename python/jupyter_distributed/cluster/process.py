@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+from ..errors import RankFailure
 from ..events import ErrorEvent, Event, RunEvent, StacksEvent
 from ..history.reaper import leftover_prefix
 from ..history.store import Store
@@ -29,6 +30,7 @@ from ..protocol.commands import Shutdown
 from ..protocol.header import Message
 from ..protocol.signing import BOOTSTRAP_ENV, Buffer
 from ..protocol.stacks import RankStacks
+from .deaths import explain
 from .hang import diagnose
 from .hangflight import ranks_text
 from .inbox import CancelRequested, Exited, Item
@@ -81,6 +83,7 @@ class ProcessCluster(Cluster):
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
         self._lost = ""
+        self._code = ""
         self._last_control = self._last_watch = 0.0
         self.router = Router(
             f"jd-{self.id}", store, self.info, key, self._tick, self.mark_lost,
@@ -127,6 +130,7 @@ class ProcessCluster(Cluster):
         return [self.info[r] for r in sorted(self.info)]
 
     def execute(self, request: RunRequest, view: RunView) -> RunOutcome:
+        self._code = request.code  # (the lines of a crash stack in the cell)
         return execute_run(self, request, view)
 
     def send(self, ranks: Sequence[int], message: Message, buffers: Sequence[Buffer] = ()) -> None:
@@ -237,6 +241,10 @@ class ProcessCluster(Cluster):
         self.mark_lost(STOPPED_REMOTELY)
         self.stop()
 
+    def _explain(self, failure: RankFailure) -> RankFailure:
+        """The failure with the cause of the death (:mod:`.deaths`)."""
+        return explain(failure, self.info.get(failure.rank), self.stacks_dir, self._code)
+
     def _watch(self) -> None:
         events: list[Event] = []
         items: list[Item] = []
@@ -244,7 +252,7 @@ class ProcessCluster(Cluster):
         now = time.time()
         failures = silent_ranks(self.info, self.silence_limit, now)
         failures += exit_failures(self.info, self.processes.exited(), now)
-        for failure in failures:
+        for failure in map(self._explain, failures):
             if self._stopping.is_set() or self._lost == STOPPED_REMOTELY:
                 continue
             lost = lost or failure.summary

@@ -84,7 +84,7 @@ def collect(
     missing = [r for r in ranks if r not in got]
     if missing:
         got.update(_dump(info, missing, stacks_dir))
-    return {r: _with_text(got[r], code) for r in ranks}
+    return {r: with_text(got[r], code) for r in ranks}
 
 
 def _dump(
@@ -147,7 +147,7 @@ def _parsed(rank: int, stacks_dir: str, text: str) -> RankStacks:
     return RankStacks(rank, parse_faulthandler(text, main), "", "faulthandler")
 
 
-def _with_text(stacks: RankStacks, code: str) -> RankStacks:
+def with_text(stacks: RankStacks, code: str) -> RankStacks:
     """Fill in the source lines a faulthandler dump leaves out (the cell's from ``code``)."""
     if stacks.source != "faulthandler":
         return stacks

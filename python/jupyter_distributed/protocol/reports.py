@@ -158,6 +158,9 @@ class Metrics(Message):
 
 @dataclass(frozen=True)
 class Heartbeat(Message):
+    """Every second: the rank's CPU, RSS and GPU samples, and what tells an out-of-memory kill
+    (the memory limit that applies to it, its memory cgroup and that cgroup's OOM counters)."""
+
     kind: ClassVar[str] = "heartbeat"
     run_id: str
     t: float
@@ -165,6 +168,10 @@ class Heartbeat(Message):
     rss_mb: float
     gpu_util: float | None = None
     gpu_mem_mb: float | None = None
+    mem_limit_mb: float | None = None
+    cgroup: str | None = None
+    oom_kills: int | None = None
+    failcnt: int | None = None
 
     def values(self) -> dict[str, float]:
         """The ``sys.*`` metrics this heartbeat records."""
@@ -180,6 +187,8 @@ class Heartbeat(Message):
         return cls(
             str(h.get("run_id") or ""), float(h["t"]), float(h["cpu"]), float(h["rss_mb"]),
             opt(float, h.get("gpu_util")), opt(float, h.get("gpu_mem_mb")),
+            opt(float, h.get("mem_limit_mb")), opt(str, h.get("cgroup")),
+            opt(int, h.get("oom_kills")), opt(int, h.get("failcnt")),
         )  # fmt: skip
 
 

@@ -30,6 +30,15 @@ def dump_file(directory: str, rank: int) -> Path:
     return Path(directory) / f"rank-{rank}.txt"
 
 
+def crash_file(directory: str, rank: int) -> Path:
+    """Where ``faulthandler`` writes rank ``rank``'s stack when it dies of a fatal signal."""
+    return Path(directory) / f"crash-{rank}.txt"
+
+
+# the signals on which faulthandler writes a rank's stack before it dies
+FATAL_SIGNALS = (signal.SIGSEGV, signal.SIGFPE, signal.SIGABRT, signal.SIGBUS, signal.SIGILL)
+
+
 @dataclass(frozen=True)
 class Frame:
     file: str

@@ -9,7 +9,6 @@ import signal
 import socket
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from ..layout import Layout
@@ -26,8 +25,17 @@ from .guard import guard_group
 from .mpi import MpiSetupError, setup_comm
 from .report import ChannelReporter
 from .runtime import RankEnv, Runtime
+from .sampler import GPU, memory_sample
 from .slurm import export_master_addr
-from .stacks import current_stacks, flight_summary, install_dump, on_stage, set_stage, stage
+from .stacks import (
+    current_stacks,
+    flight_summary,
+    install_crash,
+    install_dump,
+    on_stage,
+    set_stage,
+    stage,
+)
 from .strategies import StrategyError, setup
 
 # seconds a cell's running state is held back before the I/O thread's next look sends it: a
@@ -71,40 +79,14 @@ class _Ticker:
             cpu = sum(os.times()[:2])
             self.cpu = (now, cpu)
             percent = 100.0 * (cpu - cpu0) / max(now - wall0, 1e-6)
-            gpu = _gpu_sample(self.runtime.gpu_device)
+            gpu = GPU.sample(self.runtime.gpu_device)
+            memory = memory_sample()
             self.channel.send(
                 Heartbeat(
-                    self.runtime.run_id,
-                    time.time(),
-                    round(percent, 1),
-                    _rss_mb(),
-                    gpu.get("gpu_util"),
-                    gpu.get("gpu_mem_mb"),
+                    self.runtime.run_id, time.time(), round(percent, 1), memory.pop("rss_mb"),
+                    gpu.get("gpu_util"), gpu.get("gpu_mem_mb"), **memory,
                 )
-            )
-
-
-def _rss_mb() -> float:
-    try:
-        with Path("/proc/self/statm").open() as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        import resource
-
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _gpu_sample(device: int | None) -> dict[str, float]:
-    """GPU memory (and utilisation where NVML answers) of this rank's device. ``device`` is set
-    by the main thread once a cell has used CUDA, so torch is fully imported by then: this
-    thread never imports torch (that could deadlock with an import on the main thread)."""
-    torch = sys.modules.get("torch")
-    if device is None or torch is None:
-        return {}
-    sample = {"gpu_mem_mb": torch.cuda.memory_allocated(device) / 2**20}
-    with contextlib.suppress(Exception):  # utilization() needs pynvml; memory is enough
-        sample["gpu_util"] = float(torch.cuda.utilization(device))
-    return sample
+            )  # fmt: skip
 
 
 def main() -> int:
@@ -118,6 +100,8 @@ def main() -> int:
     env = RankEnv.from_environ()
     env.export()
     install_dump(str(boot.get("stacks_dir") or ""), env.rank)
+    install_crash(str(boot.get("stacks_dir") or ""), env.rank)
+    GPU.start()
     ticker = _Ticker(boot)
 
     def on_message(message: Message, buffers: list[Buffer]) -> None:

@@ -31,6 +31,7 @@ from ..protocol.header import Message
 from ..protocol.reports import Done
 from ..protocol.shared import map_shared
 from ..protocol.signing import Buffer
+from .cudaoom import failure_notes
 from .debugger import Debugger, run_under
 from .report import Reporter
 from .rich import Displays, guard_stdin
@@ -280,6 +281,7 @@ class Runtime:
             "evalue": str(exc),
             "traceback": format_failure(exc),
             "kind": kind,
+            **failure_notes(exc),
         }
 
     def _pull(self, names: list[str]) -> tuple[list[Buffer], dict[str, str]]:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from ..protocol.flight import summarize
-from ..protocol.stacks import DUMP_SIGNAL, Frame, ThreadStack, dump_file
+from ..protocol.stacks import DUMP_SIGNAL, Frame, ThreadStack, crash_file, dump_file
 
 # torch's flight recorder: gloo/xccl builds name it one way, NCCL builds the other
 _FR_DUMPS = ("_dump_fr_trace_json", "_dump_nccl_trace_json")
@@ -54,6 +54,17 @@ def install_dump(directory: str, rank: int) -> None:
         faulthandler.register(DUMP_SIGNAL, file=f, all_threads=True, chain=False)
         f.write(f"main 0x{threading.main_thread().ident or 0:x}\n")  # now: registered
         f.flush()
+
+
+def install_crash(directory: str, rank: int) -> None:
+    """On a fatal signal (SIGSEGV, SIGABRT, SIGBUS, ...), write every thread's stack to this
+    rank's crash file, which the kernel reads back when it sees the rank die of that signal."""
+    if not directory:
+        return
+    with contextlib.suppress(OSError):
+        f = crash_file(directory, rank).open("w", encoding="utf-8")
+        _dump.append(f)  # kept open: faulthandler writes to its fd as the rank dies
+        faulthandler.enable(file=f, all_threads=True)
 
 
 def current_stacks() -> list[dict[str, Any]]:

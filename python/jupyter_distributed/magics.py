@@ -19,7 +19,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import magic_arguments, parse_argstring
 
-from . import line_commands, probe, textviews
+from . import line_commands, plotfigures, probe, textviews
 from .arguments import backend_args, layout_args, run_args, strategy_args
 from .backends import plugin, plugins
 from .cell_spec import spec_from_args
@@ -185,6 +185,8 @@ class DistributedMagics(Magics):
             result = probe.run(self.session, spec, settings, CellView(quiet=True))
         except SpecError as exc:
             raise UsageError(str(exc)) from None
+        for figure in plotfigures.probe_figures(result):
+            plotfigures.show(figure)
         print(probe.table(result))
 
     def _backend_defaults(self, name: str) -> dict[str, Any]:

@@ -139,7 +139,7 @@ export function Figure(props: IFigureProps): JSX.Element {
       });
     };
     const draw = (): void => {
-      const { ready, build, label } = latest.current;
+      const { ready, build, title } = latest.current;
       if (!plotly) {
         return;
       }
@@ -158,7 +158,7 @@ export function Figure(props: IFigureProps): JSX.Element {
         p.react(node, data, layout, config).then(
           () => {
             bind(p);
-            node.setAttribute('aria-label', label);
+            node.setAttribute('aria-label', trans.__('%1: %2 traces', title, data.length));
             node.setAttribute('data-traces', String(data.length));
           },
           (e: unknown) => setError(trans.__('cannot draw the plot: %1', String(e)))

@@ -63,7 +63,12 @@ describe('the traces of a figure', () => {
     const traces = samplesTraces(liveOf(BAND_RANKS + 4, [7]), T, 0, new Set([7]));
     const data = scatterData(traces, THEME);
     const names = data.map(t => t.name);
-    expect(names.slice(0, 4)).toEqual(['total (mean rank × 20 data-parallel)', 'min rank', 'min – max rank', 'median rank']);
+    expect(names.slice(0, 4)).toEqual([
+      'total (mean rank × 20 data-parallel)',
+      'min rank',
+      'min – max rank',
+      'median rank'
+    ]);
     // The band: its lower edge has no legend entry, its upper edge fills down to it.
     expect(data[1]?.showlegend).toBe(false);
     expect(data[2]?.fill).toBe('tonexty');

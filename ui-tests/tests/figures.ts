@@ -89,7 +89,7 @@ export function extensionChunks(
     return Promise.all(
       [entry, ...[...names].map(name => new URL(name, entry).href)].map(async url => {
         const text = await (await fetch(url)).text();
-        return { name: url, size: text.length, plotly: /plotly\.js/.test(text) };
+        return { name: url, size: text.length, plotly: /js-plotly-plot/.test(text) };
       })
     );
   });

@@ -41,6 +41,8 @@ export const NEUTRAL = 'neutral';
 /** One trace of plotly.js' JSON, as far as the panel uses it. */
 export interface IScatter {
   type: 'scatter';
+  /** The trace's identity across redraws (its name), so that a legend toggle stays. */
+  uid: string;
   name: string;
   x: number[];
   y: number[];
@@ -53,7 +55,10 @@ export interface IScatter {
   hovertemplate: string;
 }
 
-/** One trace per rank at most `BAND_RANKS` ranks; above, the total, the band and the stragglers. */
+/**
+ * One trace per rank at most `BAND_RANKS` ranks (the tiles mark the stragglers); above, the
+ * total, the band and the stragglers named and highlighted, every other rank hidden.
+ */
 export function rankTraces(
   total: IPlotTrace | null,
   perRank: ReadonlyMap<number, Series>,
@@ -72,7 +77,7 @@ export function rankTraces(
     );
   }
   for (const rank of ranks) {
-    const slow = stragglers.has(rank);
+    const slow = many && stragglers.has(rank);
     const trace: IPlotTrace = {
       name: slow ? `rank ${rank} (straggler)` : `rank ${rank}`,
       series: perRank.get(rank) as Series,
@@ -121,6 +126,7 @@ export function scatterData(traces: readonly IPlotTrace[], theme: IFigureTheme, 
     const color = t.color === NEUTRAL ? theme.font : t.color;
     const trace: IScatter = {
       type: 'scatter',
+      uid: t.name,
       name: t.name,
       x: [...t.series.x],
       y: smooth(t.series.y, smoothing),

@@ -180,7 +180,18 @@ export function Figure(props: IFigureProps): JSX.Element {
     gate.current = g;
     const shown = (): void => g.shown();
     document.addEventListener('visibilitychange', shown);
-    const observer = typeof ResizeObserver === 'undefined' ? null : new ResizeObserver(shown);
+    // A figure shown again draws what came meanwhile; one whose width changed (the panel
+    // resized) is laid out again by plotly.
+    let width = 0;
+    const resized = (): void => {
+      const w = node.clientWidth;
+      if (plotly && bound && w > 0 && w !== width) {
+        void plotly.Plots.resize(node);
+      }
+      width = w;
+      g.shown();
+    };
+    const observer = typeof ResizeObserver === 'undefined' ? null : new ResizeObserver(resized);
     observer?.observe(node);
     // Drawn in the new colours when the user switches theme (JupyterLab names it on <body>).
     const themes = new MutationObserver(() => g.request());

@@ -84,7 +84,7 @@ describe('the traces of a figure', () => {
     expect(max).toBeCloseTo(128, 6);
   });
 
-  it(`draws every rank at ${BAND_RANKS} ranks or fewer, stragglers named`, () => {
+  it(`draws every rank at ${BAND_RANKS} ranks or fewer, as the legend names them`, () => {
     const traces = rankTraces(
       null,
       new Map([
@@ -98,7 +98,7 @@ describe('the traces of a figure', () => {
     );
     expect(traces.map(t => [t.name, t.hidden ?? false])).toEqual([
       ['rank 0', false],
-      ['rank 1 (straggler)', false]
+      ['rank 1', false]
     ]);
   });
 

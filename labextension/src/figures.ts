@@ -41,7 +41,7 @@ export const NEUTRAL = 'neutral';
 /** One trace of plotly.js' JSON, as far as the panel uses it. */
 export interface IScatter {
   type: 'scatter';
-  /** The trace's identity across redraws (its name), so that a legend toggle stays. */
+  /** The trace's identity across redraws (from its name), so that a legend toggle stays. */
   uid: string;
   name: string;
   x: number[];
@@ -126,7 +126,7 @@ export function scatterData(traces: readonly IPlotTrace[], theme: IFigureTheme, 
     const color = t.color === NEUTRAL ? theme.font : t.color;
     const trace: IScatter = {
       type: 'scatter',
-      uid: t.name,
+      uid: uidOf(t.name),
       name: t.name,
       x: [...t.series.x],
       y: smooth(t.series.y, smoothing),
@@ -152,6 +152,14 @@ export function scatterData(traces: readonly IPlotTrace[], theme: IFigureTheme, 
     }
     return trace;
   });
+}
+
+/**
+ * A trace's plotly `uid` from its name, one to one, of letters, digits, `_` and `-` only: plotly
+ * puts it in CSS selectors (its PNG export fails on a space or a parenthesis).
+ */
+export function uidOf(name: string): string {
+  return `t-${name.replace(/[^A-Za-z0-9-]/g, c => `_${(c.codePointAt(0) as number).toString(16)}_`)}`;
 }
 
 /** A CSS colour (#rgb, #rrggbb or rgb()) at `alpha`; another form is returned as it is. */
@@ -228,6 +236,8 @@ export function lineLayout(
     plot_bgcolor: 'rgba(0,0,0,0)',
     font: { color: theme.font, size: 11 },
     hovermode: 'x unified',
+    // The nearest x, however far: a short run's few points still show under the mouse.
+    hoverdistance: -1,
     dragmode: 'zoom',
     showlegend: true,
     legend: { orientation: 'h', y: -0.25, font: { color: theme.font } },

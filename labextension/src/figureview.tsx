@@ -38,6 +38,9 @@ export interface IFigureProps {
 /** The longest slice of a figure's `ready` work, in ms, so that a frame's task stays short. */
 const SLICE_MS = 8;
 
+/** The modebar's PNG button's icon (a picture frame). */
+const PNG_ICON = { width: 16, height: 16, path: 'M1 2h14v12H1zM3 4v8h10V4zm1 7 3-4 2 3 1-1 2 2z' };
+
 /** The modebar's CSV button's icon (a sheet with rows). */
 const CSV_ICON = { width: 16, height: 16, path: 'M2 1h12v14H2zM4 4v2h8V4zm0 3v2h8V7zm0 3v2h8v-2z' };
 
@@ -102,10 +105,23 @@ export function Figure(props: IFigureProps): JSX.Element {
       document.visibilityState !== 'hidden' && node.isConnected && node.getClientRects().length > 0;
     const config = {
       displaylogo: false,
+      // Nothing leaves the machine: no "Share chart" (an upload to plotly's cloud).
+      showSendToCloud: false,
+      showEditInChartStudio: false,
+      modeBarButtonsToRemove: ['select2d', 'lasso2d', 'toImage'],
       responsive: true,
       doubleClick: 'reset',
-      toImageButtonOptions: { format: 'png', filename: fileName(latest.current.title) },
       modeBarButtonsToAdd: [
+        {
+          name: 'png',
+          title: trans.__('Download plot as a PNG'),
+          icon: PNG_ICON,
+          click: () => {
+            plotly
+              ?.downloadImage(node, { format: 'png', filename: fileName(latest.current.title) })
+              .catch((e: unknown) => setError(trans.__('cannot export the PNG: %1', String(e))));
+          }
+        },
         {
           name: 'csv',
           title: trans.__('Download data as CSV'),

@@ -31,8 +31,11 @@ export function Heatmap(props: IHeatmapProps): JSX.Element {
       label={props.label}
       version={props.version}
       build={theme => {
+        const n = latest.current.matrix.length;
         const axis = (title: string): Record<string, unknown> => ({
           title: { text: title },
+          // Whole ranks: a tick per rank while they are few.
+          ...(n <= 16 ? { dtick: 1 } : {}),
           color: theme.font,
           showgrid: false,
           zeroline: false,
@@ -47,7 +50,7 @@ export function Heatmap(props: IHeatmapProps): JSX.Element {
             plot_bgcolor: 'rgba(0,0,0,0)',
             font: { color: theme.font, size: 11 },
             xaxis: axis(trans.__('rank')),
-            yaxis: { ...axis(trans.__('rank')), autorange: 'reversed', scaleanchor: 'x' },
+            yaxis: { ...axis(trans.__('rank')), autorange: 'reversed' },
             uirevision: 'keep'
           }
         };

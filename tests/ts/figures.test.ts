@@ -11,6 +11,7 @@ import {
   rankTraces,
   scatterData,
   smooth,
+  uidOf,
   withAlpha
 } from '../../labextension/src/figures';
 import { rankColor } from '../../labextension/src/palette';
@@ -55,6 +56,15 @@ describe('the traces of a figure', () => {
     expect(data[0]?.line.color).toBe(THEME.font);
     expect(data.slice(1).map(t => t.line.color)).toEqual([0, 1, 2, 3].map(rankColor));
     expect(data.every(t => t.type === 'scatter' && t.visible === undefined)).toBe(true);
+    // Each trace keeps its identity across redraws, as a uid safe in CSS selectors (PNG export).
+    expect(data.map(t => t.uid)).toEqual([
+      't-total_20__28_mean_20_rank_20__d7__20_4_20_data-parallel_29_',
+      't-rank_20_0',
+      't-rank_20_1',
+      't-rank_20_2',
+      't-rank_20_3'
+    ]);
+    expect(data.every(t => /^[A-Za-z0-9_-]+$/.test(t.uid))).toBe(true);
     // The per-rank rate of the steady loop: 32 samples / 0.25 s.
     expect(traces[1]?.series.y.at(-1)).toBeCloseTo(128, 6);
   });
@@ -144,6 +154,7 @@ describe('the traces of a figure', () => {
     expect(lineLayout(THEME, { title: 'bytes', scale: 'bytes' }, 240).xaxis).toMatchObject({ type: 'log' });
     expect(withAlpha('#ff0080', 0.5)).toBe('rgba(255, 0, 128, 0.5)');
     expect(withAlpha(NEUTRAL, 0.5)).toBe(NEUTRAL);
+    expect(uidOf('a_b')).not.toBe(uidOf('a b'));
   });
 
   it('gives the heatmap as one z-matrix with one hover template and no per-cell text', () => {

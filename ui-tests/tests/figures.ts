@@ -66,7 +66,7 @@ export async function expectHeatmap(figure: Locator, n: number): Promise<void> {
   expect(box).not.toBeNull();
   if (box) {
     // The cell of row 0, column n − 1: measured.
-    await figure.page().mouse.move(box.x + box.width * (1 - 0.5 / n), box.y + box.height * (0.5 / n));
+    await figure.page().mouse.move(box.x + box.width * (1 - 0.5 / n), box.y + box.height * (0.5 / n), { steps: 5 });
     await expect(graphOf(figure).locator('.hoverlayer')).toContainText(/GB\/s/);
   }
 }

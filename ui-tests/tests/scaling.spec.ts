@@ -38,8 +38,8 @@ test('the Scaling tab compares runs of a cell and shows a probe heatmap', async 
   await expect(table.getByRole('row').nth(1)).toContainText('100%');
   // Measured and ideal, a point per world size: a plotly figure with their legend.
   const compare = p.getByRole('figure', { name: 'samples/s against world size' });
-  const traces = await expectTraces(compare, ['measured', 'ideal']);
-  expect(traces.map(t => t.points)).toEqual([2, 2]);
+  await expectTraces(compare, ['measured', 'ideal']);
+  await expect.poll(async () => (await tracesOf(compare)).map(t => t.points), { timeout: 30_000 }).toEqual([2, 2]);
   await expect(compare.locator('.legend .traces')).toHaveCount(2);
   await page.screenshot({ path: test.info().outputPath('scaling-compare.png') });
 

@@ -143,6 +143,28 @@ test('a distributed cell shows up in the panel and survives a reload', async ({ 
   await area.hover();
   await graphOf(plot).locator('.modebar-btn[data-title^="Download plot"]').click();
   expect((await download).suggestedFilename()).toMatch(/\.png$/);
+  // The stacked plots of the run share their x range: a zoom of samples/s zooms the loss plot,
+  // a double-click resets both.
+  const xRange = (figure: Locator): Promise<number[]> =>
+    graphOf(figure).evaluate(
+      node => (node as unknown as { layout: { xaxis: { range: number[] } } }).layout.xaxis.range
+    );
+  const lossPlot = p.getByLabel('loss plot');
+  const unzoomed = await xRange(plot);
+  expect(await xRange(lossPlot)).toEqual(unzoomed);
+  const box = await area.boundingBox();
+  expect(box).not.toBeNull();
+  if (box) {
+    await page.mouse.move(box.x + box.width * 0.3, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2, { steps: 5 });
+    await page.mouse.up();
+  }
+  await expect.poll(() => xRange(plot)).not.toEqual(unzoomed);
+  const zoomed = await xRange(plot);
+  await expect.poll(() => xRange(lossPlot)).toEqual(zoomed);
+  await area.dblclick();
+  await expect.poll(() => xRange(lossPlot)).toEqual(unzoomed);
   // A metric named like HTML is shown as typed in its plot's title.
   const lr = p.getByLabel('<i>lr</i> plot');
   await expectDrawn(lr, 2);

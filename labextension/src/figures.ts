@@ -25,8 +25,6 @@ export interface IPlotTrace {
   markers?: boolean;
   /** Its colour: a rank's from `palette.ts`, `NEUTRAL` for the theme's text colour (a total). */
   color?: string;
-  /** Hidden until its legend entry is clicked (a rank in the many-rank view). */
-  hidden?: boolean;
   /** Drawn thicker: a straggler in the many-rank view. */
   highlight?: boolean;
   /** The band's upper edge: filled down to the trace before it (its lower edge). */
@@ -56,18 +54,22 @@ export interface IScatter {
 }
 
 /**
- * One trace per rank at most `BAND_RANKS` ranks (the tiles mark the stragglers); above, the
- * total, the band and the stragglers named and highlighted, every other rank hidden.
+ * One trace per rank at most `BAND_RANKS` ranks (the tiles mark the stragglers). Above, the total,
+ * the band (min to max across ranks, and the median), the stragglers named and highlighted, and
+ * the ranks the user asked to see (`shown`): a figure of a few traces however many ranks, so that
+ * a 256-rank run redraws in a few milliseconds. `seriesOf` is asked only for the ranks drawn.
  */
 export function rankTraces(
   total: IPlotTrace | null,
-  perRank: ReadonlyMap<number, Series>,
+  ranks: readonly number[],
+  seriesOf: (rank: number) => Series,
   stragglers: ReadonlySet<number>,
-  band: () => { min: Series; median: Series; max: Series }
+  band: () => { min: Series; median: Series; max: Series },
+  shown: ReadonlySet<number> = new Set()
 ): IPlotTrace[] {
-  const ranks = [...perRank.keys()].sort((a, b) => a - b);
+  const sorted = [...ranks].sort((a, b) => a - b);
   const out: IPlotTrace[] = total ? [total] : [];
-  const many = ranks.length > BAND_RANKS;
+  const many = sorted.length > BAND_RANKS;
   if (many) {
     const { min, median, max } = band();
     out.push(
@@ -76,18 +78,37 @@ export function rankTraces(
       { name: 'median rank', series: median, color: NEUTRAL, line: 'dot' }
     );
   }
-  for (const rank of ranks) {
+  for (const rank of sorted) {
     const slow = many && stragglers.has(rank);
+    if (many && !slow && !shown.has(rank)) {
+      continue;
+    }
     const trace: IPlotTrace = {
       name: slow ? `rank ${rank} (straggler)` : `rank ${rank}`,
-      series: perRank.get(rank) as Series,
+      series: seriesOf(rank),
       color: rankColor(rank)
     };
-    if (many) {
-      // Many ranks: a straggler stands out, any other rank is one legend click away.
-      Object.assign(trace, slow ? { highlight: true } : { hidden: true });
+    if (slow) {
+      trace.highlight = true;
     }
     out.push(trace);
+  }
+  return out;
+}
+
+/** The ranks named in `text` ("3, 17 40-42"), at most `max` of them; what is not a rank is skipped. */
+export function parseRanks(text: string, max = 32): Set<number> {
+  const out = new Set<number>();
+  for (const word of text.split(/[\s,]+/)) {
+    const range = /^(\d{1,6})(?:-(\d{1,6}))?$/.exec(word);
+    if (!range) {
+      continue;
+    }
+    const lo = Number(range[1]);
+    const hi = range[2] === undefined ? lo : Number(range[2]);
+    for (let r = lo; r <= hi && out.size < max; r++) {
+      out.add(r);
+    }
   }
   return out;
 }
@@ -138,9 +159,6 @@ export function scatterData(traces: readonly IPlotTrace[], theme: IFigureTheme, 
     if (t.line && t.line !== 'solid') {
       trace.line.dash = t.line;
     }
-    if (t.hidden) {
-      trace.visible = 'legendonly';
-    }
     if (t.noLegend) {
       trace.showlegend = false;
       trace.line.width = 0;
@@ -182,8 +200,8 @@ function csvField(value: string | number): string {
 }
 
 /**
- * A figure's data as CSV: `trace,x,y`, a row per point of every trace (hidden ones too, and
- * unsmoothed: the data, not the drawing); a missing value is an empty field.
+ * A figure's data as CSV: `trace,x,y`, a row per point of every trace (unsmoothed: the data,
+ * not the drawing); a missing value is an empty field.
  */
 export function figureCsv(traces: readonly IPlotTrace[], xTitle = 'x', yTitle = 'y'): string {
   const rows = [['trace', xTitle, yTitle].map(csvField).join(',')];

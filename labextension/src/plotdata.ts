@@ -9,7 +9,7 @@
  * (`samplesReady`, `metricReady`).
  */
 
-import { acrossRanks, runDataParallelDegree, throughputSeries } from './derive';
+import { acrossRanks, runDataParallelDegree } from './derive';
 import { BAND_RANKS, type IPlotTrace, NEUTRAL, rankTraces } from './figures';
 import type { RunLive, Series } from './runstate';
 import { lowerBound, type SecondStats } from './secondstats';
@@ -27,21 +27,24 @@ export function totalName(degree: number): string {
   return `total (mean rank × ${degree} data-parallel)`;
 }
 
-/** `series` from `from` (seconds since the origin) on. */
-function from(series: Series, start: number): Series {
-  const i = lowerBound(series.x, start);
-  return i === 0 ? series : { x: series.x.slice(i), y: series.y.slice(i) };
+/** A rank's samples/s per whole second (`rates.ts`), x in seconds since `origin`, from `start` on. */
+function rankRates(live: RunLive, rank: number, origin: number, start: number): Series {
+  const perSecond = live.samples.get(rank)?.perSecond ?? new Map<number, number>();
+  const seconds = [...perSecond.keys()].filter(s => s - origin >= start).sort((a, b) => a - b);
+  return { x: seconds.map(s => s - origin), y: seconds.map(s => perSecond.get(s) as number) };
 }
 
 /**
  * The samples/s plot (`rates.ts`): the total (the mean rank's × the data-parallel degree), and
- * each rank's in its colour; above `BAND_RANKS` ranks the band and the `slow` ranks highlighted.
+ * each rank's in its colour; above `BAND_RANKS` ranks the band, the `slow` ranks highlighted and
+ * the `shown` ones.
  */
 export function samplesTraces(
   live: RunLive,
   origin: number,
   window: number,
-  slow: ReadonlySet<number> = new Set()
+  slow: ReadonlySet<number> = new Set(),
+  shown: ReadonlySet<number> = new Set()
 ): IPlotTrace[] {
   const stats = live.samplesStats;
   const start = windowStart(stats, window);
@@ -53,18 +56,21 @@ export function samplesTraces(
     line: 'dash',
     color: NEUTRAL
   };
-  const { perRank } = throughputSeries(live, origin);
-  const shown = new Map([...perRank].map(([rank, s]) => [rank, from(s, start - origin)]));
-  return rankTraces(total, shown, slow, () => across);
+  const seriesOf = (rank: number): Series => rankRates(live, rank, origin, start - origin);
+  return rankTraces(total, [...live.samples.keys()], seriesOf, slow, () => across, shown);
 }
 
-/** A metric's plot: one line per rank; above `BAND_RANKS` ranks the band and the `slow` ranks. */
+/**
+ * A metric's plot: one line per rank; above `BAND_RANKS` ranks the band, the `slow` ranks and
+ * the `shown` ones.
+ */
 export function metricTraces(
   live: RunLive,
   name: string,
   origin: number,
   window: number,
-  slow: ReadonlySet<number> = new Set()
+  slow: ReadonlySet<number> = new Set(),
+  shown: ReadonlySet<number> = new Set()
 ): IPlotTrace[] {
   const byRank = live.metrics.get(name) ?? live.system.get(name) ?? new Map<number, Series>();
   let end = -Infinity;
@@ -72,16 +78,16 @@ export function metricTraces(
     end = Math.max(end, x[x.length - 1] ?? -Infinity);
   }
   const start = window > 0 ? end - window : -Infinity;
-  const perRank = new Map<number, Series>();
-  for (const [rank, { x, y }] of byRank) {
+  const seriesOf = (rank: number): Series => {
+    const { x, y } = byRank.get(rank) as Series;
     const i = lowerBound(x, start);
-    perRank.set(rank, { x: x.slice(i).map(t => t - origin), y: y.slice(i) });
-  }
+    return { x: x.slice(i).map(t => t - origin), y: y.slice(i) };
+  };
   const band = (): { min: Series; median: Series; max: Series } => {
     const stats = live.metricStats.get(name);
     return stats ? stats.read(origin, windowStart(stats, window)) : acrossRanks(byRank, origin);
   };
-  return rankTraces(null, perRank, slow, band);
+  return rankTraces(null, [...byRank.keys()], seriesOf, slow, band, shown);
 }
 
 /** Bring the samples/s plot's statistics up to date until `done()`; true when they are. */

@@ -9,7 +9,7 @@
 import * as React from 'react';
 
 import { lastSeconds, rankRates } from './derive';
-import { figureCsv, type IPlotTrace, lineLayout, scatterData, type XScale } from './figures';
+import { BAND_RANKS, figureCsv, type IPlotTrace, lineLayout, parseRanks, scatterData, type XScale } from './figures';
 import { Figure } from './figureview';
 import { extent, formatBytes, logAxis } from './lineplot';
 import { metricReady, metricTraces, runEnd, samplesReady, samplesTraces } from './plotdata';
@@ -42,6 +42,8 @@ export interface IPlotProps {
   range?: [number, number] | null;
   /** TensorBoard's smoothing weight, 0 (none) to 0.99. */
   smoothing?: number;
+  /** Something else than the data that the traces depend on (the ranks asked for). */
+  style?: string;
 }
 
 /** Ticks at powers of two, labelled in bytes, for a log axis of sizes. */
@@ -69,7 +71,7 @@ export function Plot(props: IPlotProps): JSX.Element {
       title={props.title}
       label={props.label ?? trans.__('%1 plot', props.title)}
       version={props.version}
-      style={String(props.smoothing ?? 0)}
+      style={`${props.smoothing ?? 0} ${props.style ?? ''}`}
       link={props.link}
       defaultRange={props.range ?? null}
       ready={props.ready}
@@ -90,9 +92,13 @@ export function Plot(props: IPlotProps): JSX.Element {
 function metricPlots(
   live: RunLive,
   names: Iterable<string>,
-  shared: Omit<IPlotProps, 'title' | 'version' | 'traces'> & { origin: number; slow: ReadonlySet<number> }
+  shared: Omit<IPlotProps, 'title' | 'version' | 'traces'> & {
+    origin: number;
+    slow: ReadonlySet<number>;
+    shown: ReadonlySet<number>;
+  }
 ): JSX.Element[] {
-  const { origin, slow, ...rest } = shared;
+  const { origin, slow, shown, ...rest } = shared;
   return [...names]
     .sort((a, b) => a.localeCompare(b))
     .map(name => (
@@ -100,7 +106,7 @@ function metricPlots(
         key={name}
         title={name}
         version={live.version}
-        traces={() => metricTraces(live, name, origin, rest.window, slow)}
+        traces={() => metricTraces(live, name, origin, rest.window, slow, shown)}
         ready={done => metricReady(live, name, done)}
         {...rest}
       />
@@ -125,7 +131,11 @@ export function ThroughputView(props: {
   const end = runEnd(live, origin);
   const range: [number, number] | null = end === null ? null : [window > 0 ? Math.max(0, end - window) : 0, end];
   const slow = stragglers(rankRates(live), props.stragglerThreshold ?? STRAGGLER_THRESHOLD);
-  const shared = { link, range, smoothing, window, origin, slow };
+  // Above BAND_RANKS ranks the plots show the band and the stragglers, and the ranks named here.
+  const [asked, setAsked] = React.useState('');
+  const shown = React.useMemo(() => parseRanks(asked), [asked]);
+  const many = Math.max(live.samples.size, live.ranks.size) > BAND_RANKS;
+  const shared = { link, range, smoothing, window, origin, slow, shown, style: asked };
   return (
     <div className="jp-Distributed-plots" role="group" aria-label={trans.__('Throughput')}>
       <label className="jp-Distributed-smoothing">
@@ -141,11 +151,24 @@ export function ThroughputView(props: {
         />
         <output>{smoothing.toFixed(2)}</output>
       </label>
+      {many ? (
+        <label className="jp-Distributed-smoothing">
+          {trans.__('show ranks')}
+          <input
+            type="text"
+            placeholder={trans.__('e.g. 3, 17, 40-42')}
+            value={asked}
+            aria-label={trans.__('ranks to show in the plots')}
+            onChange={e => setAsked(e.currentTarget.value)}
+          />
+        </label>
+      ) : null}
       {live.samples.size > 0 ? (
         <Plot
           title="samples/s"
           version={live.version}
-          traces={() => samplesTraces(live, origin, window, slow)}
+          traces={() => samplesTraces(live, origin, window, slow, shown)}
+          style={asked}
           ready={done => samplesReady(live, done)}
           link={link}
           range={range}

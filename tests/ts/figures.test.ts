@@ -8,6 +8,7 @@ import {
   lineLayout,
   matrixCsv,
   NEUTRAL,
+  parseRanks,
   rankTraces,
   scatterData,
   smooth,
@@ -70,46 +71,59 @@ describe('the traces of a figure', () => {
   });
 
   it(`shows the total, a min–median–max band and the stragglers above ${BAND_RANKS} ranks`, () => {
-    const traces = samplesTraces(liveOf(BAND_RANKS + 4, [7]), T, 0, new Set([7]));
+    const live = liveOf(BAND_RANKS + 4, [7]);
+    const traces = samplesTraces(live, T, 0, new Set([7]));
     const data = scatterData(traces, THEME);
-    const names = data.map(t => t.name);
-    expect(names.slice(0, 4)).toEqual([
+    expect(data.map(t => t.name)).toEqual([
       'total (mean rank × 20 data-parallel)',
       'min rank',
       'min – max rank',
-      'median rank'
+      'median rank',
+      'rank 7 (straggler)'
     ]);
     // The band: its lower edge has no legend entry, its upper edge fills down to it.
     expect(data[1]?.showlegend).toBe(false);
     expect(data[2]?.fill).toBe('tonexty');
-    // Every rank can be shown from the legend; only the straggler is drawn, highlighted.
-    expect(data.length).toBe(4 + BAND_RANKS + 4);
-    const drawn = data.slice(4).filter(t => t.visible !== 'legendonly');
-    expect(drawn.map(t => t.name)).toEqual(['rank 7 (straggler)']);
-    expect(drawn[0]?.line).toMatchObject({ color: rankColor(7), width: 3 });
+    // The straggler is highlighted in its rank's colour.
+    expect(data[4]?.line).toMatchObject({ color: rankColor(7), width: 3 });
     // The band spans the ranks: the slow rank is the minimum, the others the maximum.
-    const min = traces[1]?.series.y.at(-1) as number;
-    const max = traces[2]?.series.y.at(-1) as number;
-    expect(min).toBeCloseTo(64, 6);
-    expect(max).toBeCloseTo(128, 6);
+    expect(traces[1]?.series.y.at(-1)).toBeCloseTo(64, 6);
+    expect(traces[2]?.series.y.at(-1)).toBeCloseTo(128, 6);
+    // Any rank can be shown: the ranks asked for are drawn too, in their colours.
+    const asked = samplesTraces(live, T, 0, new Set([7]), parseRanks('3, 12-13'));
+    expect(asked.slice(4).map(t => [t.name, t.color])).toEqual([
+      ['rank 3', rankColor(3)],
+      ['rank 7 (straggler)', rankColor(7)],
+      ['rank 12', rankColor(12)],
+      ['rank 13', rankColor(13)]
+    ]);
   });
 
   it(`draws every rank at ${BAND_RANKS} ranks or fewer, as the legend names them`, () => {
+    const asked: number[] = [];
     const traces = rankTraces(
       null,
-      new Map([
-        [0, series([1])],
-        [1, series([2])]
-      ]),
+      [1, 0],
+      rank => {
+        asked.push(rank);
+        return series([rank]);
+      },
       new Set([1]),
       () => {
         throw new Error('no band for few ranks');
       }
     );
-    expect(traces.map(t => [t.name, t.hidden ?? false])).toEqual([
+    expect(traces.map(t => [t.name, t.highlight ?? false])).toEqual([
       ['rank 0', false],
       ['rank 1', false]
     ]);
+    expect(asked).toEqual([0, 1]);
+  });
+
+  it('reads the ranks to show: numbers and ranges, anything else skipped, at most 32', () => {
+    expect([...parseRanks('3, 17 40-42 x -1 5-')]).toEqual([3, 17, 40, 41, 42]);
+    expect(parseRanks('0-1000').size).toBe(32);
+    expect(parseRanks('').size).toBe(0);
   });
 
   it('smooths as TensorBoard does: an EMA debiased at the start, NaN kept', () => {

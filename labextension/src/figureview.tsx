@@ -1,8 +1,8 @@
 /**
  * Render-only: one plotly.js figure of the panel (a line plot, the bandwidth
  * heatmap), drawn with `Plotly.react` from what `build()` returns when it is
- * drawn: at most 2 redraws a second, none while it cannot be seen
- * (`redraw.ts`). plotly gives the hover (unified on x), zoom, pan, the
+ * drawn: at most 2 redraws a second, none while it cannot be seen (a
+ * hidden tab or page, scrolled out of view; `redraw.ts`). plotly gives the hover (unified on x), zoom, pan, the
  * double-click reset, the legend that toggles a trace and the PNG export;
  * the modebar has a CSV download of the figure's data too. Plots given one
  * `XLink` share their x range: a zoom in one zooms the others.
@@ -101,8 +101,10 @@ export function Figure(props: IFigureProps): JSX.Element {
     let plotly: IPlotly | null = null;
     let bound = false;
     let frame = 0;
+    // Scrolled out of view (a tab's lower plots), a figure waits like a hidden one.
+    let inView = true;
     const visible = (): boolean =>
-      document.visibilityState !== 'hidden' && node.isConnected && node.getClientRects().length > 0;
+      inView && document.visibilityState !== 'hidden' && node.isConnected && node.getClientRects().length > 0;
     const config = {
       displaylogo: false,
       // Nothing leaves the machine: no "Share chart" (an upload to plotly's cloud).
@@ -209,6 +211,14 @@ export function Figure(props: IFigureProps): JSX.Element {
     };
     const observer = typeof ResizeObserver === 'undefined' ? null : new ResizeObserver(resized);
     observer?.observe(node);
+    const seen =
+      typeof IntersectionObserver === 'undefined'
+        ? null
+        : new IntersectionObserver(entries => {
+            inView = entries.some(e => e.isIntersecting);
+            g.shown();
+          });
+    seen?.observe(node);
     // Drawn in the new colours when the user switches theme (JupyterLab names it on <body>).
     const themes = new MutationObserver(() => g.request());
     themes.observe(document.body, { attributes: true, attributeFilter: ['data-jp-theme-name'] });
@@ -224,6 +234,7 @@ export function Figure(props: IFigureProps): JSX.Element {
       cancelAnimationFrame(frame);
       stopLink();
       observer?.disconnect();
+      seen?.disconnect();
       themes.disconnect();
       document.removeEventListener('visibilitychange', shown);
       plotly?.purge(node);

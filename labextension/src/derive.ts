@@ -162,9 +162,6 @@ export function throughputSeries(live: RunLive, origin: number): { perRank: Map<
   };
 }
 
-/** Above this many ranks a plot shows min / median / max across ranks instead of one line each. */
-export const MAX_RANK_TRACES = 32;
-
 /**
  * Per whole second (x relative to `origin`), the min, median and max across ranks of
  * `byRank`'s values (the last value of each rank in that second).

@@ -1,21 +1,20 @@
 /**
  * What the Throughput tab's plots draw, computed when a plot is drawn (not
- * on every render): samples/s in total and per rank, each metric per rank,
- * or min / median / max across ranks when there are many. Across-rank lines
- * come from the run's per-second statistics (`secondstats.ts`), kept up to
- * date as samples arrive, so a draw costs the seconds shown, not the history;
- * what a long run's first draw must compute first can be done in slices
+ * on every render): samples/s in total and per rank, and each metric per
+ * rank; above `BAND_RANKS` ranks the total, a band (min, median, max across
+ * ranks) and the stragglers, every other rank hidden until its legend entry
+ * is clicked (`figures.ts`). Across-rank lines come from the run's per-second
+ * statistics (`secondstats.ts`), kept up to date as samples arrive; what a
+ * long run's first draw must compute first can be done in slices
  * (`samplesReady`, `metricReady`).
  */
 
-import { MAX_RANK_TRACES, runDataParallelDegree, throughputSeries } from './derive';
-import { rankColor } from './palette';
-import { type ICanvasTrace, NEUTRAL } from './plotcanvas';
+import { acrossRanks, runDataParallelDegree } from './derive';
+import { BAND_RANKS, type IPlotTrace, NEUTRAL, rankTraces } from './figures';
 import type { RunLive, Series } from './runstate';
 import { lowerBound, type SecondStats } from './secondstats';
 
-/** A trace of a plot, as `plotcanvas.ts` draws it. */
-export type IPlotTrace = ICanvasTrace;
+export type { IPlotTrace } from './figures';
 
 /** The first whole second (Unix) a plot of the last `window` seconds shows; 0 shows all. */
 function windowStart(stats: SecondStats, window: number): number {
@@ -28,13 +27,28 @@ export function totalName(degree: number): string {
   return `total (mean rank × ${degree} data-parallel)`;
 }
 
+/** A rank's samples/s per whole second (`rates.ts`), x in seconds since `origin`, from `start` on. */
+function rankRates(live: RunLive, rank: number, origin: number, start: number): Series {
+  const perSecond = live.samples.get(rank)?.perSecond ?? new Map<number, number>();
+  const seconds = [...perSecond.keys()].filter(s => s - origin >= start).sort((a, b) => a - b);
+  return { x: seconds.map(s => s - origin), y: seconds.map(s => perSecond.get(s) as number) };
+}
+
 /**
  * The samples/s plot (`rates.ts`): the total (the mean rank's × the data-parallel degree), and
- * each rank's in its colour (or min / median / max across ranks).
+ * each rank's in its colour; above `BAND_RANKS` ranks the band, the `slow` ranks highlighted and
+ * the `shown` ones.
  */
-export function samplesTraces(live: RunLive, origin: number, window: number): IPlotTrace[] {
+export function samplesTraces(
+  live: RunLive,
+  origin: number,
+  window: number,
+  slow: ReadonlySet<number> = new Set(),
+  shown: ReadonlySet<number> = new Set()
+): IPlotTrace[] {
   const stats = live.samplesStats;
-  const across = stats.read(origin, windowStart(stats, window));
+  const start = windowStart(stats, window);
+  const across = stats.read(origin, start);
   const degree = runDataParallelDegree(live);
   const total: IPlotTrace = {
     name: totalName(degree),
@@ -42,48 +56,38 @@ export function samplesTraces(live: RunLive, origin: number, window: number): IP
     line: 'dash',
     color: NEUTRAL
   };
-  if (live.samples.size > MAX_RANK_TRACES) {
-    return [
-      total,
-      { name: 'max rank', series: across.max },
-      { name: 'median rank', series: across.median },
-      { name: 'min rank', series: across.min }
-    ];
-  }
-  const { perRank } = throughputSeries(live, origin);
-  return [
-    total,
-    ...[...perRank.entries()].map(([rank, series]) => ({ name: `rank ${rank}`, series, color: rankColor(rank) }))
-  ];
+  const seriesOf = (rank: number): Series => rankRates(live, rank, origin, start - origin);
+  return rankTraces(total, [...live.samples.keys()], seriesOf, slow, () => across, shown);
 }
 
-/** A metric's plot: one line per rank, or min / median / max across ranks when there are many. */
-export function metricTraces(live: RunLive, name: string, origin: number, window: number): IPlotTrace[] {
+/**
+ * A metric's plot: one line per rank; above `BAND_RANKS` ranks the band, the `slow` ranks and
+ * the `shown` ones.
+ */
+export function metricTraces(
+  live: RunLive,
+  name: string,
+  origin: number,
+  window: number,
+  slow: ReadonlySet<number> = new Set(),
+  shown: ReadonlySet<number> = new Set()
+): IPlotTrace[] {
   const byRank = live.metrics.get(name) ?? live.system.get(name) ?? new Map<number, Series>();
-  const stats = live.metricStats.get(name);
-  if (byRank.size > MAX_RANK_TRACES && stats) {
-    const across = stats.read(origin, windowStart(stats, window));
-    return [
-      { name: 'max', series: across.max },
-      { name: 'median', series: across.median, line: 'dash' },
-      { name: 'min', series: across.min }
-    ];
-  }
   let end = -Infinity;
   for (const { x } of byRank.values()) {
     end = Math.max(end, x[x.length - 1] ?? -Infinity);
   }
-  const from = window > 0 ? end - window : -Infinity;
-  return [...byRank.entries()]
-    .sort(([a], [b]) => a - b)
-    .map(([rank, { x, y }]) => {
-      const start = lowerBound(x, from);
-      return {
-        name: `rank ${rank}`,
-        series: { x: x.slice(start).map(t => t - origin), y: y.slice(start) },
-        color: rankColor(rank)
-      };
-    });
+  const start = window > 0 ? end - window : -Infinity;
+  const seriesOf = (rank: number): Series => {
+    const { x, y } = byRank.get(rank) as Series;
+    const i = lowerBound(x, start);
+    return { x: x.slice(i).map(t => t - origin), y: y.slice(i) };
+  };
+  const band = (): { min: Series; median: Series; max: Series } => {
+    const stats = live.metricStats.get(name);
+    return stats ? stats.read(origin, windowStart(stats, window)) : acrossRanks(byRank, origin);
+  };
+  return rankTraces(null, [...byRank.keys()], seriesOf, slow, band, shown);
 }
 
 /** Bring the samples/s plot's statistics up to date until `done()`; true when they are. */
@@ -95,5 +99,20 @@ export function samplesReady(live: RunLive, done: () => boolean): boolean {
 export function metricReady(live: RunLive, name: string, done: () => boolean): boolean {
   const byRank = live.metrics.get(name) ?? live.system.get(name);
   const stats = live.metricStats.get(name);
-  return !(stats && byRank && byRank.size > MAX_RANK_TRACES) || stats.catchUp(done);
+  return !(stats && byRank && byRank.size > BAND_RANKS) || stats.catchUp(done);
+}
+
+/** The latest x (seconds since `origin`) of any series of the run, or null when there is none. */
+export function runEnd(live: RunLive, origin: number): number | null {
+  let end = -Infinity;
+  for (const byName of [live.metrics, live.system]) {
+    for (const byRank of byName.values()) {
+      for (const { x } of byRank.values()) {
+        end = Math.max(end, x[x.length - 1] ?? -Infinity);
+      }
+    }
+  }
+  const second = live.samplesStats.last;
+  end = Math.max(end, second === null ? -Infinity : second + 1);
+  return Number.isFinite(end) ? end - origin : null;
 }

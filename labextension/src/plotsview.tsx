@@ -1,30 +1,25 @@
 /**
- * Render-only: the Throughput tab's plots, each a canvas of our own
- * (`plotcanvas.ts`) with its title and legend as HTML text around it. The
- * Scaling tab draws its curves with the same `Plot`.
+ * Render-only: the Throughput tab's plots, each a plotly.js figure
+ * (`figureview.tsx`) of traces from the model's series (`plotdata.ts`,
+ * `figures.ts`). The stacked plots of one run share their x range (linked
+ * zoom) and the smoothing control. The Scaling tab draws its curves with
+ * the same `Plot`, and the inline `--widget` view uses this tab's view.
  */
 
 import * as React from 'react';
 
-import { DRAWS, setAttr, useCanvasState } from './canvasview';
-import { lastSeconds } from './derive';
-import { formatValue } from './lineplot';
-import { drawPlot, type IDrawnTrace, type LineStyle, PLOT_HEIGHT, type XScale } from './plotcanvas';
-import { type IPlotTrace, metricReady, metricTraces, samplesReady, samplesTraces } from './plotdata';
+import { lastSeconds, rankRates } from './derive';
+import { BAND_RANKS, figureCsv, type IPlotTrace, lineLayout, parseRanks, scatterData, type XScale } from './figures';
+import { Figure } from './figureview';
+import { extent, formatBytes, logAxis } from './lineplot';
+import { metricReady, metricTraces, runEnd, samplesReady, samplesTraces } from './plotdata';
+import { STRAGGLER_THRESHOLD, stragglers } from './rates';
+import { XLink } from './redraw';
 import type { RunLive, Series } from './runstate';
 import { useTrans } from './translate';
 
-/**
- * The least time between two redraws of one plot, in ms (a plot's traces are computed when it
- * is drawn, so this also bounds that work).
- */
-const REDRAW_MS = 1000;
-
-/** The longest slice of a plot's `ready` work, in ms, so that a frame's task stays short. */
-const SLICE_MS = 8;
-
-/** Above this many traces a plot has no legend (its summary still names them all). */
-const MAX_LEGEND = 16;
+/** A plot's height in CSS pixels, its legend included. */
+export const PLOT_HEIGHT = 240;
 
 export interface IPlotProps {
   title: string;
@@ -32,151 +27,78 @@ export interface IPlotProps {
   label?: string;
   /** Changes whenever the traces changed. */
   version: number | string;
-  /** The traces to draw, computed only when the plot is drawn (at most once per `REDRAW_MS`). */
+  /** The traces to draw, computed only when the plot is drawn (at most 2 times a second). */
   traces: () => IPlotTrace[];
-  /**
-   * Work the traces need first, done in slices: it works until `done()` and says whether it is
-   * over; the draw waits for it, a slice per frame (a long run's statistics catching up).
-   */
+  /** Work the traces need first, done in slices until `done()`; true once it is over. */
   ready?: (done: () => boolean) => boolean;
   /** Show only the last this-many seconds; 0 shows everything. */
   window: number;
   xTitle?: string;
   /** The x axis: linear (a time axis, the default), whole numbers or log sizes in bytes. */
   xScale?: XScale;
+  /** The plots of one run share it: linked zoom. */
+  link?: XLink;
+  /** The x range before any zoom (the run's, shared by its plots). */
+  range?: [number, number] | null;
+  /** TensorBoard's smoothing weight, 0 (none) to 0.99. */
+  smoothing?: number;
+  /** Something else than the data that the traces depend on (the ranks asked for). */
+  style?: string;
 }
 
-/** A legend entry: what it shows, compared with the last one to render only on a change. */
-type LegendEntry = Pick<IDrawnTrace, 'name' | 'color' | 'line'>;
-
-function sameLegend(a: readonly LegendEntry[], b: readonly LegendEntry[]): boolean {
-  return (
-    a.length === b.length &&
-    a.every((e, i) => e.name === b[i]?.name && e.color === b[i]?.color && e.line === b[i]?.line)
-  );
+/** Ticks at powers of two, labelled in bytes, for a log axis of sizes. */
+function byteTicks(traces: readonly IPlotTrace[]): { values: number[]; text: string[] } {
+  const axis = logAxis(extent(traces.map(t => t.series.x)), 6);
+  return { values: axis.ticks, text: axis.ticks.map(formatBytes) };
 }
 
-/** A legend entry's sample of its line, as CSS borders. */
-const LEGEND_LINES: Record<LineStyle, React.CSSProperties> = {
-  solid: { borderTopStyle: 'solid', borderTopWidth: 2 },
-  dash: { borderTopStyle: 'dashed', borderTopWidth: 3 },
-  dot: { borderTopStyle: 'dotted', borderTopWidth: 2 }
-};
-
-/** A line plot on a canvas of our own, with its title and legend as HTML text. */
+/** A line plot: a plotly figure of `traces()`, with hover, zoom, legend, PNG and CSV export. */
 export function Plot(props: IPlotProps): JSX.Element {
-  const canvas = React.useRef<HTMLCanvasElement>(null);
-  const [error, setError] = React.useState('');
-  const [legend, setLegend] = React.useState<LegendEntry[]>([]);
-  const lastDraw = React.useRef(-Infinity);
-  // The canvas' state (`changes`) the last draw was for: after a change the plot is drawn at once.
-  const drawnFor = React.useRef(-1);
-  // The props of the latest render: a queued draw uses them when its frame comes.
-  const latest = React.useRef(props);
-  latest.current = props;
-  const [tick, setTick] = React.useState(0);
-  const view = useCanvasState(canvas);
   const trans = useTrans();
   const xTitle = props.xTitle ?? trans.__('s since start');
-
-  React.useEffect(() => {
-    const wait = view.changes === drawnFor.current ? lastDraw.current + REDRAW_MS - performance.now() : 0;
-    if (wait > 0) {
-      // Drawn recently: draw the latest data once the interval is over.
-      const timer = setTimeout(() => setTick(t => t + 1), wait);
-      return () => clearTimeout(timer);
-    }
-    const node = canvas.current;
-    if (!node) {
-      return undefined;
-    }
-    lastDraw.current = performance.now();
-    drawnFor.current = view.changes;
-    const draw = (): void => {
-      const plotWidth = view.width.current || node.clientWidth;
-      if (!node.isConnected || plotWidth <= 0) {
-        return; // Gone, or not laid out yet: the resize observer asks again.
-      }
-      lastDraw.current = performance.now();
-      const { traces: computeTraces, title, window, ready, xScale } = latest.current;
-      const deadline = lastDraw.current + SLICE_MS;
-      if (ready && !ready(() => performance.now() >= deadline)) {
-        DRAWS.request(node, draw); // the next slice in a coming frame, then the draw
-        return;
-      }
-      const traces = computeTraces();
-      const shown = lastSeconds(
-        traces.map(t => t.series),
-        window
-      );
-      const theme = view.theme(node);
-      let drawn: IDrawnTrace[];
-      try {
-        drawn = drawPlot(
-          node,
-          plotWidth,
-          traces.map((t, i) => ({ ...t, series: shown[i] as Series })),
-          { title: xTitle, scale: xScale },
-          theme
-        );
-      } catch (e) {
-        setError(trans.__('cannot draw the plot: %1', String(e)));
-        return;
-      }
-      // What a screen reader (and a test) reads: each trace's latest value.
-      const values = drawn
-        .slice(0, MAX_LEGEND)
-        .map(t => `${t.name} ${Number.isNaN(t.last) ? trans.__('no value') : formatValue(t.last)}`);
-      if (drawn.length > MAX_LEGEND) {
-        values.push(trans.__('and %1 more', drawn.length - MAX_LEGEND));
-      }
-      setAttr(
-        node,
-        'aria-label',
-        drawn.length ? trans.__('%1, latest: %2', title, values.join(', ')) : trans.__('%1: no data yet', title)
-      );
-      setAttr(node, 'data-traces', String(drawn.length));
-      setAttr(node, 'data-points', String(drawn.reduce((n, t) => n + t.points, 0)));
-      setAttr(node, 'data-font-color', theme.font);
-      const entries = drawn.length <= MAX_LEGEND ? drawn.map(({ name, color, line }) => ({ name, color, line })) : [];
-      setLegend(old => (sameLegend(old, entries) ? old : entries));
-      setError('');
-    };
-    DRAWS.request(node, draw);
-    return undefined;
-  }, [props.version, props.title, props.window, tick, view.changes]);
-
+  const latest = React.useRef(props);
+  latest.current = props;
+  const shown = (): IPlotTrace[] => {
+    const traces = latest.current.traces();
+    const cut = lastSeconds(
+      traces.map(t => t.series),
+      latest.current.window
+    );
+    return traces.map((t, i) => ({ ...t, series: cut[i] as Series }));
+  };
   return (
-    <figure className="jp-Distributed-plot" aria-label={props.label ?? trans.__('%1 plot', props.title)}>
-      {/* Metric names are the user's: text nodes, never HTML. */}
-      <figcaption className="jp-Distributed-plotTitle">{props.title}</figcaption>
-      {error ? <p className="jp-Distributed-error">{error}</p> : null}
-      <canvas
-        ref={canvas}
-        className="jp-Distributed-plotCanvas"
-        role="img"
-        aria-label={trans.__('%1: no data yet', props.title)}
-        style={{ height: PLOT_HEIGHT }}
-      />
-      {legend.length ? (
-        <ul className="jp-Distributed-legend" aria-label={trans.__('legend')}>
-          {legend.map(entry => (
-            <li key={entry.name} className="jp-Distributed-legendEntry">
-              <span
-                className="jp-Distributed-legendLine"
-                aria-hidden="true"
-                style={{ borderTopColor: entry.color, ...LEGEND_LINES[entry.line] }}
-              />
-              {entry.name}
-            </li>
-          ))}
-        </ul>
-      ) : null}
-    </figure>
+    <Figure
+      title={props.title}
+      label={props.label ?? trans.__('%1 plot', props.title)}
+      version={props.version}
+      style={`${props.smoothing ?? 0} ${props.style ?? ''}`}
+      link={props.link}
+      defaultRange={props.range ?? null}
+      ready={props.ready}
+      build={theme => {
+        const traces = shown();
+        const { xScale, range, smoothing } = latest.current;
+        const ticks = xScale === 'bytes' ? byteTicks(traces) : undefined;
+        return {
+          data: scatterData(traces, theme, smoothing ?? 0),
+          layout: lineLayout(theme, { title: xTitle, scale: xScale, range, ticks }, PLOT_HEIGHT)
+        };
+      }}
+      csv={() => figureCsv(shown(), xTitle, props.title)}
+    />
   );
 }
 
-function metricPlots(live: RunLive, names: Iterable<string>, origin: number, window: number): JSX.Element[] {
+function metricPlots(
+  live: RunLive,
+  names: Iterable<string>,
+  shared: Omit<IPlotProps, 'title' | 'version' | 'traces'> & {
+    origin: number;
+    slow: ReadonlySet<number>;
+    shown: ReadonlySet<number>;
+  }
+): JSX.Element[] {
+  const { origin, slow, shown, ...rest } = shared;
   return [...names]
     .sort((a, b) => a.localeCompare(b))
     .map(name => (
@@ -184,9 +106,9 @@ function metricPlots(live: RunLive, names: Iterable<string>, origin: number, win
         key={name}
         title={name}
         version={live.version}
-        window={window}
-        traces={() => metricTraces(live, name, origin, window)}
+        traces={() => metricTraces(live, name, origin, rest.window, slow, shown)}
         ready={done => metricReady(live, name, done)}
+        {...rest}
       />
     ));
 }
@@ -198,24 +120,66 @@ export function ThroughputView(props: {
   origin: number;
   /** Seconds of the run shown (the plot window setting); 0 shows all of it. */
   window: number;
+  /** The straggler rule's threshold (`rates.ts`); the server's setting in the panel. */
+  stragglerThreshold?: number;
 }): JSX.Element {
-  const { live, origin } = props;
+  const { live, origin, window } = props;
   const trans = useTrans();
+  const [smoothing, setSmoothing] = React.useState(0);
+  // One link per run: its stacked plots zoom together.
+  const link = React.useMemo(() => new XLink(), [live.runId]);
+  const end = runEnd(live, origin);
+  const range: [number, number] | null = end === null ? null : [window > 0 ? Math.max(0, end - window) : 0, end];
+  const slow = stragglers(rankRates(live), props.stragglerThreshold ?? STRAGGLER_THRESHOLD);
+  // Above BAND_RANKS ranks the plots show the band and the stragglers, and the ranks named here.
+  const [asked, setAsked] = React.useState('');
+  const shown = React.useMemo(() => parseRanks(asked), [asked]);
+  const many = Math.max(live.samples.size, live.ranks.size) > BAND_RANKS;
+  const shared = { link, range, smoothing, window, origin, slow, shown, style: asked };
   return (
     <div className="jp-Distributed-plots" role="group" aria-label={trans.__('Throughput')}>
+      <label className="jp-Distributed-smoothing">
+        {trans.__('smoothing')}
+        <input
+          type="range"
+          min={0}
+          max={0.99}
+          step={0.01}
+          value={smoothing}
+          aria-label={trans.__('smoothing')}
+          onChange={e => setSmoothing(Number(e.currentTarget.value))}
+        />
+        <output>{smoothing.toFixed(2)}</output>
+      </label>
+      {many ? (
+        <label className="jp-Distributed-smoothing">
+          {trans.__('show ranks')}
+          <input
+            type="text"
+            placeholder={trans.__('e.g. 3, 17, 40-42')}
+            value={asked}
+            aria-label={trans.__('ranks to show in the plots')}
+            onChange={e => setAsked(e.currentTarget.value)}
+          />
+        </label>
+      ) : null}
       {live.samples.size > 0 ? (
         <Plot
           title="samples/s"
           version={live.version}
-          window={props.window}
-          traces={() => samplesTraces(live, origin, props.window)}
+          traces={() => samplesTraces(live, origin, window, slow, shown)}
+          style={asked}
           ready={done => samplesReady(live, done)}
+          link={link}
+          range={range}
+          smoothing={smoothing}
+          window={window}
         />
       ) : (
         <p className="jp-Distributed-empty">{trans.__('No throughput yet: call report(samples=n) in the cell')}</p>
       )}
-      {metricPlots(live, live.metrics.keys(), origin, props.window)}
-      {metricPlots(live, live.system.keys(), origin, props.window)}
+      {metricPlots(live, live.metrics.keys(), shared)}
+      {metricPlots(live, live.system.keys(), shared)}
     </div>
   );
 }

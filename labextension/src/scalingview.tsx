@@ -53,7 +53,6 @@ function ProbeView(props: { view: IProbeView }): JSX.Element {
           title={trans.__('pair bandwidth (GB/s)')}
           version={key}
           matrix={matrix}
-          hosts={probe.hosts}
         />
       ) : error ? (
         <p className="jp-Distributed-error">{trans.__('cannot load the pairs: %1', error)}</p>

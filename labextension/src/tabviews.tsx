@@ -51,7 +51,12 @@ export const TAB_VIEWS: { readonly [T in Tab]: TabView } = {
   )),
   throughput: ofRun((model, live) => (
     // Whole seconds, so that per-second throughput buckets start at 0.
-    <ThroughputView live={live} origin={Math.floor(model.selectedRun?.started ?? 0)} window={model.config.plotWindow} />
+    <ThroughputView
+      live={live}
+      origin={Math.floor(model.selectedRun?.started ?? 0)}
+      window={model.config.plotWindow}
+      stragglerThreshold={model.stragglerThreshold}
+    />
   )),
   scaling: (model, live) => {
     // The listed copy: summaries written after a run ends (a probe's result) arrive with the list.

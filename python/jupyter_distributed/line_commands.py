@@ -15,7 +15,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
-from . import debugging, scaling, textviews
+from . import debugging, plotfigures, scaling, textviews
 from .arguments import MAX_INT
 from .backends import plugin, plugins
 from .backends.hooks import CommandContext
@@ -146,7 +146,9 @@ def run(
         try:
             settings_ = session.settings
             straggler = settings_.straggler_threshold if settings_ else STRAGGLER_THRESHOLD
-            print(scaling.compare(session.store, args.runs, args.threshold, straggler))
+            rates = scaling.compare_rates(session.store, args.runs)
+            plotfigures.show(plotfigures.compare_figure(rates))
+            print(scaling.compare(session.store, args.runs, args.threshold, straggler, rates))
         except NotFound as exc:
             raise UsageError(str(exc.args[0])) from None
     elif args.command == "doctor":

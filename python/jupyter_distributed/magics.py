@@ -19,7 +19,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import magic_arguments, parse_argstring
 
-from . import line_commands, probe, textviews
+from . import line_commands, plotfigures, probe, textviews
 from .advise import command as advise_command
 from .advise.report import display_advice
 from .arguments import backend_args, layout_args, run_args, strategy_args
@@ -194,6 +194,8 @@ class DistributedMagics(Magics):
             result = probe.run(self.session, spec, settings, CellView(quiet=True))
         except SpecError as exc:
             raise UsageError(str(exc)) from None
+        for figure in plotfigures.probe_figures(result):
+            plotfigures.show(figure)
         print(probe.table(result))
 
     def _advise(self, line: str, words: list[str]) -> None:

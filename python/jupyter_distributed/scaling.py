@@ -172,11 +172,9 @@ def hint(rate: RunRate, probe: dict[str, Any] | None, straggler: float = STRAGGL
     return f"likely synchronisation or communication overhead{where}"
 
 
-def compare(
-    store: Store, run_ids: Sequence[str], threshold: float = 0.8, straggler: float = STRAGGLER
-) -> str:
-    """The table of ``%distributed compare``: ``threshold`` is the efficiency below which a run
-    gets a hint, ``straggler`` the straggler rule's threshold (:func:`.rates.stragglers`)."""
+def compare_rates(store: Store, run_ids: Sequence[str]) -> list[RunRate]:
+    """The runs ``%distributed compare`` compares (those named, else the latest cell's runs
+    that reported samples), measured, by world size then start."""
     if run_ids:
         runs = []
         for rid in run_ids:
@@ -186,14 +184,27 @@ def compare(
             runs.append(run)
     else:
         runs = same_cell_runs(store)
-        if not runs:
-            return "No run reported samples yet: call report(samples=N) in a cell, then compare."
-    rates = sorted(
+    return sorted(
         (measure(store, r) for r in runs), key=lambda x: (x.run.world_size, x.run.started)
     )
+
+
+def compare(
+    store: Store,
+    run_ids: Sequence[str],
+    threshold: float = 0.8,
+    straggler: float = STRAGGLER,
+    rates: Sequence[RunRate] | None = None,
+) -> str:
+    """The table of ``%distributed compare``: ``threshold`` is the efficiency below which a run
+    gets a hint, ``straggler`` the straggler rule's threshold (:func:`.rates.stragglers`);
+    ``rates``: :func:`compare_rates`'s, when measured already."""
+    rates = compare_rates(store, run_ids) if rates is None else rates
+    if not rates:
+        return "No run reported samples yet: call report(samples=N) in a cell, then compare."
     measured = [r for r in rates if r.throughput > 0]
     out = []
-    if len({r.source for r in runs}) > 1:
+    if len({r.run.source for r in rates}) > 1:
         out.append("note: these runs ran different cells; efficiency compares like with like only")
     if not measured:
         return "\n".join([*out, "None of these runs reported samples: call report(samples=N)."])

@@ -141,7 +141,7 @@ describe('per-second statistics across ranks', () => {
       expect([...s.x]).toEqual([...s.x].sort((a, b) => a - b)); // kept in time order
     }
     const full = acrossRanks(byRank, T);
-    const [max, median, min] = metricTraces(live, 'loss', T, 0);
+    const [min, max, median] = metricTraces(live, 'loss', T, 0);
     expect(max?.series).toEqual(full.max);
     expect(median?.series).toEqual(full.median);
     expect(min?.series).toEqual(full.min);
@@ -173,7 +173,7 @@ describe('per-second statistics across ranks', () => {
     const live = new RunLive('r');
     const events = everySecond(100);
     fold(live, events);
-    const [max] = metricTraces(live, 'loss', T, 10);
+    const [, max] = metricTraces(live, 'loss', T, 10); // the band's lower edge, then its upper
     expect(max?.series.x).toEqual([89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99]); // seconds 89..99
     const [total] = samplesTraces(live, T, 10);
     expect(total?.series.y).toEqual(new Array(11).fill(40)); // seconds 89..99

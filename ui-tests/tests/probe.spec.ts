@@ -7,7 +7,7 @@
 import { expect, type IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { Locator } from '@playwright/test';
 
-import { expectHeatmap } from './canvas';
+import { expectHeatmap } from './figures';
 
 async function openPanel(page: IJupyterLabPageFixture): Promise<Locator> {
   await page.menu.clickMenuItem('View>Open Distributed Panel');

@@ -5,6 +5,8 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 
+import { expectTraces } from './figures';
+
 const CELL = [
   '%%distributed -n 2 --widget',
   'import time',
@@ -26,8 +28,7 @@ test('a --widget cell shows its ranks and throughput with the panel code', async
   await expect(view.getByRole('listitem', { name: /^Rank 0: done/ })).toBeVisible();
   await expect(view.getByRole('listitem', { name: /^Rank 1: done/ })).toBeVisible();
   const plot = view.getByLabel('samples/s plot');
-  // Drawn, with its total and 2 ranks.
-  await expect(plot.getByRole('img')).toHaveAttribute('data-traces', '3', { timeout: 30_000 });
-  await expect(plot.getByRole('listitem')).toHaveText(['total (mean rank × 2 data-parallel)', 'rank 0', 'rank 1']);
+  // The panel's figure code: a plotly figure of its total and 2 ranks.
+  await expectTraces(plot, ['total (mean rank × 2 data-parallel)', 'rank 0', 'rank 1']);
   await page.screenshot({ path: test.info().outputPath('widget.png') });
 });

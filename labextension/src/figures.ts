@@ -1,0 +1,307 @@
+/**
+ * The pure part of the panel's plotly figures: traces (plotly.js' JSON) from
+ * the model's series, the many-rank view (a total, a min–max band with its
+ * median, the stragglers highlighted, every other rank one legend click away),
+ * TensorBoard's smoothing, the figure's data as CSV text, and the layouts.
+ * No DOM and no plotly.js: `figureview.tsx` hands what these return to
+ * `Plotly.react`.
+ */
+
+import { rankColor } from './palette';
+import type { Series } from './runstate';
+
+/** Above this many ranks a plot shows the total, the band and the stragglers, not every rank. */
+export const BAND_RANKS = 16;
+
+/** How a trace's line is drawn: solid (the default), dashed (a total or a median), or dotted. */
+export type LineStyle = 'solid' | 'dash' | 'dot';
+
+/** A trace of a line plot, as the model's series give it. */
+export interface IPlotTrace {
+  name: string;
+  series: Series;
+  line?: LineStyle;
+  /** A dot on each point too. */
+  markers?: boolean;
+  /** Its colour: a rank's from `palette.ts`, `NEUTRAL` for the theme's text colour (a total). */
+  color?: string;
+  /** Drawn thicker: a straggler in the many-rank view. */
+  highlight?: boolean;
+  /** The band's upper edge: filled down to the trace before it (its lower edge). */
+  fillToPrevious?: boolean;
+  /** Shown without a legend entry (the band's lower edge). */
+  noLegend?: boolean;
+}
+
+/** The colour of a trace that is no rank's (a total): the theme's text colour. */
+export const NEUTRAL = 'neutral';
+
+/** One trace of plotly.js' JSON, as far as the panel uses it. */
+export interface IScatter {
+  type: 'scatter';
+  /** The trace's identity across redraws (from its name), so that a legend toggle stays. */
+  uid: string;
+  name: string;
+  x: number[];
+  y: number[];
+  mode: 'lines' | 'lines+markers';
+  line: { color?: string; dash?: LineStyle; width: number };
+  visible?: true | 'legendonly';
+  showlegend?: boolean;
+  fill?: 'tonexty';
+  fillcolor?: string;
+  hovertemplate: string;
+}
+
+/**
+ * One trace per rank at most `BAND_RANKS` ranks (the tiles mark the stragglers). Above, the total,
+ * the band (min to max across ranks, and the median), the stragglers named and highlighted, and
+ * the ranks the user asked to see (`shown`): a figure of a few traces however many ranks, so that
+ * a 256-rank run redraws in a few milliseconds. `seriesOf` is asked only for the ranks drawn.
+ */
+export function rankTraces(
+  total: IPlotTrace | null,
+  ranks: readonly number[],
+  seriesOf: (rank: number) => Series,
+  stragglers: ReadonlySet<number>,
+  band: () => { min: Series; median: Series; max: Series },
+  shown: ReadonlySet<number> = new Set()
+): IPlotTrace[] {
+  const sorted = [...ranks].sort((a, b) => a - b);
+  const out: IPlotTrace[] = total ? [total] : [];
+  const many = sorted.length > BAND_RANKS;
+  if (many) {
+    const { min, median, max } = band();
+    out.push(
+      { name: 'min rank', series: min, color: NEUTRAL, noLegend: true },
+      { name: 'min – max rank', series: max, color: NEUTRAL, fillToPrevious: true },
+      { name: 'median rank', series: median, color: NEUTRAL, line: 'dot' }
+    );
+  }
+  for (const rank of sorted) {
+    const slow = many && stragglers.has(rank);
+    if (many && !slow && !shown.has(rank)) {
+      continue;
+    }
+    const trace: IPlotTrace = {
+      name: slow ? `rank ${rank} (straggler)` : `rank ${rank}`,
+      series: seriesOf(rank),
+      color: rankColor(rank)
+    };
+    if (slow) {
+      trace.highlight = true;
+    }
+    out.push(trace);
+  }
+  return out;
+}
+
+/** The ranks named in `text` ("3, 17 40-42"), at most `max` of them; what is not a rank is skipped. */
+export function parseRanks(text: string, max = 32): Set<number> {
+  const out = new Set<number>();
+  for (const word of text.split(/[\s,]+/)) {
+    const range = /^(\d{1,6})(?:-(\d{1,6}))?$/.exec(word);
+    if (!range) {
+      continue;
+    }
+    const lo = Number(range[1]);
+    const hi = range[2] === undefined ? lo : Number(range[2]);
+    for (let r = lo; r <= hi && out.size < max; r++) {
+      out.add(r);
+    }
+  }
+  return out;
+}
+
+/**
+ * TensorBoard's smoothing: an exponential moving average with `weight` in [0, 1) (0: none),
+ * debiased so that the first points are not pulled towards 0. A NaN is kept and skipped.
+ */
+export function smooth(y: readonly number[], weight: number): number[] {
+  if (!(weight > 0)) {
+    return [...y];
+  }
+  const w = Math.min(weight, 0.999);
+  let last = 0;
+  let n = 0;
+  return y.map(v => {
+    if (!Number.isFinite(v)) {
+      return v;
+    }
+    last = last * w + (1 - w) * v;
+    n++;
+    return last / (1 - w ** n);
+  });
+}
+
+/** The theme's colours a figure is drawn in (read from the panel's CSS variables). */
+export interface IFigureTheme {
+  font: string;
+  grid: string;
+  background: string;
+}
+
+/** Plotly's `data` for `traces`: ranks in their colours, `NEUTRAL` in the theme's text colour. */
+export function scatterData(traces: readonly IPlotTrace[], theme: IFigureTheme, smoothing = 0): IScatter[] {
+  return traces.map(t => {
+    const color = t.color === NEUTRAL ? theme.font : t.color;
+    const trace: IScatter = {
+      type: 'scatter',
+      uid: uidOf(t.name),
+      name: t.name,
+      x: [...t.series.x],
+      y: smooth(t.series.y, smoothing),
+      mode: t.markers ? 'lines+markers' : 'lines',
+      line: { width: t.highlight ? 3 : t.line === 'dash' ? 2.5 : 1.5, ...(color ? { color } : {}) },
+      // The name in the unified hover's row is the trace's own (user text is never HTML here).
+      hovertemplate: '%{y:.4~g}'
+    };
+    if (t.line && t.line !== 'solid') {
+      trace.line.dash = t.line;
+    }
+    if (t.noLegend) {
+      trace.showlegend = false;
+      trace.line.width = 0;
+    }
+    if (t.fillToPrevious) {
+      trace.fill = 'tonexty';
+      trace.fillcolor = withAlpha(color ?? theme.font, 0.18);
+      trace.line.width = 0;
+    }
+    return trace;
+  });
+}
+
+/**
+ * A trace's plotly `uid` from its name, one to one, of letters, digits, `_` and `-` only: plotly
+ * puts it in CSS selectors (its PNG export fails on a space or a parenthesis).
+ */
+export function uidOf(name: string): string {
+  return `t-${name.replace(/[^A-Za-z0-9-]/g, c => `_${(c.codePointAt(0) as number).toString(16)}_`)}`;
+}
+
+/** A CSS colour (#rgb, #rrggbb or rgb()) at `alpha`; another form is returned as it is. */
+export function withAlpha(color: string, alpha: number): string {
+  const hex = /^#([0-9a-f]{3}|[0-9a-f]{6})$/i.exec(color.trim());
+  if (hex) {
+    const h = hex[1] as string;
+    const full = h.length === 3 ? [...h].map(c => c + c).join('') : h;
+    const [r, g, b] = [0, 2, 4].map(i => Number.parseInt(full.slice(i, i + 2), 16));
+    return `rgba(${r}, ${g}, ${b}, ${alpha})`;
+  }
+  const rgb = /^rgba?\(\s*([\d.]+)[,\s]+([\d.]+)[,\s]+([\d.]+)/i.exec(color.trim());
+  return rgb ? `rgba(${rgb[1]}, ${rgb[2]}, ${rgb[3]}, ${alpha})` : color;
+}
+
+/** A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180). */
+function csvField(value: string | number): string {
+  const text = typeof value === 'number' ? (Number.isFinite(value) ? String(value) : '') : value;
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/**
+ * A figure's data as CSV: `trace,x,y`, a row per point of every trace (unsmoothed: the data,
+ * not the drawing); a missing value is an empty field.
+ */
+export function figureCsv(traces: readonly IPlotTrace[], xTitle = 'x', yTitle = 'y'): string {
+  const rows = [['trace', xTitle, yTitle].map(csvField).join(',')];
+  for (const t of traces) {
+    const n = Math.min(t.series.x.length, t.series.y.length);
+    for (let i = 0; i < n; i++) {
+      rows.push([t.name, t.series.x[i] as number, t.series.y[i] as number].map(csvField).join(','));
+    }
+  }
+  return `${rows.join('\r\n')}\r\n`;
+}
+
+/** A file name for a figure's downloads: its title in lower case, words joined by `-`. */
+export function fileName(title: string): string {
+  const name = title
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '');
+  return name || 'figure';
+}
+
+/** The x axis of a line plot: linear (time), whole numbers (world sizes) or log sizes in bytes. */
+export type XScale = 'linear' | 'integer' | 'bytes';
+
+/** Plotly's layout of a line plot: a unified hover on x, zoom by drag, the theme's colours. */
+export function lineLayout(
+  theme: IFigureTheme,
+  x: { title: string; scale?: XScale; range?: [number, number] | null; ticks?: { values: number[]; text: string[] } },
+  height: number
+): Record<string, unknown> {
+  const axis = { color: theme.font, gridcolor: theme.grid, zerolinecolor: theme.grid, automargin: true };
+  const xaxis: Record<string, unknown> = { ...axis, title: { text: x.title } };
+  if (x.scale === 'bytes') {
+    xaxis.type = 'log';
+  } else if (x.scale === 'integer') {
+    xaxis.tickformat = 'd';
+  }
+  if (x.ticks) {
+    xaxis.tickvals = x.ticks.values;
+    xaxis.ticktext = x.ticks.text;
+  }
+  if (x.range) {
+    xaxis.range = [...x.range];
+    xaxis.autorange = false;
+  }
+  return {
+    height,
+    margin: { l: 48, r: 12, t: 8, b: 36 },
+    paper_bgcolor: 'rgba(0,0,0,0)',
+    plot_bgcolor: 'rgba(0,0,0,0)',
+    font: { color: theme.font, size: 11 },
+    hovermode: 'x unified',
+    // The nearest x, however far: a short run's few points still show under the mouse.
+    hoverdistance: -1,
+    dragmode: 'zoom',
+    showlegend: true,
+    legend: { orientation: 'h', y: -0.25, font: { color: theme.font } },
+    xaxis,
+    yaxis: { ...axis, rangemode: 'tozero' },
+    uirevision: 'keep'
+  };
+}
+
+/** A matrix of values by row and column; null is a cell without one. */
+export type Matrix = readonly (readonly (number | null)[])[];
+
+/** A heatmap of an n × n matrix: one z-matrix, one hover template, no per-cell text. */
+export interface IHeatmapTrace {
+  type: 'heatmap';
+  z: (number | null)[][];
+  colorscale: string;
+  hovertemplate: string;
+  hoverongaps: false;
+  colorbar: { title: { text: string }; thickness: number };
+}
+
+/** The bandwidth heatmap's trace: NaN (not measured, a rank with itself) is a gap. */
+export function heatmapData(matrix: Matrix, unit: string): IHeatmapTrace[] {
+  const z = matrix.map(row => row.map(v => (v !== null && Number.isFinite(v) ? v : null)));
+  return [
+    {
+      type: 'heatmap',
+      z,
+      colorscale: 'Viridis',
+      hovertemplate: `%{y}↔%{x}: %{z:.3f} ${unit}<extra></extra>`,
+      hoverongaps: false,
+      colorbar: { title: { text: unit }, thickness: 10 }
+    }
+  ];
+}
+
+/** An n × n matrix as CSV: `row,column,value`, one row per measured cell. */
+export function matrixCsv(matrix: Matrix, names: [string, string, string]): string {
+  const rows = [names.map(csvField).join(',')];
+  matrix.forEach((row, i) => {
+    row.forEach((v, j) => {
+      if (v !== null && Number.isFinite(v)) {
+        rows.push(`${i},${j},${v}`);
+      }
+    });
+  });
+  return `${rows.join('\r\n')}\r\n`;
+}

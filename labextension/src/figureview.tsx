@@ -1,0 +1,259 @@
+/**
+ * Render-only: one plotly.js figure of the panel (a line plot, the bandwidth
+ * heatmap), drawn with `Plotly.react` from what `build()` returns when it is
+ * drawn: at most 2 redraws a second, none while it cannot be seen (a
+ * hidden tab or page, scrolled out of view; `redraw.ts`). plotly gives the hover (unified on x), zoom, pan, the
+ * double-click reset, the legend that toggles a trace and the PNG export;
+ * the modebar has a CSV download of the figure's data too. Plots given one
+ * `XLink` share their x range: a zoom in one zooms the others.
+ */
+
+import * as React from 'react';
+
+import { fileName, type IFigureTheme } from './figures';
+import { type IGraphDiv, type IPlotly, loadPlotly } from './plotly';
+import { RedrawGate, XLink } from './redraw';
+import { useTrans } from './translate';
+
+export interface IFigureProps {
+  title: string;
+  /** The figure's accessible name. */
+  label: string;
+  /** Changes whenever the data changed. */
+  version: number | string;
+  /** The figure, built when it is drawn: plotly's data and layout, in the theme's colours. */
+  build: (theme: IFigureTheme) => { data: unknown[]; layout: Record<string, unknown> };
+  /** The figure's data as CSV text, built when it is downloaded. */
+  csv: () => string;
+  /** Work the figure needs first, in slices until `done()`; true once it is over. */
+  ready?: (done: () => boolean) => boolean;
+  /** Plots of one run share it: linked zoom on x. */
+  link?: XLink;
+  /** The x range before any zoom; a double-click returns to it. */
+  defaultRange?: [number, number] | null;
+  /** Something other than the data that needs a redraw (the smoothing). */
+  style?: string;
+}
+
+/** The longest slice of a figure's `ready` work, in ms, so that a frame's task stays short. */
+const SLICE_MS = 8;
+
+/** The modebar's PNG button's icon (a picture frame). */
+const PNG_ICON = { width: 16, height: 16, path: 'M1 2h14v12H1zM3 4v8h10V4zm1 7 3-4 2 3 1-1 2 2z' };
+
+/** The modebar's CSV button's icon (a sheet with rows). */
+const CSV_ICON = { width: 16, height: 16, path: 'M2 1h12v14H2zM4 4v2h8V4zm0 3v2h8V7zm0 3v2h8v-2z' };
+
+/** The theme's colours: JupyterLab's CSS variables, plotly's defaults outside JupyterLab. */
+function themeOf(node: HTMLElement): IFigureTheme {
+  const style = getComputedStyle(node);
+  const read = (name: string, fallback: string): string => style.getPropertyValue(name).trim() || fallback;
+  return {
+    font: read('--jp-ui-font-color1', '#444'),
+    grid: read('--jp-border-color2', '#e5e5e5'),
+    background: read('--jp-layout-color1', '#fff')
+  };
+}
+
+function download(name: string, text: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type: 'text/csv' }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+function near(a: [number, number], b: [number, number] | null | undefined): boolean {
+  const span = Math.abs(a[1] - a[0]) || 1;
+  return !!b && Math.abs(a[0] - b[0]) <= span * 1e-6 && Math.abs(a[1] - b[1]) <= span * 1e-6;
+}
+
+/** The x range a relayout event set, null for a reset, undefined when it set no x range. */
+function rangeOf(event: Record<string, unknown>): [number, number] | null | undefined {
+  const lo = event['xaxis.range[0]'];
+  const hi = event['xaxis.range[1]'];
+  if (typeof lo === 'number' && typeof hi === 'number') {
+    return [lo, hi];
+  }
+  const both = event['xaxis.range'];
+  if (Array.isArray(both) && typeof both[0] === 'number' && typeof both[1] === 'number') {
+    return [both[0], both[1]];
+  }
+  return event['xaxis.autorange'] === true ? null : undefined;
+}
+
+export function Figure(props: IFigureProps): JSX.Element {
+  const div = React.useRef<IGraphDiv>(null);
+  const latest = React.useRef(props);
+  latest.current = props;
+  const gate = React.useRef<RedrawGate | null>(null);
+  const [error, setError] = React.useState('');
+  const trans = useTrans();
+
+  React.useEffect(() => {
+    const node = div.current;
+    if (!node) {
+      return undefined;
+    }
+    const own = new XLink();
+    const linkOf = (): XLink => latest.current.link ?? own;
+    let plotly: IPlotly | null = null;
+    let bound = false;
+    let frame = 0;
+    // Scrolled out of view (a tab's lower plots), a figure waits like a hidden one.
+    let inView = true;
+    const visible = (): boolean =>
+      inView && document.visibilityState !== 'hidden' && node.isConnected && node.getClientRects().length > 0;
+    const config = {
+      displaylogo: false,
+      // Nothing leaves the machine: no "Share chart" (an upload to plotly's cloud).
+      showSendToCloud: false,
+      showEditInChartStudio: false,
+      modeBarButtonsToRemove: ['select2d', 'lasso2d', 'toImage'],
+      responsive: true,
+      doubleClick: 'reset',
+      modeBarButtonsToAdd: [
+        {
+          name: 'png',
+          title: trans.__('Download plot as a PNG'),
+          icon: PNG_ICON,
+          click: () => {
+            plotly
+              ?.downloadImage(node, { format: 'png', filename: fileName(latest.current.title) })
+              .catch((e: unknown) => setError(trans.__('cannot export the PNG: %1', String(e))));
+          }
+        },
+        {
+          name: 'csv',
+          title: trans.__('Download data as CSV'),
+          icon: CSV_ICON,
+          click: () => download(`${fileName(latest.current.title)}.csv`, latest.current.csv())
+        }
+      ]
+    };
+    const bind = (p: IPlotly): void => {
+      if (bound || !node.on) {
+        return;
+      }
+      bound = true;
+      node.on('plotly_relayout', event => {
+        const range = rangeOf(event);
+        const link = linkOf();
+        if (range === undefined) {
+          return;
+        }
+        const reset = range === null || near(range, latest.current.defaultRange);
+        if (reset ? link.range !== null : !near(range, link.range)) {
+          link.publish(reset ? null : range, node);
+        }
+      });
+      node.on('plotly_doubleclick', () => linkOf().publish(null, node));
+      stopLink = linkOf().subscribe((range, from) => {
+        if (from !== node) {
+          const update = range ?? latest.current.defaultRange;
+          void p.relayout(node, update ? { 'xaxis.range': [...update] } : { 'xaxis.autorange': true });
+        }
+      });
+    };
+    const draw = (): void => {
+      const { ready, build, title } = latest.current;
+      if (!plotly) {
+        return;
+      }
+      const deadline = performance.now() + SLICE_MS;
+      if (ready && !ready(() => performance.now() >= deadline)) {
+        frame = requestAnimationFrame(() => gate.current?.request()); // the next slice, then the draw
+        return;
+      }
+      try {
+        const { data, layout } = build(themeOf(node));
+        const zoomed = linkOf().range;
+        if (zoomed) {
+          layout.xaxis = { ...(layout.xaxis as object), range: [...zoomed], autorange: false };
+        }
+        const p = plotly;
+        p.react(node, data, layout, config).then(
+          () => {
+            bind(p);
+            node.setAttribute('aria-label', trans.__('%1: %2 traces', title, data.length));
+            node.setAttribute('data-traces', String(data.length));
+          },
+          (e: unknown) => setError(trans.__('cannot draw the plot: %1', String(e)))
+        );
+        setError('');
+      } catch (e) {
+        setError(trans.__('cannot draw the plot: %1', String(e)));
+      }
+    };
+    let stopLink = (): void => undefined;
+    const g = new RedrawGate(draw, {
+      now: () => performance.now(),
+      visible,
+      later: (fn, ms) => {
+        const timer = setTimeout(fn, ms);
+        return () => clearTimeout(timer);
+      }
+    });
+    gate.current = g;
+    const shown = (): void => g.shown();
+    document.addEventListener('visibilitychange', shown);
+    // A figure shown again draws what came meanwhile; one whose width changed (the panel
+    // resized) is laid out again by plotly.
+    let width = 0;
+    const resized = (): void => {
+      const w = node.clientWidth;
+      if (plotly && bound && w > 0 && w !== width) {
+        void plotly.Plots.resize(node);
+      }
+      width = w;
+      g.shown();
+    };
+    const observer = typeof ResizeObserver === 'undefined' ? null : new ResizeObserver(resized);
+    observer?.observe(node);
+    const seen =
+      typeof IntersectionObserver === 'undefined'
+        ? null
+        : new IntersectionObserver(entries => {
+            inView = entries.some(e => e.isIntersecting);
+            g.shown();
+          });
+    seen?.observe(node);
+    // Drawn in the new colours when the user switches theme (JupyterLab names it on <body>).
+    const themes = new MutationObserver(() => g.request());
+    themes.observe(document.body, { attributes: true, attributeFilter: ['data-jp-theme-name'] });
+    loadPlotly().then(
+      p => {
+        plotly = p;
+        g.request();
+      },
+      (e: unknown) => setError(trans.__('cannot load plotly.js: %1', String(e)))
+    );
+    return () => {
+      g.stop();
+      cancelAnimationFrame(frame);
+      stopLink();
+      observer?.disconnect();
+      seen?.disconnect();
+      themes.disconnect();
+      document.removeEventListener('visibilitychange', shown);
+      plotly?.purge(node);
+    };
+  }, []);
+
+  React.useEffect(() => gate.current?.request(), [props.version, props.title, props.style, props.defaultRange?.join()]);
+
+  return (
+    <figure className="jp-Distributed-plot" aria-label={props.label}>
+      {/* Metric names are the user's: text nodes, never HTML. */}
+      <figcaption className="jp-Distributed-plotTitle">{props.title}</figcaption>
+      {error ? <p className="jp-Distributed-error">{error}</p> : null}
+      <div
+        ref={div}
+        className="jp-Distributed-figure"
+        role="img"
+        aria-label={trans.__('%1: no data yet', props.title)}
+      />
+    </figure>
+  );
+}

@@ -1,0 +1,95 @@
+/**
+ * When a live figure redraws: at most once per `interval` ms (2 a second by
+ * default), never while it cannot be seen (a hidden tab or page), and once
+ * more when it can be seen again if data came meanwhile. Pure: the clock, the
+ * visibility and the timer are given, so the rule is tested without a DOM.
+ */
+
+/** The least time between two redraws of one figure, in ms: at most 2 a second. */
+export const REDRAW_MS = 500;
+
+export interface IRedrawHost {
+  now(): number;
+  /** Whether the figure can be seen now. */
+  visible(): boolean;
+  /** Call `fn` after `ms`; returns a cancel. */
+  later(fn: () => void, ms: number): () => void;
+}
+
+export class RedrawGate {
+  constructor(
+    private readonly draw: () => void,
+    private readonly host: IRedrawHost,
+    private readonly interval = REDRAW_MS
+  ) {}
+
+  /** New data: draw now if allowed, else once the interval is over or the figure is seen again. */
+  request(): void {
+    this._pending = true;
+    this._try();
+  }
+
+  /** The figure may have become visible (a tab shown, the page shown): draw what is pending. */
+  shown(): void {
+    this._try();
+  }
+
+  /** Never draw again. */
+  stop(): void {
+    this._stopped = true;
+    this._cancel?.();
+    this._cancel = null;
+  }
+
+  /** Whether data came that is not drawn yet. */
+  get pending(): boolean {
+    return this._pending;
+  }
+
+  private _try(): void {
+    if (this._stopped || !this._pending || this._cancel || !this.host.visible()) {
+      return;
+    }
+    const wait = this._last + this.interval - this.host.now();
+    if (wait > 0) {
+      this._cancel = this.host.later(() => {
+        this._cancel = null;
+        this._try();
+      }, wait);
+      return;
+    }
+    this._pending = false;
+    this._last = this.host.now();
+    this.draw();
+  }
+
+  private _pending = false;
+  private _stopped = false;
+  private _last = -Infinity;
+  private _cancel: (() => void) | null = null;
+}
+
+/**
+ * The x range shared by the stacked plots of one run: a zoom in one is applied to the others
+ * (linked zoom), a reset (null) resets them all.
+ */
+export class XLink {
+  /** Listen for the range others set; returns a stop. */
+  subscribe(fn: (range: [number, number] | null, from: object) => void): () => void {
+    this._listeners.add(fn);
+    return () => this._listeners.delete(fn);
+  }
+
+  /** `from` zoomed to `range` (null: reset); every other listener follows. */
+  publish(range: [number, number] | null, from: object): void {
+    this.range = range;
+    for (const fn of [...this._listeners]) {
+      fn(range, from);
+    }
+  }
+
+  /** The zoomed range, or null at the default view. */
+  range: [number, number] | null = null;
+
+  private readonly _listeners = new Set<(range: [number, number] | null, from: object) => void>();
+}

@@ -13,6 +13,8 @@ import sys
 
 import grimp
 
+from jupyter_distributed.backends.sagemaker import package
+
 HEAVY = ("zmq", "jupyter_distributed.cluster", "jupyter_distributed.worker")
 
 
@@ -56,9 +58,8 @@ def test_a_backends_folder_declares_its_plugin_without_the_engine() -> None:
         assert loaded_after(code) == [], name
 
 
-SHARED_WITH_THE_WORKER = {
-    "protocol", "layout", "pids", "memcg", "errors", "ioloop", "modelshapes"
-}  # fmt: skip
+# the modules SageMaker ships to a rank beside worker/ and protocol/: what the worker may import
+SHARED_WITH_THE_WORKER = {"protocol", *package.SHARED_WITH_THE_WORKER}
 
 
 def test_the_worker_imports_only_the_protocol_and_the_pure_shared_modules() -> None:

@@ -19,11 +19,13 @@ from .options import MAX_REQUIREMENTS, REQUIREMENTS, SageMakerOptions
 from .request import ENTRY_POINT
 
 _PACKAGE = Path(__file__).resolve().parents[2]  # python/jupyter_distributed
-# What a rank imports: the package marker, the layout and errors, the protocol and the worker.
+#: The modules outside ``worker/`` and ``protocol/`` that the worker may import (the import
+#: contracts and tests/python/test_architecture.py hold the worker to them): a rank needs them all.
+SHARED_WITH_THE_WORKER = ("errors", "layout", "pids", "memcg", "ioloop", "modelshapes")
+# What a rank imports: the package marker, the shared modules, the protocol and the worker.
 _RUNTIME_FILES = (
     "__init__.py",
-    "errors.py",
-    "layout.py",
+    *(f"{name}.py" for name in SHARED_WITH_THE_WORKER),
     "protocol/*.py",
     "worker/*.py",
 )

@@ -26,7 +26,7 @@ import time
 from collections.abc import Collection, Sequence
 from typing import Any, TextIO
 
-from .celllines import ShownLines, closing_notes, tagged
+from .celllines import ShownLines, Tails, closing_notes, stacks_text, tagged
 from .displayarea import Area, rich
 from .events import (
     DisplayEvent,
@@ -40,7 +40,6 @@ from .events import (
     Stream,
     each,
 )
-from .protocol.flight import LABEL as FLIGHT_LABEL
 
 FLUSH_EVERY = 0.01
 BURST_BYTES = 512 * 1024
@@ -77,6 +76,7 @@ class CellView:
         self._tokens = float(BURST_BYTES)
         self._refilled = time.monotonic()
         self.suppressed = 0
+        self.tails = Tails()  # each rank's last lines, shown at the end if the limit cut them
 
     def on_event(self, event: Event) -> None:
         if self._waiting and isinstance(event, OutputEvent | DisplayEvent):
@@ -84,20 +84,13 @@ class CellView:
         if isinstance(event, OutputEvent):
             if self.lines.hides(event.rank, event.stream):
                 self.lines.hidden += 1
+                self.tails.lines += 1
                 return
-            live = self._live.pop((event.rank, event.stream.value), None)
-            if live is not None and not self._quiet:  # the line's final state
-                self._publish(self._labelled(event.rank, event.text), {}, live, update=True)
-            elif event.stream is Stream.RESULT:
-                if self._held is not None and event.rank not in self._rich_results:
-                    self._collapse(event.rank, event.stream, [(event.t, event.text)])
-                elif event.rank not in self._rich_results:
-                    self._write(self._out, f"Out[rank {event.rank}]: {event.text}\n", force=True)
-            elif self._held is not None and not self._quiet:
-                self._collapse(event.rank, event.stream, [(event.t, event.text)])
-            elif not self._quiet:
-                target = self._err if event.stream is Stream.STDERR else self._out
-                self._write(target, f"[rank {event.rank}] {event.text}\n")
+            self.tails.add(event.rank, event.stream, [event.text])
+            suppressed = self.suppressed
+            self._output(event)
+            if self.suppressed > suppressed:
+                self.tails.cut(event.rank)
         elif isinstance(event, ErrorEvent):
             self._write(self._err, f"[rank {event.rank}] {event.failure.summary}\n", force=True)
             self.flush()  # a failure is shown at once
@@ -105,17 +98,27 @@ class CellView:
         elif isinstance(event, DisplayEvent):
             self._display(event)
         elif isinstance(event, StacksEvent):
-            # on a timeout each rank's failure shows its stack: the diagnosis' headline is enough,
-            # with the ranks' collective sequence ids when the flight recorder gave them
-            text = event.diagnosis
-            if event.reason == "timeout":
-                head, *rest = text.split("\n")
-                text = "\n".join([head, *(line for line in rest if FLIGHT_LABEL in line)])
-            self._write(self._err, f"[jupyter-distributed] {text}\n", force=True)
+            self._write(self._err, f"[jupyter-distributed] {stacks_text(event)}\n", force=True)
         elif isinstance(event, RankEvent):
             self.lines.ended(event.rank, event.state)
             return
         self.maybe_flush()
+
+    def _output(self, event: OutputEvent) -> None:
+        """A line of a rank whose lines show."""
+        live = self._live.pop((event.rank, event.stream.value), None)
+        if live is not None and not self._quiet:  # the line's final state
+            self._publish(self._labelled(event.rank, event.text), {}, live, update=True)
+        elif event.stream is Stream.RESULT:
+            if self._held is not None and event.rank not in self._rich_results:
+                self._collapse(event.rank, event.stream, [(event.t, event.text)])
+            elif event.rank not in self._rich_results:
+                self._write(self._out, f"Out[rank {event.rank}]: {event.text}\n", force=True)
+        elif self._held is not None and not self._quiet:
+            self._collapse(event.rank, event.stream, [(event.t, event.text)])
+        elif not self._quiet:
+            target = self._err if event.stream is Stream.STDERR else self._out
+            self._write(target, f"[rank {event.rank}] {event.text}\n")
 
     def live(self, rank: int, stream: str, text: str) -> None:
         """A rank's line redrawn in place: one display per rank and stream, updated."""
@@ -224,16 +227,26 @@ class CellView:
         for event in events:
             if not isinstance(event, OutputLines):
                 self.on_event(event)
-            elif self.lines.hides(event.rank, event.stream):
-                self.lines.hidden += len(event.lines)
             elif self._live or self._waiting:  # (a line redrawn in place ends through on_event)
                 for line in event.events():
                     self.on_event(line)
-            elif self._held is not None and not self._quiet:
-                self._collapse(event.rank, event.stream, event.lines)
-            elif not self._quiet:
-                self._lines(event, self._err if event.stream is Stream.STDERR else self._out)
+            elif self.lines.hides(event.rank, event.stream):
+                self.lines.hidden += len(event.lines)
+                self.tails.lines += len(event.lines)
+            else:
+                self._many(event)
         self.maybe_flush()
+
+    def _many(self, event: OutputLines) -> None:
+        """A message's lines of a rank whose lines show."""
+        self.tails.add(event.rank, event.stream, [text for _t, text in event.lines])
+        suppressed = self.suppressed
+        if self._held is not None and not self._quiet:
+            self._collapse(event.rank, event.stream, event.lines)
+        elif not self._quiet:
+            self._lines(event, self._err if event.stream is Stream.STDERR else self._out)
+        if self.suppressed > suppressed:
+            self.tails.cut(event.rank)
 
     def _lines(self, event: OutputLines, target: TextIO) -> None:
         """A message's lines, each shown while the tokens last."""
@@ -289,7 +302,11 @@ class CellView:
         (then the notice never claims that every line is kept)."""
         if self._held:
             self._release(everything=True)
-        for note in closing_notes(self.run_id, self.lines.note(), self.suppressed, unrecorded):
+        if self.suppressed:  # the rate limit cut some: each cut rank's last lines show
+            for stderr, text in self.tails.shown():
+                self._write(self._err if stderr else self._out, text, force=True)
+        hidden, lines = self.lines.note(), self.tails.lines
+        for note in closing_notes(self.run_id, hidden, self.suppressed, unrecorded, lines):
             self.notice(note)
         self.suppressed = 0
         self.flush()

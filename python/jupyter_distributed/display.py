@@ -77,6 +77,7 @@ class CellView:
         self._refilled = time.monotonic()
         self.suppressed = 0
         self.tails = Tails()  # each rank's last lines, shown at the end if the limit cut them
+        self._starting = False  # whether the cluster's start-up line is shown
 
     def on_event(self, event: Event) -> None:
         if self._waiting and isinstance(event, OutputEvent | DisplayEvent):
@@ -137,6 +138,15 @@ class CellView:
             self._publish(self._labelled(rank, text), {}, display_id, update=False)
         else:
             self._publish(self._labelled(rank, text), {}, display_id, update=True)
+
+    def starting(self, text: str) -> None:
+        """The cluster's start-up line, redrawn in place; emptied once ``text`` is empty (only
+        a notebook shows it: as text, a start-up leaves nothing to read)."""
+        if self._quiet or not rich() or not (text or self._starting):
+            return
+        data = {"text/plain": f"[jupyter-distributed] {text}"} if text else {}
+        self._publish(data, {}, f"jd-{self.run_id}-start", update=self._starting)
+        self._starting = bool(text)
 
     def _display(self, event: DisplayEvent) -> None:
         if self.display_ranks is not None and event.rank not in self.display_ranks:

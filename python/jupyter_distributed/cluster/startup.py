@@ -29,14 +29,32 @@ def wait_ready(
     timeout: float,
 ) -> None:
     """Return once every rank in ``info`` is ready; raise :class:`LaunchError` when one fails
-    to start, or when not all are ready ``timeout`` seconds after the start (or the queue)."""
+    to start, or when not all are ready ``timeout`` seconds after the start (or the queue).
+    Meanwhile the view shows one line with the stage each rank is at, gone at the end."""
+    try:
+        _wait(inbox, info, processes, stacks, view, timeout)
+    finally:
+        view.starting("")
+
+
+def _wait(
+    inbox: queue.SimpleQueue[Item],
+    info: dict[int, RankInfo],
+    processes: Processes,
+    stacks: Callable[[Sequence[int]], dict[int, RankStacks]],
+    view: RunView,
+    timeout: float,
+) -> None:
     waiting = set(info)
     now = time.monotonic()
     deadline = now + timeout
     watch = StartWatch(info, now)
     queued = getattr(processes, "waiting", None)  # a scheduler's queue (slurm)
-    shown = ""
+    shown = line = ""
     while waiting:
+        if watch.progress() != line:
+            line = watch.progress()
+            view.starting(line)
         try:
             item = inbox.get(timeout=0.05)
         except queue.Empty:

@@ -57,8 +57,12 @@ class CellView:
         output_ranks: Collection[int] | None = None,
         collapse: bool = True,
         ranks: Collection[int] | None = None,
+        progress: bool = False,
     ) -> None:
+        """``progress``: with ``quiet``, the start-up line and the lines redrawn in place still
+        show (a probe's progress), each emptied once it ends."""
         self.run_id = run_id
+        self._progress = progress
         self.display_ranks = None if display_ranks is None else frozenset(display_ranks)
         # --output and the collapsed lines (with --quiet, nothing shows: nothing to say)
         self.lines = ShownLines(None if quiet else output_ranks, collapse and not quiet, ranks)
@@ -110,6 +114,8 @@ class CellView:
         live = self._live.pop((event.rank, event.stream.value), None)
         if live is not None and not self._quiet:  # the line's final state
             self._publish(self._labelled(event.rank, event.text), {}, live, update=True)
+        elif live and self._progress:  # (quiet: progress goes once it is over)
+            self._publish({}, {}, live, update=True)
         elif event.stream is Stream.RESULT:
             if self._held is not None and event.rank not in self._rich_results:
                 self._collapse(event.rank, event.stream, [(event.t, event.text)])
@@ -123,7 +129,7 @@ class CellView:
 
     def live(self, rank: int, stream: str, text: str) -> None:
         """A rank's line redrawn in place: one display per rank and stream, updated."""
-        if self._quiet or self.lines.hides(rank, Stream(stream)):
+        if (self._quiet and not self._progress) or self.lines.hides(rank, Stream(stream)):
             return
         key = (rank, stream)
         self._clear_waiting(rank)
@@ -142,7 +148,7 @@ class CellView:
     def starting(self, text: str) -> None:
         """The cluster's start-up line, redrawn in place; emptied once ``text`` is empty (only
         a notebook shows it: as text, a start-up leaves nothing to read)."""
-        if self._quiet or not rich() or not (text or self._starting):
+        if (self._quiet and not self._progress) or not rich() or not (text or self._starting):
             return
         data = {"text/plain": f"[jupyter-distributed] {text}"} if text else {}
         self._publish(data, {}, f"jd-{self.run_id}-start", update=self._starting)

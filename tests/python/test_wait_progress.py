@@ -1,5 +1,6 @@
-"""A cluster's start-up shows one live line under the cell, the stage each rank is at, and
-the line is gone once the cluster is ready: the rule (pure), then through a real kernel."""
+"""Progress while the user waits: a cluster's start-up shows one live line under the cell,
+the stage each rank is at, gone once the cluster is ready (the rule, then through a real
+kernel); a probe shows the pairs measured, k of N, gone once its table shows."""
 
 from __future__ import annotations
 
@@ -62,3 +63,25 @@ def test_a_cells_start_shows_each_ranks_stage_then_nothing(tmp_path: Path) -> No
     assert len({m["content"]["transient"]["display_id"] for m in start}) == 1  # one line
     ran = next(i for i, m in enumerate(msgs) if "ran" in m["content"].get("text", ""))
     assert msgs.index(start[-1]) < ran  # gone before the cell's own output
+
+
+def _shown(msgs: list[dict[str, Any]], suffix: str) -> list[dict[str, Any]]:
+    """The display messages of the live line whose display id ends with ``suffix``."""
+    return [
+        m
+        for m in msgs
+        if m["msg_type"] in ("display_data", "update_display_data")
+        and m["content"].get("transient", {}).get("display_id", "").endswith(suffix)
+    ]
+
+
+def test_a_probe_shows_pairs_measured_k_of_n_then_its_table(tmp_path: Path) -> None:
+    msgs = _iopub_of("%distributed probe --quick -n 3", tmp_path / "h.sqlite3")
+    progress = _shown(msgs, "-0-stderr-1")
+    texts = [m["content"]["data"].get("text/plain", "") for m in progress]
+    assert texts[0].startswith("[rank 0] probe: pairs measured ")
+    assert texts[0].endswith(" of 3")
+    assert progress[-1]["content"]["data"] == {}  # gone once the probe is over
+    assert _shown(msgs, "-start")  # the cluster's start-up showed too
+    printed = "".join(m["content"].get("text", "") for m in msgs)
+    assert printed.startswith("probe ") and "pairs measured" not in printed

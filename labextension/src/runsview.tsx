@@ -5,6 +5,7 @@
 import * as React from 'react';
 
 import { formatRunCount, stacksTitle } from './format';
+import { runKind, sourceLine } from './runkind';
 import { useTrans } from './translate';
 import { isRunActive, type Run, type StacksEvent } from './wire';
 
@@ -25,6 +26,24 @@ function runTitle(run: Run): string {
   // The inline widget's run has no backend name: just the world size then.
   const what = run.backend ? `${run.backend} × ${run.world_size}` : `× ${run.world_size}`;
   return `${what}${where ? ` · ${where}` : ''}`;
+}
+
+/** The first line of the run's cell and its kind's badge (`runkind.ts`). */
+function RunLabel(props: { run: Run }): JSX.Element {
+  const trans = useTrans();
+  const kind = runKind(props.run);
+  const names = {
+    probe: trans.__('probe'),
+    sweep: trans.__('sweep'),
+    failed: trans.__('failed'),
+    training: trans.__('training')
+  };
+  return (
+    <span className="jp-Distributed-runSource" title={props.run.source}>
+      {kind ? <span className={`jp-Distributed-badge jp-mod-${kind}`}>{names[kind]}</span> : null}
+      {sourceLine(props.run)}
+    </span>
+  );
 }
 
 export function RunsList(props: {
@@ -59,6 +78,7 @@ export function RunsList(props: {
         >
           <span className="jp-Distributed-runTitle">{runTitle(run)}</span>
           <span className={`jp-Distributed-state jp-mod-${run.state}`}>{run.state}</span>
+          <RunLabel run={run} />
           <span className="jp-Distributed-runTime">
             {formatTime(run.started)}
             {run.ended !== null ? ` · ${formatDuration(run.ended - run.started)}` : ''}

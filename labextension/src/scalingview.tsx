@@ -10,6 +10,7 @@ import * as React from 'react';
 import { Heatmap } from './heatmapview';
 import { Plot } from './plotsview';
 import type { IProbeView } from './probepairs';
+import { runningProbe } from './runkind';
 import { bandwidthMatrix, compareRows, type ICompareRow, type ISweepRow, sweepRows } from './scaling';
 import { useTrans } from './translate';
 import type { Run } from './wire';
@@ -166,10 +167,17 @@ function CompareView(props: { rows: ICompareRow[] }): JSX.Element {
   );
 }
 
-/** `probe`: the run's probe with its pairs as the model has them (`ProbePairs.view`); null when none. */
-export function ScalingView(props: { runs: readonly Run[]; run: Run; probe: IProbeView | null }): JSX.Element {
+/** `probe`: the run's probe with its pairs as the model has them (`ProbePairs.view`); null when none.
+ * `probing`: a probe of the run's cluster runs now (then "probing…", never "no data"). */
+export function ScalingView(props: {
+  runs: readonly Run[];
+  run: Run;
+  probe: IProbeView | null;
+  probing?: boolean;
+}): JSX.Element {
   const trans = useTrans();
   const { probe } = props;
+  const probing = props.probing || runningProbe(props.runs, props.run) !== null;
   const sweep = sweepRows(props.runs, props.run);
   const compare = compareRows(props.runs, props.run);
   const empty = !probe && !sweep.length && !compare.length;
@@ -178,7 +186,11 @@ export function ScalingView(props: { runs: readonly Run[]; run: Run; probe: IPro
       {probe ? <ProbeView view={probe} /> : null}
       {sweep.length ? <SweepView rows={sweep} /> : null}
       {compare.length ? <CompareView rows={compare} /> : null}
-      {empty ? (
+      {probing && !probe ? (
+        <p className="jp-Distributed-empty" role="status">
+          {trans.__('probing… the links between the ranks are being measured (the probe’s run is listed as running)')}
+        </p>
+      ) : empty ? (
         <p className="jp-Distributed-empty">
           {trans.__('No scaling data: call report(samples=N) in the cell, run %distributed probe, or use --sweep.')}
         </p>

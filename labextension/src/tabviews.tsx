@@ -61,6 +61,9 @@ export const TAB_VIEWS: { readonly [T in Tab]: TabView } = {
   scaling: (model, live) => {
     // The listed copy: summaries written after a run ends (a probe's result) arrive with the list.
     const run = model.runs.find(r => r.id === model.selectedId) ?? live?.run ?? model.selectedRun;
-    return run ? <ScalingView runs={model.runs} run={run} probe={model.probePairs.view(run)} /> : null;
+    const probing = model.probe?.probing === run?.id;
+    return run ? (
+      <ScalingView runs={model.runs} run={run} probe={model.probePairs.view(run)} probing={probing} />
+    ) : null;
   }
 };

@@ -5,13 +5,52 @@ others' are counted, and kept in the history) and the collapsing of identical li
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Collection, Sequence
 
 from .collapse import Collapser, Run, affordable, ranks_text
-from .events import RankState, Stream
+from .events import RankState, StacksEvent, Stream
+from .protocol.flight import LABEL as FLIGHT_LABEL
 
 _RUNNING = (RankState.STARTING, RankState.RUNNING)
 _FOREVER = float("inf")
+TAIL_LINES = 5  # a rate-limited rank's last lines, always shown when its cell ends
+
+
+class Tails:
+    """Each rank's last :data:`TAIL_LINES` lines, and the ranks the rate limit cut: when a
+    cell was rate limited, its end shows each cut rank's last lines (what the user reads),
+    even if the limit hid them; ``lines``: every output line the cell wrote (the history's)."""
+
+    def __init__(self) -> None:
+        self.lines = 0
+        self._tails: dict[int, deque[tuple[bool, str]]] = {}
+        self._cut: set[int] = set()
+
+    def add(self, rank: int, stream: Stream, texts: Sequence[str]) -> None:
+        """A rank's lines as they came (a result is no line of its tail)."""
+        self.lines += len(texts)
+        if stream is Stream.RESULT:
+            return
+        tail = self._tails.get(rank)
+        if tail is None:
+            tail = self._tails[rank] = deque(maxlen=TAIL_LINES)
+        stderr = stream is Stream.STDERR
+        tail.extend((stderr, text) for text in texts[-TAIL_LINES:])
+
+    def cut(self, rank: int) -> None:
+        """Some of ``rank``'s lines were not shown (the rate limit)."""
+        self._cut.add(rank)
+
+    def shown(self) -> list[tuple[bool, str]]:
+        """What to write at the cell's end, ``(to stderr, text)``: each cut rank's last lines,
+        tagged, after a line that says what they are (then the ranks count as shown)."""
+        cut, self._cut = sorted(r for r in self._cut if r in self._tails), set()
+        if not cut:
+            return []
+        head = f"[jupyter-distributed] the last lines of rank(s) {ranks_text(cut)}:\n"
+        tails = [(rank, line) for rank in cut for line in self._tails[rank]]
+        return [(True, head), *((e, f"[rank {rank}] {text}\n") for rank, (e, text) in tails)]
 
 
 class ShownLines:
@@ -75,10 +114,12 @@ class ShownLines:
         return f"{hidden} line(s) of the ranks not in --output {ranks_text(self.output_ranks)}"
 
 
-def closing_notes(run_id: str, hidden: str, suppressed: int, unrecorded: int) -> list[str]:
+def closing_notes(
+    run_id: str, hidden: str, suppressed: int, unrecorded: int, lines: int = 0
+) -> list[str]:
     """The notes that end a cell's output: lines ``--output`` did not show (``hidden``, from
-    :meth:`ShownLines.note`), lines the rate limit did not show, events the history could not
-    keep (then no note claims that every line is kept)."""
+    :meth:`ShownLines.note`), lines the rate limit did not show (of ``lines`` in all), events
+    the history could not keep (then no note claims that every line is kept)."""
     lost = (
         f"{unrecorded} event(s) of this run could not be written to the history, "
         "so its log is incomplete"
@@ -88,7 +129,7 @@ def closing_notes(run_id: str, hidden: str, suppressed: int, unrecorded: int) ->
         kept = lost if unrecorded else "the history has them"
         notes.append(f"{hidden} were not shown; {kept}: %distributed logs {run_id}")
     if suppressed:
-        kept = lost if unrecorded else "all are kept"
+        kept = lost if unrecorded else f"the history has all {max(lines, suppressed)} lines"
         notes.append(
             f"{suppressed} line(s) were not shown to keep the notebook responsive; "
             f"{kept}: %distributed logs {run_id}"
@@ -96,6 +137,16 @@ def closing_notes(run_id: str, hidden: str, suppressed: int, unrecorded: int) ->
     elif unrecorded:
         notes.append(f"{lost}; what is shown above is all there is")
     return notes
+
+
+def stacks_text(event: StacksEvent) -> str:
+    """The ranks' stacks as the cell shows them: on a timeout each rank's failure shows its
+    stack, so the diagnosis' headline is enough, with the ranks' collective sequence ids when
+    the flight recorder gave them."""
+    if event.reason != "timeout":
+        return event.diagnosis
+    head, *rest = event.diagnosis.split("\n")
+    return "\n".join([head, *(line for line in rest if FLIGHT_LABEL in line)])
 
 
 def tagged(rank: int, texts: list[str], tokens: float) -> tuple[float, str, int]:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Collection, Sequence
 from typing import Any, TextIO
 
-from .celllines import ShownLines, closing_notes, tagged
+from .celllines import ShownLines, Tails, closing_notes, stacks_text, tagged
 from .displayarea import Area, rich
 from .events import (
     DisplayEvent,
@@ -40,7 +40,6 @@ from .events import (
     Stream,
     each,
 )
-from .protocol.flight import LABEL as FLIGHT_LABEL
 
 FLUSH_EVERY = 0.01
 BURST_BYTES = 512 * 1024
@@ -58,8 +57,12 @@ class CellView:
         output_ranks: Collection[int] | None = None,
         collapse: bool = True,
         ranks: Collection[int] | None = None,
+        progress: bool = False,
     ) -> None:
+        """``progress``: with ``quiet``, the start-up line and the lines redrawn in place still
+        show (a probe's progress), each emptied once it ends."""
         self.run_id = run_id
+        self._progress = progress
         self.display_ranks = None if display_ranks is None else frozenset(display_ranks)
         # --output and the collapsed lines (with --quiet, nothing shows: nothing to say)
         self.lines = ShownLines(None if quiet else output_ranks, collapse and not quiet, ranks)
@@ -77,6 +80,8 @@ class CellView:
         self._tokens = float(BURST_BYTES)
         self._refilled = time.monotonic()
         self.suppressed = 0
+        self.tails = Tails()  # each rank's last lines, shown at the end if the limit cut them
+        self._starting = False  # whether the cluster's start-up line is shown
 
     def on_event(self, event: Event) -> None:
         if self._waiting and isinstance(event, OutputEvent | DisplayEvent):
@@ -84,20 +89,13 @@ class CellView:
         if isinstance(event, OutputEvent):
             if self.lines.hides(event.rank, event.stream):
                 self.lines.hidden += 1
+                self.tails.lines += 1
                 return
-            live = self._live.pop((event.rank, event.stream.value), None)
-            if live is not None and not self._quiet:  # the line's final state
-                self._publish(self._labelled(event.rank, event.text), {}, live, update=True)
-            elif event.stream is Stream.RESULT:
-                if self._held is not None and event.rank not in self._rich_results:
-                    self._collapse(event.rank, event.stream, [(event.t, event.text)])
-                elif event.rank not in self._rich_results:
-                    self._write(self._out, f"Out[rank {event.rank}]: {event.text}\n", force=True)
-            elif self._held is not None and not self._quiet:
-                self._collapse(event.rank, event.stream, [(event.t, event.text)])
-            elif not self._quiet:
-                target = self._err if event.stream is Stream.STDERR else self._out
-                self._write(target, f"[rank {event.rank}] {event.text}\n")
+            self.tails.add(event.rank, event.stream, [event.text])
+            suppressed = self.suppressed
+            self._output(event)
+            if self.suppressed > suppressed:
+                self.tails.cut(event.rank)
         elif isinstance(event, ErrorEvent):
             self._write(self._err, f"[rank {event.rank}] {event.failure.summary}\n", force=True)
             self.flush()  # a failure is shown at once
@@ -105,21 +103,33 @@ class CellView:
         elif isinstance(event, DisplayEvent):
             self._display(event)
         elif isinstance(event, StacksEvent):
-            # on a timeout each rank's failure shows its stack: the diagnosis' headline is enough,
-            # with the ranks' collective sequence ids when the flight recorder gave them
-            text = event.diagnosis
-            if event.reason == "timeout":
-                head, *rest = text.split("\n")
-                text = "\n".join([head, *(line for line in rest if FLIGHT_LABEL in line)])
-            self._write(self._err, f"[jupyter-distributed] {text}\n", force=True)
+            self._write(self._err, f"[jupyter-distributed] {stacks_text(event)}\n", force=True)
         elif isinstance(event, RankEvent):
             self.lines.ended(event.rank, event.state)
             return
         self.maybe_flush()
 
+    def _output(self, event: OutputEvent) -> None:
+        """A line of a rank whose lines show."""
+        live = self._live.pop((event.rank, event.stream.value), None)
+        if live is not None and not self._quiet:  # the line's final state
+            self._publish(self._labelled(event.rank, event.text), {}, live, update=True)
+        elif live and self._progress:  # (quiet: progress goes once it is over)
+            self._publish({}, {}, live, update=True)
+        elif event.stream is Stream.RESULT:
+            if self._held is not None and event.rank not in self._rich_results:
+                self._collapse(event.rank, event.stream, [(event.t, event.text)])
+            elif event.rank not in self._rich_results:
+                self._write(self._out, f"Out[rank {event.rank}]: {event.text}\n", force=True)
+        elif self._held is not None and not self._quiet:
+            self._collapse(event.rank, event.stream, [(event.t, event.text)])
+        elif not self._quiet:
+            target = self._err if event.stream is Stream.STDERR else self._out
+            self._write(target, f"[rank {event.rank}] {event.text}\n")
+
     def live(self, rank: int, stream: str, text: str) -> None:
         """A rank's line redrawn in place: one display per rank and stream, updated."""
-        if self._quiet or self.lines.hides(rank, Stream(stream)):
+        if (self._quiet and not self._progress) or self.lines.hides(rank, Stream(stream)):
             return
         key = (rank, stream)
         self._clear_waiting(rank)
@@ -134,6 +144,15 @@ class CellView:
             self._publish(self._labelled(rank, text), {}, display_id, update=False)
         else:
             self._publish(self._labelled(rank, text), {}, display_id, update=True)
+
+    def starting(self, text: str) -> None:
+        """The cluster's start-up line, redrawn in place; emptied once ``text`` is empty (only
+        a notebook shows it: as text, a start-up leaves nothing to read)."""
+        if (self._quiet and not self._progress) or not rich() or not (text or self._starting):
+            return
+        data = {"text/plain": f"[jupyter-distributed] {text}"} if text else {}
+        self._publish(data, {}, f"jd-{self.run_id}-start", update=self._starting)
+        self._starting = bool(text)
 
     def _display(self, event: DisplayEvent) -> None:
         if self.display_ranks is not None and event.rank not in self.display_ranks:
@@ -224,16 +243,26 @@ class CellView:
         for event in events:
             if not isinstance(event, OutputLines):
                 self.on_event(event)
-            elif self.lines.hides(event.rank, event.stream):
-                self.lines.hidden += len(event.lines)
             elif self._live or self._waiting:  # (a line redrawn in place ends through on_event)
                 for line in event.events():
                     self.on_event(line)
-            elif self._held is not None and not self._quiet:
-                self._collapse(event.rank, event.stream, event.lines)
-            elif not self._quiet:
-                self._lines(event, self._err if event.stream is Stream.STDERR else self._out)
+            elif self.lines.hides(event.rank, event.stream):
+                self.lines.hidden += len(event.lines)
+                self.tails.lines += len(event.lines)
+            else:
+                self._many(event)
         self.maybe_flush()
+
+    def _many(self, event: OutputLines) -> None:
+        """A message's lines of a rank whose lines show."""
+        self.tails.add(event.rank, event.stream, [text for _t, text in event.lines])
+        suppressed = self.suppressed
+        if self._held is not None and not self._quiet:
+            self._collapse(event.rank, event.stream, event.lines)
+        elif not self._quiet:
+            self._lines(event, self._err if event.stream is Stream.STDERR else self._out)
+        if self.suppressed > suppressed:
+            self.tails.cut(event.rank)
 
     def _lines(self, event: OutputLines, target: TextIO) -> None:
         """A message's lines, each shown while the tokens last."""
@@ -289,7 +318,11 @@ class CellView:
         (then the notice never claims that every line is kept)."""
         if self._held:
             self._release(everything=True)
-        for note in closing_notes(self.run_id, self.lines.note(), self.suppressed, unrecorded):
+        if self.suppressed:  # the rate limit cut some: each cut rank's last lines show
+            for stderr, text in self.tails.shown():
+                self._write(self._err if stderr else self._out, text, force=True)
+        hidden, lines = self.lines.note(), self.tails.lines
+        for note in closing_notes(self.run_id, hidden, self.suppressed, unrecorded, lines):
             self.notice(note)
         self.suppressed = 0
         self.flush()

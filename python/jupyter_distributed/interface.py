@@ -204,6 +204,10 @@ class RunView(Protocol):
 
     def notice(self, text: str) -> None: ...
 
+    def starting(self, text: str) -> None:
+        """The cluster's start-up as it reads now, one line redrawn in place (the stage each
+        rank is at); empty: the line goes (the cluster is ready, or failed to start)."""
+
     def queued(self, reason: str) -> None:
         """The ranks wait in a scheduler's queue (``reason`` from it): shown and recorded."""
 

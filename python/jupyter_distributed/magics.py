@@ -191,7 +191,7 @@ class DistributedMagics(Magics):
             spec = probe.target(self.session.live, known.cluster, given)
             if spec.world_size < 2:
                 raise SpecError("a probe needs at least 2 ranks; e.g. %distributed probe -n 2")
-            result = probe.run(self.session, spec, settings, CellView(quiet=True))
+            result = probe.run(self.session, spec, settings, CellView(quiet=True, progress=True))
         except SpecError as exc:
             raise UsageError(str(exc)) from None
         for figure in plotfigures.probe_figures(result):

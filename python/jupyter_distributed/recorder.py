@@ -145,6 +145,12 @@ class RunRecorder:
         if live is not None:
             live(rank, stream, text)
 
+    def starting(self, text: str) -> None:
+        """The cluster's start-up line, for views that show one (a CellView)."""
+        starting = getattr(self.view, "starting", None)
+        if starting is not None:
+            starting(text)
+
     def clear(self, rank: int, wait: bool) -> None:
         """A rank's ``clear_output(wait)``, for views that show displays (a CellView)."""
         clear = getattr(self.view, "clear", None)

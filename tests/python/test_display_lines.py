@@ -86,3 +86,42 @@ def test_output_hides_other_ranks_lines_before_the_rate_limit(
         "[jupyter-distributed] 3 line(s) of the ranks not in --output 0 were not shown; "
         "the history has them: %distributed logs r\n"
     )
+
+
+def test_a_rate_limited_cell_ends_with_each_cut_ranks_last_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(display, "BYTES_PER_SECOND", 0)
+    monkeypatch.setattr(display, "BURST_BYTES", 200)
+    out, err = io.StringIO(), io.StringIO()
+    view = CellView("r", out, err, ranks=[0, 1, 2])
+    view.on_events([_lines(2, Stream.STDOUT, ["quiet"])])  # (shown: not cut, not repeated)
+    for rank in (0, 1):  # each floods: most of its lines, its last ones included, are cut
+        view.on_events([_lines(rank, Stream.STDERR, [f"{rank} noise {i}" for i in range(100)])])
+        view.on_event(OutputEvent("r", rank, 2.0, Stream.STDERR, f"{rank} done"))
+    for rank in (0, 1, 2):
+        view.on_event(RankEvent("r", rank, 3.0, RankState.DONE))
+    view.finish()
+    shown = err.getvalue().splitlines()
+    tail = shown.index("[jupyter-distributed] the last lines of rank(s) 0-1:")
+    assert shown[tail + 1 : tail + 11] == [
+        *(f"[rank 0] 0 noise {i}" for i in range(96, 100)),
+        "[rank 0] 0 done",
+        *(f"[rank 1] 1 noise {i}" for i in range(96, 100)),
+        "[rank 1] 1 done",
+    ]
+    assert out.getvalue() == "[rank 2] quiet\n"
+    shown_before = sum(line.startswith("[rank ") for line in shown[:tail])
+    assert shown[-1] == (
+        f"[jupyter-distributed] {202 - shown_before} line(s) were not shown to keep the "
+        "notebook responsive; the history has all 203 lines: %distributed logs r"
+    )
+
+
+def test_a_cell_the_limit_did_not_cut_shows_its_lines_once() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    view = CellView("r", out, err, ranks=[0])
+    view.on_events([_lines(0, Stream.STDOUT, [f"line {i}" for i in range(20)])])
+    view.finish()
+    assert out.getvalue() == "".join(f"[rank 0] line {i}\n" for i in range(20))
+    assert err.getvalue() == ""

@@ -114,6 +114,9 @@ class View:
     def queued(self, reason: str) -> None:
         self.notice(f"queued: {reason}")
 
+    def starting(self, text: str) -> None:
+        pass
+
     def flush(self) -> None:
         pass
 

@@ -29,45 +29,52 @@ def wait_ready(
     timeout: float,
 ) -> None:
     """Return once every rank in ``info`` is ready; raise :class:`LaunchError` when one fails
-    to start, or when not all are ready ``timeout`` seconds after the start (or the queue)."""
-    waiting = set(info)
-    now = time.monotonic()
-    deadline = now + timeout
-    watch = StartWatch(info, now)
-    queued = getattr(processes, "waiting", None)  # a scheduler's queue (slurm)
-    shown = ""
-    while waiting:
-        try:
-            item = inbox.get(timeout=0.05)
-        except queue.Empty:
-            reason = queued() if queued is not None else ""
-            if reason:  # no start timeout (nor stage clock) while the job waits in the queue
-                deadline = time.monotonic() + timeout
-                watch = StartWatch(info, time.monotonic())
-                if reason != shown:
-                    shown = reason
-                    view.queued(reason)
+    to start, or when not all are ready ``timeout`` seconds after the start (or the queue).
+    Meanwhile the view shows one line with the stage each rank is at, gone at the end."""
+    try:
+        waiting = set(info)
+        now = time.monotonic()
+        deadline = now + timeout
+        watch = StartWatch(info, now)
+        queued = getattr(processes, "waiting", None)  # a scheduler's queue (slurm)
+        shown = line = ""
+        while waiting:
+            if watch.progress() != line:
+                line = watch.progress()
+                view.starting(line)
+            try:
+                item = inbox.get(timeout=0.05)
+            except queue.Empty:
+                reason = queued() if queued is not None else ""
+                if reason:  # no start timeout (nor stage clock) while the job waits in the queue
+                    deadline = time.monotonic() + timeout
+                    watch = StartWatch(info, time.monotonic())
+                    if reason != shown:
+                        shown = reason
+                        view.queued(reason)
+                    continue
+                now = time.monotonic()
+                if now > deadline:
+                    raise LaunchError(
+                        f"rank(s) {sorted(waiting)} did not start within "
+                        f"{timeout:.0f}s ({watch.describe(waiting, now)})"
+                    ) from None
+                watch_start(watch, now, list(info), stacks, view.notice)
                 continue
-            now = time.monotonic()
-            if now > deadline:
+            if isinstance(item, StageReached):
+                watch.reached(item.rank, item.stage, time.monotonic(), item.detail)
+            elif isinstance(item, Ready):
+                waiting.discard(item.rank)
+                watch.reached(item.rank, "ready", time.monotonic())
+            elif isinstance(item, SetupFailed):
+                raise LaunchError(f"rank {item.rank} could not start: {item.message}")
+            elif isinstance(item, ChannelLost):
+                raise LaunchError(f"the cluster was lost while starting: {item.cause}")
+            elif isinstance(item, Exited):
+                failure = item.failure
+                tail = processes.log_tail(failure.rank if failure.rank >= 0 else None)
                 raise LaunchError(
-                    f"rank(s) {sorted(waiting)} did not start within "
-                    f"{timeout:.0f}s ({watch.describe(waiting, now)})"
-                ) from None
-            watch_start(watch, now, list(info), stacks, view.notice)
-            continue
-        if isinstance(item, StageReached):
-            watch.reached(item.rank, item.stage, time.monotonic(), item.detail)
-        elif isinstance(item, Ready):
-            waiting.discard(item.rank)
-            watch.reached(item.rank, "ready", time.monotonic())
-        elif isinstance(item, SetupFailed):
-            raise LaunchError(f"rank {item.rank} could not start: {item.message}")
-        elif isinstance(item, ChannelLost):
-            raise LaunchError(f"the cluster was lost while starting: {item.cause}")
-        elif isinstance(item, Exited):
-            failure = item.failure
-            tail = processes.log_tail(failure.rank if failure.rank >= 0 else None)
-            raise LaunchError(
-                f"{failure.summary} before it was ready" + (f": {tail}" if tail else "")
-            )
+                    f"{failure.summary} before it was ready" + (f": {tail}" if tail else "")
+                )
+    finally:
+        view.starting("")

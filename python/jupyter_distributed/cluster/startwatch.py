@@ -13,12 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ..collapse import ranks_text
 from ..errors import LaunchError
 from ..protocol.stacks import RankStacks
 from .hang import diagnose
 
 PROCESS_START = "process start"
 RENDEZVOUS = "init_process_group"
+#: the stages in their order, as the cell's start-up line names them
+SHOWN = {PROCESS_START: "process start", "setup": "imports", RENDEZVOUS: RENDEZVOUS}
 NOTICE_AFTER = 5.0
 RENDEZVOUS_LIMIT = 5.0
 
@@ -61,6 +64,21 @@ class StartWatch:
             return []
         last = max(since for s, since, _ in self.stages.values() if s == RENDEZVOUS)
         return sorted(waiting) if now - last > self.rendezvous_limit else []
+
+    def progress(self) -> str:
+        """One line: the ranks in each stage, in the stages' order, and how many are ready."""
+        at: dict[str, list[int]] = {}
+        for r, (stage, _, _) in self.stages.items():
+            at.setdefault(stage, []).append(r)
+        ready = len(at.pop("ready", ()))
+        order = [*SHOWN, *sorted(set(at) - set(SHOWN))]
+        parts = [
+            f"{SHOWN.get(stage, stage)}: rank{'s' if len(at[stage]) > 1 else ''} "
+            f"{ranks_text(at[stage])}"
+            for stage in order
+            if stage in at
+        ]
+        return " · ".join(["starting", *parts, f"ready: {ready} of {len(self.stages)}"])
 
     def describe(self, ranks: Iterable[int], now: float) -> str:
         parts = []

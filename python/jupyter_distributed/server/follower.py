@@ -48,6 +48,9 @@ class _Quiet:
     def queued(self, reason: str) -> None:
         pass
 
+    def starting(self, text: str) -> None:
+        pass
+
     def notice(self, text: str) -> None:
         log.debug("jupyter_distributed follower: %s", text)
 

@@ -9,12 +9,16 @@ round trips of 8 bytes (latency) and of ``pair_bytes`` (bandwidth). Then an ``al
 curve over ``sizes``, each timed by its slowest rank, stopping early when the next size would
 exceed the time budget (all ranks agree through a MAX reduction). Only the standard library is
 imported at module level.
+
+Rank 0 shows the progress as a line redrawn in place (``probe: pairs measured 3 of 6``, then
+the all_reduce size), which the cell shows live; its end is one line, kept in the history.
 """
 
 from __future__ import annotations
 
 import array
 import statistics
+import sys
 import time
 from typing import Any
 
@@ -129,10 +133,24 @@ def _round_trips(lib: Library, buf: Any, peer: int, first: bool, times: int) -> 
     return out
 
 
+def _count(lib: Library) -> int:
+    """The pairs of ranks."""
+    return lib.size * (lib.size - 1) // 2
+
+
+def _progress(lib: Library, text: str, end: str = "") -> None:
+    """Rank 0's progress line, redrawn in place (a carriage return before it)."""
+    if lib.rank == 0:
+        sys.stderr.write(f"\rprobe: {text}{end}")
+        sys.stderr.flush()
+
+
 def _pairs(lib: Library, pair_bytes: int, lat_times: int, bw_times: int) -> dict[str, Any]:
     small, big = lib.buffer(8), lib.buffer(pair_bytes)
     nbytes = max(4, pair_bytes - pair_bytes % 4)
     out: dict[str, Any] = {}
+    total, done = _count(lib), 0
+    _progress(lib, f"pairs measured 0 of {total}")
     for a in range(lib.size):
         for b in range(a + 1, lib.size):
             if lib.rank in (a, b):
@@ -149,6 +167,8 @@ def _pairs(lib: Library, pair_bytes: int, lat_times: int, bw_times: int) -> dict
                         "median_bandwidth_gbs": 2 * nbytes / statistics.median(bw) / 1e9,
                     }
             lib.barrier()
+            done += 1
+            _progress(lib, f"pairs measured {done} of {total}")
     return out
 
 
@@ -157,6 +177,7 @@ def _curve(lib: Library, sizes: tuple[int, ...], budget: float | None) -> list[d
     began = time.perf_counter()
     n = lib.size
     for size in sizes:
+        _progress(lib, f"{_count(lib)} pairs measured · all_reduce of {size:,} bytes")
         buf = lib.buffer(size)
         lib.allreduce(buf)  # warm-up
         lib.sync()
@@ -199,6 +220,7 @@ def run_probe(
         pairs = _pairs(lib, pair_bytes, 4 if quick else 20, 2 if quick else 4)
         left = None if budget is None else max(0.5, budget - (time.perf_counter() - began))
         curve = _curve(lib, sizes, left)
+        _progress(lib, f"{_count(lib)} pairs measured, all_reduce at {len(curve)} sizes", "\n")
     finally:
         lib.close()
     return {

@@ -1,0 +1,87 @@
+"""Progress while the user waits: a cluster's start-up shows one live line under the cell,
+the stage each rank is at, gone once the cluster is ready (the rule, then through a real
+kernel); a probe shows the pairs measured, k of N, gone once its table shows."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.manager import KernelManager
+
+from jupyter_distributed.cluster.startwatch import StartWatch
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def test_the_line_names_each_stage_s_ranks_in_order_and_counts_the_ready() -> None:
+    watch = StartWatch(range(4), 0.0)
+    assert watch.progress() == "starting · process start: ranks 0-3 · ready: 0 of 4"
+    watch.reached(1, "setup", 1.0)
+    watch.reached(2, "setup", 1.0)
+    watch.reached(3, "init_process_group", 2.0, "rendezvous at 127.0.0.1:29500")
+    watch.reached(0, "ready", 3.0)
+    assert watch.progress() == (
+        "starting · imports: ranks 1-2 · init_process_group: rank 3 · ready: 1 of 4"
+    )
+
+
+def _iopub_of(code: str, store: Path) -> list[dict[str, Any]]:
+    """The IOPub messages of ``code`` run in a fresh kernel (after loading the extension)."""
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(env={**os.environ, "JUPYTER_DISTRIBUTED_STORE": str(store)})
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        kc.execute_interactive("%load_ext jupyter_distributed", timeout=60)
+        got: list[dict[str, Any]] = []
+        reply = kc.execute_interactive(code, timeout=120, output_hook=got.append)
+        assert reply["content"]["status"] == "ok", got
+        return got
+    finally:
+        kc.execute_interactive("%distributed shutdown", timeout=60)
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def test_a_cells_start_shows_each_ranks_stage_then_nothing(tmp_path: Path) -> None:
+    msgs = _iopub_of("%%distributed -n 2\nprint('ran')", tmp_path / "h.sqlite3")
+    start = [
+        m
+        for m in msgs
+        if m["msg_type"] in ("display_data", "update_display_data")
+        and m["content"].get("transient", {}).get("display_id", "").endswith("-start")
+    ]
+    assert start[0]["msg_type"] == "display_data"
+    first = start[0]["content"]["data"]["text/plain"]
+    assert first.startswith("[jupyter-distributed] starting · ") and "ready: 0 of 2" in first
+    assert all(m["msg_type"] == "update_display_data" for m in start[1:])
+    assert start[-1]["content"]["data"] == {}  # replaced by nothing once ready
+    assert len({m["content"]["transient"]["display_id"] for m in start}) == 1  # one line
+    ran = next(i for i, m in enumerate(msgs) if "ran" in m["content"].get("text", ""))
+    assert msgs.index(start[-1]) < ran  # gone before the cell's own output
+
+
+def _shown(msgs: list[dict[str, Any]], suffix: str) -> list[dict[str, Any]]:
+    """The display messages of the live line whose display id ends with ``suffix``."""
+    return [
+        m
+        for m in msgs
+        if m["msg_type"] in ("display_data", "update_display_data")
+        and m["content"].get("transient", {}).get("display_id", "").endswith(suffix)
+    ]
+
+
+def test_a_probe_shows_pairs_measured_k_of_n_then_its_table(tmp_path: Path) -> None:
+    msgs = _iopub_of("%distributed probe --quick -n 3", tmp_path / "h.sqlite3")
+    progress = _shown(msgs, "-0-stderr-1")
+    texts = [m["content"]["data"].get("text/plain", "") for m in progress]
+    assert texts[0].startswith("[rank 0] probe: pairs measured ")
+    assert texts[0].endswith(" of 3")
+    assert progress[-1]["content"]["data"] == {}  # gone once the probe is over
+    assert _shown(msgs, "-start")  # the cluster's start-up showed too
+    printed = "".join(m["content"].get("text", "") for m in msgs)
+    assert printed.startswith("probe ") and "pairs measured" not in printed

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -75,12 +76,22 @@ def _run(
 
 
 CELL = "%%distributed -n 2\n"
+BREAK_ON_1 = "x = rank * 10 + 1\nif rank == 1:\n    breakpoint()\ny = x + 1\nprint('done', y)\n"
 
 
-def test_breakpoint_on_rank_1_prompts_in_the_notebook(kernel: Any) -> None:
-    code = (
-        CELL + "x = rank * 10 + 1\nif rank == 1:\n    breakpoint()\ny = x + 1\nprint('done', y)\n"
-    )
+@pytest.mark.parametrize(
+    "cell",
+    [
+        pytest.param(CELL, id="local"),
+        pytest.param(
+            "%%distributed -n 2 --backend mpi\n",
+            id="mpi",
+            marks=pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun"),
+        ),
+    ],
+)
+def test_breakpoint_on_rank_1_prompts_in_the_notebook(kernel: Any, cell: str) -> None:
+    code = cell + BREAK_ON_1
     reply, prompts, text = _run(kernel, code, ["p x", "c"])
     assert reply["status"] == "ok", text
     assert prompts == ["(Pdb rank 1) ", "(Pdb rank 1) "]

@@ -151,7 +151,8 @@ class CellView:
         if (self._quiet and not self._progress) or not rich() or not (text or self._starting):
             return
         data = {"text/plain": f"[jupyter-distributed] {text}"} if text else {}
-        self._publish(data, {}, f"jd-{self.run_id}-start", update=self._starting)
+        metadata = {"jupyter_distributed": {"startup": True}}  # no rank's: the cluster's
+        self._publish(data, metadata, f"jd-{self.run_id}-start", update=self._starting)
         self._starting = bool(text)
 
     def _display(self, event: DisplayEvent) -> None:

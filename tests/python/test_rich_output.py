@@ -34,7 +34,13 @@ def _run(*sources: str) -> list[Any]:
     nb.cells = [nbformat.v4.new_code_cell("%load_ext jupyter_distributed")]  # type: ignore[no-untyped-call]
     nb.cells += [nbformat.v4.new_code_cell(s) for s in sources]  # type: ignore[no-untyped-call]
     NotebookClient(nb, timeout=120, kernel_name="python3").execute()
-    return [c.outputs for c in nb.cells[1:]]
+    return [[o for o in c.outputs if not _startup(o)] for c in nb.cells[1:]]
+
+
+def _startup(output: Any) -> bool:
+    """The cluster's start-up line (emptied once it is ready; tests/python/test_wait_progress.py
+    checks it): these tests look at the ranks' own outputs."""
+    return bool(output.get("metadata", {}).get("jupyter_distributed", {}).get("startup"))
 
 
 def _rich(outputs: list[Any], kind: str = "display_data") -> list[Any]:

@@ -39,3 +39,21 @@ export function stacksTitle(
   }
   return trans._n('Stacks of rank %2 (%3)', 'Stacks of ranks %2 (%3)', ranks.length, ranks.join(', '), stacks.reason);
 }
+
+/** Ranks as a reader names them: "rank 3", "ranks 0-3", "ranks 0-2, 5". */
+export function formatRanks(
+  ranks: readonly number[],
+  trans: TranslationBundle = nullTranslator.load('jupyter_distributed')
+): string {
+  const sorted = [...new Set(ranks)].sort((a, b) => a - b);
+  const spans: string[] = [];
+  for (let i = 0; i < sorted.length; ) {
+    let j = i;
+    while (j + 1 < sorted.length && (sorted[j + 1] as number) === (sorted[j] as number) + 1) {
+      j++;
+    }
+    spans.push(j > i ? `${sorted[i]}-${sorted[j]}` : `${sorted[i]}`);
+    i = j + 1;
+  }
+  return trans._n('rank %2', 'ranks %2', sorted.length, spans.join(', '));
+}

@@ -7,6 +7,7 @@ import { IStateDB } from '@jupyterlab/statedb';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
 import { readConfig } from './config';
+import { confirmStop } from './confirm';
 import { MODULE_NAME, MODULE_VERSION } from './inline';
 import { SessionKernels } from './kernels';
 import { DistributedModel } from './model';
@@ -43,7 +44,11 @@ const plugin: JupyterFrontEndPlugin<IDistributedModel> = {
     translator: ITranslator | null
   ): IDistributedModel => {
     const trans = (translator ?? nullTranslator).load(DOMAIN);
-    const model = new DistributedModel({ state, kernels: new SessionKernels(app.serviceManager.sessions) });
+    const model = new DistributedModel({
+      state,
+      kernels: new SessionKernels(app.serviceManager.sessions),
+      confirmStop: confirmStop(trans)
+    });
     const panel = new DistributedPanel(model, translator ?? nullTranslator);
     // Registered now so that a saved layout can put the panel back where the
     // user left it; the shell only adds it after `app.restored` (see below).

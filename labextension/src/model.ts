@@ -38,6 +38,8 @@ export interface IModelOptions {
   now?: () => number;
   /** The running notebook kernels, for the Probe action (none: no Probe). */
   kernels?: INotebookKernels | null;
+  /** Asks the user before Stop cluster (`confirm.ts`); none: no question. */
+  confirmStop?: (cluster: string) => Promise<boolean>;
 }
 
 export class DistributedModel implements IDisposable {
@@ -54,7 +56,8 @@ export class DistributedModel implements IDisposable {
       this.api,
       () => this.selectedRun,
       error => this._acted(error),
-      id => this._forget(id)
+      id => this._forget(id),
+      { confirmStop: options.confirmStop, changed: () => this._throttle.now() }
     );
     this.now = options.now ?? (() => Date.now() / 1000);
     this._openedAt = this.now();
@@ -242,6 +245,7 @@ export class DistributedModel implements IDisposable {
     }
     this._disposed = true;
     this._poll.dispose();
+    this.actions.dispose();
     this.probe?.dispose();
     this._stream?.dispose();
     this._throttle.stop();

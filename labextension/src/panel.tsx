@@ -43,6 +43,11 @@ export function PanelView(props: { model: DistributedModel }): JSX.Element {
           {model.probe ? <ProbeButton probe={model.probe} run={run} /> : null}
         </RunHeader>
       ) : null}
+      {model.actions.stopped ? (
+        <p className="jp-Distributed-notice" role="status">
+          {trans.__('Stopped cluster %1', model.actions.stopped)}
+        </p>
+      ) : null}
       {live?.stacks ? <StacksView stacks={live.stacks} /> : null}
       <div role="tablist" aria-label={trans.__('Distributed views')} className="jp-Distributed-tabs">
         {TABS.map(tab => (

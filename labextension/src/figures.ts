@@ -226,11 +226,13 @@ export function fileName(title: string): string {
 /** The x axis of a line plot: linear (time), whole numbers (world sizes) or log sizes in bytes. */
 export type XScale = 'linear' | 'integer' | 'bytes';
 
-/** Plotly's layout of a line plot: a unified hover on x, zoom by drag, the theme's colours. */
+/** Plotly's layout of a line plot: a unified hover on x, zoom by drag, the theme's colours;
+ * `yTitle` names the y axis' unit (none: no title). */
 export function lineLayout(
   theme: IFigureTheme,
   x: { title: string; scale?: XScale; range?: [number, number] | null; ticks?: { values: number[]; text: string[] } },
-  height: number
+  height: number,
+  yTitle = ''
 ): Record<string, unknown> {
   const axis = { color: theme.font, gridcolor: theme.grid, zerolinecolor: theme.grid, automargin: true };
   const xaxis: Record<string, unknown> = { ...axis, title: { text: x.title } };
@@ -260,7 +262,7 @@ export function lineLayout(
     showlegend: true,
     legend: { orientation: 'h', y: -0.25, font: { color: theme.font } },
     xaxis,
-    yaxis: { ...axis, rangemode: 'tozero' },
+    yaxis: { ...axis, rangemode: 'tozero', ...(yTitle ? { title: { text: yTitle } } : {}) },
     uirevision: 'keep'
   };
 }

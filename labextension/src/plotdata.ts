@@ -116,3 +116,16 @@ export function runEnd(live: RunLive, origin: number): number | null {
   end = Math.max(end, second === null ? -Infinity : second + 1);
   return Number.isFinite(end) ? end - origin : null;
 }
+
+/** The units of the system samples (`protocol/reports.py`: RSS and GPU memory are in MiB). */
+const SYSTEM_UNITS: Readonly<Record<string, string>> = {
+  'sys.cpu_percent': '%',
+  'sys.rss_mb': 'MiB',
+  'sys.gpu_mem_mb': 'MiB',
+  'sys.gpu_util': 'GPU %'
+};
+
+/** The y axis' title of a metric's plot: the unit of a system sample, '' for the cell's metrics. */
+export function metricUnit(name: string): string {
+  return SYSTEM_UNITS[name] ?? '';
+}

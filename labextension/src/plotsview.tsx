@@ -12,7 +12,7 @@ import { lastSeconds, rankRates } from './derive';
 import { BAND_RANKS, figureCsv, type IPlotTrace, lineLayout, parseRanks, scatterData, type XScale } from './figures';
 import { Figure } from './figureview';
 import { extent, formatBytes, logAxis } from './lineplot';
-import { metricReady, metricTraces, runEnd, samplesReady, samplesTraces } from './plotdata';
+import { metricReady, metricTraces, metricUnit, runEnd, samplesReady, samplesTraces } from './plotdata';
 import { STRAGGLER_THRESHOLD, stragglers } from './rates';
 import { XLink } from './redraw';
 import type { RunLive, Series } from './runstate';
@@ -34,6 +34,8 @@ export interface IPlotProps {
   /** Show only the last this-many seconds; 0 shows everything. */
   window: number;
   xTitle?: string;
+  /** The y axis' title: its unit (none: no title). */
+  yTitle?: string;
   /** The x axis: linear (a time axis, the default), whole numbers or log sizes in bytes. */
   xScale?: XScale;
   /** The plots of one run share it: linked zoom. */
@@ -81,7 +83,7 @@ export function Plot(props: IPlotProps): JSX.Element {
         const ticks = xScale === 'bytes' ? byteTicks(traces) : undefined;
         return {
           data: scatterData(traces, theme, smoothing ?? 0),
-          layout: lineLayout(theme, { title: xTitle, scale: xScale, range, ticks }, PLOT_HEIGHT)
+          layout: lineLayout(theme, { title: xTitle, scale: xScale, range, ticks }, PLOT_HEIGHT, latest.current.yTitle)
         };
       }}
       csv={() => figureCsv(shown(), xTitle, props.title)}
@@ -105,6 +107,7 @@ function metricPlots(
       <Plot
         key={name}
         title={name}
+        yTitle={metricUnit(name)}
         version={live.version}
         traces={() => metricTraces(live, name, origin, rest.window, slow, shown)}
         ready={done => metricReady(live, name, done)}

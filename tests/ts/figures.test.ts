@@ -16,7 +16,7 @@ import {
   withAlpha
 } from '../../labextension/src/figures';
 import { rankColor } from '../../labextension/src/palette';
-import { samplesTraces } from '../../labextension/src/plotdata';
+import { metricUnit, samplesTraces } from '../../labextension/src/plotdata';
 import { RedrawGate, XLink } from '../../labextension/src/redraw';
 import { RunLive, type Series } from '../../labextension/src/runstate';
 import type { DistributedEvent } from '../../labextension/src/wire';
@@ -169,6 +169,13 @@ describe('the traces of a figure', () => {
     expect(withAlpha('#ff0080', 0.5)).toBe('rgba(255, 0, 128, 0.5)');
     expect(withAlpha(NEUTRAL, 0.5)).toBe(NEUTRAL);
     expect(uidOf('a_b')).not.toBe(uidOf('a b'));
+  });
+
+  it('titles the y axis of the system plots with their units, and of no other plot', () => {
+    const units = ['sys.cpu_percent', 'sys.rss_mb', 'sys.gpu_mem_mb', 'sys.gpu_util', 'loss'].map(metricUnit);
+    expect(units).toEqual(['%', 'MiB', 'MiB', 'GPU %', '']);
+    expect(lineLayout(THEME, { title: 's' }, 240, 'MiB').yaxis).toMatchObject({ title: { text: 'MiB' } });
+    expect(lineLayout(THEME, { title: 's' }, 240).yaxis).not.toHaveProperty('title');
   });
 
   it('gives the heatmap as one z-matrix with one hover template and no per-cell text', () => {

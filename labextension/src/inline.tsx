@@ -4,15 +4,18 @@
  * ipywidgets model and view that use it are in `widget.tsx`.
  */
 
+import { nullTranslator, type TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { DEFAULT_CONFIG } from './config';
 import { rankGroups } from './derive';
 import { ThroughputView } from './plotsview';
 import { RanksView } from './ranksview';
+import { sourceLine } from './runkind';
 import { RunLive } from './runstate';
 import { RunHeader } from './runsview';
 import type { ISeqEvent } from './stream';
+import { DOMAIN, useTrans } from './translate';
 import type { RankInfo, Run } from './wire';
 
 /** The widget module's name and version, as the Python side names them. */
@@ -27,11 +30,18 @@ export function liveFrom(run: Run, ranks: RankInfo[], events: ISeqEvent[]): RunL
   return live;
 }
 
+/** The widget's title: "local · 2 ranks · <the first line of the cell>" (what is known of it). */
+export function inlineTitle(run: Run, trans: TranslationBundle = nullTranslator.load(DOMAIN)): string {
+  const ranks = trans._n('%1 rank', '%1 ranks', run.world_size);
+  return [run.backend, ranks, sourceLine(run)].filter(Boolean).join(' · ');
+}
+
 export function InlineRun(props: { live: RunLive; now: number }): JSX.Element {
   const { live } = props;
+  const trans = useTrans();
   return (
     <div className="jp-Distributed-inline">
-      {live.run ? <RunHeader run={live.run} /> : null}
+      {live.run ? <RunHeader run={live.run} title={inlineTitle(live.run, trans)} /> : null}
       <RanksView groups={rankGroups(live, props.now)} />
       <ThroughputView live={live} origin={Math.floor(live.run?.started ?? 0)} window={DEFAULT_CONFIG.plotWindow} />
     </div>

@@ -98,7 +98,7 @@ const Tile = React.memo(
         {tile.progress !== null ? (
           <div className="jp-Distributed-tileProgress">
             <progress max={1} value={tile.progress} aria-label={trans.__('rank %1 progress', tile.rank)} />{' '}
-            {trans.__('%1 %', Math.round(tile.progress * 100))}
+            {trans.__('%1\u00a0%', Math.round(tile.progress * 100))}
           </div>
         ) : null}
         <div className="jp-Distributed-coords">{coordsText(tile)}</div>

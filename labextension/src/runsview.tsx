@@ -23,7 +23,7 @@ export function formatDuration(seconds: number): string {
 
 function runTitle(run: Run): string {
   const where = run.notebook ? run.notebook.split('/').pop() : run.host;
-  // The inline widget's run has no backend name: just the world size then.
+  // A run of an older inline widget has no backend name: just the world size then.
   const what = run.backend ? `${run.backend} × ${run.world_size}` : `× ${run.world_size}`;
   return `${what}${where ? ` · ${where}` : ''}`;
 }
@@ -107,6 +107,8 @@ export function StacksView(props: { stacks: StacksEvent }): JSX.Element {
  * (and `children`, more actions, before Stop). */
 export function RunHeader(props: {
   run: Run;
+  /** The title shown (none: the run's backend, size and notebook). */
+  title?: string;
   onCancel?: () => void;
   onStop?: () => void;
   onStacks?: () => void;
@@ -118,7 +120,7 @@ export function RunHeader(props: {
   const active = isRunActive(run.state);
   return (
     <div className="jp-Distributed-header" role="group" aria-label={trans.__('Selected run')}>
-      <span className="jp-Distributed-runTitle">{runTitle(run)}</span>
+      <span className="jp-Distributed-runTitle">{props.title ?? runTitle(run)}</span>
       <span className={`jp-Distributed-state jp-mod-${run.state}`} role="status" aria-label={trans.__('Run state')}>
         {run.state}
       </span>

@@ -138,7 +138,7 @@ class DistributedMagics(Magics):
                 cell,
                 self.shell.user_ns,
                 cell_id=self._cell_id(),
-                view=_view(spec, args.quiet, args.widget),
+                view=_view(spec, args.quiet, args.widget, cell),
                 stdin=stdin,
                 break_rank=args.break_rank,
             )
@@ -254,7 +254,7 @@ DistributedMagics.distributed.__doc__ = (
 ) + line_commands.command_help()
 
 
-def _view(spec: Spec, quiet: bool, widget: bool) -> CellView:
+def _view(spec: Spec, quiet: bool, widget: bool, cell: str = "") -> CellView:
     if not widget:
         return CellView(
             quiet=quiet,
@@ -271,6 +271,8 @@ def _view(spec: Spec, quiet: bool, widget: bool) -> CellView:
         display_ranks=spec.display,
         output_ranks=spec.output,
         collapse=spec.collapse,
+        backend=spec.backend,
+        source=cell,
     )
 
 

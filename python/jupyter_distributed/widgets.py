@@ -59,9 +59,12 @@ class WidgetView(CellView):
         display_ranks: Collection[int] | None = None,
         output_ranks: Collection[int] | None = None,
         collapse: bool = True,
+        backend: str = "",
+        source: str = "",
     ) -> None:
         super().__init__(run_id, out, err, quiet, display_ranks, output_ranks, collapse, ranks)
         self.rank_ids = list(ranks)
+        self.backend, self.source = backend, source  # for the widget's title
         self.started = time.time()
         self.widget = RunWidget()
         self._events: list[dict[str, Any]] = []  # every rank, run and error event
@@ -103,7 +106,12 @@ class WidgetView(CellView):
         self._unsynced = False
         if self.widget.run is None:
             run = RunRecord(
-                self.run_id, "", len(self.rank_ids), self.rank_ids, started=self.started
+                self.run_id,
+                self.backend,
+                len(self.rank_ids),
+                self.rank_ids,
+                source=self.source,
+                started=self.started,
             )
             ranks = [
                 RankRecord(r, "", None, "starting", {}, self.started, None).to_json()

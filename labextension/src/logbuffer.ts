@@ -9,7 +9,7 @@ import type { LogLine } from './wire';
 export interface ILogFilter {
   /** Ranks to show; empty shows all. */
   ranks: readonly number[];
-  /** Show only stderr. */
+  /** Show only stderr (and the failed ranks' errors). */
   stderrOnly: boolean;
   /** Case-insensitive text to look for; empty matches every line. */
   search: string;
@@ -110,6 +110,6 @@ function matcher(filter: ILogFilter): (line: LogLine) => boolean {
   const needle = filter.search.toLowerCase();
   return line =>
     (ranks === null || ranks.has(line.rank)) &&
-    (!filter.stderrOnly || line.stream === 'stderr') &&
+    (!filter.stderrOnly || line.stream === 'stderr' || line.stream === 'error') &&
     (needle === '' || line.text.toLowerCase().includes(needle));
 }

@@ -40,7 +40,9 @@ const LogRow = React.memo(function LogRow(props: {
           {trans.__('[rank %1]', line.rank)}
         </span>
       )}
-      {line.stream === 'stderr' ? <span className="jp-Distributed-lineStream">stderr</span> : null}
+      {line.stream === 'stderr' || line.stream === 'error' ? (
+        <span className="jp-Distributed-lineStream">{line.stream}</span>
+      ) : null}
       {line.text}
       {onOpen && canOpen(line) ? (
         <button

@@ -4,6 +4,7 @@
  * Pure data (no I/O, no DOM), so the model's tests can drive it directly.
  */
 
+import { failureLines } from './failurelines';
 import { LogBuffer } from './logbuffer';
 import { RankReports } from './rates';
 import { lowerBound, SecondStats, type Series } from './secondstats';
@@ -121,6 +122,10 @@ export class RunLive {
           // As the store does: a rank that reported an error has failed.
           this.failures.push(event.failure);
           this._rank(event.rank).state = 'failed';
+          // Its traceback in the Logs, as error lines.
+          for (const text of failureLines(event.failure)) {
+            this.logs.push({ seq, rank: event.rank, t: event.t, stream: 'error', text });
+          }
           break;
         case 'stacks':
           this.stacks = event;

@@ -143,7 +143,8 @@ export interface LogLine {
   seq: number;
   rank: number;
   t: number;
-  stream: StreamName;
+  /** 'error': a line of a failed rank's error (the panel's, from its error event; never the server's). */
+  stream: StreamName | 'error';
   text: string;
 }
 

@@ -57,7 +57,10 @@ describe('wire fixtures', () => {
     for (const rank of ranks) {
       expect(live.ranks.get(rank.rank)?.state).toBe(rank.state);
     }
-    expect(live.logs.filtered({ ranks: [], stderrOnly: false, search: '' }).length).toBe(fixtures.logs.lines.length);
+    // The Logs: the lines the logs route serves, and the failed rank's error as its own lines.
+    const lines = live.logs.filtered({ ranks: [], stderrOnly: false, search: '' });
+    expect(lines.filter(l => l.stream !== 'error').length).toBe(fixtures.logs.lines.length);
+    expect(lines.filter(l => l.stream === 'error').map(l => [l.rank, l.text])).toEqual([[1, 'killed by SIGKILL']]);
   });
 });
 

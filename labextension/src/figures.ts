@@ -260,7 +260,8 @@ export function lineLayout(
     hoverdistance: -1,
     dragmode: 'zoom',
     showlegend: true,
-    legend: { orientation: 'h', y: -0.25, font: { color: theme.font } },
+    // Above the plot: below it, a legend that wraps to several rows ran over the x axis' title.
+    legend: { orientation: 'h', x: 0, y: 1.02, yanchor: 'bottom', font: { color: theme.font } },
     xaxis,
     yaxis: { ...axis, rangemode: 'tozero', ...(yTitle ? { title: { text: yTitle } } : {}) },
     uirevision: 'keep'

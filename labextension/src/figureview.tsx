@@ -107,6 +107,8 @@ export function Figure(props: IFigureProps): JSX.Element {
       inView && document.visibilityState !== 'hidden' && node.isConnected && node.getClientRects().length > 0;
     const config = {
       displaylogo: false,
+      // No 'Double-click on legend' toast over the panel's buttons.
+      showTips: false,
       // Nothing leaves the machine: no "Share chart" (an upload to plotly's cloud).
       showSendToCloud: false,
       showEditInChartStudio: false,

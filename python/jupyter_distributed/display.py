@@ -27,7 +27,7 @@ from collections.abc import Collection, Sequence
 from typing import Any, TextIO
 
 from .celllines import ShownLines, Tails, closing_notes, stacks_text, tagged
-from .displayarea import Area, rich
+from .displayarea import Area, in_place, rich
 from .events import (
     DisplayEvent,
     ErrorEvent,
@@ -147,8 +147,8 @@ class CellView:
 
     def starting(self, text: str) -> None:
         """The cluster's start-up line, redrawn in place; emptied once ``text`` is empty (only
-        a notebook shows it: as text, a start-up leaves nothing to read)."""
-        if (self._quiet and not self._progress) or not rich() or not (text or self._starting):
+        a notebook shows it: as text, or in a terminal, it would print every stage again)."""
+        if (self._quiet and not self._progress) or not in_place() or not (text or self._starting):
             return
         data = {"text/plain": f"[jupyter-distributed] {text}"} if text else {}
         metadata = {"jupyter_distributed": {"startup": True}}  # no rank's: the cluster's

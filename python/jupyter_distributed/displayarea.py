@@ -26,3 +26,11 @@ def rich() -> bool:
     from IPython.core.interactiveshell import InteractiveShell
 
     return bool(InteractiveShell.initialized())
+
+
+def in_place() -> bool:
+    """Whether displays are updated in place: a kernel's frontend (a notebook) does, a terminal
+    IPython prints each update again."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    return rich() and getattr(InteractiveShell.instance(), "kernel", None) is not None

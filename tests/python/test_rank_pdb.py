@@ -182,7 +182,8 @@ def test_break_stops_a_rank_at_the_first_line_of_the_cell(kernel: Any) -> None:
 
 
 def test_timeout_does_not_count_the_time_at_a_pdb_prompt(kernel: Any) -> None:
-    code = "%%distributed -n 2 --timeout 3\nif rank == 1:\n    breakpoint()\nprint('end')\n"
+    # (each rank's own line: this test is about --timeout, not collapsed output)
+    code = "%%distributed -n 2 --timeout 3\nif rank == 1:\n    breakpoint()\nprint('end', rank)\n"
     reply, prompts, text = _run(kernel, code, ["c"], think=4)  # longer than --timeout
     assert reply["status"] == "ok", text
-    assert prompts == ["(Pdb rank 1) "] and "[rank 1] end" in text
+    assert prompts == ["(Pdb rank 1) "] and "[rank 1] end 1" in text

@@ -89,7 +89,14 @@ class ShownLines:
         texts = [text for _t, text in lines]
         budget = _FOREVER if result else tokens
         left, dropped = self.held.add(
-            rank, stream.value, texts, time.monotonic(), budget, cost, result
+            rank,
+            stream.value,
+            texts,
+            time.monotonic(),
+            budget,
+            cost,
+            result,
+            [t for t, _text in lines],
         )
         return tokens if result else left, dropped
 

@@ -3,8 +3,10 @@
 A :class:`Collapser` takes each rank's lines in the order the rank wrote them, as *runs*: the
 lines one rank wrote together. Every line has a number, in the order lines arrive. A line of
 another rank with the same text on the same stream, arriving within :data:`WINDOW` seconds of
-the run, joins that line instead of being shown again; a rank joins only a line numbered after
-its own previous line, so each rank's lines keep their order. Runs are given back
+the run and written within :data:`WINDOW` seconds of it (by the ranks' own clocks, when the
+lines carry their times: lines that waited, behind a pdb prompt or a stalled link, are not
+taken for one line), joins that line instead of being shown again; a rank joins only a line
+numbered after its own previous line, so each rank's lines keep their order. Runs are given back
 (:meth:`Collapser.due`) in the order they came, when their window has passed or sooner, once no
 rank can join their lines any more (every rank that may write has joined them or written a
 later line). Lines that differ stay per rank, as ``[rank 2] ...``.
@@ -66,15 +68,28 @@ class Run:
     """Lines one rank wrote together (``texts``, numbered from ``first``), with the other
     ranks that joined each (``joined``: index in ``texts`` -> ranks)."""
 
-    __slots__ = ("alone", "first", "joined", "last", "rank", "stream", "texts", "until")
+    __slots__ = ("alone", "first", "joined", "last", "rank", "stream", "texts", "until", "written")
 
     def __init__(
-        self, rank: int, stream: str, texts: list[str], first: int, until: float, alone: bool
+        self,
+        rank: int,
+        stream: str,
+        texts: list[str],
+        first: int,
+        until: float,
+        alone: bool,
+        written: tuple[float, float] | None = None,
     ) -> None:
         self.rank, self.stream, self.texts = rank, stream, texts
         self.first, self.until, self.alone = first, until, alone
+        self.written = written  # when the rank wrote its first and last line (None: unknown)
         self.last = first + len(texts) - 1  # the number of its last line
         self.joined: dict[int, list[int]] = {}
+
+    def near(self, t: float | None, window: float) -> bool:
+        """Whether a line written at ``t`` may be this run's line (None: time unknown)."""
+        span = self.written
+        return t is None or span is None or span[0] - window <= t <= span[1] + window
 
     def lines(self) -> Iterator[tuple[list[int], str]]:
         """Each line with the ranks that wrote it (its own rank first)."""
@@ -117,34 +132,52 @@ class Collapser:
         budget: float = _DONE,
         cost: int = 0,
         alone: bool = False,
+        times: Sequence[float] | None = None,
     ) -> tuple[float, int]:
-        """One rank's lines, in order. A line shown anew spends ``len(text) + cost`` of
-        ``budget`` (joining another rank's is free); one the budget cannot pay is dropped.
+        """One rank's lines, in order (``times``: when the rank wrote each). A line shown anew
+        spends ``len(text) + cost`` of ``budget`` (joining another rank's is free); one the
+        budget cannot pay is dropped.
         Returns the budget left and how many lines were dropped. ``alone``: lines that
         neither join nor are joined (a rank's result), kept in the rank's order."""
+        written = (times[0], times[-1]) if times else None  # (in the order written)
         if alone:
-            self._run(rank, stream, list(texts), now, alone)
+            self._run(rank, stream, list(texts), now, alone, written)
             return budget, 0
         index = self._index.get(stream)
         if index is None or index.keys().isdisjoint(texts):  # (a flood: nothing to join)
             kept, budget, dropped = affordable(texts, budget, cost)
             if kept:
-                self._run(rank, stream, kept, now, False)
+                self._run(rank, stream, kept, now, False, written)
             return budget, dropped
-        return self._one_by_one(rank, stream, texts, now, budget, cost)
+        return self._one_by_one(rank, stream, texts, now, budget, cost, times)
 
     def _one_by_one(
-        self, rank: int, stream: str, texts: Sequence[str], now: float, budget: float, cost: int
+        self,
+        rank: int,
+        stream: str,
+        texts: Sequence[str],
+        now: float,
+        budget: float,
+        cost: int,
+        times: Sequence[float] | None,
     ) -> tuple[float, int]:
         """:meth:`add`, line by line: lines join others' while they can; from the first line
         that does not, the rest are this rank's own (numbered after every held line, they
         could join nothing before them)."""
         last = self._last.get(rank, -1)
         fresh: list[str] = []  # this rank's own lines: a run of their own
+        fresh_times: list[float] = []
         dropped = 0
-        for text in texts:
+        for i, text in enumerate(texts):
+            t = times[i] if times else None
             run = None if fresh else self._index.get(stream, {}).get(text)
-            if run is not None and now < run.until and run.last > last and run.rank != rank:
+            if (
+                run is not None
+                and now < run.until
+                and run.last > last
+                and run.rank != rank
+                and run.near(t, self.window)
+            ):
                 try:
                     at = run.texts.index(text, max(0, int(last) - run.first + 1))
                 except ValueError:
@@ -158,12 +191,23 @@ class Collapser:
                 continue
             budget -= len(text) + cost
             fresh.append(text)
+            if t is not None:
+                fresh_times.append(t)
         if fresh:
-            self._run(rank, stream, fresh, now, False)
+            written = (fresh_times[0], fresh_times[-1]) if fresh_times else None
+            self._run(rank, stream, fresh, now, False, written)
         return budget, dropped
 
-    def _run(self, rank: int, stream: str, texts: list[str], now: float, alone: bool) -> None:
-        run = Run(rank, stream, texts, self._next, now + self.window, alone)
+    def _run(
+        self,
+        rank: int,
+        stream: str,
+        texts: list[str],
+        now: float,
+        alone: bool,
+        written: tuple[float, float] | None = None,
+    ) -> None:
+        run = Run(rank, stream, texts, self._next, now + self.window, alone, written)
         self._next += len(texts)
         self._queue.append(run)
         self._held += len(texts)

@@ -125,3 +125,21 @@ def test_after_a_line_of_its_own_a_rank_joins_nothing_held_before_it() -> None:
         "[rank 1] mine 1",
         "[rank 1] end",
     ]
+
+
+def test_equal_lines_written_seconds_apart_stay_per_rank_though_they_arrive_together() -> None:
+    # Two ranks print "end" 4 s apart; rank 0's line waited behind a pdb prompt and arrives
+    # with rank 1's: by the ranks' own clocks they are two lines, not one.
+    c = Collapser(range(2))
+    c.add(0, "stdout", ["end"], now=10.0, times=[1000.0])
+    c.add(1, "stdout", ["end"], now=10.001, times=[1004.0])
+    c.done(0)
+    c.done(1)
+    assert _shown(c.due(10.002)) == ["[rank 0] end", "[rank 1] end"]
+
+
+def test_equal_lines_written_together_collapse_though_one_arrives_late() -> None:
+    c = Collapser(range(2))
+    c.add(0, "stdout", ["step", "end"], now=10.0, times=[1000.0, 1000.01])
+    c.add(1, "stdout", ["end"], now=10.05, times=[1000.03])
+    assert _shown(c.due(10.05)) == ["[rank 0] step", "[ranks 0-1] end"]

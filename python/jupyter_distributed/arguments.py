@@ -75,7 +75,14 @@ strategy_args = _stack(
         "--strategy",
         default="none",
         metavar="NAME",
-        help="none, ddp, fsdp, model-parallel, parameter-server or horovod",
+        help="none, ddp, fsdp, model-parallel, parameter-server, horovod or multi-worker "
+        "(TensorFlow's MultiWorkerMirroredStrategy)",
+    ),
+    argument(
+        "--framework",
+        metavar="NAME",
+        help="parameter-server and horovod: tensorflow builds them with TensorFlow "
+        "(default: as before, TF_CONFIG only for parameter-server, torch-style hvd)",
     ),
     argument("--partitions", type=bounded_int, metavar="K", help="model parallel: pipeline stages"),
     argument("--microbatches", type=bounded_int, metavar="M", help="model parallel: microbatches"),

@@ -88,6 +88,7 @@ def spec_from_args(
         model_parallel=model_parallel,
         parameter_servers=args.parameter_servers or 0,
         dist_backend=args.dist_backend,
+        framework=args.framework,
     )
     options = _backend_options(backend, args, backend_defaults(backend) if backend_defaults else {})
     return Spec(

@@ -23,10 +23,22 @@ class Strategy(StrEnum):
     MODEL_PARALLEL = "model-parallel"
     PARAMETER_SERVER = "parameter-server"
     HOROVOD = "horovod"
+    MULTI_WORKER = "multi-worker"  # TensorFlow's MultiWorkerMirroredStrategy
 
     @property
     def uses_torch(self) -> bool:
         return self in (Strategy.DDP, Strategy.FSDP, Strategy.MODEL_PARALLEL)
+
+
+class Framework(StrEnum):
+    """What a strategy is built with where it could be either (``--framework``)."""
+
+    TORCH = "torch"
+    TENSORFLOW = "tensorflow"
+
+
+# the strategies that --framework tensorflow applies to
+TENSORFLOW_STRATEGIES = ("parameter-server", "multi-worker", "horovod")
 
 
 class Pipeline(StrEnum):
@@ -125,11 +137,13 @@ class Layout:
     model_parallel: ModelParallel | None = None
     parameter_servers: int = 0
     dist_backend: str = "auto"  # torch's process group: auto (decided once per cluster), nccl, gloo
+    framework: Framework | None = None  # None: as each strategy always was
 
     def __post_init__(self) -> None:
         positive("--nodes", self.nodes)
         positive("--procs-per-node", self.procs_per_node)
         object.__setattr__(self, "strategy", enum_value(Strategy, "--strategy", self.strategy))
+        self._check_framework()
         if self.dist_backend not in DIST_BACKENDS:
             raise SpecError(
                 f"--dist-backend must be one of {', '.join(DIST_BACKENDS)}, "
@@ -163,6 +177,26 @@ class Layout:
                     f"--parameter-servers {self.parameter_servers} leaves no worker among "
                     f"{self.world_size} ranks; use fewer servers or more processes"
                 )
+
+    def _check_framework(self) -> None:
+        if self.framework is not None:
+            framework = enum_value(Framework, "--framework", self.framework)
+            object.__setattr__(self, "framework", framework)
+        if self.strategy is Strategy.MULTI_WORKER:
+            if self.framework is Framework.TORCH:
+                raise SpecError(
+                    "--strategy multi-worker is TensorFlow's; for torch use --strategy ddp"
+                )
+            object.__setattr__(self, "framework", Framework.TENSORFLOW)
+        if self.framework is Framework.TENSORFLOW and self.strategy not in TENSORFLOW_STRATEGIES:
+            raise SpecError(
+                f"--framework tensorflow applies to --strategy {', '.join(TENSORFLOW_STRATEGIES)}"
+                f"; got --strategy {self.strategy.value}"
+            )
+
+    @property
+    def uses_tensorflow(self) -> bool:
+        return self.framework is Framework.TENSORFLOW
 
     @property
     def world_size(self) -> int:
@@ -207,6 +241,7 @@ class Layout:
             model_parallel=ModelParallel(**mp) if mp else None,
             parameter_servers=int(data.get("parameter_servers", 0)),
             dist_backend=str(data.get("dist_backend", "auto")),
+            framework=Framework(data["framework"]) if data.get("framework") else None,
         )
 
     def check_accelerators(self, per_node: int | None, where: str) -> None:

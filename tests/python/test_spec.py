@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jupyter_distributed.errors import SpecError
-from jupyter_distributed.layout import Layout, ModelParallel, Role, Strategy
+from jupyter_distributed.layout import Framework, Layout, ModelParallel, Role, Strategy
 from jupyter_distributed.spec import Spec, parse_env, parse_targets
 
 
@@ -101,3 +101,25 @@ def test_cluster_key_ignores_per_cell_settings() -> None:
     c = Spec(Layout(1, 3))
     assert c.cluster_key() != a.cluster_key()
     assert c.describe_change(a) == "procs_per_node"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"strategy": "ddp", "framework": "tensorflow"}, "--framework tensorflow applies to"),
+        ({"strategy": "multi-worker", "framework": "torch"}, "for torch use --strategy ddp"),
+        ({"strategy": "horovod", "framework": "jax"}, "--framework must be one of"),
+    ],
+)
+def test_framework_fits_its_strategy(kwargs: dict[str, str], message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        Layout(procs_per_node=2, **kwargs)  # type: ignore[arg-type]
+
+
+def test_multi_worker_is_tensorflow_and_the_framework_survives_json() -> None:
+    assert Layout(procs_per_node=2, strategy=Strategy.MULTI_WORKER).uses_tensorflow
+    ps = Layout(
+        procs_per_node=3, strategy=Strategy.PARAMETER_SERVER, framework=Framework.TENSORFLOW
+    )
+    assert Layout.from_json(ps.to_json()) == ps
+    assert Layout(procs_per_node=3, strategy=Strategy.PARAMETER_SERVER).framework is None

@@ -100,3 +100,16 @@ def test_bad_input_is_one_line(shell: Any, line: str, said: str) -> None:  # noq
         shell.run_line_magic("distributed", f"advise {line}")
     assert said in str(caught.value) and "\n" not in str(caught.value)
     assert advice_runs(shell) == []
+
+
+def test_ranks_get_their_share_of_the_cores(shell: Any) -> None:  # noqa: F811
+    """Ranks forked from the fork server (which imported torch before OMP_NUM_THREADS was
+    set) run as many torch threads as their share of the cores, the count the advisor times
+    compute with: more, and ranks that share cores spin against each other."""
+    from jupyter_distributed.advise.timing import rank_threads
+
+    shell.run_cell(
+        "%%distributed -n 2 --strategy ddp --pull _jd_threads --quiet\n"
+        "import torch\n_jd_threads = torch.get_num_threads()\n"
+    )
+    assert shell.user_ns["_jd_threads"] == [rank_threads(2)[0]] * 2

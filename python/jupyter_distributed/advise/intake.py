@@ -49,6 +49,7 @@ class ModelInfo:
     parameters: int  # count
     layer_params: tuple[int, ...]  # per top-level layer (stages are cut between them)
     sequential: bool  # can the pipeline helper cut it (an nn.Sequential)
+    units: tuple[int, ...] = ()  # parameters per FSDP unit (each child with any, then the root)
     factory: Callable[[], Any] | None = None
     analytic: Analytic | None = None
 
@@ -87,12 +88,16 @@ def from_factory(factory: Callable[[], Any], seq: int | None) -> ModelInfo:
         )
     children = list(model.children()) if isinstance(model, torch.nn.Sequential) else [model]
     sizes = tuple(sum(p.numel() for p in c.parameters()) for c in children)
+    total = sum(p.numel() for p in model.parameters())
+    units = [sum(p.numel() for p in c.parameters()) for c in model.children()]
+    units = [u for u in units if u] + [total - sum(units)]  # the root keeps what is left
     return ModelInfo(
         name=name,
-        parameters=sum(p.numel() for p in model.parameters()),
+        parameters=total,
         layer_params=sizes,
         sequential=isinstance(model, torch.nn.Sequential),
         factory=factory,
+        units=tuple(u for u in units if u),
     )
 
 

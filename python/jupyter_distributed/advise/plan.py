@@ -8,11 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .enumerate import Candidate, Row, candidates, dominant, groups
-from .intake import AdviseError, Analytic, ModelInfo, from_factory, from_numbers
+from .comm import Links, fit_links
+from .enumerate import Candidate, Row, candidates, dominant
+from .intake import DTYPE_BYTES, AdviseError, Analytic, ModelInfo, from_factory, from_numbers
 from .memory import OPTIMIZER_STATES, Parts, analytic_parts, layout_memory, trace
 from .report import Advice
-from .timing import Compute, Links, fit_links, rank_threads, stage_compute
+from .steptime import step_parts
+from .timing import Compute, rank_threads, stage_compute
 
 FIT_FRACTION = 0.95
 
@@ -155,18 +157,20 @@ def _stage_parts(
     return (analytic_parts(info, micro, seq or 1, optimizer),)
 
 
-def _compute(info: ModelInfo, pp: int, seq: int | None, procs_per_node: int) -> tuple[Compute, ...]:
+def _compute(
+    info: ModelInfo, pp: int, seq: int | None, procs_per_node: int, micro: int
+) -> tuple[Compute, ...]:
     threads, oversub = rank_threads(procs_per_node)
     if info.factory is not None:
-        timed = stage_compute(info.factory, pp, seq, threads, (1, 4))
+        timed = stage_compute(info.factory, pp, seq, threads, micro)
     else:
         from .timing import gemm_flops
 
-        per = 6 * info.parameters * (seq or 1) / gemm_flops(threads)
-        timed = (Compute(0.0, per, 0.0),)
-    return tuple(
-        Compute(c.fixed * oversub, c.per_sample * oversub, c.optimizer * oversub) for c in timed
-    )
+        seconds = 6 * info.parameters * (seq or 1) * micro / gemm_flops(threads)
+        width = DTYPE_BYTES[info.analytic.dtype] if info.analytic else 4
+        tensors = tuple(p * width for p in info.layer_params)
+        timed = (Compute(seconds, 0.0, tensors, 0),)
+    return tuple(c.scaled(oversub) for c in timed)
 
 
 def _row(
@@ -179,35 +183,8 @@ def _row(
         stages, info.layer_params, info.parameters, c.strategy, c.dp, c.microbatches,
         c.interleaved, margin,
     )  # fmt: skip
-    computes = _compute(info, c.pp, seq, cluster.procs_per_node)
-    dp_inter, pp_inter = groups(c, cluster.procs_per_node)
-    where = "inter-node" if dp_inter else "intra-node"
-    if c.strategy == "model-parallel":
-        slowest = max(computes, key=lambda k: k.seconds(micro))
-        per_mb = slowest.seconds(micro)
-        grad_bytes = max(s.params for s in stages)
-        sends = max(s.boundary for s in stages[:-1])
-        comm = 2 * (c.microbatches + c.pp - 1) * links.p2p(sends, pp_inter) if links else 0.0
-        reduce_ = links.allreduce(grad_bytes, c.dp, dp_inter) if links else 0.0
-        parts = {
-            "compute": c.microbatches * per_mb,
-            "bubble": (c.pp - 1) * per_mb,
-            "communication": comm + reduce_,
-            "optimizer": slowest.optimizer,
-        }
-        comm_name = f"{'inter' if pp_inter else 'intra'}-node point-to-point + all-reduce"
-    else:
-        (one,) = computes
-        grad_bytes = stages[0].params
-        if c.strategy == "fsdp" and links:
-            units = len(info.layer_params) + 1
-            comm = 2 * links.gather(grad_bytes, c.dp, dp_inter, units)
-            comm += links.gather(grad_bytes, c.dp, dp_inter, units)
-            comm_name = f"{where} all-gather/reduce-scatter"
-        else:
-            comm = links.allreduce(grad_bytes, c.dp, dp_inter) if links else 0.0
-            comm_name = f"{where} all-reduce"
-        parts = {"compute": one.seconds(micro), "communication": comm, "optimizer": one.optimizer}
+    computes = _compute(info, c.pp, seq, cluster.procs_per_node, micro)
+    parts, comm_name = step_parts(info, c, micro, computes, links, cluster.procs_per_node)
     step = sum(parts.values())
     return Row(
         candidate=c,

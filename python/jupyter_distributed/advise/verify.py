@@ -17,6 +17,7 @@ from .intake import AdviseError
 from .report import Advice
 
 OFF = 0.15
+STEPS = 10  # timed steps per layout (after the profiled ones), their median kept
 PULLED = "_jd_advise_measured"
 
 
@@ -25,7 +26,7 @@ def cell(model: str, step: str | None, micro: int, seq: int | None, m: int, opt:
         "# %distributed advise --verify: measure this layout\n"
         "from jupyter_distributed.worker.measure import measure as _jd_measure\n"
         f"{PULLED} = _jd_measure(globals(), {model}, micro={micro}, seq={seq!r}, "
-        f"microbatches={m}, optimizer={opt!r}, step={step or 'None'})\n"
+        f"microbatches={m}, optimizer={opt!r}, step={step or 'None'}, steps={STEPS})\n"
         "del _jd_measure\n"
     )
 

@@ -77,6 +77,9 @@ def _share_cpus() -> None:
     local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     if local_ranks > 1 and "OMP_NUM_THREADS" not in os.environ:
         os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // local_ranks))
+        torch = sys.modules.get("torch")
+        if torch is not None:  # the fork server imported it already: it read the old value
+            torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
 def _settings(layout: Layout, mp: ModelParallel | None) -> dict[str, Any]:

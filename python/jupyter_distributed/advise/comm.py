@@ -1,0 +1,104 @@
+"""Communication per step from the newest probe of the cluster: one gloo/NCCL call's seconds by
+its size, from the probe's own ``all_reduce`` curve where it has one (what a call of the library
+really costs on these ranks: a per-call overhead, often far above the pairs' best round trip,
+plus bytes at its rate), else latency + bytes/bandwidth
+fitted per link class from its pairs.
+
+Every call is costed on its own: a step that makes many small calls (the pipeline's per-tensor
+gradient all-reduce, FSDP's per-layer all-gathers) pays each call's latency, which a formula of
+the total bytes misses.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from .intake import AdviseError
+
+
+@dataclass(frozen=True)
+class Links:
+    """Latency (s) and bandwidth (bytes/s) per link class, and the all_reduce curve of the
+    probe's ranks as a per-call overhead and a rate."""
+
+    latency: dict[str, float]
+    bandwidth: dict[str, float]
+    probe_run: str
+    curve: tuple[float, float] | None = None  # a call's overhead (s), all_reduce bytes/s
+    curve_world: int = 0
+
+    def klass(self, spans_nodes: bool) -> str:
+        want = "inter" if spans_nodes else "intra"
+        return want if want in self.latency else next(iter(self.latency))
+
+    def _alpha_beta(self, nbytes: float, n: int, spans_nodes: bool, volume: float) -> float:
+        k = self.klass(spans_nodes)
+        return volume * (n - 1) / n * nbytes / self.bandwidth[k] + 2 * (n - 1) * self.latency[k]
+
+    def _on_curve(self, nbytes: float) -> float:
+        alpha, beta = self.curve or (0.0, 1.0)
+        return alpha + nbytes / beta
+
+    def allreduce(self, nbytes: float, n: int, spans_nodes: bool) -> float:
+        """One all_reduce of ``nbytes`` over ``n`` ranks."""
+        if n < 2 or nbytes <= 0:
+            return 0.0
+        if self.curve and (n == self.curve_world or not spans_nodes):
+            return self._on_curve(nbytes)
+        return self._alpha_beta(nbytes, n, spans_nodes, 2.0)
+
+    def gather(self, nbytes: float, n: int, spans_nodes: bool) -> float:
+        """One all-gather or reduce-scatter of ``nbytes`` in all: half an all_reduce's volume,
+        the same per-call overhead."""
+        if n < 2 or nbytes <= 0:
+            return 0.0
+        if self.curve and (n == self.curve_world or not spans_nodes):
+            return self._on_curve(nbytes / 2)
+        return self._alpha_beta(nbytes, n, spans_nodes, 1.0)
+
+    def p2p(self, nbytes: float, spans_nodes: bool) -> float:
+        """One send/recv pair of ``nbytes`` between two ranks (as costly as a 2-rank call)."""
+        if self.curve:
+            return self._on_curve(max(1.0, nbytes))
+        k = self.klass(spans_nodes)
+        return self.latency[k] + nbytes / self.bandwidth[k]
+
+
+def fit_curve(points: list[tuple[int, float]]) -> tuple[float, float] | None:
+    """A call's overhead and the bytes per second of an all_reduce, robustly from the probe's
+    points: the rate of the largest, and the median of what each point took beyond its bytes
+    at that rate (one slow or fast point, a warm-up or a busy moment, moves neither)."""
+    if len(points) < 2:
+        return None
+    size, seconds = max(points)
+    beta = size / seconds
+    alpha = statistics.median(max(0.0, s - b / beta) for b, s in points)
+    return alpha, beta
+
+
+def fit_links(probe: dict[str, Any]) -> Links:
+    """Latency and bandwidth per link class (the medians of the probe's pairs of that class)
+    and its all_reduce curve."""
+    latency: dict[str, float] = {}
+    bandwidth: dict[str, float] = {}
+    for link in ("intra", "inter"):
+        pairs = [p for p in probe.get("pairs", []) if p.get("link") == link]
+        if pairs:
+            latency[link] = statistics.median(p["latency_us"] for p in pairs) * 1e-6
+            bandwidth[link] = statistics.median(p["bandwidth_gbs"] for p in pairs) * 1e9
+    if not latency:
+        raise AdviseError(f"probe {probe.get('run_id', '')} holds no pairs to fit links from")
+    points = [
+        (int(p["bytes"]), float(p["seconds"]))
+        for p in probe.get("allreduce", [])
+        if p.get("bytes", 0) > 0 and p.get("seconds", 0) > 0
+    ]
+    return Links(
+        latency,
+        bandwidth,
+        str(probe.get("run_id", "")),
+        fit_curve(points),
+        int(probe.get("world_size", 0)),
+    )

@@ -113,3 +113,38 @@ def test_ranks_get_their_share_of_the_cores(shell: Any) -> None:  # noqa: F811
         "import torch\n_jd_threads = torch.get_num_threads()\n"
     )
     assert shell.user_ns["_jd_threads"] == [rank_threads(2)[0]] * 2
+
+
+def test_verify_stores_measured_and_the_next_advise_is_calibrated(shell: Any) -> None:  # noqa: F811
+    from jupyter_distributed.advise.calibrate import apply
+
+    shell.run_cell(MODEL)
+    recorded_probe(shell)
+    line = "advise --model build --global-batch 8 --seq 16 -n 2"
+    shell.run_line_magic("distributed", f"{line} --verify 2")
+    store = shell.user_ns["_jd_session"].store
+    (first,) = advice_runs(shell)
+    summary = store.run(first.id).summary
+    verified = [r for r in summary["advice"]["layouts"] if r["measured"]]
+    assert len(verified) == 2
+    for r in verified:  # predicted and measured, side by side, in the history
+        assert r["predicted_step_s"] > 0 and r["measured"]["step_s"] > 0
+        assert r["predicted_gib"] > 0 and r["measured"]["gib"] > 0
+    fitted = summary["calibration"]
+    assert fitted["layouts"] == 2 and fitted["cluster"].endswith(":1x2")
+    assert fitted["compute"] > 0 and fitted["communication"] > 0 and fitted["memory"] > 0
+
+    shell.run_line_magic("distributed", line)
+    (second,) = [r for r in advice_runs(shell) if r.id != first.id]
+    advice = store.run(second.id).summary["advice"]
+    assert advice["notes"][0].startswith(
+        f"CALIBRATED on this cluster by --verify of advice run {first.id}"
+    )
+    for r in advice["layouts"]:  # every row starts from the fitted corrections
+        assert r["calibrated"] == first.id
+        corrected = apply(r["raw_parts_s"], r["strategy"], fitted)
+        assert r["predicted_step_s"] == pytest.approx(sum(corrected.values()))
+
+    shell.run_line_magic("distributed", f"{line} --uncalibrated")
+    newest = max(advice_runs(shell), key=lambda r: r.started)
+    assert all(not r["calibrated"] for r in store.run(newest.id).summary["advice"]["layouts"])

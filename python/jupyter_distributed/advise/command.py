@@ -9,6 +9,7 @@ from typing import Any
 from IPython.core.magic_arguments import MagicArgumentParser
 
 from ..history.store import Store
+from .calibrate import cluster_key, newest
 from .intake import AdviseError, Analytic
 from .plan import advise
 from .report import Advice
@@ -18,7 +19,7 @@ from .verify import verify
 USAGE = (
     "advise --model NAME --global-batch B [--seq S] [--nodes N --procs-per-node P] "
     "[--probe RUN] [--optimizer adamw|sgd] [--precision bf16|fp32] [--memory-gib G] "
-    "[--verify K --step NAME]"
+    "[--verify K --step NAME --repeats R] [--uncalibrated]"
 )
 
 
@@ -43,6 +44,8 @@ def parser() -> MagicArgumentParser:
     p.add_argument("--memory-gib", type=float)
     p.add_argument("--verify", type=_positive)
     p.add_argument("--step")
+    p.add_argument("--repeats", type=_positive, default=1)
+    p.add_argument("--uncalibrated", action="store_true")
     for name in ("parameters", "layers", "hidden", "heads", "vocab"):
         p.add_argument(f"--{name}", type=_positive)
     return p
@@ -77,6 +80,8 @@ def run(args: Namespace, line: str, store: Store, live: Any, shell: Any) -> Advi
     if args.verify and not args.model:
         raise AdviseError("--verify runs the model: give it as --model NAME")
     probe = newest_probe(store, nodes * per_node, args.probe) if nodes * per_node > 1 else None
+    key = cluster_key(nodes, per_node)
+    calibration = None if args.uncalibrated else newest(store, key)
     advice = advise(
         factory,
         global_batch=args.global_batch,
@@ -88,9 +93,12 @@ def run(args: Namespace, line: str, store: Store, live: Any, shell: Any) -> Advi
         precision=args.precision,
         memory_gib=args.memory_gib,
         numbers=numbers,
+        calibration=calibration,
     )
     save(store, advice, f"%distributed {line}".strip())
     if args.verify:
-        verify(advice, args.verify, shell, args.model, args.step, args.optimizer)
-        update(store, advice)
+        fitted = verify(
+            advice, args.verify, shell, args.model, args.step, args.optimizer, args.repeats
+        )
+        update(store, advice, {**fitted, "cluster": key} if fitted else None)
     return advice

@@ -95,6 +95,10 @@ class Row:
     dominant: str
     fits: bool
     measured: dict[str, Any] | None = None
+    raw_parts_s: dict[str, float] | None = None  # before a cluster's corrections (if applied)
+    raw_memory: Memory | None = None
+    calibrated: str = ""  # the advice run whose corrections were applied
+    pareto: bool = False  # on the front of throughput against memory headroom
 
     def to_json(self) -> dict[str, Any]:
         c = self.candidate
@@ -114,6 +118,10 @@ class Row:
             "dominant": self.dominant,
             "fits": self.fits,
             "measured": self.measured,
+            "raw_parts_s": self.raw_parts_s or self.parts_s,
+            "raw_bytes": (self.raw_memory or self.memory).breakdown(),
+            "calibrated": self.calibrated,
+            "pareto": self.pareto,
         }
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .calibrate import apply, calibrated_note
 from .comm import Links, fit_links
 from .enumerate import Candidate, Row, candidates, dominant
 from .intake import DTYPE_BYTES, AdviseError, Analytic, ModelInfo, from_factory, from_numbers
@@ -73,10 +74,13 @@ def advise(
     memory_gib: float | None = None,
     numbers: Analytic | None = None,
     margin: float = 0.0,
+    calibration: dict[str, Any] | None = None,
 ) -> Advice:
     """Every launchable layout of ``nodes × procs_per_node`` ranks for ``model_fn`` (a
     zero-argument factory, built on fake tensors) or ``numbers`` (the analytic fallback), ranked
-    by predicted samples/s; ``probe``: a ``%distributed probe`` result (its pairs) for the links."""
+    by predicted samples/s; ``probe``: a ``%distributed probe`` result (its pairs) for the links;
+    ``calibration``: corrections fitted by an earlier ``--verify`` on this cluster
+    (:mod:`.calibrate`), applied to every row, which then says so."""
     began = time.perf_counter()
     cluster = local_cluster(nodes, procs_per_node, memory_gib)
     _check(global_batch, cluster.world, optimizer, seq)
@@ -95,12 +99,14 @@ def advise(
             "first, or give --probe RUN"
         )
     links = fit_links(probe) if probe is not None else None
-    rows = [_row(info, c, cluster, links, global_batch, seq, optimizer, margin)
+    rows = [_row(info, c, cluster, links, global_batch, seq, optimizer, margin, calibration)
             for c in candidates(info, cluster.world, global_batch)]  # fmt: skip
     if not rows:
         raise AdviseError(f"no layout our strategies can launch on {cluster.world} rank(s)")
     rows.sort(key=lambda r: (not r.fits, -r.samples_per_s))
     notes = _notes(info, precision, links, cluster, margin)
+    if calibration is not None:
+        notes.insert(0, calibrated_note(calibration))
     if not any(r.fits for r in rows):
         best = min(rows, key=lambda r: r.memory.total)
         raise AdviseError(
@@ -115,6 +121,7 @@ def advise(
         "procs_per_node": procs_per_node, "optimizer": optimizer, "precision": precision,
         "memory_budget_bytes": cluster.memory_bytes, "memory_source": cluster.memory_source,
         "probe_run": links.probe_run if links else "",
+        "calibration": calibration,
     }  # fmt: skip
     return Advice(rows, inputs, notes, time.perf_counter() - began)
 
@@ -176,6 +183,7 @@ def _compute(
 def _row(
     info: ModelInfo, c: Candidate, cluster: Cluster, links: Links | None,
     global_batch: int, seq: int | None, optimizer: str, margin: float,
+    calibration: dict[str, Any] | None = None,
 ) -> Row:  # fmt: skip
     micro = c.micro(global_batch)
     stages = _stage_parts(info, c.pp, micro, seq, optimizer)
@@ -185,6 +193,13 @@ def _row(
     )  # fmt: skip
     computes = _compute(info, c.pp, seq, cluster.procs_per_node, micro)
     parts, comm_name = step_parts(info, c, micro, computes, links, cluster.procs_per_node)
+    raw_parts, raw_memory = parts, memory
+    if calibration is not None:
+        parts = apply(parts, c.strategy, calibration)
+        memory = layout_memory(
+            stages, info.layer_params, info.parameters, c.strategy, c.dp, c.microbatches,
+            c.interleaved, max(margin, float(calibration["memory"]) - 1),
+        )  # fmt: skip
     step = sum(parts.values())
     return Row(
         candidate=c,
@@ -196,4 +211,7 @@ def _row(
         samples_per_s=global_batch / step if step > 0 else 0.0,
         dominant=dominant(parts, comm_name),
         fits=memory.total <= FIT_FRACTION * cluster.memory_bytes,
+        raw_parts_s=raw_parts if calibration is not None else None,
+        raw_memory=raw_memory if calibration is not None else None,
+        calibrated=str(calibration.get("run", "yes")) if calibration is not None else "",
     )

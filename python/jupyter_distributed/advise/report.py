@@ -42,6 +42,7 @@ class Advice:
         self.notes = notes
         self.seconds = seconds  # tracing, timing, enumerating and ranking
         self.run_id = ""
+        self.calibration: dict[str, Any] | None = None  # fitted by --verify (to keep)
 
     @property
     def rows(self) -> list[dict[str, Any]]:

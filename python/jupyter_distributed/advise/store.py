@@ -40,10 +40,12 @@ def save(store: Store, advice: Advice, line: str, backend: str = "local") -> str
     return run.id
 
 
-def update(store: Store, advice: Advice) -> None:
-    """Store the advice again with its measured values (after ``--verify``)."""
+def update(store: Store, advice: Advice, calibration: dict[str, Any] | None = None) -> None:
+    """Store the advice again with its measured values (after ``--verify``) and the
+    corrections they fit (read back by :func:`.calibrate.newest`)."""
     if advice.run_id:
-        store.update_summary(advice.run_id, advice=advice.to_json())
+        extra = {"calibration": calibration} if calibration else {}
+        store.update_summary(advice.run_id, advice=advice.to_json(), **extra)
 
 
 def newest_probe(store: Store, world: int, run_id: str | None) -> dict[str, Any] | None:

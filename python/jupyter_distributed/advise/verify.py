@@ -2,17 +2,20 @@
 (the line as shown), with the user's model and step; measure peak live tensor bytes and step
 time on every rank and set them beside the prediction.
 
-A prediction off by more than 15 % names the component to blame: the largest predicted part
-of what was off (memory: its largest component; time: compute, communication or bubble). That
-is a pointer for where to look, not a fit (per-cluster corrections are not learned yet).
+The measured layouts then fit per-cluster corrections (:mod:`.calibrate`), which the command
+keeps with the advice for the next ``advise`` of that cluster. A prediction off by more than
+15 % names the component to blame: memory's largest component; for time, the part whose fitted
+correction moves that layout's step the most.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import shlex
+import statistics
 from typing import Any
 
+from .calibrate import fit
 from .intake import AdviseError
 from .report import Advice
 
@@ -32,9 +35,17 @@ def cell(model: str, step: str | None, micro: int, seq: int | None, m: int, opt:
 
 
 def verify(
-    advice: Advice, k: int, shell: Any, model: str, step: str | None, optimizer: str
-) -> None:
-    """Run the top ``k`` layouts that fit; their measured values go into ``advice``'s rows."""
+    advice: Advice,
+    k: int,
+    shell: Any,
+    model: str,
+    step: str | None,
+    optimizer: str,
+    repeats: int = 1,
+) -> dict[str, Any] | None:
+    """Run the top ``k`` layouts that fit (each ``repeats`` times on its cluster); their
+    measured values go into ``advice``'s rows. Returns the corrections the measurements fit
+    (:func:`.calibrate.fit`), also kept in ``advice.calibration``."""
     if shell is None:
         raise AdviseError("--verify runs cells, so it needs the notebook's shell (the line magic)")
     push = ",".join(n for n in (model, step) if n)
@@ -44,30 +55,55 @@ def verify(
         c = row.candidate
         line = f"{row.launch} --push {push} --pull {PULLED} --quiet"
         code = cell(model, step, row.micro, advice.inputs["seq"], c.microbatches, optimizer)
-        result = shell.run_cell(f"{line}\n{code}")
-        got = shell.user_ns.pop(PULLED, None)
-        if result.error_in_exec is not None or not got:
-            raise AdviseError(f"--verify: {shlex.join(line.split()[:6])} … failed; see above")
-        peak = max(g["peak_bytes"] for g in got)
-        seconds = max(g["step_seconds"] for g in got)
+        runs = []
+        for _ in range(repeats):
+            result = shell.run_cell(f"{line}\n{code}")
+            got = shell.user_ns.pop(PULLED, None)
+            if result.error_in_exec is not None or not got:
+                raise AdviseError(f"--verify: {shlex.join(line.split()[:6])} … failed; see above")
+            runs.append(got)
+        peak = max(g["peak_bytes"] for g in runs[0])
+        times = [max(g["step_seconds"] for g in got) for got in runs]
+        seconds = statistics.median(times)
         measured = {
             "gib": peak / 2**30,
             "step_s": seconds,
+            "step_s_runs": times,
             "samples_per_s": advice.inputs["global_batch"] / seconds,
             "memory_error": row.memory.total / peak - 1,
             "time_error": row.step_s / seconds - 1,
         }
-        measured["blame"] = blame(row, measured)
         advice.layouts[i] = dataclasses.replace(row, measured=measured)
+    fitted = fit([r.to_json() for r in advice.layouts])
+    for i in chosen:
+        row = advice.layouts[i]
+        assert row.measured is not None  # noqa: S101 (measured just above)
+        row.measured["blame"] = blame(row, row.measured, fitted)
+    advice.calibration = fitted
+    return fitted
 
 
-def blame(row: Any, measured: dict[str, Any]) -> str:
+def blame(row: Any, measured: dict[str, Any], fitted: dict[str, Any] | None = None) -> str:
+    """What to blame for a prediction off by more than 15 %: memory's largest component; for
+    time, the part whose fitted correction moves this row's step the most (without a fit, the
+    largest predicted part)."""
     said = []
     if abs(measured["memory_error"]) > OFF:
         parts = row.memory.breakdown()
         worst = max(parts, key=lambda key: parts[key])
         said.append(f"memory {measured['memory_error']:+.0%} (largest predicted part: {worst})")
     if abs(measured["time_error"]) > OFF:
-        worst = max(row.parts_s, key=lambda key: row.parts_s[key])
-        said.append(f"step time {measured['time_error']:+.0%} (largest predicted part: {worst})")
+        parts = row.raw_parts_s or row.parts_s
+        if fitted is not None:
+            moved = {
+                key: abs(v * (fitted["communication" if key == "communication" else "compute"] - 1))
+                for key, v in parts.items()
+            }
+            worst = max(moved, key=lambda key: moved[key])
+            said.append(f"step time {measured['time_error']:+.0%} (to blame: {worst})")
+        else:
+            worst = max(parts, key=lambda key: parts[key])
+            said.append(
+                f"step time {measured['time_error']:+.0%} (largest predicted part: {worst})"
+            )
     return "; ".join(said)

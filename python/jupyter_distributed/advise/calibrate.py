@@ -1,0 +1,118 @@
+"""Per-cluster corrections learned from ``--verify``: what the measured layouts say about the
+cost model on this cluster, kept with the advice run and applied by the next ``advise`` of the
+same cluster (its rows then say "calibrated").
+
+Fitted from the verified rows (predicted parts against measured step seconds and peak bytes):
+
+- ``compute``: the efficiency of compute (and bubble and optimizer) on the ranks against the
+  one timed here, and ``communication``: what the probe-based calls really cost, exposed (an
+  overlap below 1 shows as a factor below 1), by non-negative least squares over the rows;
+  with one row, or rows that do not tell the two apart, one factor for both;
+- ``per_strategy``: what is left per strategy (ddp, fsdp, model-parallel) after those two;
+- ``memory``: measured ÷ predicted peak bytes (the allocator's margin on this cluster).
+"""
+
+from __future__ import annotations
+
+import socket
+import statistics
+from typing import Any
+
+from ..history.store import Store
+
+COMPUTE = ("compute", "bubble", "optimizer")
+LIMITS = (0.1, 10.0)  # a factor outside these is a broken measurement, not a correction
+
+
+def cluster_key(nodes: int, procs_per_node: int) -> str:
+    return f"{socket.gethostname()}:{nodes}x{procs_per_node}"
+
+
+def _clip(x: float) -> float:
+    return min(LIMITS[1], max(LIMITS[0], x))
+
+
+def _split(parts: dict[str, float]) -> tuple[float, float]:
+    return sum(parts.get(k, 0.0) for k in COMPUTE), parts.get("communication", 0.0)
+
+
+def fit(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Corrections from rows as :meth:`Row.to_json` writes them (those with ``measured``);
+    the raw prediction is used (a calibrated row's correction is taken off first)."""
+    done = [r for r in rows if r.get("measured")]
+    if not done:
+        return None
+    xs = [_split(r.get("raw_parts_s") or r["predicted_parts_s"]) for r in done]
+    ys = [r["measured"]["step_s"] for r in done]
+    a, b = _nnls2(xs, ys)
+    strat: dict[str, list[float]] = {}
+    for (c, m), y, r in zip(xs, ys, done, strict=True):
+        strat.setdefault(r["strategy"], []).append(y / max(1e-12, a * c + b * m))
+    memory = [
+        r["measured"]["gib"] * 2**30 / max(1, _raw_bytes(r)) for r in done if r["measured"]["gib"]
+    ]
+    return {
+        "compute": a,
+        "communication": b,
+        "per_strategy": {k: _clip(statistics.median(v)) for k, v in strat.items()},
+        "memory": _clip(max(memory)) if memory else 1.0,
+        "layouts": len(done),
+    }
+
+
+def _raw_bytes(row: dict[str, Any]) -> int:
+    parts = row.get("raw_bytes") or row["predicted_bytes"]
+    return int(sum(v for k, v in parts.items() if k != "margin"))
+
+
+def _nnls2(xs: list[tuple[float, float]], ys: list[float]) -> tuple[float, float]:
+    """min Σ(a·c + b·m − y)² with a, b ≥ 0; one shared factor when the rows cannot tell
+    compute from communication apart."""
+    scc = sum(c * c for c, _ in xs)
+    smm = sum(m * m for _, m in xs)
+    scm = sum(c * m for c, m in xs)
+    scy = sum(c * y for (c, _), y in zip(xs, ys, strict=True))
+    smy = sum(m * y for (_, m), y in zip(xs, ys, strict=True))
+    det = scc * smm - scm * scm
+    if len(xs) >= 2 and det > 1e-6 * scc * smm:
+        a, b = (scy * smm - smy * scm) / det, (smy * scc - scy * scm) / det
+        if a > 0 and b > 0:
+            return _clip(a), _clip(b)
+    totals = [c + m for c, m in xs]
+    one = sum(t * y for t, y in zip(totals, ys, strict=True)) / max(
+        1e-24, sum(t * t for t in totals)
+    )
+    return _clip(one), _clip(one)
+
+
+def newest(store: Store, key: str) -> dict[str, Any] | None:
+    """The newest corrections fitted on cluster ``key`` (with the advice run they came from)."""
+    for listed in store.runs(limit=500):
+        summary = listed.summary
+        if summary.get("kind") != "advice":
+            continue
+        run = store.run(listed.id)
+        found = (run.summary if run is not None else {}).get("calibration")
+        if isinstance(found, dict) and found.get("cluster") == key:
+            return {**found, "run": listed.id}
+    return None
+
+
+def apply(parts: dict[str, float], strategy: str, cal: dict[str, Any]) -> dict[str, float]:
+    """``parts`` corrected by ``cal``."""
+    extra = float(cal.get("per_strategy", {}).get(strategy, 1.0))
+    return {
+        k: v * extra * (cal["communication"] if k == "communication" else cal["compute"])
+        for k, v in parts.items()
+    }
+
+
+def calibrated_note(cal: dict[str, Any]) -> str:
+    per = ", ".join(f"{k} ×{v:.2f}" for k, v in sorted(cal.get("per_strategy", {}).items()))
+    return (
+        f"CALIBRATED on this cluster by --verify of advice run {cal.get('run', '?')} "
+        f"({cal.get('layouts', 0)} layouts measured): compute ×{cal['compute']:.2f}, "
+        f"communication ×{cal['communication']:.2f}"
+        + (f", per strategy {per}" if per else "")
+        + f", memory ×{cal['memory']:.2f}"
+    )

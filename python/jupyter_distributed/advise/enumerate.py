@@ -99,6 +99,7 @@ class Row:
     raw_memory: Memory | None = None
     calibrated: str = ""  # the advice run whose corrections were applied
     pareto: bool = False  # on the front of throughput against memory headroom
+    megatron: str = ""  # agrees / disagrees with Megatron-LM's rules, and why
 
     def to_json(self) -> dict[str, Any]:
         c = self.candidate
@@ -122,6 +123,7 @@ class Row:
             "raw_bytes": (self.raw_memory or self.memory).breakdown(),
             "calibrated": self.calibrated,
             "pareto": self.pareto,
+            "megatron": self.megatron,
         }
 
 

@@ -14,6 +14,7 @@ from .enumerate import Candidate, Row, candidates, dominant
 from .intake import DTYPE_BYTES, AdviseError, Analytic, ModelInfo, from_factory, from_numbers
 from .memory import OPTIMIZER_STATES, Parts, analytic_parts, layout_memory, trace
 from .report import Advice
+from .rules import annotate
 from .steptime import step_parts
 from .timing import Compute, rank_threads, stage_compute
 
@@ -104,6 +105,7 @@ def advise(
     if not rows:
         raise AdviseError(f"no layout our strategies can launch on {cluster.world} rank(s)")
     rows.sort(key=lambda r: (not r.fits, -r.samples_per_s))
+    rows = annotate(rows, cluster.memory_bytes, nodes, procs_per_node)
     notes = _notes(info, precision, links, cluster, margin)
     if calibration is not None:
         notes.insert(0, calibrated_note(calibration))

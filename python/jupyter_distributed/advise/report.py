@@ -18,7 +18,10 @@ COLUMNS = (
     "predicted_step_s",
     "predicted_samples_per_s",
     "dominant",
+    "pareto",
+    "megatron",
     "fits",
+    "calibrated",
     "measured_gib",
     "measured_step_s",
     "measured_samples_per_s",
@@ -61,7 +64,10 @@ class Advice:
                     "predicted_step_s": round(row.step_s, 6),
                     "predicted_samples_per_s": round(row.samples_per_s, 3),
                     "dominant": row.dominant,
+                    "pareto": row.pareto,
+                    "megatron": row.megatron,
                     "fits": row.fits,
+                    "calibrated": row.calibrated,
                     "measured_gib": m.get("gib"),
                     "measured_step_s": m.get("step_s"),
                     "measured_samples_per_s": m.get("samples_per_s"),
@@ -96,18 +102,22 @@ class Advice:
             f"{self.inputs['procs_per_node']} ranks; {self.seconds:.1f}s"
             + (f"; stored as run {self.run_id}" if self.run_id else "")
         )
+        kind = "predicted, calibrated" if self.inputs.get("calibration") else "predicted"
         lines = [
             head,
-            f"  {'#':>2} {'GiB/rank':>9} {'step s':>9} {'samples/s':>10}  "
-            f"{'dominant':<34} launch   (all predicted)",
+            f"  {'#':>2}  {'GiB/rank':>9} {'step s':>9} {'samples/s':>10}  "
+            f"{'dominant':<34} launch   ({kind}; ◆ Pareto front of samples/s and headroom)",
         ]
         for i, r in enumerate(self.rows, 1):
             flag = "" if r["fits"] else "  [does not fit]"
+            mark = "◆" if r["pareto"] else " "
             lines.append(
-                f"  {i:>2} {r['predicted_gib']:>9.4f} {r['predicted_step_s']:>9.4f} "
+                f"  {i:>2}{mark} {r['predicted_gib']:>9.4f} {r['predicted_step_s']:>9.4f} "
                 f"{r['predicted_samples_per_s']:>10.1f}  {r['dominant']:<34} {r['launch']}{flag}"
             )
-            lines.append(f"       memory GiB: {r['memory_breakdown']}")
+            lines.append(f"       predicted memory GiB: {r['memory_breakdown']}")
+            if r["megatron"]:
+                lines.append(f"       Megatron's rules: {r['megatron']}")
             if r["measured_gib"] is not None:
                 lines.append(
                     f"       measured: {r['measured_gib']:.4f} GiB, {r['measured_step_s']:.4f} s, "
@@ -123,7 +133,7 @@ class Advice:
     def _repr_html_(self) -> str:
         cells = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
         body = "".join(
-            "<tr>"
+            ("<tr style='font-weight:bold'>" if r["pareto"] else "<tr>")
             + "".join(
                 f"<td><code>{html.escape(str(r[c]))}</code></td>"
                 if c == "launch"
@@ -136,6 +146,9 @@ class Advice:
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
         return (
             f"<p>{html.escape(self.text().splitlines()[0])}</p>"
+            "<p>predicted_* columns are the advisor's predictions (calibrated where "
+            "<i>calibrated</i> names the run that fitted them), measured_* come from --verify "
+            "runs; <b>bold</b> rows are the Pareto front of samples/s against memory headroom.</p>"
             f"<table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
             f"<ul>{notes}</ul>"
         )

@@ -1,0 +1,176 @@
+"""``%distributed advise`` against measurement: a fixed suite of scenarios (models × ranks ×
+global batch) on local CPU ranks over gloo, every launchable layout of each run for real.
+
+Run: ``python benchmarks/bench_advise.py [--quick] [--repeats R] [--json out.json]``.
+
+Per scenario: a ``--quick`` probe of the ranks, ``advise()`` (uncalibrated), then every layout
+it lists that fits, measured through its own launch line (``verify``: peak live tensor bytes and
+the median of 10 timed steps per run, ``R`` runs). It prints, per layout, predicted against
+measured step time (with a 95 % interval over the runs) and memory; per scenario, whether the
+top pick is within 5 % of the best measured (or tied with it: intervals overlap) and whether the
+best is in the top 3; and the calibrated error: corrections fitted on the top 2 layouts (what
+``--verify 2`` does) applied to the others. Then the median and worst errors of the suite.
+
+Fixed before measuring: 5 models × 2 ranks × 2 global batches = 20 scenarios (``--quick``:
+the first 4). All on this machine; no published replays here (see RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import bench_shell, use_checkout  # noqa: E402
+
+MODELS = """
+import torch
+def mlp():  # embedding, 3 MLP blocks, a head
+    return torch.nn.Sequential(torch.nn.Embedding(512, 64),
+        *[torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64))
+          for _ in range(3)], torch.nn.Linear(64, 512))
+def wide():  # few large matrices
+    return torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(),
+        torch.nn.Linear(1024, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 256))
+def deep():  # many small operations
+    return torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.Tanh())
+                                 for _ in range(16)])
+def tfm():  # a small transformer
+    return torch.nn.Sequential(torch.nn.Embedding(1000, 64),
+        *[torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True, dropout=0.0)
+          for _ in range(2)], torch.nn.Linear(64, 1000))
+def temp():  # a block with a large temporary (an outer product) that formulas miss
+    return torch.nn.Sequential(torch.nn.Linear(64, 64), Outer(), torch.nn.Linear(64, 64))
+class Outer(torch.nn.Module):
+    def forward(self, x):
+        return (x.unsqueeze(-1) * x.unsqueeze(-2)).sum(-1)
+"""
+SEQ = {"mlp": 16, "wide": None, "deep": None, "tfm": 32, "temp": None}
+SCENARIOS = [(m, n, b) for m in SEQ for n in (2, 4) for b in (8, 16)]
+
+
+def ci95(xs: list[float]) -> tuple[float, float]:
+    """Mean and half-width of a 95 % interval (t, small n); 0 with one run."""
+    if len(xs) < 2:
+        return xs[0], 0.0
+    t = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78}.get(len(xs), 2.0)
+    return statistics.mean(xs), t * statistics.stdev(xs) / math.sqrt(len(xs))
+
+
+def scenario(ip: Any, model: str, n: int, batch: int, repeats: int) -> dict[str, Any]:
+    from jupyter_distributed.advise import advise
+    from jupyter_distributed.advise.calibrate import apply, fit
+    from jupyter_distributed.advise.store import newest_probe
+    from jupyter_distributed.advise.verify import verify
+
+    session = ip.user_ns["_jd_bench_session"]
+    quiet = io.StringIO()
+    with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+        ip.run_line_magic("distributed", f"probe --quick -n {n}")
+        probe = newest_probe(session.store, n, None)
+        began = time.perf_counter()
+        advice = advise(ip.user_ns[model], global_batch=batch, seq=SEQ[model],
+                        procs_per_node=n, probe=probe)  # fmt: skip
+        answer_s = time.perf_counter() - began
+        verify(advice, len(advice.layouts), ip, model, None, "adamw", repeats)
+    rows = [r for r in advice.layouts if r.measured]
+    top2 = [r.to_json() for r in rows[:2]]
+    fitted = fit(top2)
+    out = []
+    for i, r in enumerate(rows):
+        assert r.measured is not None
+        mean, half = ci95(r.measured["step_s_runs"])
+        cal = sum(apply(r.parts_s, r.candidate.strategy, fitted).values()) if fitted else None
+        out.append({
+            "layout": r.candidate.name, "rank": i + 1, "predicted_s": r.step_s,
+            "measured_s": r.measured["step_s"], "ci_s": half, "mean_s": mean,
+            "error": r.step_s / r.measured["step_s"] - 1,
+            "calibrated_error": None if cal is None or i < 2 else cal / r.measured["step_s"] - 1,
+            "predicted_gib": r.memory.total / 2**30, "measured_gib": r.measured["gib"],
+            "memory_error": r.measured["memory_error"], "dominant": r.dominant,
+        })  # fmt: skip
+    best = min(out, key=lambda x: x["measured_s"])
+    top = out[0]
+    tie = top["measured_s"] - top["ci_s"] <= best["measured_s"] + best["ci_s"]
+    return {
+        "model": model, "ranks": n, "global_batch": batch, "answer_s": answer_s,
+        "layouts": out, "top_within_5": top["measured_s"] <= 1.05 * best["measured_s"] or tie,
+        "best_in_top3": best["rank"] <= 3,
+    }  # fmt: skip
+
+
+def show(s: dict[str, Any]) -> None:
+    print(f"\n{s['model']} × {s['ranks']} ranks, global batch {s['global_batch']} "
+          f"(answer {s['answer_s']:.1f} s): top pick within 5 % of best: {s['top_within_5']}, "
+          f"best in top 3: {s['best_in_top3']}")  # fmt: skip
+    print(f"  {'#':>2} {'layout':<22} {'pred ms':>8} {'meas ms':>8} {'±95%':>6} {'err':>6} "
+          f"{'cal err':>7} {'pred MiB':>8} {'meas MiB':>8} {'mem err':>7}")  # fmt: skip
+    for x in s["layouts"]:
+        cal = "" if x["calibrated_error"] is None else f"{x['calibrated_error']:+.0%}"
+        print(f"  {x['rank']:>2} {x['layout']:<22} {1e3 * x['predicted_s']:>8.2f} "
+              f"{1e3 * x['measured_s']:>8.2f} {1e3 * x['ci_s']:>6.2f} {x['error']:>+6.0%} "
+              f"{cal:>7} {1024 * x['predicted_gib']:>8.2f} {1024 * x['measured_gib']:>8.2f} "
+              f"{x['memory_error']:>+7.1%}")  # fmt: skip
+
+
+def summary(done: list[dict[str, Any]]) -> None:
+    rows = [x for s in done for x in s["layouts"]]
+    err = [abs(x["error"]) for x in rows]
+    cal = [abs(x["calibrated_error"]) for x in rows if x["calibrated_error"] is not None]
+    mem = [x["memory_error"] for x in rows]
+    print(f"\n{len(done)} scenarios, {len(rows)} layouts measured")
+    print(f"step time, uncalibrated: median |error| {statistics.median(err):.1%}, "
+          f"worst {max(err):.1%}")  # fmt: skip
+    if cal:
+        print(f"step time, calibrated on each scenario's top 2 (held-out layouts): median "
+              f"{statistics.median(cal):.1%}, worst {max(cal):.1%}")  # fmt: skip
+    print(f"memory: within ±5 % for {sum(abs(m) <= 0.05 for m in mem)} of {len(mem)} layouts; "
+          f"worst under-prediction {min(mem):+.1%}, worst over {max(mem):+.1%}")  # fmt: skip
+    print(f"ranking: top pick within 5 % of best (or tied) in "
+          f"{sum(s['top_within_5'] for s in done)} of {len(done)}; best in top 3 in "
+          f"{sum(s['best_in_top3'] for s in done)} of {len(done)}; answer time median "
+          f"{statistics.median(s['answer_s'] for s in done):.1f} s")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the first 4 scenarios")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    use_checkout(always=True)
+    ip, _tmp = bench_shell("bench-advise-")
+    from jupyter_distributed.magics import DistributedMagics
+
+    magics = next(m for m in ip.magics_manager.registry.values()
+                  if isinstance(m, DistributedMagics))  # fmt: skip
+    ip.user_ns["_jd_bench_session"] = magics.session
+    ip.run_cell(MODELS)
+    done = []
+    try:
+        for model, n, batch in SCENARIOS[:4] if args.quick else SCENARIOS:
+            try:
+                s = scenario(ip, model, n, batch, args.repeats)
+            except Exception as exc:  # noqa: BLE001 (say which scenario failed, go on)
+                print(f"\n{model} × {n}, batch {batch}: FAILED {type(exc).__name__}: {exc}")
+                continue
+            show(s)
+            done.append(s)
+            if args.json:
+                args.json.write_text(json.dumps(done, indent=1))
+    finally:
+        magics.session.shutdown()
+    if done:
+        summary(done)
+
+
+if __name__ == "__main__":
+    main()

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import bench_shell, use_checkout  # noqa: E402
+from common import bench_shell, use_checkout
 
 MODELS = """
 import torch
@@ -54,6 +54,7 @@ class Outer(torch.nn.Module):
         return (x.unsqueeze(-1) * x.unsqueeze(-2)).sum(-1)
 """
 SEQ = {"mlp": 16, "wide": None, "deep": None, "tfm": 32, "temp": None}
+LOG = io.StringIO()  # what the cells printed, shown when a scenario fails
 SCENARIOS = [(m, n, b) for m in SEQ for n in (2, 4) for b in (8, 16)]
 
 
@@ -72,8 +73,9 @@ def scenario(ip: Any, model: str, n: int, batch: int, repeats: int) -> dict[str,
     from jupyter_distributed.advise.verify import verify
 
     session = ip.user_ns["_jd_bench_session"]
-    quiet = io.StringIO()
-    with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+    LOG.seek(0)
+    LOG.truncate()
+    with contextlib.redirect_stdout(LOG), contextlib.redirect_stderr(LOG):
         ip.run_line_magic("distributed", f"probe --quick -n {n}")
         probe = newest_probe(session.store, n, None)
         began = time.perf_counter()
@@ -161,6 +163,9 @@ def main() -> None:
                 s = scenario(ip, model, n, batch, args.repeats)
             except Exception as exc:  # noqa: BLE001 (say which scenario failed, go on)
                 print(f"\n{model} × {n}, batch {batch}: FAILED {type(exc).__name__}: {exc}")
+                print("  " + "\n  ".join(LOG.getvalue().splitlines()[-15:]))
+                if "KeyboardInterrupt" in LOG.getvalue():
+                    break  # (the magic turned Ctrl-C into an interrupted cell)
                 continue
             show(s)
             done.append(s)

@@ -6,9 +6,11 @@ Fitted from the verified rows (predicted parts against measured step seconds and
 
 - ``compute``: the efficiency of compute (and bubble and optimizer) on the ranks against the
   one timed here, and ``communication``: what the probe-based calls really cost, exposed (an
-  overlap below 1 shows as a factor below 1), by non-negative least squares over the rows;
-  with one row, or rows that do not tell the two apart, one factor for both;
-- ``per_strategy``: what is left per strategy (ddp, fsdp, model-parallel) after those two;
+  overlap below 1 shows as a factor below 1), by non-negative least squares over 3 or more
+  rows; with fewer, or rows that do not tell the two apart, one factor for both (two rows fit
+  two factors exactly, noise included);
+- ``per_strategy``: what is left per strategy (ddp, fsdp, model-parallel) after those two,
+  for a strategy with 2 or more rows measured;
 - ``memory``: measured ÷ predicted peak bytes (the allocator's margin on this cluster).
 """
 
@@ -21,6 +23,8 @@ from typing import Any
 from ..history.store import Store
 
 COMPUTE = ("compute", "bubble", "optimizer")
+TWO_FACTORS = 3  # rows before compute and communication get factors of their own
+PER_STRATEGY = 2  # rows of a strategy before it gets a factor of its own
 LIMITS = (0.1, 10.0)  # a factor outside these is a broken measurement, not a correction
 
 
@@ -48,6 +52,7 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     strat: dict[str, list[float]] = {}
     for (c, m), y, r in zip(xs, ys, done, strict=True):
         strat.setdefault(r["strategy"], []).append(y / max(1e-12, a * c + b * m))
+    strat = {k: v for k, v in strat.items() if len(v) >= PER_STRATEGY}
     memory = [
         r["measured"]["gib"] * 2**30 / max(1, _raw_bytes(r)) for r in done if r["measured"]["gib"]
     ]
@@ -74,7 +79,7 @@ def _nnls2(xs: list[tuple[float, float]], ys: list[float]) -> tuple[float, float
     scy = sum(c * y for (c, _), y in zip(xs, ys, strict=True))
     smy = sum(m * y for (_, m), y in zip(xs, ys, strict=True))
     det = scc * smm - scm * scm
-    if len(xs) >= 2 and det > 1e-6 * scc * smm:
+    if len(xs) >= TWO_FACTORS and det > 1e-6 * scc * smm:
         a, b = (scy * smm - smy * scm) / det, (smy * scc - scy * scm) / det
         if a > 0 and b > 0:
             return _clip(a), _clip(b)

@@ -11,6 +11,7 @@ the total bytes misses.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ class Links:
     probe_run: str
     curve: tuple[float, float] | None = None  # a call's overhead (s), all_reduce bytes/s
     curve_world: int = 0
+    typical: dict[str, float] = dataclasses.field(default_factory=dict)  # median latency
 
     def klass(self, spans_nodes: bool) -> str:
         want = "inter" if spans_nodes else "intra"
@@ -59,11 +61,10 @@ class Links:
         return self._alpha_beta(nbytes, n, spans_nodes, 1.0)
 
     def p2p(self, nbytes: float, spans_nodes: bool) -> float:
-        """One send/recv pair of ``nbytes`` between two ranks (as costly as a 2-rank call)."""
-        if self.curve:
-            return self._on_curve(max(1.0, nbytes))
+        """One message of ``nbytes`` from a rank to another: the pairs' typical (median)
+        one-way latency of that link class, then bytes at its bandwidth."""
         k = self.klass(spans_nodes)
-        return self.latency[k] + nbytes / self.bandwidth[k]
+        return self.typical.get(k, self.latency[k]) + nbytes / self.bandwidth[k]
 
 
 def fit_curve(points: list[tuple[int, float]]) -> tuple[float, float] | None:
@@ -83,10 +84,14 @@ def fit_links(probe: dict[str, Any]) -> Links:
     and its all_reduce curve."""
     latency: dict[str, float] = {}
     bandwidth: dict[str, float] = {}
+    typical: dict[str, float] = {}
     for link in ("intra", "inter"):
         pairs = [p for p in probe.get("pairs", []) if p.get("link") == link]
         if pairs:
             latency[link] = statistics.median(p["latency_us"] for p in pairs) * 1e-6
+            typical[link] = 1e-6 * statistics.median(
+                p.get("median_latency_us", p["latency_us"]) for p in pairs
+            )
             bandwidth[link] = statistics.median(p["bandwidth_gbs"] for p in pairs) * 1e9
     if not latency:
         raise AdviseError(f"probe {probe.get('run_id', '')} holds no pairs to fit links from")
@@ -101,4 +106,5 @@ def fit_links(probe: dict[str, Any]) -> Links:
         str(probe.get("run_id", "")),
         fit_curve(points),
         int(probe.get("world_size", 0)),
+        typical,
     )

@@ -2,7 +2,7 @@
 threads one rank of the layout gets.
 
 Each pipeline stage (the whole model when there is none) runs forward and backward at its
-microbatch, and the optimizer's step apart; a median of a few runs after a warm-up. Timed at
+microbatch, and the optimizer's step apart; the fastest of a few runs after a warm-up. Timed at
 the real shape, a step bound by launching many small operations is timed as it is (a block
 timed at a toy size and scaled up misses that). What the stage holds (its parameter tensors, the
 bytes of its output) comes with it, for the communication it causes.
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import os
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,7 +36,9 @@ class Compute:
         return Compute(self.fwd_bwd * factor, self.optimizer * factor, self.tensors, self.boundary)
 
 
-def _median_seconds(run: Callable[[], Any]) -> float:
+def _best_seconds(run: Callable[[], Any]) -> float:
+    """The fastest of a few runs after a warm-up: what the machine can do, not its load (on a
+    shared machine the median moves with the neighbours)."""
     began = time.perf_counter()
     run()  # warm up
     once = time.perf_counter() - began
@@ -46,7 +47,7 @@ def _median_seconds(run: Callable[[], Any]) -> float:
         began = time.perf_counter()
         run()
         times.append(time.perf_counter() - began)
-    return statistics.median(times)
+    return min(times)
 
 
 @functools.lru_cache(maxsize=128)
@@ -69,12 +70,12 @@ def stage_compute(
         out = []
         for stage in stages:
             opt = torch.optim.AdamW(stage.parameters(), lr=1e-3, foreach=False)
-            seconds = _median_seconds(functools.partial(_forward_backward, stage, x))
+            seconds = _best_seconds(functools.partial(_forward_backward, stage, x))
             with torch.no_grad():
                 y = stage(x)
             tensors = tuple(p.numel() * p.element_size() for p in stage.parameters())
             out.append(
-                Compute(seconds, _median_seconds(opt.step), tensors, y.numel() * y.element_size())
+                Compute(seconds, _best_seconds(opt.step), tensors, y.numel() * y.element_size())
             )
             x = y.detach().requires_grad_(True) if y.is_floating_point() else y
         return tuple(out)
@@ -102,6 +103,6 @@ def gemm_flops(threads: int) -> float:
     torch.set_num_threads(threads)
     try:
         a = torch.randn(512, 512)
-        return 2 * 512**3 / _median_seconds(lambda: a @ a)
+        return 2 * 512**3 / _best_seconds(lambda: a @ a)
     finally:
         torch.set_num_threads(was)

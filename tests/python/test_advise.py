@@ -148,3 +148,32 @@ def test_verify_stores_measured_and_the_next_advise_is_calibrated(shell: Any) ->
     shell.run_line_magic("distributed", f"{line} --uncalibrated")
     newest = max(advice_runs(shell), key=lambda r: r.started)
     assert all(not r["calibrated"] for r in store.run(newest.id).summary["advice"]["layouts"])
+
+
+def test_the_table_marks_pareto_megatron_and_what_to_blame(shell: Any) -> None:  # noqa: F811
+    from jupyter_distributed.advise.verify import blame
+
+    shell.run_cell(MODEL)
+    api = advise(shell.user_ns["build"], global_batch=8, seq=16, procs_per_node=2, probe=PROBE)
+    rows = [r for r in api.rows if r["fits"]]
+    budget = api.inputs["memory_budget_bytes"] / 2**30
+    front = [r for r in rows if r["pareto"]]
+    assert rows[0]["pareto"]  # the fastest layout is on the front of throughput and headroom
+    for r in rows:  # a layout off the front has one on it at least as fast with as much headroom
+        beaten = any(
+            f["predicted_samples_per_s"] >= r["predicted_samples_per_s"]
+            and budget - f["predicted_gib"] >= budget - r["predicted_gib"]
+            for f in front
+            if f is not r
+        )
+        assert r["pareto"] or beaten, r["layout"]
+    by = {r["layout"]: r for r in api.rows}
+    assert by["ddp dp2"]["megatron"].startswith("agrees: data parallel")
+    gpipe = by["dp1×pp2 m=1 GPipe"]["megatron"]
+    assert "a pipeline although data parallel fits" in gpipe and "bubble (p−1)/m = 100%" in gpipe
+    assert "Pareto front" in api._repr_html_() and "font-weight:bold" in api._repr_html_()
+    assert "(predicted; ◆ Pareto front" in api.text()
+    # a layout 50 % too fast, where the fit says communication cost 3× its prediction
+    measured = {"memory_error": 0.0, "time_error": -0.5}
+    fitted = {"compute": 1.0, "communication": 3.0}
+    assert blame(api.layouts[0], measured, fitted) == "step time -50% (to blame: communication)"

@@ -49,13 +49,17 @@ def setup(layout: Layout, namespace: dict[str, Any]) -> None:
     if strategy.uses_torch:
         from .torch_helpers import init_process_group
 
-        device = init_process_group(layout, namespace)
+        # FSDP2 and the pipeline import DTensor (seconds on a busy machine): before the
+        # rendezvous, whose wait is bounded, not inside it
         if strategy is Strategy.FSDP:
             from .torch_helpers import fsdp_support
 
             problem = fsdp_support()
             if problem:
                 raise StrategyError(problem)
+        if strategy is Strategy.MODEL_PARALLEL:
+            import torch.distributed.pipelining  # noqa: F401
+        device = init_process_group(layout, namespace)
         if strategy is Strategy.MODEL_PARALLEL:
             from .pipeline import build_mesh, make_pipeline_helper
 

@@ -95,6 +95,7 @@ def rank_threads(procs_per_node: int) -> tuple[int, float]:
     return max(1, cores // procs_per_node), max(1.0, procs_per_node / cores)
 
 
+@functools.lru_cache(maxsize=8)
 def gemm_flops(threads: int) -> float:
     """This machine's float32 matrix-multiply rate (FLOP/s) with ``threads`` threads."""
     import torch

@@ -147,6 +147,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="the first 4 scenarios")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--only", help="scenarios as model:ranks:batch, comma-separated")
     args = parser.parse_args()
     use_checkout(always=True)
     ip, _tmp = bench_shell("bench-advise-")
@@ -158,7 +159,11 @@ def main() -> None:
     ip.run_cell(MODELS)
     done = []
     try:
-        for model, n, batch in SCENARIOS[:4] if args.quick else SCENARIOS:
+        chosen = SCENARIOS[:4] if args.quick else SCENARIOS
+        if args.only:
+            want = set(args.only.split(","))
+            chosen = [x for x in SCENARIOS if ":".join(map(str, x)) in want]
+        for model, n, batch in chosen:
             try:
                 s = scenario(ip, model, n, batch, args.repeats)
             except Exception as exc:  # noqa: BLE001 (say which scenario failed, go on)

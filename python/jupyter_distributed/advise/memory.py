@@ -27,6 +27,7 @@ class Parts:
     optim: int
     activations: int  # everything else live at the peak: saved activations and temporaries
     boundary: int = 0  # bytes of the module's output (what a pipeline stage sends on)
+    saved: int = 0  # bytes a forward leaves live for its backward (a microbatch in flight)
 
     @property
     def total(self) -> int:
@@ -44,11 +45,13 @@ def _step_of(module: Any, batch: Any, optimizer: str) -> Parts:
     )
     tracker = MemTracker()
     tracker.track_external(module, opt)
-    boundary = 0
+    boundary = saved = 0
     with tracker:
         for _ in range(2):  # the second step holds the optimizer's state
             opt.zero_grad()
+            before = _live(tracker)
             out = module(batch)
+            saved = _live(tracker) - before
             boundary = out.numel() * out.element_size()
             loss_of(out).backward()
             opt.step()
@@ -56,7 +59,16 @@ def _step_of(module: Any, batch: Any, optimizer: str) -> Parts:
     peak = next(iter(tracker.get_tracker_snapshot("peak").values()))
     by = {getattr(k, "value", k): v for k, v in peak.items()}
     p, g, o = by["Parameter"] + by["Buffer"], by["Gradient"], by["Optstate"]
-    return Parts(p, g, o, by["Total"] - p - g - o, boundary)
+    return Parts(p, g, o, by["Total"] - p - g - o, boundary, max(0, saved))
+
+
+def _live(tracker: Any) -> int:
+    """Bytes the tracker counts live now (every device)."""
+    return sum(int(d.get("Total", 0)) for d in _by_name(tracker.get_tracker_snapshot("current")))
+
+
+def _by_name(snapshot: dict[Any, Any]) -> list[dict[str, int]]:
+    return [{getattr(k, "value", k): v for k, v in d.items()} for d in snapshot.values()]
 
 
 @functools.lru_cache(maxsize=64)
@@ -142,10 +154,16 @@ def layout_memory(
         best: Memory | None = None
         for s, part in enumerate(stages):
             in_flight = min(microbatches, pp - s) if interleaved else microbatches
-            buffers = 2 * part.boundary if pp > 1 else 0  # a received input and its gradient
-            m = _with_margin(
-                part.params, part.grads, part.optim, part.activations * in_flight, buffers, margin
-            )
+            # the input received from the stage before and its gradient sent back; the
+            # gradient of its own output received from the stage after
+            received = stages[s - 1].boundary if s > 0 else 0
+            buffers = 2 * received + (part.boundary if s < pp - 1 else 0)
+            if s == pp - 1:  # the schedule keeps every microbatch's output to merge them
+                buffers += (microbatches - in_flight) * part.boundary
+            # one microbatch's whole step (its temporaries too), and what the others in flight
+            # keep from their forwards until their backwards
+            acts = part.activations + (in_flight - 1) * part.saved
+            m = _with_margin(part.params, part.grads, part.optim, acts, buffers, margin)
             best = m if best is None or m.total > best.total else best
         assert best is not None  # noqa: S101 (a layout has at least one stage)
         return best

@@ -46,9 +46,10 @@ Line magic (%distributed COMMAND):
   compare [RUN ...] [--threshold 0.8]   samples/s against world size, ideal scaling and
                               efficiency (default: the runs of the last cell that reported)
   advise --model NAME --global-batch B [--seq S] [--nodes N --procs-per-node P]
-         [--probe RUN] [--optimizer adamw|sgd] [--verify K --step NAME]   the layouts
-                              our strategies can launch, ranked by predicted samples/s, with
-                              predicted GiB per rank and step time (see README)
+         [--probe RUN] [--optimizer adamw|sgd] [--verify K --step NAME --repeats R]
+         [--uncalibrated]     the layouts our strategies can launch, ranked by predicted
+                              samples/s, with predicted GiB per rank and step time; --verify
+                              measures the top K and calibrates the next advise (see README)
   doctor --backend NAME       check what a backend needs here, and say what is missing
   stacks [RUN] [--rank R]     every thread of each rank, where it waits (RUN: a run that
                               another kernel, or this one, is running)

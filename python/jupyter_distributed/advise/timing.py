@@ -19,7 +19,7 @@ from typing import Any
 
 from ..modelshapes import cut, loss_of, pieces, sample_input
 
-REPEATS = 5
+REPEATS = 3
 BUDGET_S = 0.5  # fewer repeats for a stage slower than this
 
 

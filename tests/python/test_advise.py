@@ -177,3 +177,12 @@ def test_the_table_marks_pareto_megatron_and_what_to_blame(shell: Any) -> None: 
     measured = {"memory_error": 0.0, "time_error": -0.5}
     fitted = {"compute": 1.0, "communication": 3.0}
     assert blame(api.layouts[0], measured, fitted) == "step time -50% (to blame: communication)"
+
+
+def test_a_busy_machine_is_said(shell: Any, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    import os
+
+    shell.run_cell(MODEL)
+    monkeypatch.setattr(os, "getloadavg", lambda: (64.0, 64.0, 64.0))
+    api = advise(shell.user_ns["build"], global_batch=8, seq=16, procs_per_node=2, probe=PROBE)
+    assert any(n.startswith("this machine is busy (load average 64.0") for n in api.notes)

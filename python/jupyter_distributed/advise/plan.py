@@ -155,6 +155,13 @@ def _notes(
         notes.append("no pipeline layouts: the pipeline helper cuts only an nn.Sequential")
     if links is not None:
         notes.append(f"links fitted from probe {links.probe_run}")
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if load > cores:
+        notes.append(
+            f"this machine is busy (load average {load:.1f} on {cores} cores): compute was "
+            "timed at its fastest, and ranks here will run slower than predicted; --verify "
+            "measures and calibrates"
+        )
     return notes
 
 

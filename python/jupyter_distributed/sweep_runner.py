@@ -171,7 +171,7 @@ def run_sweep(
     sys.stderr.flush()
     cancel = threading.Event()
     stopped = False
-    line = _ProgressLine(CellView(outcome.sweep_id, quiet=quiet, progress=True), outcome.results)
+    line = _ProgressLine(CellView(outcome.sweep_id, quiet=quiet), outcome.results)
     with ThreadPoolExecutor(parallel, thread_name_prefix="jd-sweep") as pool:
         futures = [
             pool.submit(_run_one, session, backend, c, code, outcome.sweep_id, cancel)

@@ -29,6 +29,9 @@ export interface RankTile {
   color: string;
   /** The rank's last `progress` (0-1: `report(progress=...)` or its tqdm bar), or null. */
   progress: number | null;
+  /** The rank's last GPU memory (MiB) and GPU use (%), sampled with NVML; null without a GPU. */
+  gpuMemMb: number | null;
+  gpuUtil: number | null;
   straggler: boolean;
   dp: number | null;
   pp: number | null;
@@ -75,7 +78,9 @@ export function rankGroups(live: RunLive, now: number, stragglerThreshold = STRA
     .sort((a, b) => a.rank - b.rank)
     .map(rank => ({
       ...tile(rank, rates.get(rank.rank) ?? null, slow.has(rank.rank), runActive, now),
-      progress: lastValue(live.metrics.get(PROGRESS_METRIC)?.get(rank.rank)?.y)
+      progress: lastValue(live.metrics.get(PROGRESS_METRIC)?.get(rank.rank)?.y),
+      gpuMemMb: lastValue(live.system.get(GPU_MEM_METRIC)?.get(rank.rank)?.y),
+      gpuUtil: lastValue(live.system.get(GPU_UTIL_METRIC)?.get(rank.rank)?.y)
     }));
   const groups = new Map<string, { node: number; tiles: RankTile[] }>();
   for (const t of tiles) {
@@ -104,6 +109,9 @@ export function tileHasStacks(run: Run | null, tile: RankTile): boolean {
 
 /** The metric a rank's progress bar reports (0-1). */
 export const PROGRESS_METRIC = 'progress';
+/** A rank's GPU memory (MiB) and use (%): its heartbeat's NVML samples (`protocol/reports.py`). */
+export const GPU_MEM_METRIC = 'sys.gpu_mem_mb';
+export const GPU_UTIL_METRIC = 'sys.gpu_util';
 
 function lastValue(values: number[] | undefined): number | null {
   return values && values.length > 0 ? (values[values.length - 1] ?? null) : null;
@@ -115,7 +123,7 @@ function tile(
   straggler: boolean,
   runActive: boolean,
   now: number
-): Omit<RankTile, 'progress'> {
+): Omit<RankTile, 'progress' | 'gpuMemMb' | 'gpuUtil'> {
   const age = rank.heartbeat === null ? null : Math.max(0, now - rank.heartbeat);
   let state: TileState = rank.state;
   if (state === 'running' && runActive && age !== null && age > STALL_SECONDS) {

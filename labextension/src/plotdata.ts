@@ -9,7 +9,7 @@
  * (`samplesReady`, `metricReady`).
  */
 
-import { acrossRanks, runDataParallelDegree } from './derive';
+import { acrossRanks, GPU_MEM_METRIC, GPU_UTIL_METRIC, runDataParallelDegree } from './derive';
 import { BAND_RANKS, type IPlotTrace, NEUTRAL, rankTraces } from './figures';
 import type { RunLive, Series } from './runstate';
 import { lowerBound, type SecondStats } from './secondstats';
@@ -121,8 +121,8 @@ export function runEnd(live: RunLive, origin: number): number | null {
 const SYSTEM_UNITS: Readonly<Record<string, string>> = {
   'sys.cpu_percent': '%',
   'sys.rss_mb': 'MiB',
-  'sys.gpu_mem_mb': 'MiB',
-  'sys.gpu_util': 'GPU %'
+  [GPU_MEM_METRIC]: 'MiB',
+  [GPU_UTIL_METRIC]: 'GPU %'
 };
 
 /** The y axis' title of a metric's plot: the unit of a system sample, '' for the cell's metrics. */

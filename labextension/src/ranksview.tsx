@@ -39,6 +39,21 @@ function coordsText(tile: RankTile): string {
   return parts.join(' · ');
 }
 
+/** The rank's GPU line ('GPU 1234 MiB · 87 %'), '' where it has no GPU samples. */
+export function gpuText(tile: RankTile, trans: TranslationBundle): string {
+  if (tile.gpuMemMb === null && tile.gpuUtil === null) {
+    return '';
+  }
+  const parts: string[] = [];
+  if (tile.gpuMemMb !== null) {
+    parts.push(trans.__('%1\u00a0MiB', Math.round(tile.gpuMemMb)));
+  }
+  if (tile.gpuUtil !== null) {
+    parts.push(trans.__('%1\u00a0%', Math.round(tile.gpuUtil)));
+  }
+  return trans.__('GPU %1', parts.join(' · '));
+}
+
 /** Whether two tiles look the same: ages and rates as they are shown, the rest as they are. */
 function sameTile(a: RankTile, b: RankTile): boolean {
   for (const key of Object.keys(a) as (keyof RankTile)[]) {
@@ -101,6 +116,7 @@ const Tile = React.memo(
             {trans.__('%1\u00a0%', Math.round(tile.progress * 100))}
           </div>
         ) : null}
+        {gpuText(tile, trans) ? <div className="jp-Distributed-tileGpu">{gpuText(tile, trans)}</div> : null}
         <div className="jp-Distributed-coords">{coordsText(tile)}</div>
         {onStacks ? (
           <button

@@ -21,6 +21,7 @@ from .events import Event, Recorded, RunEvent, RunState, StacksEvent
 from .history.store import Store
 from .layout import RankCoords
 from .memcg import MemorySample
+from .protocol.commands import NO_PROMPTS as NO_PROMPTS  # (said by the kernel and the ranks)
 from .protocol.figures import FigureConfig
 from .protocol.frames import MAX_MESSAGE
 from .push import Pickled
@@ -212,9 +213,6 @@ class RunView(Protocol):
         """The ranks wait in a scheduler's queue (``reason`` from it): shown and recorded."""
 
     def flush(self) -> None: ...
-
-
-NO_PROMPTS = "this backend's ranks have no channel to the kernel: no pdb, input() or debug there"
 
 
 class Cluster(ABC):

@@ -171,22 +171,26 @@ def run_sweep(
     sys.stderr.flush()
     cancel = threading.Event()
     stopped = False
+    line = _ProgressLine(CellView(outcome.sweep_id, quiet=quiet), outcome.results)
     with ThreadPoolExecutor(parallel, thread_name_prefix="jd-sweep") as pool:
         futures = [
             pool.submit(_run_one, session, backend, c, code, outcome.sweep_id, cancel)
             for c in combos
         ]
         try:
-            _pump(relayed, views, futures)
-        except KeyboardInterrupt:
-            stopped = True
-            cancel.set()
-            for f in futures:
-                f.cancel()
-            for c in combos:
-                if c.result.state is RunState.RUNNING and c.result.run_id:
-                    session.store.request_control(c.result.run_id, "cancel")
-            _pump(relayed, views, futures)
+            try:
+                _pump(relayed, views, futures, line.update)
+            except KeyboardInterrupt:
+                stopped = True
+                cancel.set()
+                for f in futures:
+                    f.cancel()
+                for c in combos:
+                    if c.result.state is RunState.RUNNING and c.result.run_id:
+                        session.store.request_control(c.result.run_id, "cancel")
+                _pump(relayed, views, futures, line.update)
+        finally:
+            line.view.starting("")  # gone before the table
     for c in combos:
         if c.result.state is RunState.PENDING:
             c.result.state, c.result.message = RunState.INTERRUPTED, "not started"
@@ -212,13 +216,39 @@ def run_sweep(
     return outcome
 
 
+class _ProgressLine:
+    """One live line under the cell while the sweep runs: the combination(s) running and
+    their place in the sweep ("sweep: lr=0.1 bs=32 · 2 of 6"), redrawn in place as the cluster
+    start-up line is (:meth:`.CellView.starting`), emptied when the sweep ends."""
+
+    def __init__(self, view: CellView, results: list[ComboResult]) -> None:
+        self.view, self.results, self.shown = view, results, ""
+
+    def text(self) -> str:
+        running = [i for i, r in enumerate(self.results) if r.state is RunState.RUNNING]
+        if not running:
+            return ""
+        names = " | ".join(label(self.results[i].combo) for i in running)
+        places = ", ".join(str(i + 1) for i in running)
+        return f"sweep: {names} · {places} of {len(self.results)}"
+
+    def update(self) -> None:
+        text = self.text()
+        if text and text != self.shown:  # (between two combinations: the last one stays)
+            self.view.starting(text)
+            self.shown = text
+
+
 def _pump(
     relayed: queue.SimpleQueue[tuple[int, str, tuple[Any, ...]]],
     views: list[CellView],
     futures: list[Future[None]],
+    tick: Callable[[], None] = lambda: None,
 ) -> None:
-    """Show the combinations' events on this (the main) thread until every one is done."""
+    """Show the combinations' events on this (the main) thread until every one is done;
+    ``tick`` redraws the sweep's progress line."""
     while True:
+        tick()
         try:
             index, method, args = relayed.get(timeout=0.05)
         except queue.Empty:

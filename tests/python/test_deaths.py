@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from jupyter_distributed.errors import RunFailed
+from jupyter_distributed.server.api import History, Query
 from jupyter_distributed.session import Session
 
 from . import cgroups
@@ -218,3 +219,10 @@ def test_gpu_samples_from_nvml_and_a_cuda_oom_memory_picture(
     run_id = session.store.runs(limit=1)[0].id
     gpu = [m.values for _, m in session.store.metrics(run_id) if "sys.gpu_mem_mb" in m.values]
     assert gpu and all(v["sys.gpu_mem_mb"] == 512 and v["sys.gpu_util"] == 37 for v in gpu)
+    # ... and the server's metrics rows, which the panel's tiles and system plots read
+    page = History(session.store).metrics(run_id, Query({}))
+    rows = [s for s in page["samples"] if "sys.gpu_mem_mb" in s["values"]]
+    assert {s["rank"] for s in rows} == {0, 1}
+    assert {(s["values"]["sys.gpu_mem_mb"], s["values"]["sys.gpu_util"]) for s in rows} == {
+        (512, 37)
+    }

@@ -7,6 +7,8 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +22,14 @@ Answer = Callable[[str], str | None]  # prompt -> the line typed (None: press st
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KernelManager, Any]]:
-    store = tmp_path_factory.mktemp("pdb") / "history.sqlite3"
+    with started_kernel(tmp_path_factory.mktemp("pdb") / "history.sqlite3") as pair:
+        yield pair
+
+
+@contextmanager
+def started_kernel(store: Path) -> Iterator[tuple[KernelManager, Any]]:
+    """A kernel with the extension loaded (in this thread's network namespace and with the
+    process's environment, so an engine's fixture decides where its ranks go)."""
     km = KernelManager(kernel_name="python3")
     km.start_kernel(env={**os.environ, "JUPYTER_DISTRIBUTED_STORE": str(store)})
     kc = km.client()

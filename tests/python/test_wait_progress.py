@@ -85,3 +85,21 @@ def test_a_probe_shows_pairs_measured_k_of_n_then_its_table(tmp_path: Path) -> N
     assert _shown(msgs, "-start")  # the cluster's start-up showed too
     printed = "".join(m["content"].get("text", "") for m in msgs)
     assert printed.startswith("probe ") and "pairs measured" not in printed
+
+
+def test_a_sweep_shows_the_combination_running_then_nothing(tmp_path: Path) -> None:
+    msgs = _iopub_of("%%distributed -n 1 --sweep lr=1,2 --sweep-parallel 1\npass", tmp_path / "h")
+    line = [
+        m
+        for m in _shown(msgs, "-start")
+        if m["content"]["transient"]["display_id"].startswith("jd-sweep-")
+    ]
+    texts = [m["content"]["data"].get("text/plain", "") for m in line]
+    assert texts == [
+        "[jupyter-distributed] sweep: lr=1 · 1 of 2",
+        "[jupyter-distributed] sweep: lr=2 · 2 of 2",
+        "",
+    ]  # one line, redrawn in place, gone at the end
+    assert [m["msg_type"] for m in line] == ["display_data", *["update_display_data"] * 2]
+    table = next(i for i, m in enumerate(msgs) if "2 completed" in m["content"].get("text", ""))
+    assert msgs.index(line[-1]) < table  # gone before the sweep's table

@@ -1,9 +1,11 @@
+import { nullTranslator } from '@jupyterlab/translation';
 import { describe, expect, it } from 'vitest';
-
 import { acrossRanks, lastSeconds, rankGroups, throughputSeries, tileHasStacks } from '../../labextension/src/derive';
 import { LogBuffer } from '../../labextension/src/logbuffer';
 import { parseRanks } from '../../labextension/src/logtoolbar';
 import { rankColor } from '../../labextension/src/palette';
+import { metricUnit } from '../../labextension/src/plotdata';
+import { gpuText } from '../../labextension/src/ranksview';
 import { median } from '../../labextension/src/rates';
 import { RunLive } from '../../labextension/src/runstate';
 import type { DistributedEvent } from '../../labextension/src/wire';
@@ -84,6 +86,27 @@ describe('rank tiles', () => {
     const live = liveWith([rankEvent(0, 'a'), rankEvent(1, 'a'), progress(0, T + 1, 0.4), progress(0, T + 2, 1)]);
     const tiles = rankGroups(live, T + 3).flatMap(g => g.tiles);
     expect(tiles.map(t => t.progress)).toEqual([1, null]);
+  });
+
+  it("shows each rank's last GPU memory and use where NVML sampled them, none without a GPU", () => {
+    const gpu = (rank: number, t: number, mb: number, util: number): DistributedEvent => ({
+      kind: 'metric',
+      run_id: 'r',
+      rank,
+      t,
+      values: { 'sys.rss_mb': 100, 'sys.gpu_mem_mb': mb, 'sys.gpu_util': util }
+    });
+    const live = liveWith([rankEvent(0, 'a'), rankEvent(1, 'a'), gpu(0, T + 1, 256, 10), gpu(0, T + 2, 512.4, 37)]);
+    const tiles = rankGroups(live, T + 3).flatMap(g => g.tiles);
+    expect(tiles.map(t => [t.gpuMemMb, t.gpuUtil])).toEqual([
+      [512.4, 37],
+      [null, null]
+    ]);
+    const trans = nullTranslator.load('jupyter_distributed');
+    expect(tiles.map(t => gpuText(t, trans))).toEqual(['GPU 512\u00a0MiB · 37\u00a0%', '']);
+    // the system plots have a GPU memory (MiB) and a GPU % series, one trace per rank
+    expect([...live.system.keys()].sort()).toEqual(['sys.gpu_mem_mb', 'sys.gpu_util', 'sys.rss_mb']);
+    expect([metricUnit('sys.gpu_mem_mb'), metricUnit('sys.gpu_util')]).toEqual(['MiB', 'GPU %']);
   });
 
   it('keeps the last seconds of every series in the plot window', () => {

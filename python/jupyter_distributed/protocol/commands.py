@@ -13,6 +13,10 @@ from typing import Any, ClassVar
 from .figures import FigureConfig
 from .header import Message, opt
 
+#: What pdb, ``input()``, ``--break`` and ``%distributed debug`` say on a backend whose ranks
+#: have no channel to the kernel (SageMaker): said by the kernel and by such a rank alike.
+NO_PROMPTS = "this backend's ranks have no channel to the kernel: no pdb, input() or debug there"
+
 
 @dataclass(frozen=True)
 class Execute(Message):

@@ -8,8 +8,9 @@ real :class:`pdb.Pdb` (:class:`RankPdb`) whose prompt names the rank and whose o
 rank's, tagged ``[rank R]`` like any other line; ``%distributed debug`` opens one on the rank's
 last exception, which the rank keeps until its next cell starts (as IPython's ``%debug``).
 
-Where the notebook answers no input (nbclient, ``--quiet``), or the rank has no cell socket
-(SageMaker), all of them fail at once with the one-line :data:`~.rich.NO_STDIN`.
+Where the notebook answers no input (nbclient, ``--quiet``), all of them fail at once with the
+one-line :data:`~.rich.NO_STDIN`; where the rank has no channel to the kernel (SageMaker), with
+:data:`~..protocol.commands.NO_PROMPTS`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import types
 from collections.abc import Callable
 from typing import IO, Any, cast
 
-from ..protocol.commands import Execute, Reply, Shutdown
+from ..protocol.commands import NO_PROMPTS, Execute, Reply, Shutdown
 from ..protocol.header import Message
 from ..protocol.reports import Prompt, Resumed
 from ..protocol.signing import Buffer
@@ -210,7 +211,7 @@ def run_under(
     filename = f"{CELL_FILE}{command.run_id}>"
     wants = command.debug or command.break_rank == rank
     if wants and debugger is None:
-        raise NoStdin(NO_STDIN)
+        raise NoStdin(NO_PROMPTS)
     try:
         if debugger is not None and command.debug:
             debugger.post_mortem()

@@ -7,7 +7,7 @@ publisher is ours is installed once IPython is imported (by the cell, or here fo
 with a rich form), so a rank that never displays anything never pays for IPython; without
 IPython (some SageMaker images) results stay text. matplotlib draws with :mod:`.mplbackend`,
 in the formats the kernel's ``InlineBackend`` settings name (:attr:`Displays.figures`).
-``input()`` and ``getpass()`` fail at once: a rank has no stdin.
+``input()`` and ``getpass()`` fail at once where a rank has no channel to the kernel.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from importlib.machinery import ModuleSpec
 from typing import Any, Protocol
 
 from ..protocol.bundles import DEFAULT_MAX_BYTES, capped
+from ..protocol.commands import NO_PROMPTS
 from ..protocol.figures import MIME, FigureConfig
 from ..protocol.reports import ClearOutput, Display
 from .figures import figure_bundle
@@ -38,14 +39,24 @@ class NoStdin(RuntimeError):
     """``input()`` or ``getpass()`` on a rank."""
 
 
-def _no_stdin(*args: Any, **kwargs: Any) -> str:
-    raise NoStdin(NO_STDIN)
+def _no_channel(*args: Any, **kwargs: Any) -> str:
+    raise NoStdin(NO_PROMPTS)
+
+
+def _no_pdb(*, header: str | None = None) -> None:
+    raise NoStdin(NO_PROMPTS)
 
 
 def guard_stdin() -> None:
-    """Make ``input()`` and ``getpass()`` fail at once with what to do instead."""
-    builtins.input = _no_stdin
-    getpass.getpass = _no_stdin
+    """Make ``input()``, ``getpass()``, ``breakpoint()`` and ``pdb.set_trace()`` fail at once
+    with one line: a rank with a channel to the kernel replaces them (``debugger.py``), so these
+    stay only where there is none (SageMaker)."""
+    import pdb
+
+    builtins.input = _no_channel
+    getpass.getpass = _no_channel
+    sys.breakpointhook = _no_channel
+    pdb.set_trace = _no_pdb
 
 
 class Sender(Protocol):

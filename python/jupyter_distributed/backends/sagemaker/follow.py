@@ -90,6 +90,15 @@ class JobStatus:
     def finished(self) -> bool:
         return self.status in TERMINAL
 
+    def live(self, job_name: str) -> str:
+        """The job's status as one line ("SageMaker JOB: Training · Training image download
+        completed. Training in progress."): the start-up line under the cell while it runs."""
+        if self.finished:
+            return ""
+        message = str(self.transitions[-1].get("StatusMessage", "")) if self.transitions else ""
+        line = f"SageMaker {job_name}: {self.secondary or self.status}"
+        return f"{line} · {message}" if message else line
+
 
 class LogTail:
     """Every stream of one job, each with its own forward token."""
@@ -156,13 +165,16 @@ def follow(
     on_status: Callable[[str], None],
     poll: float = 0.5,
     sleep: Callable[[float], None] = time.sleep,
+    on_poll: Callable[[JobStatus], None] = lambda status: None,
 ) -> JobStatus:
-    """Follow until the job ends and its logs are drained; returns the final status."""
+    """Follow until the job ends and its logs are drained; returns the final status.
+    ``on_status`` gets each status transition once, ``on_poll`` every status read."""
     tail = LogTail(logs, job_name)
     shown = 0
     last = ("", "")
     while True:
         status = describe(sm, job_name)
+        on_poll(status)
         for tr in status.transitions[shown:]:
             when = tr.get("StartTime")
             stamp = when.strftime("%H:%M:%S") if isinstance(when, datetime) else ""

@@ -16,7 +16,7 @@ from ...events import ErrorEvent, Event, RunEvent, RunState
 from ...history.store import Store
 from ...interface import RunOutcome, RunView
 from .aws import Clients, aws_errors
-from .follow import describe, follow, follow_lease
+from .follow import JobStatus, describe, follow, follow_lease
 from .resultkey import load_key
 from .results import Load, outcome
 
@@ -83,19 +83,32 @@ def _follow_job(
             state = RunState.RUNNING if any(training) else RunState.PENDING
             store.append([RunEvent(run_id, time.time(), state, f"SageMaker {job_name}: {text}")])
 
+    shown = [""]
+
+    def on_poll(status: JobStatus) -> None:
+        """The job's status as it changes, one live line under the cell (gone once it ends)."""
+        if (line := status.live(job_name)) != shown[0]:
+            view.starting(line)
+            shown[0] = line
+
     interrupted = False
-    while True:
-        try:
-            status = follow(
-                clients.sagemaker, clients.logs, job_name, run_id, on_events, on_status, poll, sleep
-            )
-            break
-        except KeyboardInterrupt:
-            if interrupted:
-                raise
-            interrupted = True
-            clients.sagemaker.stop_training_job(TrainingJobName=job_name)
-            view.notice(f"stopping SageMaker training job {job_name} (StopTrainingJob sent)")
+    try:
+        while True:
+            try:
+                status = follow(
+                    clients.sagemaker, clients.logs, job_name, run_id, on_events, on_status,
+                    poll, sleep, on_poll,
+                )  # fmt: skip
+                break
+            except KeyboardInterrupt:
+                if interrupted:
+                    raise
+                interrupted = True
+                clients.sagemaker.stop_training_job(TrainingJobName=job_name)
+                view.notice(f"stopping SageMaker training job {job_name} (StopTrainingJob sent)")
+    finally:
+        if shown[0]:
+            view.starting("")
     key = load_key(store.path, run_id) if load != "none" else None
     result = outcome(status, clients.s3, ranks, failures, interrupted, key, load)
     store.update_summary(

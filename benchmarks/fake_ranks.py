@@ -34,6 +34,7 @@ from jupyter_distributed.protocol.signing import (
     cell_name,
     rank_name,
 )
+from jupyter_distributed.worker.channel import dealer  # (the real rank's connection)
 
 
 class FakeRank:
@@ -41,32 +42,18 @@ class FakeRank:
         key = bytes.fromhex(boot["key"])
         self.rank, self.ctl_signer, self.cell_signer = rank, Signer(key, rank_name(rank)), None
         self.cell_signer = Signer(key, cell_name(rank))
-        self.ctl = self._dealer(ctx, boot)
+        self.ctl = dealer(ctx, boot["address"], boot.get("curve"))
         self.unix: socket.socket | None = None
         self.cell_zmq: zmq.Socket[bytes] | None = None
         if boot.get("cells"):
             self.unix = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             self.unix.connect(boot["cells"])
         else:
-            self.cell_zmq = self._dealer(ctx, boot)
+            self.cell_zmq = dealer(ctx, boot["address"], boot.get("curve"))
         self._in, self._buf = Reassembler(), bytearray(RECORD)
         self.ctl.send_multipart(self.ctl_signer.pack(Stage("setup", os.getpid()).to_header()))
         coords = layout.coords(rank).to_json()
         self.send_cell(Hello(rank, socket.gethostname(), os.getpid(), "fake", coords))
-
-    @staticmethod
-    def _dealer(ctx: zmq.Context[Any], boot: dict[str, Any]) -> zmq.Socket[bytes]:
-        sock = ctx.socket(zmq.DEALER)
-        curve = boot.get("curve")
-        if curve:
-            sock.setsockopt(zmq.CURVE_SERVERKEY, curve["server"].encode())
-            sock.setsockopt(zmq.CURVE_PUBLICKEY, curve["public"].encode())
-            sock.setsockopt(zmq.CURVE_SECRETKEY, curve["secret"].encode())
-        for opt in (zmq.SNDHWM, zmq.RCVHWM):
-            sock.setsockopt(opt, 0)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.connect(boot["address"])
-        return sock
 
     def send_cell(self, message: Any) -> None:
         header = {**message.to_header(), "after": self.ctl_signer.sent}

@@ -186,7 +186,7 @@ def mean_ci(xs: list[float]) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
-    parser.add_argument("--repeat", type=int, default=5, help="alternated repeats per row")
+    parser.add_argument("--repeat", type=int, default=4, help="alternated repeats per row")
     parser.add_argument("--steps", type=int, default=200, help="timed steps per run")
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--no-gpu", action="store_true", help="leave out nccl at 1 rank")

@@ -31,6 +31,7 @@ from ..protocol.header import Message
 from ..protocol.signing import BOOTSTRAP_ENV, Buffer
 from ..protocol.stacks import RankStacks
 from .deaths import explain
+from .fdlimit import make_room
 from .hang import diagnose
 from .hangflight import ranks_text
 from .inbox import CancelRequested, Exited, Item
@@ -67,6 +68,7 @@ class ProcessCluster(Cluster):
         with CurveZMQ on ``bind_host``, dialled at ``connect_host``. ``silence_limit``: seconds
         without any message (ranks send a heartbeat every second) after which a rank is dead,
         for launchers that cannot see their processes."""
+        make_room(len(plan.ranks))  # (before anything starts: refused in one line, or room made)
         self.plan = plan
         if silence_limit is not None:
             self.silence_limit = silence_limit

@@ -21,6 +21,7 @@ from .capture import FdCapture
 from .cellsocket import CellSocket
 from .channel import Channel
 from .debugger import Asker, Debugger
+from .descriptors import make_room
 from .guard import guard_group
 from .mpi import MpiSetupError, setup_comm
 from .report import ChannelReporter
@@ -99,6 +100,7 @@ def main() -> int:
     export_master_addr()
     env = RankEnv.from_environ()
     env.export()
+    make_room(env.world_size)
     install_dump(str(boot.get("stacks_dir") or ""), env.rank)
     install_crash(str(boot.get("stacks_dir") or ""), env.rank)
     GPU.start()

@@ -18,12 +18,13 @@ import codecs
 import contextlib
 import fcntl
 import os
-import select
 import sys
 import termios
 import threading
 import time
 from collections.abc import Callable
+
+from .descriptors import readable
 
 Emit = Callable[[str, list[tuple[float, str]]], None]
 Live = Callable[[str, str, bool], None]  # stream, text, final
@@ -107,18 +108,16 @@ class FdCapture:
         while True:
             self._holding[stream] = bool(partial)  # what it read before is handed on
             if not partial:
-                select.select([fd], [], [])  # data waits in the pipe until marked (see sync)
+                readable([fd])  # data waits in the pipe until marked (see sync)
                 self._holding[stream] = True
-            if partial and partial != shown:
-                ready, _, _ = select.select([fd], [], [], _PARTIAL_AFTER)
-                if not ready:
-                    if partial[0] == "\r" and self._live is not None:  # redrawn in place
-                        self._live(stream, partial[1:], False)
-                        shown, sent = partial, time.monotonic()
-                    else:
-                        self._emit(stream, [(time.time(), partial)])
-                        partial = ""
-                    continue
+            if partial and partial != shown and not readable([fd], _PARTIAL_AFTER):
+                if partial[0] == "\r" and self._live is not None:  # redrawn in place
+                    self._live(stream, partial[1:], False)
+                    shown, sent = partial, time.monotonic()
+                else:
+                    self._emit(stream, [(time.time(), partial)])
+                    partial = ""
+                continue
             try:
                 data = os.read(fd, _CHUNK)
             except OSError:

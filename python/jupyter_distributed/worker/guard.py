@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import signal
 
+from .descriptors import readable
 from .lineage import descendants, kill_all, subreaper
 
 POLL = 0.25  # seconds between the guardian's looks at its parent
@@ -64,6 +64,5 @@ def _watch(rank: int, pipe: int) -> dict[int, bytes]:
         if os.getppid() != rank:  # the rank died during this look: its tree may be torn
             return {**known, **seen}
         known = seen
-        ready, _, _ = select.select([pipe], [], [], POLL)
-        if ready and not os.read(pipe, 1):
+        if readable([pipe], POLL) and not os.read(pipe, 1):
             return known

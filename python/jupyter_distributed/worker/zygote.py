@@ -18,11 +18,12 @@ import contextlib
 import importlib
 import json
 import os
-import select
 import signal
 import sys
 import threading
 import traceback
+
+from .descriptors import readable
 
 
 def _say(obj: dict[str, object]) -> None:
@@ -86,7 +87,7 @@ def serve(modules: list[str]) -> int:
     pending = b""
     while True:
         with contextlib.suppress(InterruptedError):
-            ready, _, _ = select.select([0, wake_r], [], [])
+            ready = readable([0, wake_r])
         if wake_r in ready:
             with contextlib.suppress(BlockingIOError):
                 os.read(wake_r, 4096)

@@ -1,0 +1,171 @@
+"""The control plane at hundreds to thousands of ranks, with fake ranks (issue 26).
+
+The kernel is real: an IPython shell with ``%%distributed`` loaded runs ``%%distributed -n N
+--oversubscribe`` on the local backend (session, recorder, history store, router and its
+ipc control channel and cell sockets, as in a notebook's kernel). Only the ranks are fake: the
+local backend's rank processes are replaced by ``--helpers`` processes of ``fake_ranks.py``, each
+serving many ranks that speak the real protocol (signed ``Stage``/``Hello``, ``Execute`` answered
+with ``Done``). Per rank count it prints:
+
+- **connect + hello**: from the first helper beginning to connect (its imports done, so "after
+  the processes exist") to the kernel having every rank's hello (``wait_ready`` returning);
+- **kernel CPU per trivial cell**: user + system time of the whole kernel process (every
+  thread: the router's, ZeroMQ's) per ``pass`` cell, median and p90 over ``--cells`` cells;
+- **trivial cell wall time** (median), which here shares 2 cores with the helpers: a shape only;
+- **kernel descriptors** with the cluster up (``/proc/self/fd``).
+
+``--mode`` picks the topology; today there is one, ``star`` (the kernel holds every rank's
+connections). Usage: ``PYTHONPATH=python python benchmarks/bench_scale.py [--ranks 100 300
+1000] [--cells 30] [--helpers 4]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from common import bench_shell, median, pct, use_checkout  # noqa: E402
+
+MODES = ("star",)  # the relays' mode joins here
+
+
+class FakeRanks:
+    """The local backend's ``LocalProcesses``, with helper processes of fake ranks instead."""
+
+    helpers = 4
+    folder = Path()
+
+    def __init__(self, plan: Any, boot_env: dict[str, str]) -> None:
+        env = {**os.environ, **boot_env, "FAKE_DIR": str(self.folder)}
+        count = min(self.helpers, len(plan.ranks))
+        self.procs = [
+            subprocess.Popen(  # noqa: S603 (our own helper)
+                [sys.executable, str(HERE / "fake_ranks.py"), str(i), str(count)],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            for i in range(count)
+        ]
+        self._reported: set[int] = set()
+
+    def exited(self) -> list[tuple[int | None, int]]:
+        out: list[tuple[int | None, int]] = []
+        for i, proc in enumerate(self.procs):
+            code = proc.poll()
+            if code is not None and i not in self._reported:
+                self._reported.add(i)
+                out.append((None, code))
+        return out
+
+    def running(self) -> bool:
+        return any(p.poll() is None for p in self.procs)
+
+    def terminate(self, grace: float) -> None:
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and self.running():
+            time.sleep(0.01)
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def log_tail(self, rank: int | None) -> str:
+        return ""
+
+
+def cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def descriptors() -> int:
+    return sum(1 for _ in Path("/proc/self/fd").iterdir()) - 1
+
+
+def star(ip: Any, n: int, cells: int, tmp: Path) -> dict[str, str]:
+    """One cluster of ``n`` fake ranks, the kernel holding all their connections."""
+    import jupyter_distributed.backends.local.backend as local
+    import jupyter_distributed.cluster.process as process
+
+    folder = tmp / f"star-{n}"
+    folder.mkdir()
+    FakeRanks.folder = folder
+    local.LocalProcesses = FakeRanks  # type: ignore[misc,assignment]
+    ready: list[float] = []
+    real_wait: Callable[..., None] = process.wait_ready
+
+    def timed_wait(*args: Any) -> None:
+        real_wait(*args)
+        ready.append(time.time())
+
+    process.wait_ready = timed_wait  # type: ignore[assignment]
+    line = f"%%distributed -n {n} --oversubscribe --quiet\npass"
+    try:
+        if not ip.run_cell(line).success:
+            raise RuntimeError(f"{n} fake ranks did not start")
+        began = min(float(p.read_text()) for p in folder.glob("*.start"))
+        fds = descriptors()
+        spent, walls = [], []
+        for _ in range(cells):
+            c0, w0 = cpu(), time.perf_counter()
+            if not ip.run_cell(line).success:
+                raise RuntimeError("a trivial cell failed")
+            walls.append(time.perf_counter() - w0)
+            spent.append(cpu() - c0)
+    finally:
+        process.wait_ready = real_wait  # type: ignore[assignment]
+        ip.run_line_magic("distributed", "stop")
+    return {
+        "connect + hello": f"{ready[0] - began:.2f} s",
+        "kernel CPU per trivial cell (median / p90)": (
+            f"{median(spent) * 1e3:.1f} / {pct(spent, 90) * 1e3:.1f} ms"
+        ),
+        "trivial cell wall (median; shares the cores)": f"{median(walls) * 1e3:.1f} ms",
+        "kernel descriptors": f"{fds}",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ranks", type=int, nargs="+", default=[100, 300, 1000])
+    parser.add_argument("--cells", type=int, default=30)
+    parser.add_argument("--helpers", type=int, default=4)
+    parser.add_argument("--mode", choices=MODES, nargs="+", default=list(MODES))
+    args = parser.parse_args()
+    use_checkout()
+    FakeRanks.helpers = args.helpers
+    ip, tmp = bench_shell("jd-bench-scale-")
+    print(
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, {args.helpers} helper processes "
+        f"of fake ranks, {args.cells} trivial cells per row; kernel descriptors before any "
+        f"cluster: {descriptors()}"
+    )
+    modes: dict[str, Callable[[Any, int, int, Path], dict[str, str]]] = {"star": star}
+    rows: dict[str, dict[str, str]] = {}
+    columns = []
+    for mode in args.mode:
+        for n in args.ranks:
+            column = f"{mode} {n:,}"
+            columns.append(column)
+            for metric, text in modes[mode](ip, n, args.cells, tmp).items():
+                rows.setdefault(metric, {})[column] = text
+            print(f"  {column} done", file=sys.stderr, flush=True)
+    print("| metric | " + " | ".join(columns) + " |")
+    print("|---|" + "---|" * len(columns))
+    for metric, cells in rows.items():
+        print(f"| {metric} | " + " | ".join(cells.get(c, "") for c in columns) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,246 @@
+"""The cost we add to a training step: the same DDP loop under torchrun and in a ``%%distributed``
+cell (issue 26).
+
+One loop (a small MLP, 256→512→512→10, batch 64, SGD) runs:
+
+- **torchrun**: ``python -m torch.distributed.run --standalone --nproc-per-node N`` on a script
+  that calls ``init_process_group`` and the loop; ``report`` is a no-op there;
+- **cell**: ``%%distributed -n N --strategy ddp`` in an IPython shell with the magic loaded (the
+  same path a notebook's kernel takes), the loop calling ``report(loss=..., step=...)`` every
+  step; the cluster stays up between repeats, as a notebook's does.
+
+Both print a line every 10 steps. Steps/s is timed inside the ranks (rank 0, from a barrier
+after the warm-up steps to a barrier after the last step), so start-up is left out of both.
+Repeats alternate (torchrun first on even repeats, the cell first on odd ones) so both see the
+same load; the ratio is cell ÷ torchrun per repeat, with the mean and a 95 % confidence interval
+(Student's t) over repeats. gloo on CPU at 2 and 4 ranks; nccl at 1 rank where a GPU is present.
+
+Usage: ``PYTHONPATH=python python benchmarks/bench_train.py [--ranks 2 4] [--repeat 5]
+[--steps 200]``. The default run takes a few minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import math
+import os
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import bench_shell, use_checkout
+
+LOOP = textwrap.dedent("""
+    def train_loop(steps, warmup, every, report, device):
+        import time
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
+
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(256, 512), torch.nn.ReLU(),
+            torch.nn.Linear(512, 512), torch.nn.ReLU(),
+            torch.nn.Linear(512, 10),
+        ).to(device)
+        ids = [device.index] if device.type == "cuda" else None
+        ddp = DistributedDataParallel(model, device_ids=ids)
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+        loss_fn = torch.nn.CrossEntropyLoss()
+        x = torch.randn(64, 256, device=device)
+        y = torch.randint(0, 10, (64,), device=device)
+
+        def sync():
+            dist.barrier()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+
+        start = 0.0
+        for i in range(warmup + steps):
+            if i == warmup:
+                sync()
+                start = time.perf_counter()
+            opt.zero_grad()
+            loss = loss_fn(ddp(x), y)
+            loss.backward()
+            opt.step()
+            value = loss.item()
+            report(loss=value, step=i)
+            if i % every == 0:
+                print(f"step {i} loss {value:.4f}")
+        sync()
+        return steps / (time.perf_counter() - start), torch.get_num_threads()
+""")
+
+SCRIPT = LOOP + textwrap.dedent("""
+    import os, sys
+    import torch
+    import torch.distributed as dist
+
+    backend = sys.argv[1]
+    local = int(os.environ["LOCAL_RANK"])
+    device = torch.device(f"cuda:{local}") if backend == "nccl" else torch.device("cpu")
+    if backend == "nccl":
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend)
+    rate, threads = train_loop(int(sys.argv[3]), int(sys.argv[4]), 10, lambda **_: None, device)
+    if dist.get_rank() == 0:
+        with open(sys.argv[2], "w") as f:
+            f.write(f"{rate} {threads}")
+    dist.destroy_process_group()
+""")
+
+
+def run_torchrun(n: int, backend: str, steps: int, warmup: int, tmp: Path) -> tuple[float, int]:
+    script, out = tmp / "train.py", tmp / f"rate-{time.monotonic_ns()}"
+    script.write_text(SCRIPT)
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo"}
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={n}",
+        str(script),
+        backend,
+        str(out),
+        str(steps),
+        str(warmup),
+    ]
+    subprocess.run(command, check=True, env=env, capture_output=True)  # noqa: S603 (ours)
+    rate, threads = out.read_text().split()
+    return float(rate), int(threads)
+
+
+class Cell:
+    """A warm ``%%distributed -n N --strategy ddp`` cluster with the loop defined on it."""
+
+    def __init__(self, ip: Any, n: int) -> None:
+        self.ip, self.flags = ip, f"-n {n} --strategy ddp"  # (nccl where each rank has a GPU)
+        self._cell(LOOP)
+
+    def _cell(self, body: str, pull: str = "") -> None:
+        sink = io.StringIO()  # the lines every 10 steps: shown as in a notebook, not on screen
+        with redirect_stdout(sink):
+            res = self.ip.run_cell(f"%%distributed {self.flags}{pull}\n{body}")
+        if not res.success:
+            raise RuntimeError(f"the cell failed: {res.error_in_exec or res.error_before_exec}")
+
+    def run(self, steps: int, warmup: int) -> tuple[float, int]:
+        self._cell(f"rate = train_loop({steps}, {warmup}, 10, report, device)", " --pull rate")
+        rate, threads = self.ip.user_ns["rate"][0]
+        return float(rate), int(threads)
+
+
+# Student's t, two-sided 95 %, by degrees of freedom (beyond 30: 2.0)
+_T95 = [
+    12.71,
+    4.30,
+    3.18,
+    2.78,
+    2.57,
+    2.45,
+    2.36,
+    2.31,
+    2.26,
+    2.23,
+    2.20,
+    2.18,
+    2.16,
+    2.14,
+    2.13,
+    2.12,
+    2.11,
+    2.10,
+    2.09,
+    2.09,
+    2.08,
+    2.07,
+    2.07,
+    2.06,
+    2.06,
+    2.06,
+    2.05,
+    2.05,
+    2.05,
+    2.04,
+]
+
+
+def mean_ci(xs: list[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95 % confidence interval (nan for one value)."""
+    m = statistics.fmean(xs)
+    if len(xs) < 2:
+        return m, math.nan
+    t = _T95[len(xs) - 2] if len(xs) - 1 <= len(_T95) else 2.0
+    return m, t * statistics.stdev(xs) / math.sqrt(len(xs))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--repeat", type=int, default=4, help="alternated repeats per row")
+    parser.add_argument("--steps", type=int, default=200, help="timed steps per run")
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--no-gpu", action="store_true", help="leave out nccl at 1 rank")
+    args = parser.parse_args()
+    use_checkout()
+    import torch
+
+    rows = [(n, "gloo") for n in args.ranks]
+    if torch.cuda.is_available() and not args.no_gpu:
+        rows.append((1, "nccl"))
+    else:
+        print("no GPU: nccl at 1 rank is left out", file=sys.stderr)
+    ip, tmp = bench_shell("jd-bench-train-")
+    from jupyter_distributed.magics import DistributedMagics
+
+    session = next(
+        m for m in ip.magics_manager.registry.values() if isinstance(m, DistributedMagics)
+    ).session
+    print(
+        f"torch {torch.__version__}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; "
+        f"{args.repeat} alternated repeats of {args.steps} steps (+{args.warmup} warm-up)"
+    )
+    print(
+        "| ranks | backend | torchrun steps/s | cell steps/s | cell ÷ torchrun (95 % CI) "
+        "| threads (torchrun/cell) |\n|---|---|---|---|---|---|"
+    )
+    try:
+        for n, backend in rows:
+            cell = Cell(ip, n)
+            direct: list[float] = []
+            magic: list[float] = []
+            threads = ["", ""]
+            for i in range(args.repeat):
+                order = ("torchrun", "cell") if i % 2 == 0 else ("cell", "torchrun")
+                for what in order:
+                    if what == "torchrun":
+                        rate, t = run_torchrun(n, backend, args.steps, args.warmup, tmp)
+                        direct.append(rate)
+                        threads[0] = str(t)
+                    else:
+                        rate, t = cell.run(args.steps, args.warmup)
+                        magic.append(rate)
+                        threads[1] = str(t)
+            ratio, half = mean_ci([c / d for c, d in zip(magic, direct, strict=True)])
+            print(
+                f"| {n} | {backend} | {statistics.median(direct):.1f} "
+                f"| {statistics.median(magic):.1f} | {ratio:.3f} ± {half:.3f} "
+                f"| {threads[0]}/{threads[1]} |",
+                flush=True,
+            )
+            session.stop()
+    finally:
+        session.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""Cheap ranks for ``bench_scale.py``: one process holds many, each speaking the real protocol.
+
+``python fake_ranks.py FIRST STEP`` serves ranks FIRST, FIRST+STEP, ... of the world in the
+bootstrap environment (``JUPYTER_DISTRIBUTED_BOOTSTRAP``, as a real rank gets it). Each rank,
+like ``worker/__main__.py``: a ZeroMQ DEALER to the kernel's control channel (signed as ``rN``,
+it sends ``Stage("setup")``), and its cell socket (signed as ``cN``: the Unix socket of
+``protocol/packets.py`` where the kernel gives one, else a second DEALER) on which it says
+``Hello`` and answers each ``Execute`` with ``Done(ok)`` at once, ``after`` its last control
+message. Nothing runs a cell; everything the kernel reads is signed and framed by the project's
+own protocol code. Writes the time it began to connect to ``FIRST.start`` in ``$FAKE_DIR``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import zmq
+
+from jupyter_distributed.layout import Layout
+from jupyter_distributed.protocol.commands import Execute, Shutdown
+from jupyter_distributed.protocol.messages import parse
+from jupyter_distributed.protocol.packets import RECORD, BadPacket, Reassembler, records
+from jupyter_distributed.protocol.reports import Done, Hello, Stage
+from jupyter_distributed.protocol.signing import (
+    BOOTSTRAP_ENV,
+    BadMessage,
+    Signer,
+    cell_name,
+    rank_name,
+)
+from jupyter_distributed.worker.channel import dealer  # (the real rank's connection)
+
+
+class FakeRank:
+    def __init__(self, rank: int, boot: dict[str, Any], ctx: zmq.Context[Any], layout: Layout):
+        key = bytes.fromhex(boot["key"])
+        self.rank, self.ctl_signer, self.cell_signer = rank, Signer(key, rank_name(rank)), None
+        self.cell_signer = Signer(key, cell_name(rank))
+        self.ctl = dealer(ctx, boot["address"], boot.get("curve"))
+        self.unix: socket.socket | None = None
+        self.cell_zmq: zmq.Socket[bytes] | None = None
+        if boot.get("cells"):
+            self.unix = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            self.unix.connect(boot["cells"])
+        else:
+            self.cell_zmq = dealer(ctx, boot["address"], boot.get("curve"))
+        self._in, self._buf = Reassembler(), bytearray(RECORD)
+        self.ctl.send_multipart(self.ctl_signer.pack(Stage("setup", os.getpid()).to_header()))
+        coords = layout.coords(rank).to_json()
+        self.send_cell(Hello(rank, socket.gethostname(), os.getpid(), "fake", coords))
+
+    def send_cell(self, message: Any) -> None:
+        header = {**message.to_header(), "after": self.ctl_signer.sent}
+        frames = self.cell_signer.pack(header)
+        if self.unix is not None:
+            for record in records(frames):
+                self.unix.sendmsg(record)
+        else:
+            assert self.cell_zmq is not None
+            self.cell_zmq.send_multipart(frames)
+
+    def cell_readable(self) -> bool:
+        """Read what came on the cell socket; False once the kernel closed it or said stop."""
+        if self.unix is not None:
+            size = self.unix.recv_into(self._buf)
+            if not size:
+                return False
+            try:
+                frames = self._in.feed(memoryview(self._buf)[:size])
+            except BadPacket:
+                return True
+            if frames is None:
+                return True
+        else:
+            assert self.cell_zmq is not None
+            frames = self.cell_zmq.recv_multipart()
+        try:
+            message = parse(self.cell_signer.unpack(frames)[0])
+        except BadMessage:
+            return True
+        if isinstance(message, Execute):
+            self.send_cell(Done(message.run_id, "ok"))
+        return not isinstance(message, Shutdown)
+
+
+def main() -> int:
+    first, step = int(sys.argv[1]), int(sys.argv[2])
+    boot = json.loads(os.environ[BOOTSTRAP_ENV])
+    layout = Layout.from_json(boot["layout"])
+    ctx: zmq.Context[Any] = zmq.Context()
+    Path(os.environ["FAKE_DIR"], f"{first}.start").write_text(repr(time.time()))
+    ranks = [FakeRank(r, boot, ctx, layout) for r in range(first, layout.world_size, step)]
+    poller = zmq.Poller()  # (zmq_poll is poll(2): descriptors past 1024 are fine)
+    by_key: dict[Any, FakeRank] = {}
+    for rank in ranks:
+        poller.register(rank.ctl, zmq.POLLIN)
+        cell_key: Any = rank.unix.fileno() if rank.unix is not None else rank.cell_zmq
+        poller.register(cell_key, zmq.POLLIN)
+        by_key[cell_key] = rank
+    live = len(ranks)
+    while live:
+        for key, _ in poller.poll(1000):
+            if key in by_key:
+                if not by_key[key].cell_readable():
+                    poller.unregister(key)
+                    live -= 1
+            else:
+                key.recv_multipart()  # control messages (pings): read and dropped
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -68,14 +68,21 @@ def test_multi_worker_model_fit_gives_identical_weights(tf_shell: Any) -> None:
         assert losses[-1] < losses[0]
 
 
+STEP = """
+replicas = strategy.num_replicas_in_sync
+def replica_value():
+    return tf.constant(rank + 1.0)
+
+@tf.function
+def step():
+    return strategy.run(replica_value)
+
+total = float(strategy.reduce("SUM", step(), axis=None))
+"""
+
+
 def test_multi_worker_strategy_persists_across_cells(tf_shell: Any) -> None:
-    ns = run(
-        tf_shell,
-        "-n 2 --strategy multi-worker --pull replicas,total",
-        "replicas = strategy.num_replicas_in_sync\n"
-        "per_replica = strategy.run(lambda: tf.constant(rank + 1.0))\n"
-        "total = float(strategy.reduce('SUM', per_replica, None))",
-    )
+    ns = run(tf_shell, "-n 2 --strategy multi-worker --pull replicas,total", STEP)
     assert ns["replicas"] == [2, 2]
     assert ns["total"] == [3.0, 3.0]
 

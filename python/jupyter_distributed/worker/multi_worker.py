@@ -15,6 +15,7 @@ from typing import Any
 from ..layout import Layout
 from .errors import StrategyError
 from .param_server import rank_hosts
+from .stacks import set_stage
 
 
 def workers_config(rank: int, hosts: list[str], base_port: int) -> dict[str, Any]:
@@ -29,6 +30,7 @@ def setup_multi_worker(layout: Layout, namespace: dict[str, Any]) -> None:
         rank, rank_hosts(layout.world_size), int(os.environ.get("MASTER_PORT", "29500"))
     )
     os.environ["TF_CONFIG"] = json.dumps(config)
+    set_stage("import tensorflow")  # 10-20 s on 2 busy cores: the start-up line says why
     try:
         import tensorflow as tf
     except ImportError as exc:
@@ -36,6 +38,8 @@ def setup_multi_worker(layout: Layout, namespace: dict[str, Any]) -> None:
             f"--strategy multi-worker needs TensorFlow in the ranks' Python ({exc}): "
             "pip install tensorflow"
         ) from None
+    me = config["cluster"]["worker"][rank]
+    set_stage("MultiWorkerMirroredStrategy", f"worker {rank} at {me}, waiting for the others")
     namespace.update(tf=tf, strategy=_strategy_class(tf)())
 
 

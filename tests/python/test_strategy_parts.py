@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -45,6 +46,20 @@ def test_multi_worker_without_tensorflow_is_one_clear_line(shell: Any, tmp_path:
     message = r"multi-worker needs TensorFlow in the ranks' Python \(no tensorflow here\): pip"
     with pytest.raises(LaunchError, match=message):
         shell.run_cell_magic("distributed", line, "pass")
+
+
+def test_multi_worker_port_in_use_is_one_clear_line(shell: Any) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = f"-n 2 --strategy multi-worker --env MASTER_PORT={port - 2}"  # rank 1's port
+        message = (
+            f"rank 1 could not start: --strategy multi-worker: port {port} for worker "
+            f"127.0.0.1:{port} is in use .*choose another with --env MASTER_PORT="
+        )
+        with pytest.raises(LaunchError, match=message):
+            shell.run_cell_magic("distributed", line, "pass")
 
 
 def test_split_sequential_balances_parameters() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from typing import Any
 
 from ..layout import Layout
@@ -30,6 +31,7 @@ def setup_multi_worker(layout: Layout, namespace: dict[str, Any]) -> None:
         rank, rank_hosts(layout.world_size), int(os.environ.get("MASTER_PORT", "29500"))
     )
     os.environ["TF_CONFIG"] = json.dumps(config)
+    _check_free(config["cluster"]["worker"][rank])
     set_stage("import tensorflow")  # 10-20 s on 2 busy cores: the start-up line says why
     try:
         import tensorflow as tf
@@ -41,6 +43,22 @@ def setup_multi_worker(layout: Layout, namespace: dict[str, Any]) -> None:
     me = config["cluster"]["worker"][rank]
     set_stage("MultiWorkerMirroredStrategy", f"worker {rank} at {me}, waiting for the others")
     namespace.update(tf=tf, strategy=_strategy_class(tf)())
+
+
+def _check_free(address: str) -> None:
+    """One line when this rank's port is taken (TensorFlow would fail on it much later and
+    less clearly). TensorFlow listens on every interface, so that is where we look."""
+    port = int(address.rsplit(":", 1)[1])
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC: TIME_WAIT is fine
+        try:
+            probe.bind(("", port))
+        except OSError as exc:
+            raise StrategyError(
+                f"--strategy multi-worker: port {port} for worker {address} is in use "
+                f"({exc.strerror}); the workers listen on MASTER_PORT + 1 + rank: "
+                "choose another with --env MASTER_PORT=..."
+            ) from None
 
 
 def _strategy_class(tf: Any) -> type:

@@ -101,6 +101,8 @@ b = tf.Variable([float(rank), 10.0 * rank])
 hvd.broadcast_variables([b], root_rank=1)
 broadcast = b.numpy().tolist()
 sent = hvd.broadcast(tf.constant([rank, rank]), root_rank=0).numpy().tolist()
+scalar = hvd.broadcast(tf.Variable(float(rank)), root_rank=1)
+scalar = (scalar.shape.rank, float(scalar))
 
 x = np.random.default_rng(rank).normal(size=(32, 4)).astype("float32")
 y = x.sum(1, keepdims=True)
@@ -122,8 +124,28 @@ for _ in range(3):
     grads = tape.gradient(loss, model.trainable_variables)
     opt.apply_gradients(zip(grads, model.trainable_variables))
 taped = [w.tolist() for w in model.get_weights()]
+
+keras.utils.set_random_seed(rank)  # Horovod's TensorFlow 2 example: all of it in a tf.function
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+opt = keras.optimizers.Adam(0.01)
+
+@tf.function
+def training_step(images, labels, first_batch):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(images) - labels) ** 2)
+    tape = hvd.DistributedGradientTape(tape)
+    grads = tape.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(grads, model.trainable_variables))
+    if first_batch:
+        hvd.broadcast_variables(model.variables, root_rank=0)
+        hvd.broadcast_variables(opt.variables, root_rank=0)
+    return loss
+
+for i in range(4):
+    training_step(x[8 * i : 8 * i + 8], y[8 * i : 8 * i + 8], i == 0)
+stepped = [w.tolist() for w in model.get_weights()]
 """
-PULL = "--pull info,mean,total,count,broadcast,sent,fit,taped"
+PULL = "--pull info,mean,total,count,broadcast,sent,scalar,fit,taped,stepped"
 
 
 def check_hvd(ns: dict[str, Any], transport: str) -> None:
@@ -133,8 +155,10 @@ def check_hvd(ns: dict[str, Any], transport: str) -> None:
     assert ns["count"] == [("int64", [3])] * 2
     assert ns["broadcast"] == [[1.0, 10.0]] * 2
     assert ns["sent"] == [[0, 0]] * 2
+    assert ns["scalar"] == [(0, 1.0)] * 2  # a scalar stays a scalar
     assert ns["fit"][0] == ns["fit"][1]  # averaged gradients inside Keras's tf.function
     assert ns["taped"][0] == ns["taped"][1]
+    assert ns["stepped"][0] == ns["stepped"][1]  # broadcast inside a tf.function too
 
 
 def test_horovod_tensorflow_over_gloo(tf_shell: Any) -> None:

@@ -50,7 +50,7 @@ class _MpiOps:
         array = np.ascontiguousarray(value)
         out = np.empty_like(array)
         self.comm.Allreduce(array, out)
-        return out
+        return out.reshape(np.shape(value))  # a scalar stays one (ascontiguousarray made it 1-d)
 
     def allgather(self, value: Any) -> list[Any]:
         return list(self.comm.allgather(value))
@@ -60,7 +60,7 @@ class _MpiOps:
 
         array = np.ascontiguousarray(value)
         self.comm.Bcast(array, root=root)
-        return array
+        return array.reshape(np.shape(value))
 
     def broadcast_object(self, obj: Any, root: int) -> Any:
         return self.comm.bcast(obj, root=root)

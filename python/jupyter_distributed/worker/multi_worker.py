@@ -31,7 +31,8 @@ def setup_multi_worker(layout: Layout, namespace: dict[str, Any]) -> None:
         rank, rank_hosts(layout.world_size), int(os.environ.get("MASTER_PORT", "29500"))
     )
     os.environ["TF_CONFIG"] = json.dumps(config)
-    _check_free(config["cluster"]["worker"][rank])
+    me = config["cluster"]["worker"][rank]
+    _check_free(me)
     set_stage("import tensorflow")  # 10-20 s on 2 busy cores: the start-up line says why
     try:
         import tensorflow as tf
@@ -40,7 +41,6 @@ def setup_multi_worker(layout: Layout, namespace: dict[str, Any]) -> None:
             f"--strategy multi-worker needs TensorFlow in the ranks' Python ({exc}): "
             "pip install tensorflow"
         ) from None
-    me = config["cluster"]["worker"][rank]
     set_stage("MultiWorkerMirroredStrategy", f"worker {rank} at {me}, waiting for the others")
     namespace.update(tf=tf, strategy=_strategy_class(tf)())
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,14 @@ from jupyter_distributed.session import Session
 @pytest.fixture
 def shell(tmp_path: Path) -> Iterator[Any]:
     """The global IPython shell with ``%%distributed`` bound to a fresh session and store."""
+    yield from bound_shell(tmp_path)
+
+
+def bound_shell(folder: Path) -> Iterator[Any]:
+    """The shell of :func:`shell`, its store in ``folder``; for fixtures of a wider scope (a
+    module that shares one cluster among its tests)."""
     ip = globalipapp.start_ipython() or globalipapp.get_ipython()  # type: ignore[no-untyped-call]
-    magics = DistributedMagics(ip, Session(Store(tmp_path / "history.sqlite3")))
+    magics = DistributedMagics(ip, Session(Store(folder / "history.sqlite3")))
     ip.register_magics(magics)
     ip.user_ns["_jd_session"] = magics.session
     try:
@@ -33,6 +40,14 @@ def store(tmp_path: Path) -> Iterator[Store]:
     store = Store(tmp_path / "history.sqlite")
     yield store
     store.close()
+
+
+def without_package(tmp_path: Path, name: str) -> str:
+    """A PYTHONPATH under which ``import name`` fails: for ranks that lack a package."""
+    fake = tmp_path / f"no_{name}" / name
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(f"raise ImportError('no {name} here')\n")
+    return os.pathsep.join(filter(None, [str(fake.parent), os.environ.get("PYTHONPATH")]))
 
 
 def proc_alive(pid: int) -> bool:

@@ -192,6 +192,28 @@ def test_mpi_options_on_the_magics_line_are_the_sdks_custom_mpi_options() -> Non
     assert request == expected
 
 
+def test_horovod_with_tensorflow_sends_the_sdks_mpi_request() -> None:
+    """``--framework tensorflow`` changes what the ranks import, not the job: the request is the
+    SDK's Horovod request (``distribution={"mpi": {...}}``), byte for byte the golden one."""
+    from jupyter_distributed.cell_spec import spec_from_args
+    from jupyter_distributed.layout import Framework
+    from jupyter_distributed.magics import _parsed
+
+    case = json.loads((GOLDEN / "sagemaker_horovod_mpi.json").read_text())
+    line = (
+        "--backend sagemaker --nodes 2 --procs-per-node 4 --strategy horovod "
+        f"--framework tensorflow --instance-type ml.g5.12xlarge --role {case['role']} "
+        f"--region {case['region']} --bucket jd-bucket --mpi-options '--NCCL_DEBUG INFO'"
+    )
+    spec = spec_from_args(_parsed(line))
+    options = spec.options
+    assert isinstance(options, SageMakerOptions)
+    assert spec.layout.framework is Framework.TENSORFLOW
+    check_spec(spec, options)
+    assert distribution(spec.layout, options) == case["distribution"]
+    assert _golden_request(spec, options, case) == case["request"]
+
+
 def test_mpi_defaults_added_once() -> None:
     from jupyter_distributed.backends.sagemaker.request import merge_mpi_options
 

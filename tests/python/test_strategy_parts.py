@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from jupyter_distributed.errors import LaunchError
 from jupyter_distributed.layout import Layout, Strategy
 from jupyter_distributed.worker.errors import StrategyError
+from jupyter_distributed.worker.multi_worker import workers_config
 from jupyter_distributed.worker.param_server import tf_config
+
+from .core_helpers import without_package
 
 
 def test_tf_config_for_two_servers_and_two_workers() -> None:
@@ -25,6 +31,35 @@ def test_tf_config_for_two_servers_and_two_workers() -> None:
         "task": {"type": "worker", "index": 1},
     }
     assert tf_config(layout, 1, hosts, 29500)["task"] == {"type": "ps", "index": 1}
+
+
+def test_multi_worker_config_lists_every_rank_as_a_worker_at_its_host() -> None:
+    assert workers_config(2, ["a", "a", "b"], 29500) == {
+        "cluster": {"worker": ["a:29501", "a:29502", "b:29503"]},
+        "task": {"type": "worker", "index": 2},
+    }
+
+
+def test_multi_worker_without_tensorflow_is_one_clear_line(shell: Any, tmp_path: Path) -> None:
+    path = without_package(tmp_path, "tensorflow")
+    line = f"-n 2 --strategy multi-worker --env PYTHONPATH={path}"
+    message = r"multi-worker needs TensorFlow in the ranks' Python \(no tensorflow here\): pip"
+    with pytest.raises(LaunchError, match=message):
+        shell.run_cell_magic("distributed", line, "pass")
+
+
+def test_multi_worker_port_in_use_is_one_clear_line(shell: Any) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = f"-n 2 --strategy multi-worker --env MASTER_PORT={port - 2}"  # rank 1's port
+        message = (
+            f"rank 1 could not start: --strategy multi-worker: port {port} for worker "
+            f"127.0.0.1:{port} is in use .*choose another with --env MASTER_PORT="
+        )
+        with pytest.raises(LaunchError, match=message):
+            shell.run_cell_magic("distributed", line, "pass")
 
 
 def test_split_sequential_balances_parameters() -> None:

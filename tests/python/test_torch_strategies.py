@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,8 @@ from typing import Any
 import pytest
 
 from jupyter_distributed.errors import LaunchError
+
+from .core_helpers import without_package
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.timeout(180)
@@ -249,14 +250,16 @@ def test_global_batch_recorded_and_change_warned(shell: Any, capsys: Any) -> Non
     [
         ("ddp", "--strategy ddp needs PyTorch.*pip install torch"),
         ("horovod", "--strategy horovod on the local backend needs torch.*use --backend mpi"),
+        (
+            "horovod --framework tensorflow",
+            "--strategy horovod --framework tensorflow on the local backend needs torch for its "
+            "gloo transport.*use --backend mpi with mpi4py",
+        ),
     ],
 )
 def test_missing_torch_is_one_clear_line(
     shell: Any, tmp_path: Path, strategy: str, message: str
 ) -> None:
-    fake = tmp_path / "no_torch" / "torch"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ImportError('no torch here')\n")
-    path = os.pathsep.join(filter(None, [str(fake.parent), os.environ.get("PYTHONPATH")]))
+    path = without_package(tmp_path, "torch")
     with pytest.raises(LaunchError, match=message):
         run(shell, f"-n 2 --strategy {strategy} --env PYTHONPATH={path}", "pass")

@@ -2,7 +2,8 @@
 
 Real Horovod when it is installed; otherwise the same calls over mpi4py when the rank runs under
 MPI, or over torch.distributed (gloo) on the local backend. Tensors may be torch tensors, NumPy
-arrays or plain numbers; results have the type of the input.
+arrays or plain numbers; results have the type of the input. ``--framework tensorflow`` gives
+``horovod.tensorflow``'s API over the same transports (:mod:`.horovod_tf`).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class _MpiOps:
         array = np.ascontiguousarray(value)
         out = np.empty_like(array)
         self.comm.Allreduce(array, out)
-        return out
+        return out.reshape(np.shape(value))  # a scalar stays one (ascontiguousarray made it 1-d)
 
     def allgather(self, value: Any) -> list[Any]:
         return list(self.comm.allgather(value))
@@ -59,7 +60,7 @@ class _MpiOps:
 
         array = np.ascontiguousarray(value)
         self.comm.Bcast(array, root=root)
-        return array
+        return array.reshape(np.shape(value))
 
     def broadcast_object(self, obj: Any, root: int) -> Any:
         return self.comm.bcast(obj, root=root)
@@ -149,13 +150,27 @@ class Hvd:
         average: bool | None = None,
         op: str | None = None,
         name: str | None = None,
+        **_: Any,  # Horovod's compression, prescale_factor, ...: accepted and ignored
     ) -> Any:
         """Sum over ranks, divided by the world size unless ``op=hvd.Sum``/``average=False``."""
-        total = self._ops.allreduce(_host(value) if isinstance(self._ops, _MpiOps) else value)
-        mean = op != self.Sum if average is None else average
+        return self._allreduce(value, self._mean(average, op))
+
+    def _allreduce(self, value: Any, mean: bool) -> Any:
+        total = self._ops.allreduce(self._send(value))
         if mean:
             total = total / self.size()
-        return _like(total, value)
+        return self._back(total, value)
+
+    def _mean(self, average: bool | None, op: str | None) -> bool:
+        return op != self.Sum if average is None else average
+
+    def _send(self, value: Any) -> Any:
+        """``value`` as the transport takes it."""
+        return _host(value) if isinstance(self._ops, _MpiOps) else value
+
+    def _back(self, result: Any, original: Any) -> Any:
+        """The transport's ``result`` with the type of ``original``."""
+        return _like(result, original)
 
     def allgather(self, value: Any, name: str | None = None) -> list[Any]:
         """Every rank's ``value``, in rank order (Horovod concatenates; lists are clearer)."""
@@ -165,8 +180,7 @@ class Hvd:
         return self._ops.allgather(obj)
 
     def broadcast(self, value: Any, root_rank: int, name: str | None = None) -> Any:
-        host = _host(value) if isinstance(self._ops, _MpiOps) else value
-        return _like(self._ops.broadcast(host, root_rank), value)
+        return self._back(self._ops.broadcast(self._send(value), root_rank), value)
 
     def broadcast_object(self, obj: Any, root_rank: int = 0) -> Any:
         return self._ops.broadcast_object(obj, root_rank)
@@ -205,24 +219,30 @@ class _AveragingOptimizer:
 
 def make_hvd() -> Any:
     """Real Horovod if importable, else MPI under mpirun, else gloo on the local backend."""
+    return real_horovod("horovod.torch") or Hvd(transport("--strategy horovod"))
+
+
+def real_horovod(module: str) -> Any:
+    """Horovod's ``module``, initialised, if Horovod is installed; else None."""
     try:
-        real_hvd = importlib.import_module("horovod.torch")
+        real_hvd = importlib.import_module(module)
     except ImportError:
-        pass
-    else:
-        real_hvd.init()
-        return real_hvd
+        return None
+    real_hvd.init()
+    return real_hvd
+
+
+def transport(what: str) -> _Ops:
+    """mpi4py under MPI, else torch.distributed's gloo; one line naming what to install."""
     if under_mpi():
         try:
-            return Hvd(_MpiOps())
+            return _MpiOps()
         except ImportError:
-            raise StrategyError(
-                "--strategy horovod under MPI needs mpi4py: pip install mpi4py"
-            ) from None
+            raise StrategyError(f"{what} under MPI needs mpi4py: pip install mpi4py") from None
     try:
-        return Hvd(_TorchOps())
+        return _TorchOps()
     except ImportError:
         raise StrategyError(
-            "--strategy horovod on the local backend needs torch "
+            f"{what} on the local backend needs torch for its gloo transport "
             "(pip install torch); or use --backend mpi with mpi4py"
         ) from None

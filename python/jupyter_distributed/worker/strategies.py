@@ -8,8 +8,11 @@ Per strategy:
 - ``fsdp``: the same with ``shard_model(model)`` (FSDP2 ``fully_shard``);
 - ``model-parallel``: the same with ``mesh`` (dims ``dp``, ``pp``, ``tp``) and
   ``pipeline(sequential, loss_fn)`` that runs this rank's stage in ``--microbatches``;
-- ``horovod``: ``hvd`` (real Horovod, else over MPI or gloo);
-- ``parameter-server``: ``TF_CONFIG``, ``parameter_servers``, ``workers``, ``is_parameter_server``.
+- ``horovod``: ``hvd`` (real Horovod, else over MPI or gloo); ``horovod.tensorflow``'s API
+  with ``--framework tensorflow``;
+- ``parameter-server``: ``TF_CONFIG``, ``parameter_servers``, ``workers``, ``is_parameter_server``;
+- ``multi-worker``: ``TF_CONFIG`` (workers only), ``tf`` and ``strategy``, a ready
+  ``MultiWorkerMirroredStrategy``.
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ def setup(layout: Layout, namespace: dict[str, Any]) -> None:
     ):
         os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # gloo would resolve the host name otherwise
     _share_cpus()
+    if layout.uses_tensorflow:
+        # TensorFlow's C++ INFO and WARNING lines ("dataset will not be optimized") would show
+        # under every cell of every rank; errors still do (--env TF_CPP_MIN_LOG_LEVEL=0: all).
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     strategy = layout.strategy
     if strategy.uses_torch:
         from .torch_helpers import init_process_group
@@ -66,13 +73,22 @@ def setup(layout: Layout, namespace: dict[str, Any]) -> None:
             mesh = build_mesh(layout, device)
             namespace.update(mesh=mesh, pipeline=make_pipeline_helper(layout, mesh, device))
     elif strategy is Strategy.HOROVOD:
-        from .horovod import make_hvd
+        if layout.uses_tensorflow:
+            from .horovod_tf import make_tf_hvd
 
-        namespace["hvd"] = make_hvd()
+            namespace["hvd"] = make_tf_hvd()
+        else:
+            from .horovod import make_hvd
+
+            namespace["hvd"] = make_hvd()
     elif strategy is Strategy.PARAMETER_SERVER:
         from .param_server import setup_parameter_server
 
         setup_parameter_server(layout, namespace)
+    elif strategy is Strategy.MULTI_WORKER:
+        from .multi_worker import setup_multi_worker
+
+        setup_multi_worker(layout, namespace)
 
 
 def _share_cpus() -> None:

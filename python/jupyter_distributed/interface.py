@@ -251,6 +251,11 @@ class Cluster(ABC):
     def stop(self) -> None:
         """Stop every rank; idempotent; returns when no process is left."""
 
+    def peer_count(self) -> int | None:
+        """The connections the kernel holds to this cluster's ranks, or to their node relays
+        (None where the backend does not say)."""
+        return None
+
     def snapshot(self, ranks: Sequence[int], reason: str, run_id: str = "") -> StacksEvent | None:
         """Every thread of ``ranks`` with the diagnosis, recorded under the running (or given)
         run; None where this backend cannot take stacks."""

@@ -35,6 +35,7 @@ from .hang import diagnose
 from .hangflight import ranks_text
 from .inbox import CancelRequested, Exited, Item
 from .liveness import StartProcesses, exit_failures, silent_ranks
+from .relays import relay_addresses, relay_failure
 from .router import Router
 from .stackboard import collect
 from .startup import wait_ready
@@ -103,6 +104,9 @@ class ProcessCluster(Cluster):
             "kernel_host": socket.gethostname(),
             "stacks_dir": self.stacks_dir,
         }
+        directory = self.router.listener.directory
+        if plan.spec.relays == "always" and directory is not None:
+            boot["relays"] = relay_addresses(directory, plan.spec.layout.nodes)
         try:
             self.processes = start({BOOTSTRAP_ENV: json.dumps(boot)})
             for fd in getattr(self.processes, "sentinels", list)():
@@ -128,6 +132,9 @@ class ProcessCluster(Cluster):
 
     def ranks(self) -> list[RankInfo]:
         return [self.info[r] for r in sorted(self.info)]
+
+    def peer_count(self) -> int | None:
+        return self.router.peer_count()
 
     def execute(self, request: RunRequest, view: RunView) -> RunOutcome:
         self._code = request.code  # (the lines of a crash stack in the cell)
@@ -245,6 +252,18 @@ class ProcessCluster(Cluster):
         """The failure with the cause of the death (:mod:`.deaths`)."""
         return explain(failure, self.info.get(failure.rank), self.stacks_dir, self._code)
 
+    def _dead_nodes(self, now: float) -> list[RankFailure]:
+        """A relay that ended is a dead node: its ranks are gone (failed) with it."""
+        out = []
+        layout = self.plan.spec.layout
+        for node, code in getattr(self.processes, "dead_relays", list)():
+            host = next((r.host for r in self.plan.ranks if r.coords.node_rank == node), "")
+            out.append(relay_failure(layout, node, host or socket.gethostname(), code, now))
+            for info in self.info.values():
+                if info.coords.node_rank == node and info.state not in ("exited", "failed"):
+                    info.state = "failed"
+        return out
+
     def _watch(self) -> None:
         events: list[Event] = []
         items: list[Item] = []
@@ -252,6 +271,7 @@ class ProcessCluster(Cluster):
         now = time.time()
         failures = silent_ranks(self.info, self.silence_limit, now)
         failures += exit_failures(self.info, self.processes.exited(), now)
+        failures += self._dead_nodes(now)
         for failure in map(self._explain, failures):
             if self._stopping.is_set() or self._lost == STOPPED_REMOTELY:
                 continue

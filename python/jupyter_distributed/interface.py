@@ -228,6 +228,8 @@ class Cluster(ABC):
     #: Whether its ranks can ask the notebook (pdb, ``input()``, ``%distributed debug``): they
     #: have a channel to the kernel. A cluster without one says :data:`NO_PROMPTS`.
     interactive: ClassVar[bool] = True
+    #: The node relays between the kernel and the ranks (0: the ranks reach the kernel itself).
+    relays: int = 0
 
     @abstractmethod
     def execute(self, request: RunRequest, view: RunView) -> RunOutcome:
@@ -264,6 +266,8 @@ class Cluster(ABC):
 
 class Backend(ABC):
     name: ClassVar[str]
+    #: Whether it starts node relays where ``Spec.relays`` is "always" (see cluster/relays.py).
+    relays: ClassVar[bool] = False
 
     @abstractmethod
     def plan(self, spec: Spec) -> Plan: ...

@@ -27,7 +27,7 @@ import zmq
 
 from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_addresses
 from jupyter_distributed.display import CellView
-from jupyter_distributed.errors import RunFailed
+from jupyter_distributed.errors import RunFailed, SpecError
 from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.pids import pid_alive
@@ -40,6 +40,7 @@ from jupyter_distributed.protocol.signing import (
 )
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
+from jupyter_distributed.textviews import status
 
 KEY = b"k" * 32
 NODE_RANKS = (4, 5, 6, 7)  # node 1 of 2 nodes × 4
@@ -180,10 +181,12 @@ def test_the_kernel_holds_one_connection_for_a_node_of_four_ranks(session: Sessi
     assert _run(session, "rank", relays="always").values == {r: str(r) for r in range(4)}
     (live,) = session.live.values()
     assert live.cluster.peer_count() == 1
+    assert "kernel connections to the ranks: 1 (through 1 node relay(s))" in status(session)
     session.stop()
     _run(session, "rank")  # without relays: each rank's control channel and cell socket
     (live,) = session.live.values()
     assert live.cluster.peer_count() == 8
+    assert "kernel connections to the ranks: 8\n" in status(session)
 
 
 def test_a_relay_killed_mid_cell_names_its_node(session: Session, tmp_path: Path) -> None:
@@ -217,3 +220,10 @@ def test_a_relay_killed_mid_cell_names_its_node(session: Session, tmp_path: Path
     assert root.summary.endswith("died (killed by signal 9): its ranks 0-3 are gone")
     assert not pid_alive(relay.pid)
     assert _run(session, "rank", relays="always").values == {r: str(r) for r in range(4)}
+
+
+def test_relays_on_a_backend_without_them_are_refused_in_one_line(session: Session) -> None:
+    with pytest.raises(SpecError, match=r"the mpi backend starts no node relays yet; set it to"):
+        session.plan(Spec(backend="mpi", relays="always"))
+    with pytest.raises(SpecError, match=r"Distributed.relays is 'sometimes'"):
+        Spec(relays="sometimes")

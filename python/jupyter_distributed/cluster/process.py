@@ -63,11 +63,13 @@ class ProcessCluster(Cluster):
         connect_host: str | None = None,
         transport: Transport | None = None,
         silence_limit: float | None = None,
+        relays: bool = False,
     ) -> None:
         """``transport`` says how ranks reach the kernel (:mod:`.transport`); without one, TCP
         with CurveZMQ on ``bind_host``, dialled at ``connect_host``. ``silence_limit``: seconds
         without any message (ranks send a heartbeat every second) after which a rank is dead,
-        for launchers that cannot see their processes."""
+        for launchers that cannot see their processes. ``relays``: the backend starts a node
+        relay per node (:mod:`.relays`) where the ranks are on this machine (``ipc``)."""
         self.plan = plan
         if silence_limit is not None:
             self.silence_limit = silence_limit
@@ -105,8 +107,9 @@ class ProcessCluster(Cluster):
             "stacks_dir": self.stacks_dir,
         }
         directory = self.router.listener.directory
-        if plan.spec.relays == "always" and directory is not None:
+        if relays and directory is not None:
             boot["relays"] = relay_addresses(directory, plan.spec.layout.nodes)
+            self.relays = plan.spec.layout.nodes
         try:
             self.processes = start({BOOTSTRAP_ENV: json.dumps(boot)})
             for fd in getattr(self.processes, "sentinels", list)():

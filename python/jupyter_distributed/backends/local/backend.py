@@ -131,6 +131,7 @@ class LocalProcesses:
 
 class LocalBackend(Backend):
     name: ClassVar[str] = "local"
+    relays: ClassVar[bool] = True
 
     def plan(self, spec: Spec) -> Plan:
         options = spec.options if isinstance(spec.options, LocalOptions) else LocalOptions()
@@ -162,8 +163,9 @@ class LocalBackend(Backend):
 
     def launch(self, plan: Plan, store: Store, view: RunView) -> ProcessCluster:
         return ProcessCluster(
-            plan, store, lambda boot: LocalProcesses(plan, boot), view, transport=Transport.ipc()
-        )
+            plan, store, lambda boot: LocalProcesses(plan, boot), view, transport=Transport.ipc(),
+            relays=plan.spec.relays == "always",
+        )  # fmt: skip
 
     def sweep_parallel(self, spec: Spec) -> int:
         options = spec.options if isinstance(spec.options, LocalOptions) else LocalOptions()

@@ -83,6 +83,7 @@ CASES = [
     BackendCase("local"),
     BackendCase("local", relays="always"),  # one relay process per node, beside the ranks
     BackendCase("mpi", options=MpiOptions, missing=mpi_missing),
+    BackendCase("mpi", options=MpiOptions, missing=mpi_missing, relays="always"),
     BackendCase(
         "sagemaker",
         options=sagemaker_options,

@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 import zmq
 
+from jupyter_distributed.backends.mpi.backend import descendants
+from jupyter_distributed.backends.mpi.options import MpiOptions
 from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_addresses
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed, SpecError
@@ -41,6 +43,8 @@ from jupyter_distributed.protocol.signing import (
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
 from jupyter_distributed.textviews import status
+
+from .backend_cases import mpi_missing
 
 KEY = b"k" * 32
 NODE_RANKS = (4, 5, 6, 7)  # node 1 of 2 nodes × 4
@@ -160,10 +164,32 @@ def test_a_message_signed_for_many_is_refused_by_a_rank_not_named() -> None:
 # -- through a Session: real ranks, a real relay ------------------------------------------
 
 
-def _run(session: Session, code: str, n: int = 4, **kwargs: Any) -> Any:
+def _run(session: Session, code: str, n: int = 4, nodes: int = 1, **kwargs: Any) -> Any:
     out = io.StringIO()
-    spec = Spec(layout=Layout(procs_per_node=n), **kwargs)
+    spec = Spec(layout=Layout(nodes=nodes, procs_per_node=n), **kwargs)
     return session.run_cell(spec, textwrap.dedent(code), {}, view=CellView(out=out, err=out))
+
+
+def _relays(backend: str) -> dict[str, Any]:
+    """The Spec arguments of a cell through relays on ``backend`` (skipped where it cannot run)."""
+    if backend == "mpi":
+        if reason := mpi_missing():
+            pytest.skip(reason)
+        return {"backend": "mpi", "options": MpiOptions(), "relays": "always"}
+    return {"relays": "always"}
+
+
+def _relay_pids() -> list[int]:
+    """The node relays below this process (whichever launcher started them)."""
+    out = []
+    for pid in descendants(os.getpid()):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[1:3] == [b"-m", b"jupyter_distributed.cluster.relay"]:  # (not its mpirun)
+            out.append(pid)
+    return out
 
 
 @pytest.fixture
@@ -189,17 +215,37 @@ def test_the_kernel_holds_one_connection_for_a_node_of_four_ranks(session: Sessi
     assert "kernel connections to the ranks: 8\n" in status(session)
 
 
-def test_a_relay_killed_mid_cell_names_its_node(session: Session, tmp_path: Path) -> None:
-    _run(session, "pass", relays="always")
+# (mpi: every node on this machine is one node; relays on --hosts are refused for now)
+SHAPES = [("local", 2), ("mpi", 1)]
+
+
+@pytest.mark.parametrize(("backend", "nodes"), SHAPES)
+def test_each_node_reaches_the_kernel_through_its_relay(
+    session: Session, backend: str, nodes: int
+) -> None:
+    given = _relays(backend)
+    values = _run(session, "rank", n=2, nodes=nodes, **given).values
+    assert values == {r: str(r) for r in range(2 * nodes)}
     (live,) = session.live.values()
-    relay = live.cluster.processes.relays.procs[0]  # type: ignore[attr-defined]
+    assert (live.cluster.peer_count(), len(_relay_pids())) == (nodes, nodes)
+
+
+@pytest.mark.parametrize(("backend", "nodes"), SHAPES)
+def test_a_relay_killed_mid_cell_names_its_node(
+    session: Session, tmp_path: Path, backend: str, nodes: int
+) -> None:
+    given = _relays(backend)
+    _run(session, "pass", n=2, nodes=nodes, **given)
     marker = tmp_path / "started"
+    killed: list[int] = []
 
     def kill_when_started() -> None:
         deadline = time.monotonic() + 60
         while not marker.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
-        os.kill(relay.pid, signal.SIGKILL)
+        pid = min(_relay_pids())  # (the relay of node 0 started first)
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
 
     killer = threading.Thread(target=kill_when_started, daemon=True)
     killer.start()
@@ -211,19 +257,25 @@ def test_a_relay_killed_mid_cell_names_its_node(session: Session, tmp_path: Path
             pathlib.Path({str(marker)!r}).touch()
             time.sleep(120)
             """,
-            relays="always",
+            n=2,
+            nodes=nodes,
+            **given,
         )
     killer.join()
     root = info.value.root
     assert root.kind == "relay"
     assert root.summary.startswith("relay of node 0 on host ")
-    assert root.summary.endswith("died (killed by signal 9): its ranks 0-3 are gone")
-    assert not pid_alive(relay.pid)
-    assert _run(session, "rank", relays="always").values == {r: str(r) for r in range(4)}
+    assert root.summary.endswith("died (killed by signal 9): its ranks 0-1 are gone")
+    assert not pid_alive(killed[0])
+    values = _run(session, "rank", n=2, nodes=nodes, **given).values
+    assert values == {r: str(r) for r in range(2 * nodes)}
 
 
 def test_relays_on_a_backend_without_them_are_refused_in_one_line(session: Session) -> None:
-    with pytest.raises(SpecError, match=r"the mpi backend starts no node relays yet; set it to"):
-        session.plan(Spec(backend="mpi", relays="always"))
+    with pytest.raises(SpecError, match=r"the slurm backend starts no node relays yet; set it"):
+        session.plan(Spec(backend="slurm", relays="always"))
+    across = MpiOptions(hosts=("h1", "h2"))
+    with pytest.raises(SpecError, match=r"on this machine only yet, not on --hosts; set it to"):
+        session.plan(Spec(Layout(nodes=2), backend="mpi", options=across, relays="always"))
     with pytest.raises(SpecError, match=r"Distributed.relays is 'sometimes'"):
         Spec(relays="sometimes")

@@ -16,23 +16,27 @@ ranks' keys). So the kernel holds one connection per node, not two per rank.
   ``rN`` and ``cN`` are, the relay learns from their verified messages, as the kernel does.
 
 Anything unsigned, replayed, or from a rank of another node is dropped. The relay dies with
-its parent (Linux), and the kernel names a dead relay as a dead node (:mod:`.relays`).
+its parent (Linux) and ends once it finds the kernel dead (on the kernel's host, as a rank
+does); the kernel names a dead relay as a dead node (:mod:`.relays`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
+import time
 from typing import Any
 
 import zmq
 
 from ..layout import Layout
-from ..pids import die_with_parent
+from ..pids import die_with_parent, pid_alive
 from ..protocol.frames import MAX_FRAME, MAX_HEADER
 from ..protocol.signing import BOOTSTRAP_ENV, BadMessage, Signer, cell_name, rank_name
 
+ORPHAN_CHECK_MS = 1000  # how often a relay looks whether its kernel is alive (on its host)
 RELAY_NAME = "relay"  # the relay's own signer name (it checks, it never signs yet)
 
 
@@ -61,14 +65,21 @@ class Relay:
             sock.setsockopt(zmq.LINGER, 1000)
         self.down.bind(boot["relays"][str(node)])
         self.up.connect(boot["address"])
+        here = boot.get("kernel_host") == socket.gethostname()
+        self.kernel_pid = int(boot.get("kernel_pid") or 0) if here else 0
 
     def serve(self) -> None:
-        """Forward both ways until killed."""
+        """Forward both ways until killed, or until the kernel is found dead (on its host)."""
         poller = zmq.Poller()
         poller.register(self.down, zmq.POLLIN)
         poller.register(self.up, zmq.POLLIN)
+        checked = time.monotonic()
         while True:
-            ready = dict(poller.poll())
+            ready = dict(poller.poll(ORPHAN_CHECK_MS))
+            if self.kernel_pid and time.monotonic() - checked >= ORPHAN_CHECK_MS / 1000:
+                checked = time.monotonic()
+                if not pid_alive(self.kernel_pid):
+                    return  # the kernel is gone (killed): nobody is left to relay for
             if self.down in ready:
                 self._from_ranks()
             if self.up in ready:
@@ -107,12 +118,15 @@ class Relay:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or not argv[0].isdigit() or BOOTSTRAP_ENV not in os.environ:
+    """``NODE``: the node's number, or the name of the environment variable that holds it (a
+    launcher's process rank, e.g. ``OMPI_COMM_WORLD_RANK`` where it starts one per node)."""
+    node = os.environ.get(argv[0], argv[0]) if len(argv) == 1 else ""
+    if not node.isdigit() or BOOTSTRAP_ENV not in os.environ:
         sys.stderr.write("usage: python -m jupyter_distributed.cluster.relay NODE (a backend's)\n")
         return 2
     die_with_parent()
     boot = json.loads(os.environ.pop(BOOTSTRAP_ENV))
-    Relay(boot, int(argv[0])).serve()
+    Relay(boot, int(node)).serve()
     return 0
 
 

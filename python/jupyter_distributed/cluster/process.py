@@ -88,6 +88,7 @@ class ProcessCluster(Cluster):
         self._lost = ""
         self._code = ""
         self._last_control = self._last_watch = 0.0
+        self._unreachable: set[int] = set()  # ranks behind a dead relay
         self.router = Router(
             f"jd-{self.id}", store, self.info, key, self._tick, self.mark_lost,
             transport or Transport.tcp(bind_host, connect_host),
@@ -157,7 +158,10 @@ class ProcessCluster(Cluster):
             self._lost = why
 
     def stacks(self, ranks: Sequence[int], code: str = "") -> dict[int, RankStacks]:
-        return collect(self.router.board, self.send, self.info, ranks, self.stacks_dir, code)
+        return collect(
+            self.router.board, self.send, self.info, ranks, self.stacks_dir, code,
+            unreachable=self._unreachable,
+        )  # fmt: skip
 
     def recorded_end(self, run_id: str) -> RunEvent | None:
         end = self.router.cell.completed
@@ -263,8 +267,10 @@ class ProcessCluster(Cluster):
             host = next((r.host for r in self.plan.ranks if r.coords.node_rank == node), "")
             out.append(relay_failure(layout, node, host or socket.gethostname(), code, now))
             for info in self.info.values():
-                if info.coords.node_rank == node and info.state not in ("exited", "failed"):
-                    info.state = "failed"
+                if info.coords.node_rank == node:
+                    self._unreachable.add(info.rank)
+                    if info.state not in ("exited", "failed"):
+                        info.state = "failed"
         return out
 
     def _watch(self) -> None:

@@ -28,6 +28,7 @@ import zmq
 from jupyter_distributed.backends.mpi.backend import descendants
 from jupyter_distributed.backends.mpi.options import MpiOptions
 from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_addresses
+from jupyter_distributed.cluster.stackboard import StackBoard, collect
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed, SpecError
 from jupyter_distributed.history.store import Store
@@ -279,3 +280,13 @@ def test_relays_on_a_backend_without_them_are_refused_in_one_line(session: Sessi
         session.plan(Spec(Layout(nodes=2), backend="mpi", options=across, relays="always"))
     with pytest.raises(SpecError, match=r"Distributed.relays is 'sometimes'"):
         Spec(relays="sometimes")
+
+
+def test_the_ranks_behind_a_dead_relay_are_not_asked_for_their_stacks() -> None:
+    asked: list[list[int]] = []
+    stacks = collect(
+        StackBoard(), lambda ranks, _: asked.append(list(ranks)), {}, [0, 1, 2], "",
+        answer_wait=0.01, unreachable={1, 2},
+    )  # fmt: skip
+    assert asked == [[0]]
+    assert sorted(stacks) == [0, 1, 2]  # (each says why it could not be read)

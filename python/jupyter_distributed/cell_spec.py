@@ -107,6 +107,7 @@ def spec_from_args(
             args.display_max_mb if args.display_max_mb is not None else settings.display_max_mb
         ),
         sweep=parse_sweep(args.sweep, args.sweep_parallel),
+        relays=settings.relays,
     )
 
 

@@ -70,7 +70,7 @@ class RankFailure:
     traceback: tuple[str, ...] = ()
     exit_code: int | None = None
     signal: int | None = None
-    kind: str = "exception"  # exception | exit | timeout | interrupted
+    kind: str = "exception"  # exception | exit | timeout | interrupted | relay (a dead node)
     # who sent the signal, when known ("the out-of-memory killer (RSS 21.3 GiB of 23.4 GiB
     # just before)"); lines that follow the traceback (a CUDA out-of-memory's memory picture);
     # the rank's last lines of output before it died
@@ -80,6 +80,8 @@ class RankFailure:
 
     @property
     def summary(self) -> str:
+        if self.kind == "relay":  # (rank -1: the relay's node and ranks are in evalue)
+            return self.evalue
         where = f"rank {self.rank}" + (f" on {self.host}" if self.host else "")
         where += f" (pid {self.pid})" if self.pid else ""
         if self.kind == "exit":

@@ -226,6 +226,8 @@ class Cluster(ABC):
     #: Whether its ranks can ask the notebook (pdb, ``input()``, ``%distributed debug``): they
     #: have a channel to the kernel. A cluster without one says :data:`NO_PROMPTS`.
     interactive: ClassVar[bool] = True
+    #: The node relays between the kernel and the ranks (0: the ranks reach the kernel itself).
+    relays: int = 0
 
     @abstractmethod
     def execute(self, request: RunRequest, view: RunView) -> RunOutcome:
@@ -249,6 +251,11 @@ class Cluster(ABC):
     def stop(self) -> None:
         """Stop every rank; idempotent; returns when no process is left."""
 
+    def peer_count(self) -> int | None:
+        """The connections the kernel holds to this cluster's ranks, or to their node relays
+        (None where the backend does not say)."""
+        return None
+
     def snapshot(self, ranks: Sequence[int], reason: str, run_id: str = "") -> StacksEvent | None:
         """Every thread of ``ranks`` with the diagnosis, recorded under the running (or given)
         run; None where this backend cannot take stacks."""
@@ -257,6 +264,8 @@ class Cluster(ABC):
 
 class Backend(ABC):
     name: ClassVar[str]
+    #: Whether it starts node relays where ``Spec.relays`` is "always" (see cluster/relays.py).
+    relays: ClassVar[bool] = False
 
     @abstractmethod
     def plan(self, spec: Spec) -> Plan: ...

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Protocol, TypeVar
+
+K = TypeVar("K")
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -21,3 +28,39 @@ def pid_alive(pid: int | None) -> bool:
         return stat.rsplit(")", 1)[-1].split()[0] != "Z"
     except OSError:
         return True  # no /proc: kill(0) said it exists
+
+
+def die_with_parent() -> None:
+    """Linux: the kernel asks for SIGKILL if our parent dies (no orphan after a crash)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+class Polled(Protocol):
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+
+def newly_ended(procs: Mapping[K, Polled], reported: set[K]) -> list[tuple[K, int]]:
+    """(key, return code) of the processes in ``procs`` that ended and are not in ``reported``
+    yet (added to it)."""
+    out: list[tuple[K, int]] = []
+    for key, proc in procs.items():
+        code = proc.poll()
+        if code is not None and key not in reported:
+            reported.add(key)
+            out.append((key, code))
+    return out
+
+
+def pidfds(pids: Iterable[int]) -> list[int]:
+    """A pidfd per process (Linux ≥ 5.3), readable once it ends; none where there are none."""
+    fds: list[int] = []
+    for pid in pids:
+        with contextlib.suppress(AttributeError, OSError):  # not Linux ≥ 5.3, or reaped
+            fds.append(os.pidfd_open(pid))
+    return fds

@@ -15,7 +15,7 @@ from typing import Any
 
 from .backends import get_backend
 from .display import CellView
-from .errors import RankFailure
+from .errors import RankFailure, SpecError
 from .events import RunState
 from .figures import kernel_figures
 from .global_batch import GlobalBatch
@@ -77,7 +77,13 @@ class Session:
             view.notice(text)
 
     def plan(self, spec: Spec) -> Plan:
-        return get_backend(spec.backend).plan(spec)
+        backend = get_backend(spec.backend)
+        if spec.relays == "always" and not backend.relays:
+            raise SpecError(
+                f"Distributed.relays = 'always': the {spec.backend} backend starts no node relays "
+                "yet; set it to 'auto'"
+            )
+        return backend.plan(spec)
 
     # -- running a cell ------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from traitlets import Float, Int, TraitError, Unicode
+from traitlets import Enum, Float, Int, TraitError, Unicode
 from traitlets.config import LoggingConfigurable
 
 from .rates import STRAGGLER_THRESHOLD
@@ -99,6 +99,12 @@ class Distributed(Settings):
         min=2.0,
         help="largest message between the kernel and a rank, every frame together, in MB "
         "(a cell's --push, one rank's --pull); a larger one is refused",
+    ).tag(config=True)
+    relays = Enum(
+        ["auto", "always"],
+        "auto",
+        help="node relays between the kernel and the ranks: 'auto' where a backend needs them "
+        "(local needs none: the kernel is the relay), 'always' starts one per node all the same",
     ).tag(config=True)
     straggler_threshold = Float(
         STRAGGLER_THRESHOLD,

@@ -76,10 +76,13 @@ class Spec:
     collapse: bool = True  # identical lines of several ranks shown once
     sweep: Sweep | None = None  # the cell's sweep axes (the session runs each combination)
     params: Combination = ()  # one combination's values: variables in the ranks' namespace
+    relays: str = "auto"  # node relays (Distributed.relays): "auto" or "always"
 
     def __post_init__(self) -> None:
         if not self.backend:
             raise SpecError("--backend must not be empty")
+        if self.relays not in ("auto", "always"):
+            raise SpecError(f"Distributed.relays is {self.relays!r}: use 'auto' or 'always'")
         seen: set[str] = set()
         for key, _ in self.env:
             if not _ENV_KEY.match(key):
@@ -137,7 +140,7 @@ class Spec:
 
     def cluster_key(self) -> tuple[Any, ...]:
         """Settings that define the cluster: cells with the same key reuse its ranks."""
-        return (self.backend, self.layout, self.env, self.options)
+        return (self.backend, self.layout, self.env, self.options, self.relays)
 
     def describe_change(self, other: Spec) -> str:
         """Name the cluster settings that differ between ``other`` (old) and ``self`` (new)."""
@@ -152,6 +155,8 @@ class Spec:
             changed.append("env")
         if self.options != other.options:
             changed.append("backend options")
+        if self.relays != other.relays:
+            changed.append("relays")
         return ", ".join(changed) or "nothing"
 
     def to_json(self) -> dict[str, Any]:

@@ -39,6 +39,10 @@ def status(session: Session) -> str:
             f"cluster {c.id} ({backend}): {layout.world_size} rank(s), "
             f"strategy {layout.strategy.value}, {state}"
         )
+        peers = c.peer_count()
+        if peers is not None:
+            through = f" (through {c.relays} node relay(s))" if c.relays else ""
+            out.append(f"  kernel connections to the ranks: {peers}{through}")
         out.append(
             f"  {'rank':>4}  {'host':<16} {'pid':>7}  {'state':<9} dp pp tp  role    last seen"
         )

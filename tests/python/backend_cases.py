@@ -34,6 +34,12 @@ class BackendCase:
     # The contract tests run by default; the others are slow for this case (pytest --slow).
     # None: all of them.
     reduced: frozenset[str] | None = None
+    relays: str = "auto"  # Distributed.relays: "always" runs the contract through node relays
+
+    @property
+    def id(self) -> str:
+        """The case's test id: its backend, with ``-relays`` where relays are forced on."""
+        return self.name + ("-relays" if self.relays == "always" else "")
 
     def __post_init__(self) -> None:
         unknown = set(self.lacks) - set(CAPABILITIES)
@@ -75,7 +81,9 @@ def ray_missing() -> str:
 
 CASES = [
     BackendCase("local"),
+    BackendCase("local", relays="always"),  # one relay process per node, beside the ranks
     BackendCase("mpi", options=MpiOptions, missing=mpi_missing),
+    BackendCase("mpi", options=MpiOptions, missing=mpi_missing, relays="always"),
     BackendCase(
         "sagemaker",
         options=sagemaker_options,

@@ -64,6 +64,7 @@ class Harness:
             layout=Layout(procs_per_node=n),
             backend=self.case.name,
             options=self.case.options(),
+            relays=self.case.relays,
             **kwargs,
         )
 
@@ -78,7 +79,7 @@ class Harness:
         return set(descendants(os.getpid())) - engine_processes()
 
 
-@pytest.fixture(params=CASES, ids=lambda c: c.name)
+@pytest.fixture(params=CASES, ids=lambda c: c.id)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
     case: BackendCase = request.param
     test = request.node.originalname
@@ -265,9 +266,12 @@ from jupyter_distributed.layout import Layout
 from jupyter_distributed.history.store import Store
 sys.path.insert(0, {tests!r})
 from backend_cases import CASES
-case = next(c for c in CASES if c.name == {name!r})
+case = next(c for c in CASES if c.id == {name!r})
 session = Session(Store({store!r}))
-spec = Spec(layout=Layout(procs_per_node=2), backend=case.name, options=case.options())
+spec = Spec(
+    layout=Layout(procs_per_node=2), backend=case.name, options=case.options(),
+    relays=case.relays,
+)
 session.run_cell(spec, "import os; print('pid', os.getpid())", {{}}, view=CellView())
 print("ready", flush=True)
 sys.stdin.readline()
@@ -281,7 +285,7 @@ def test_no_process_left_after_the_kernel_ends(backend: Harness, tmp_path: Path,
     backend.needs("local_ranks")
     script = KERNEL.format(
         tests=str(Path(__file__).parent),
-        name=backend.case.name,
+        name=backend.case.id,
         store=str(tmp_path / "kernel.sqlite"),
     )
     kernel = subprocess.Popen(

@@ -5,6 +5,8 @@
 - :mod:`.router`: the kernel's one I/O thread and its ROUTER, with :mod:`.decode`,
   :mod:`.inbox`, :mod:`.cellrun`, :mod:`.cellpeers` and :mod:`.cellorder` for a cell's path;
 - :mod:`.transport`: Unix sockets on one machine, CurveZMQ between hosts;
+- :mod:`.relay`: a node's relay process between its ranks and the kernel (``Distributed.relays``),
+  and :mod:`.relays`, the kernel's side of it (addresses, local relay processes, a dead node);
 - :mod:`.hang`, :mod:`.hangflight`, :mod:`.stackboard`, :mod:`.startwatch`: hang diagnosis;
 - :mod:`.zygote`: the fork server that starts local ranks;
 - :mod:`.launch`: what every launcher shares (the worker's command, torchrun's variables,

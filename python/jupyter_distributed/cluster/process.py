@@ -36,6 +36,7 @@ from .hang import diagnose
 from .hangflight import ranks_text
 from .inbox import CancelRequested, Exited, Item
 from .liveness import StartProcesses, exit_failures, silent_ranks
+from .relays import relay_addresses, relay_failure
 from .router import Router
 from .stackboard import collect
 from .startup import wait_ready
@@ -63,11 +64,13 @@ class ProcessCluster(Cluster):
         connect_host: str | None = None,
         transport: Transport | None = None,
         silence_limit: float | None = None,
+        relays: bool = False,
     ) -> None:
         """``transport`` says how ranks reach the kernel (:mod:`.transport`); without one, TCP
         with CurveZMQ on ``bind_host``, dialled at ``connect_host``. ``silence_limit``: seconds
         without any message (ranks send a heartbeat every second) after which a rank is dead,
-        for launchers that cannot see their processes."""
+        for launchers that cannot see their processes. ``relays``: the backend starts a node
+        relay per node (:mod:`.relays`) where the ranks are on this machine (``ipc``)."""
         make_room(len(plan.ranks))  # (before anything starts: refused in one line, or room made)
         self.plan = plan
         if silence_limit is not None:
@@ -87,6 +90,7 @@ class ProcessCluster(Cluster):
         self._lost = ""
         self._code = ""
         self._last_control = self._last_watch = 0.0
+        self._unreachable: set[int] = set()  # ranks behind a dead relay
         self.router = Router(
             f"jd-{self.id}", store, self.info, key, self._tick, self.mark_lost,
             transport or Transport.tcp(bind_host, connect_host),
@@ -105,6 +109,10 @@ class ProcessCluster(Cluster):
             "kernel_host": socket.gethostname(),
             "stacks_dir": self.stacks_dir,
         }
+        directory = self.router.listener.directory
+        if relays and directory is not None:
+            boot["relays"] = relay_addresses(directory, plan.spec.layout.nodes)
+            self.relays = plan.spec.layout.nodes
         try:
             self.processes = start({BOOTSTRAP_ENV: json.dumps(boot)})
             for fd in getattr(self.processes, "sentinels", list)():
@@ -131,6 +139,9 @@ class ProcessCluster(Cluster):
     def ranks(self) -> list[RankInfo]:
         return [self.info[r] for r in sorted(self.info)]
 
+    def peer_count(self) -> int | None:
+        return self.router.peer_count()
+
     def execute(self, request: RunRequest, view: RunView) -> RunOutcome:
         self._code = request.code  # (the lines of a crash stack in the cell)
         return execute_run(self, request, view)
@@ -149,7 +160,10 @@ class ProcessCluster(Cluster):
             self._lost = why
 
     def stacks(self, ranks: Sequence[int], code: str = "") -> dict[int, RankStacks]:
-        return collect(self.router.board, self.send, self.info, ranks, self.stacks_dir, code)
+        return collect(
+            self.router.board, self.send, self.info, ranks, self.stacks_dir, code,
+            unreachable=self._unreachable,
+        )  # fmt: skip
 
     def recorded_end(self, run_id: str) -> RunEvent | None:
         end = self.router.cell.completed
@@ -247,6 +261,20 @@ class ProcessCluster(Cluster):
         """The failure with the cause of the death (:mod:`.deaths`)."""
         return explain(failure, self.info.get(failure.rank), self.stacks_dir, self._code)
 
+    def _dead_nodes(self, now: float) -> list[RankFailure]:
+        """A relay that ended is a dead node: its ranks are gone (failed) with it."""
+        out = []
+        layout = self.plan.spec.layout
+        for node, code in getattr(self.processes, "dead_relays", list)():
+            host = next((r.host for r in self.plan.ranks if r.coords.node_rank == node), "")
+            out.append(relay_failure(layout, node, host or socket.gethostname(), code, now))
+            for info in self.info.values():
+                if info.coords.node_rank == node:
+                    self._unreachable.add(info.rank)
+                    if info.state not in ("exited", "failed"):
+                        info.state = "failed"
+        return out
+
     def _watch(self) -> None:
         events: list[Event] = []
         items: list[Item] = []
@@ -254,6 +282,7 @@ class ProcessCluster(Cluster):
         now = time.time()
         failures = silent_ranks(self.info, self.silence_limit, now)
         failures += exit_failures(self.info, self.processes.exited(), now)
+        failures += self._dead_nodes(now)
         for failure in map(self._explain, failures):
             if self._stopping.is_set() or self._lost == STOPPED_REMOTELY:
                 continue

@@ -146,8 +146,14 @@ class Router:
             self._loop.call(lambda: self.cell.sent_to(sent), wake=False)
         direct: list[tuple[CellPeer, list[Buffer]]] = []
         locked: dict[CellPeer, None] = {}
+        shared = _shared(peers)
         with self._send_lock:  # counters leave in order, whichever thread sends
-            signed = self._signer.pack_each(header, names, buffers, digests)
+            if shared:  # through relays: signed once for all, one message per relay
+                once = self._signer.pack_all(header, names, buffers, digests)
+                for relay in shared:
+                    self._loop.put([relay, *once], wake=False)
+                peers = []
+            signed = self._signer.pack_each(header, names, buffers, digests) if peers else []
             for (_, peer), frames in zip(peers, signed, strict=True):
                 if isinstance(peer, CellPeer):
                     direct.append((peer, frames))
@@ -164,8 +170,14 @@ class Router:
                 peer.lock.release()
         # once for all ranks; a cell written to every rank directly wakes nobody else: what
         # it queued above runs when the I/O thread wakes for the first answer, or at its tick
-        if len(direct) < len(peers) or not isinstance(message, Execute):
+        if shared or len(direct) < len(peers) or not isinstance(message, Execute):
             self._loop.wake()
+
+    def peer_count(self) -> int:
+        """The connections the kernel holds to its ranks (to their relays, where they have
+        them): the ranks' two each, or one per relay."""
+        peers = [*self._peers.values(), *self._cell_peers.values()]
+        return len({p if isinstance(p, bytes) else id(p) for p in peers})
 
     def watch(self, fd: int, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the I/O thread once ``fd`` is readable (the loop then closes it)."""
@@ -353,6 +365,14 @@ class Router:
             items.append(decoded.item)
         if isinstance(decoded.item, Exited):  # a rank restarted: the cluster is lost
             taken.lost = taken.lost or decoded.item.failure.summary
+
+
+def _shared(peers: Sequence[tuple[int, bytes | CellPeer]]) -> list[bytes]:
+    """The relays' connections, where ``peers`` go through relays (several ranks on one
+    ZeroMQ connection: a relay's); [] where each rank has its own connection (no relays)."""
+    ids = [p for _, p in peers if isinstance(p, bytes)]
+    distinct = list(dict.fromkeys(ids))
+    return distinct if len(ids) == len(peers) and len(distinct) < len(ids) else []
 
 
 @dataclass

@@ -16,7 +16,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -75,12 +75,16 @@ def collect(
     stacks_dir: str,
     code: str = "",
     answer_wait: float = ANSWER_WAIT,
+    unreachable: Collection[int] = (),
 ) -> dict[int, RankStacks]:
-    """Every thread of each of ``ranks``; a rank that could not be read says why."""
+    """Every thread of each of ``ranks``; a rank that could not be read says why. Ranks
+    ``unreachable`` over the channel (their node's relay died) are not asked: their threads
+    are dumped at once."""
     request_id = secrets.token_hex(6)
     board.open(request_id)
-    send(ranks, StackRequest(request_id))
-    got = board.wait(request_id, ranks, answer_wait)
+    asked = [r for r in ranks if r not in unreachable]
+    send(asked, StackRequest(request_id))
+    got = board.wait(request_id, asked, answer_wait) if asked else {}
     missing = [r for r in ranks if r not in got]
     if missing:
         got.update(_dump(info, missing, stacks_dir))

@@ -12,7 +12,10 @@ someone else (a message reflected back to its sender, or one rank's message repl
 another), and one whose counter is not above the last it accepted from that sender: a replay
 is refused however many newer messages passed, in O(1) time and memory per sender. (ZeroMQ
 keeps one connection's messages in order; each sender signs and queues under one lock, so its
-counters leave in order too.) The signed ``src`` is also how the kernel knows which rank sent a
+counters leave in order too.) A message to many ranks at once (through a node's relay, see
+``cluster/relay.py``) is signed once, its ``dst`` the list of its receivers: each of them
+accepts it, and a replay to one of them is refused by that receiver's counter. The
+signed ``src`` is also how the kernel knows which rank sent a
 message: peers' self-chosen ZeroMQ identities are never trusted (see ``backends/router.py``).
 """
 
@@ -105,14 +108,36 @@ class Signer:
     ) -> list[list[Buffer]]:
         """:meth:`pack` for each of ``receivers`` in turn (one message to every rank), the
         fields encoded once for all."""
+        return self._pack(fields, [json.dumps(to) for to in receivers], buffers, digests)
+
+    def pack_all(
+        self,
+        fields: dict[str, Any],
+        receivers: Sequence[str],
+        buffers: Sequence[Buffer] = (),
+        digests: Sequence[bytes] | None = None,
+    ) -> list[Buffer]:
+        """One message to all of ``receivers``, signed once (its ``dst`` is their list): what
+        a relay forwards unchanged to each of its ranks that the list names."""
+        dst = json.dumps(list(receivers), separators=(",", ":"))
+        return self._pack(fields, [dst], buffers, digests)[0]
+
+    def _pack(
+        self,
+        fields: dict[str, Any],
+        dsts: Sequence[str],
+        buffers: Sequence[Buffer],
+        digests: Sequence[bytes] | None,
+    ) -> list[list[Buffer]]:
+        """A signed message per ``dsts`` (each a JSON ``dst``), with its own counter."""
         body = json.dumps(fields, separators=(",", ":"))[1:]  # '"type":...}' (or '}')
         if digests is None:
             digests = [digest(b) for b in buffers]
         src, tail = json.dumps(self.me), f',"v":{PROTOCOL_VERSION}' + ("," if body != "}" else "")
         out: list[list[Buffer]] = []
-        for to in receivers:
+        for dst in dsts:
             self.sent = seq = next(self._counter)
-            header = f'{{"src":{src},"dst":{json.dumps(to)},"seq":{seq}{tail}{body}'.encode()
+            header = f'{{"src":{src},"dst":{dst},"seq":{seq}{tail}{body}'.encode()
             out.append([self.sign(header, digests), header, *buffers])
         return out
 
@@ -122,19 +147,27 @@ class Signer:
 
     def unpack(self, frames: Sequence[Buffer]) -> tuple[dict[str, Any], list[Buffer]]:
         """The verified header (its ``src`` says who sent it) and buffers of ``frames``."""
+        header = self.check(frames)
+        dst = header["dst"]
+        if dst != self.me and not (isinstance(dst, list) and self.me in dst):
+            raise BadMessage(f"a message from {header['src']} to {dst!r} reached {self.me}")
+        return header, list(frames[2:])
+
+    def check(self, frames: Sequence[Buffer]) -> dict[str, Any]:
+        """The header of ``frames`` once their signature and counter are verified, whoever it
+        is addressed to (a relay checks what it forwards; :meth:`unpack` checks the receiver
+        too)."""
         if len(frames) < 2:
             raise BadMessage("a message needs a signature and a header")
-        signature, body = bytes(frames[0]), list(frames[1:])
+        signature, body = bytes(frames[0]), frames[1:]
         if not hmac.compare_digest(signature, self.sign(body[0], [digest(b) for b in body[1:]])):
             raise BadMessage("bad signature (a connection without the cluster's secret?)")
         try:
-            header = json.loads(bytes(body[0]))
-            src, dst, seq = str(header["src"]), header["dst"], int(header["seq"])
+            header: dict[str, Any] = json.loads(bytes(body[0]))
+            src, seq, _ = str(header["src"]), int(header["seq"]), header["dst"]
         except (ValueError, KeyError, TypeError) as exc:
             raise BadMessage(f"unreadable header: {exc}") from None
-        if dst != self.me:
-            raise BadMessage(f"a message from {src} to {dst!r} reached {self.me}")
         if seq <= self._last.get(src, 0):
             raise BadMessage(f"replayed message {src}#{seq}")
         self._last[src] = seq
-        return header, body[1:]
+        return header

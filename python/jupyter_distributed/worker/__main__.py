@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -12,7 +11,7 @@ import time
 from typing import Any
 
 from ..layout import Layout
-from ..pids import pid_alive
+from ..pids import die_with_parent, pid_alive
 from ..protocol.commands import StackRequest
 from ..protocol.header import Message
 from ..protocol.reports import Heartbeat, Hello, Live, Stacks, Stage
@@ -42,15 +41,6 @@ from .strategies import StrategyError, setup
 # seconds a cell's running state is held back before the I/O thread's next look sends it: a
 # cell that ends first says it ran with its end (one message, not two)
 STATE_AFTER = 0.02
-
-
-def _die_with_parent() -> None:
-    """Linux: the kernel asks for SIGKILL if our parent dies (no orphan after a crash)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 class _Ticker:
@@ -90,9 +80,19 @@ class _Ticker:
             )  # fmt: skip
 
 
+def _kernel_address(boot: dict[str, Any], rank: int) -> tuple[str, str | None]:
+    """Where this rank's two connections go: its node's relay where the cluster has relays
+    (both over ZeroMQ, see ``cluster/relay.py``), else the kernel's address and cell socket."""
+    relays = boot.get("relays")
+    if not relays:
+        return str(boot["address"]), boot.get("cells")
+    node = Layout.from_json(boot["layout"]).coords(rank).node_rank
+    return str(relays[str(node)]), None
+
+
 def main() -> int:
     boot = json.loads(os.environ.pop(BOOTSTRAP_ENV))
-    _die_with_parent()
+    die_with_parent()
     guard_group()  # before any thread: what the rank starts dies with it
     # A launcher's thread may have blocked SIGINT (Ray's actor threads do) and children inherit
     # the mask: unblock it, or an interrupt from the kernel could never stop a cell.
@@ -105,6 +105,7 @@ def main() -> int:
     install_crash(str(boot.get("stacks_dir") or ""), env.rank)
     GPU.start()
     ticker = _Ticker(boot)
+    address, cells = _kernel_address(boot, env.rank)
 
     def on_message(message: Message, buffers: list[Buffer]) -> None:
         if isinstance(message, StackRequest):  # on the I/O thread, whatever the main one does
@@ -113,7 +114,7 @@ def main() -> int:
             runtime.on_message(message, buffers)
 
     channel = Channel(
-        boot["address"],
+        address,
         Signer(bytes.fromhex(boot["key"]), rank_name(env.rank)),
         on_message,
         ticker,
@@ -121,11 +122,11 @@ def main() -> int:
     )
     cell = CellSocket(
         channel.context,
-        boot["address"],
+        address,
         Signer(bytes.fromhex(boot["key"]), cell_name(env.rank)),
         channel.sent,
         boot.get("curve"),
-        boot.get("cells"),
+        cells,
     )
     reporter = ChannelReporter(channel, cell)
     runtime = Runtime(env, reporter)

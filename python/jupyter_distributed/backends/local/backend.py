@@ -16,11 +16,13 @@ from typing import ClassVar
 
 from ...cluster.launch import WORKER_COMMAND, check_cores, free_port, rank_env, sweep_slots
 from ...cluster.process import ProcessCluster
+from ...cluster.relays import LocalRelays, relay_nodes
 from ...cluster.transport import Transport
 from ...cluster.zygote import ForkServer, fork_server, stop_fork_servers, use_fork_server
 from ...history.reaper import leftover_prefix
 from ...history.store import Store
 from ...interface import Backend, Plan, RankPlan, RunView
+from ...pids import newly_ended, pidfds
 from ...spec import RENDEZVOUS_ENV, Spec
 from .options import LocalOptions
 
@@ -66,6 +68,8 @@ class LocalProcesses:
         self._reported: set[int] = set()
         port = str(free_port())
         base = {**os.environ, **dict(plan.env), **boot_env}
+        nodes = relay_nodes(boot_env)  # (relays "always": one per node, before the ranks)
+        self.relays = LocalRelays(nodes, base, self.logdir) if nodes else None
         server = fork_server(base) if use_fork_server(plan) else None
         for r in plan.ranks:
             env = {**base, **{k: (port if v == "<free port>" else v) for k, v in r.env}}
@@ -84,21 +88,17 @@ class LocalProcesses:
                 )
 
     def exited(self) -> list[tuple[int | None, int]]:
-        out: list[tuple[int | None, int]] = []
-        for rank, proc in self.procs.items():
-            code = proc.poll()
-            if code is not None and rank not in self._reported:
-                self._reported.add(rank)
-                out.append((rank, code))
-        return out
+        ended: list[tuple[int, int]] = newly_ended(self.procs, self._reported)
+        return [(rank, code) for rank, code in ended]
+
+    def dead_relays(self) -> list[tuple[int, int]]:
+        """(node, return code) of the node relays that ended since the last call."""
+        return self.relays.exited() if self.relays is not None else []
 
     def sentinels(self) -> list[int]:
-        """A pidfd per rank (Linux), readable once the rank ends; [] where there are none."""
-        fds: list[int] = []
-        for proc in self.procs.values():
-            with contextlib.suppress(AttributeError, OSError):  # not Linux ≥ 5.3, or reaped
-                fds.append(os.pidfd_open(proc.pid))
-        return fds
+        """A pidfd per rank and relay (Linux), readable once it ends; [] where there are none."""
+        relays = self.relays.sentinels() if self.relays is not None else []
+        return relays + pidfds(p.pid for p in self.procs.values())
 
     def running(self) -> bool:
         return any(p.poll() is None for p in self.procs.values())
@@ -111,6 +111,8 @@ class LocalProcesses:
         self._signal(signal.SIGKILL)
         for proc in self.procs.values():
             proc.wait()
+        if self.relays is not None:  # (after their ranks: none is left without its relay)
+            self.relays.terminate(grace)
         shutil.rmtree(self.logdir, ignore_errors=True)
 
     def _signal(self, sig: int) -> None:
@@ -129,6 +131,7 @@ class LocalProcesses:
 
 class LocalBackend(Backend):
     name: ClassVar[str] = "local"
+    relays: ClassVar[bool] = True
 
     def plan(self, spec: Spec) -> Plan:
         options = spec.options if isinstance(spec.options, LocalOptions) else LocalOptions()
@@ -160,8 +163,9 @@ class LocalBackend(Backend):
 
     def launch(self, plan: Plan, store: Store, view: RunView) -> ProcessCluster:
         return ProcessCluster(
-            plan, store, lambda boot: LocalProcesses(plan, boot), view, transport=Transport.ipc()
-        )
+            plan, store, lambda boot: LocalProcesses(plan, boot), view, transport=Transport.ipc(),
+            relays=plan.spec.relays == "always",
+        )  # fmt: skip
 
     def sweep_parallel(self, spec: Spec) -> int:
         options = spec.options if isinstance(spec.options, LocalOptions) else LocalOptions()

@@ -19,8 +19,9 @@ from typing import ClassVar
 from ...cluster.launch import WORKER_COMMAND, check_cores, control_host, free_port, sweep_slots
 from ...cluster.launcher import Launcher
 from ...cluster.process import ProcessCluster
+from ...cluster.relays import RELAY_COMMAND, relay_nodes
 from ...cluster.transport import Transport
-from ...errors import LaunchError
+from ...errors import LaunchError, SpecError
 from ...history.store import Store
 from ...interface import Backend, Plan, RankPlan, RunView
 from ...protocol.signing import BOOTSTRAP_ENV, MPI_FLAG_ENV
@@ -50,6 +51,7 @@ def _options(spec: Spec) -> MpiOptions:
 
 class MpiBackend(Backend):
     name: ClassVar[str] = "mpi"
+    relays: ClassVar[bool] = True  # (on this machine: a second mpirun, one relay per node)
 
     def plan(self, spec: Spec) -> Plan:
         options = _options(spec)
@@ -58,6 +60,11 @@ class MpiBackend(Backend):
         per_node = layout.procs_per_node
         if not hosts:
             check_cores(layout.world_size, options.ranks_per_core, options.oversubscribe)
+        elif spec.relays == "always":
+            raise SpecError(
+                "Distributed.relays = 'always': the mpi backend starts node relays on this "
+                "machine only yet, not on --hosts; set it to 'auto'"
+            )
         env: list[tuple[str, str]] = [
             *spec.env,
             (MPI_FLAG_ENV, "1"),
@@ -100,8 +107,9 @@ class MpiBackend(Backend):
         bind = control_host(hosts)  # ranks on other hosts: TCP with CurveZMQ
         transport = Transport.ipc() if bind == "127.0.0.1" else Transport.tcp(bind)
         return ProcessCluster(
-            plan, store, lambda boot: MpiProcesses(plan, boot), view, transport=transport
-        )
+            plan, store, lambda boot: MpiProcesses(plan, boot), view, transport=transport,
+            relays=plan.spec.relays == "always",
+        )  # fmt: skip
 
     def sweep_parallel(self, spec: Spec) -> int:
         options = _options(spec)
@@ -127,10 +135,17 @@ class MpiProcesses:
             **boot_env,
             **{k: (port if v == FREE_PORT else v) for k, v in plan.env},
         }
+        self.relays: RelayMpirun | None = None
+        if nodes := relay_nodes(boot_env):  # (before the ranks, which connect to them)
+            self.relays = RelayMpirun(mpirun, nodes, env)
         self.launcher = Launcher((mpirun, *plan.command[1:]), env, self.log.feed)
         self.proc = self.launcher.proc
         self._reported: set[int] = set()
         self._ended = False
+
+    def dead_relays(self) -> list[tuple[int, int]]:
+        """(node, return code) of the node relays that ended since the last call."""
+        return self.relays.exited() if self.relays is not None else []
 
     def exited(self) -> list[tuple[int | None, int]]:
         code = self.proc.poll()
@@ -148,34 +163,71 @@ class MpiProcesses:
         return out
 
     def running(self) -> bool:
-        return self.proc.poll() is None
+        relays = self.relays is not None and self.relays.proc.poll() is None
+        return self.proc.poll() is None or relays
 
     def terminate(self, grace: float) -> None:
         """SIGTERM mpirun's group (mpirun ends its ranks), then SIGKILL it and every process
-        it started that is still there (ranks die with mpirun through PDEATHSIG as well)."""
-        family = descendants(self.proc.pid)
-        self._signal(self.proc.pid, signal.SIGTERM, group=True)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            time.sleep(0.01)
-        self._signal(self.proc.pid, signal.SIGKILL, group=True)
-        self.proc.wait()
-        for pid in family:
-            self._signal(pid, signal.SIGKILL)
-        self.launcher.remove()
-
-    @staticmethod
-    def _signal(pid: int, sig: int, group: bool = False) -> None:
-        try:
-            if group:
-                os.killpg(pid, sig)
-            else:
-                os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        it started that is still there (ranks die with mpirun through PDEATHSIG as well); the
+        relays' mpirun after them."""
+        _end(self.launcher, grace)
+        if self.relays is not None:
+            _end(self.relays.launcher, grace)
 
     def log_tail(self, rank: int | None) -> str:
         return self.log.tail(rank, lines=1 if rank is not None else 3)
+
+
+class RelayMpirun:
+    """A second ``mpirun`` beside the ranks' one, one relay per node (never one of the ranks:
+    their ``COMM_WORLD`` stays theirs); its process rank is the relay's node."""
+
+    def __init__(self, mpirun: str, nodes: int, env: dict[str, str]) -> None:
+        self.log = MpirunLog()
+        options = default_options(_as_root(), nodes)
+        forwarded = [("-x", name) for name in (BOOTSTRAP_ENV, "PYTHONPATH") if name in env]
+        argv = [mpirun, *(t for o in [*options, *forwarded] for t in o), "-np", str(nodes)]
+        self.launcher = Launcher(
+            (*argv, *RELAY_COMMAND, "OMPI_COMM_WORLD_RANK"), env, self.log.feed
+        )
+        self.proc = self.launcher.proc
+        self._reported: set[int] = set()
+
+    def exited(self) -> list[tuple[int, int]]:
+        code = self.proc.poll()
+        if code is not None:
+            self.launcher.read_to_end(1.0)  # mpirun's last words name the relay that ended
+        failures = self.log.failures()
+        if code is not None and not failures:  # mpirun ended without naming one: all are gone
+            failures = [(0, code)]
+        out = [(node, c) for node, c in failures if node not in self._reported]
+        self._reported.update(node for node, _ in out)
+        return out
+
+
+def _end(launcher: Launcher, grace: float) -> None:
+    """SIGTERM a launcher's group, SIGKILL what is left of it and its processes after ``grace``."""
+    proc = launcher.proc
+    family = descendants(proc.pid)
+    _signal(proc.pid, signal.SIGTERM, group=True)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    _signal(proc.pid, signal.SIGKILL, group=True)
+    proc.wait()
+    for pid in family:
+        _signal(pid, signal.SIGKILL)
+    launcher.remove()
+
+
+def _signal(pid: int, sig: int, group: bool = False) -> None:
+    try:
+        if group:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def descendants(pid: int) -> list[int]:

@@ -1,0 +1,134 @@
+"""A node's relay: one process beside the node's ranks, never one of them, between them and the
+kernel (``python -m jupyter_distributed.cluster.relay NODE``, started by the backend with the
+cluster's bootstrap environment).
+
+Its ranks connect their control channels and cell sockets to its ROUTER (a Unix socket in the
+kernel's directory of mode 0700, the bootstrap's ``relays[NODE]``) instead of the kernel's; it
+holds one connection upward, a DEALER to the kernel's ROUTER (CurveZMQ across hosts, with the
+ranks' keys). So the kernel holds one connection per node, not two per rank.
+
+- **Down:** a message from the kernel is verified (signature and counter: the relay holds the
+  cluster's key, as a rank does) and forwarded unchanged: to the rank its ``dst`` names, or,
+  for a message signed once for many ranks (its ``dst`` a list, see
+  :meth:`~..protocol.signing.Signer.pack_all`), to each of this node's ranks on the list.
+- **Up:** a rank's message is verified the same way and forwarded unchanged (the kernel
+  verifies it again and knows the rank by its signed ``src``); which connection a rank's
+  ``rN`` and ``cN`` are, the relay learns from their verified messages, as the kernel does.
+
+Anything unsigned, replayed, or from a rank of another node is dropped. The relay dies with
+its parent (Linux) and ends once it finds the kernel dead (on the kernel's host, as a rank
+does); the kernel names a dead relay as a dead node (:mod:`.relays`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from typing import Any
+
+import zmq
+
+from ..layout import Layout
+from ..pids import die_with_parent, pid_alive
+from ..protocol.frames import MAX_FRAME, MAX_HEADER
+from ..protocol.signing import BOOTSTRAP_ENV, BadMessage, Signer, cell_name, rank_name
+
+ORPHAN_CHECK_MS = 1000  # how often a relay looks whether its kernel is alive (on its host)
+RELAY_NAME = "relay"  # the relay's own signer name (it checks, it never signs yet)
+
+
+class Relay:
+    def __init__(self, boot: dict[str, Any], node: int) -> None:
+        layout = Layout.from_json(boot["layout"])
+        per = layout.procs_per_node
+        self.ranks = range(node * per, (node + 1) * per)
+        self.names = {rank_name(r) for r in self.ranks} | {cell_name(r) for r in self.ranks}
+        key = bytes.fromhex(boot["key"])
+        self._down_signer = Signer(key, RELAY_NAME)  # counters of the ranks' messages
+        self._up_signer = Signer(key, RELAY_NAME)  # counters of the kernel's messages
+        self._routes: dict[str, bytes] = {}  # "r3"/"c3" -> its connection's routing id
+        self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+        self.down = self.ctx.socket(zmq.ROUTER)
+        self.down.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME + MAX_HEADER)
+        self.up = self.ctx.socket(zmq.DEALER)
+        curve = boot.get("curve")
+        if curve:
+            self.up.setsockopt(zmq.CURVE_SERVERKEY, curve["server"].encode())
+            self.up.setsockopt(zmq.CURVE_PUBLICKEY, curve["public"].encode())
+            self.up.setsockopt(zmq.CURVE_SECRETKEY, curve["secret"].encode())
+        for sock in (self.down, self.up):
+            for opt in (zmq.SNDHWM, zmq.RCVHWM):
+                sock.setsockopt(opt, 0)
+            sock.setsockopt(zmq.LINGER, 1000)
+        self.down.bind(boot["relays"][str(node)])
+        self.up.connect(boot["address"])
+        here = boot.get("kernel_host") == socket.gethostname()
+        self.kernel_pid = int(boot.get("kernel_pid") or 0) if here else 0
+
+    def serve(self) -> None:
+        """Forward both ways until killed, or until the kernel is found dead (on its host)."""
+        poller = zmq.Poller()
+        poller.register(self.down, zmq.POLLIN)
+        poller.register(self.up, zmq.POLLIN)
+        checked = time.monotonic()
+        while True:
+            ready = dict(poller.poll(ORPHAN_CHECK_MS))
+            if self.kernel_pid and time.monotonic() - checked >= ORPHAN_CHECK_MS / 1000:
+                checked = time.monotonic()
+                if not pid_alive(self.kernel_pid):
+                    return  # the kernel is gone (killed): nobody is left to relay for
+            if self.down in ready:
+                self._from_ranks()
+            if self.up in ready:
+                self._from_kernel()
+
+    def _from_ranks(self) -> None:
+        while True:
+            try:
+                frames = self.down.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            peer, message = frames[0].bytes, frames[1:]
+            try:
+                src = str(self._down_signer.check([f.buffer for f in message])["src"])
+            except BadMessage:
+                continue
+            if src not in self.names:
+                continue  # (a rank of another node signs as itself: not through this relay)
+            self._routes[src] = peer
+            self.up.send_multipart(message, copy=False)
+
+    def _from_kernel(self) -> None:
+        while True:
+            try:
+                message = self.up.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            try:
+                dst = self._up_signer.check([f.buffer for f in message])["dst"]
+            except BadMessage:
+                continue
+            for name in dst if isinstance(dst, list) else [dst]:
+                peer = self._routes.get(str(name))
+                if peer is not None:
+                    self.down.send_multipart([peer, *message], copy=False)
+
+
+def main(argv: list[str]) -> int:
+    """``NODE``: the node's number, or the name of the environment variable that holds it (a
+    launcher's process rank, e.g. ``OMPI_COMM_WORLD_RANK`` where it starts one per node)."""
+    node = os.environ.get(argv[0], argv[0]) if len(argv) == 1 else ""
+    if not node.isdigit() or BOOTSTRAP_ENV not in os.environ:
+        sys.stderr.write("usage: python -m jupyter_distributed.cluster.relay NODE (a backend's)\n")
+        return 2
+    die_with_parent()
+    boot = json.loads(os.environ.pop(BOOTSTRAP_ENV))
+    Relay(boot, int(node)).serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,97 @@
+"""The kernel's side of node relays (:mod:`.relay`): where they listen, their processes where
+the backend starts them on this machine, and a dead relay named as a dead node.
+
+``Distributed.relays`` (``Spec.relays``): ``"auto"`` where a backend needs none (``local``: the
+kernel is the relay, its ranks connect to it directly, as before relays), ``"always"`` to start
+one per node all the same (so the contract suite runs the relay code on every backend).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..errors import RankFailure
+from ..layout import Layout
+from ..pids import newly_ended, pidfds
+from ..protocol.signing import BOOTSTRAP_ENV
+
+RELAY_COMMAND = (sys.executable, "-m", "jupyter_distributed.cluster.relay")
+RELAY_MODES = ("auto", "always")
+
+
+def relay_addresses(directory: Path, nodes: int) -> dict[str, str]:
+    """Where each node's relay listens: a Unix socket in the kernel's directory of mode 0700
+    (the bootstrap's ``relays``, by node as a string: JSON's keys)."""
+    return {str(n): f"ipc://{directory}/relay-{n}" for n in range(nodes)}
+
+
+def relay_nodes(boot_env: Mapping[str, str]) -> int:
+    """How many relays the bootstrap environment asks the backend to start (0: none)."""
+    return len(json.loads(boot_env[BOOTSTRAP_ENV]).get("relays") or {})
+
+
+def node_ranks(layout: Layout, node: int) -> list[int]:
+    per = layout.procs_per_node
+    return list(range(node * per, (node + 1) * per))
+
+
+def relay_failure(layout: Layout, node: int, host: str, code: int, now: float) -> RankFailure:
+    """A dead relay is a dead node: "relay of node 1 on host h died: its ranks 4-7 are gone"."""
+    how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+    ranks = node_ranks(layout, node)
+    gone = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks[0]}-{ranks[-1]}"
+    return RankFailure(
+        rank=-1, t=now, host=host, kind="relay",
+        evalue=f"relay of node {node} on host {host} died ({how}): its {gone} are gone",
+        exit_code=code if code >= 0 else None, signal=-code if code < 0 else None,
+    )  # fmt: skip
+
+
+class LocalRelays:
+    """One relay process per node on this machine (``local`` with relays ``"always"``), in its
+    own process group, its output in ``logdir``."""
+
+    def __init__(self, nodes: int, env: Mapping[str, str], logdir: Path) -> None:
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self._reported: set[int] = set()
+        self.host = socket.gethostname()
+        for node in range(nodes):
+            with (logdir / f"relay-{node}.log").open("wb") as log:
+                self.procs[node] = subprocess.Popen(  # noqa: S603 (our own relay command)
+                    (*RELAY_COMMAND, str(node)),
+                    env=dict(env),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+
+    def exited(self) -> list[tuple[int, int]]:
+        """(node, return code) of relays that ended since the last call."""
+        return newly_ended(self.procs, self._reported)
+
+    def sentinels(self) -> list[int]:
+        return pidfds(p.pid for p in self.procs.values())
+
+    def _running(self) -> bool:
+        return any(p.poll() is None for p in self.procs.values())
+
+    def terminate(self, grace: float) -> None:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for proc in self.procs.values():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, sig)
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline and self._running():
+                time.sleep(0.01)
+        for proc in self.procs.values():
+            proc.wait()

@@ -1,0 +1,141 @@
+"""The kernel as TensorFlow's coordinator (``--strategy parameter-server --framework tensorflow``).
+
+The ranks start their ``tf.distribute.Server`` before the first cell (see the worker's
+``param_server``) and keep ``tf_cluster``, the cluster spec, in their namespace. The first cell
+on a new cluster pulls it from the ranks; the kernel then connects to the servers as ``chief``
+and gives the notebook ``strategy`` (a ``ParameterServerStrategy``) and ``coordinator`` (a
+``ClusterCoordinator``), as TensorFlow's tutorial runs the coordinator in a notebook. A name the
+notebook already holds is not overwritten: the objects go under another name, said in one line.
+
+Before the cluster's ranks are stopped the coordinator is closed: its references leave the
+notebook and TensorFlow's remote context is reset, so no gRPC "Connection refused" floods the
+notebook. TensorFlow is imported only here, and only once a cluster asks for it.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+from collections.abc import MutableMapping
+from typing import Any
+
+from .layout import Layout, Strategy
+
+PULL_NAME = "tf_cluster"  # the cluster spec in every rank's namespace
+NAMES = ("strategy", "coordinator")
+FIT_ISSUE = (
+    "Keras 3 does not support model.fit under ParameterServerStrategy (keras issue 18624): "
+    "train with the custom loop (coordinator.schedule(step), coordinator.join()), or install "
+    "tf-keras and set TF_USE_LEGACY_KERAS=1 before importing TensorFlow"
+)
+_FIT_MARK = "ClusterCoordinator.create_per_worker_dataset"  # Keras 3's ValueError under fit
+
+
+def coordinates(layout: Layout) -> bool:
+    """Whether the kernel coordinates this layout's ranks."""
+    return layout.strategy is Strategy.PARAMETER_SERVER and layout.uses_tensorflow
+
+
+def free_name(name: str, user_ns: MutableMapping[str, Any]) -> str:
+    """``name``, or ``name_2``, ``name_3``... the first the notebook does not hold."""
+    candidate, n = name, 1
+    while candidate in user_ns:
+        n += 1
+        candidate = f"{name}_{n}"
+    return candidate
+
+
+class Coordinator:
+    """The kernel's connection to one cluster's TensorFlow servers."""
+
+    def __init__(self, cluster: dict[str, list[str]]) -> None:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # no INFO banners under the cell
+        import tensorflow as tf
+
+        self.cluster = cluster
+        resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+            tf.train.ClusterSpec(cluster), task_type="chief", task_id=0, rpc_layer="grpc"
+        )
+        self.strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
+        self.coordinator = tf.distribute.coordinator.ClusterCoordinator(self.strategy)
+        self.bound: dict[str, str] = {}  # our object's role -> the notebook's name for it
+
+    def objects(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "coordinator": self.coordinator}
+
+    def bind(self, user_ns: MutableMapping[str, Any]) -> str:
+        """Set ``strategy`` and ``coordinator`` in the notebook (never over a name it holds
+        for something else); returns the line that says so."""
+        objects = self.objects()
+        names = {}
+        for role in NAMES:
+            mine = role not in user_ns or user_ns[role] is objects[role]
+            names[role] = role if mine else free_name(role, user_ns)
+            user_ns[names[role]] = objects[role]
+        self.bound = names
+        servers, workers = len(self.cluster.get("ps", [])), len(self.cluster.get("worker", []))
+        what = f"ParameterServerStrategy over {servers} ps and {workers} workers"
+        taken = [role for role in NAMES if names[role] != role]
+        if taken:
+            used = ", ".join(f"{names[r]} (not {r}: the notebook holds one)" for r in taken)
+            return f"TensorFlow: {what}, the kernel as coordinator; names used: {used}"
+        return f"TensorFlow: {what}; the kernel coordinates: strategy, coordinator"
+
+    def close(self, user_ns: MutableMapping[str, Any]) -> None:
+        """Let go of the servers before they stop: our names leave the notebook, the closure
+        threads end and the remote context goes, so nothing retries a stopped server."""
+        objects = self.objects()
+        for role, name in self.bound.items():
+            if user_ns.get(name) is objects[role]:
+                del user_ns[name]
+        log = logging.getLogger("tensorflow")  # its INFO lines of each stopping step
+        level = log.level
+        log.setLevel(logging.WARNING)
+        try:
+            cluster = getattr(self.coordinator, "_cluster", None)
+            stop = getattr(cluster, "stop", None)
+            if callable(stop):
+                stop()
+            del objects
+            self.strategy = self.coordinator = None
+            gc.collect()
+            from tensorflow.python.eager import context
+
+            context._reset_context()  # (TensorFlow has no public disconnect)
+        finally:
+            log.setLevel(level)
+
+
+def fit_hint() -> None:
+    """Keras 3's ``model.fit`` under the strategy fails deep in Keras: show it as one line
+    naming the custom loop (other errors show as ever). Left alone outside IPython or when the
+    shell already has its own handler for exceptions."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or shell.custom_exceptions:
+        return
+
+    def handler(
+        self: Any, etype: type[BaseException], value: BaseException, tb: Any, tb_offset: Any = None
+    ) -> list[str]:
+        """Called in IPython's ``except``: shows the error itself (IPython does not)."""
+        if _FIT_MARK in str(value) and _through_keras(tb):
+            stb = [f"{etype.__name__}: {FIT_ISSUE}"]
+            self._showtraceback(etype, FIT_ISSUE, stb)
+            return stb
+        self.showtraceback((etype, value, tb), tb_offset=tb_offset, running_compiled_code=True)
+        return []
+
+    shell.set_custom_exc((ValueError,), handler)
+
+
+def _through_keras(tb: Any) -> bool:
+    """Whether the traceback passes through Keras (which filters its own frames out of it,
+    leaving its error handler)."""
+    while tb is not None:
+        if f"{os.sep}keras{os.sep}" in tb.tb_frame.f_code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False

@@ -29,7 +29,7 @@ from .scaling import Throughput
 from .settings import HISTORY_MAX_MB, Distributed
 from .spec import Spec
 from .sweep_runner import SweepHost, SweepOutcome, run_sweep
-from .tf_coordinator import PULL_NAME, Coordinator, coordinates, fit_hint
+from .tf_coordinator import PULL_NAME, Coordinator, coordinates, fit_hint, tasks_lost
 
 
 @dataclass
@@ -243,7 +243,11 @@ class Session:
         if live.cluster.alive and live.spec.cluster_key() == spec.cluster_key():
             return live.cluster
         if not live.cluster.alive:
-            view.notice(f"the previous cluster was lost ({live.cluster.lost}); starting a new one")
+            lost = live.cluster.lost
+            if spec.backend in self.coordinators:
+                ranks = ((r.rank, r.state) for r in live.cluster.ranks())
+                lost += tasks_lost(live.spec.layout, ranks)
+            view.notice(f"the previous cluster was lost ({lost}); starting a new one")
         else:
             change = spec.describe_change(live.spec)
             view.notice(f"settings changed ({change}); restarting the cluster")
@@ -264,8 +268,10 @@ class Session:
         for name in [backend] if backend else list(self.live):
             live = self.live.pop(name, None) if name else None
             held = self.coordinators.pop(name, None) if name else None
-            if held is not None:  # before the servers go: nothing retries a stopped one
-                held[0].close(held[1])
+            if held is not None:  # before the servers go: nothing calls a stopped one
+                said = held[0].close(held[1])
+                if said:
+                    CellView().notice(said)
             if live is not None:
                 live.cluster.stop()
                 stopped.append(live.cluster.id)

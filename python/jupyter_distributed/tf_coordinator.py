@@ -7,9 +7,11 @@ and gives the notebook ``strategy`` (a ``ParameterServerStrategy``) and ``coordi
 ``ClusterCoordinator``), as TensorFlow's tutorial runs the coordinator in a notebook. A name the
 notebook already holds is not overwritten: the objects go under another name, said in one line.
 
-Before the cluster's ranks are stopped the coordinator is closed: its references leave the
-notebook and TensorFlow's remote context is reset, so no gRPC "Connection refused" floods the
-notebook. TensorFlow is imported only here, and only once a cluster asks for it.
+Before the cluster's ranks are stopped the coordinator is closed: its names and the notebook's
+values that live on the servers leave the notebook and are freed while the servers still serve,
+so no gRPC "Connection refused" floods the notebook afterwards. (TensorFlow has no public way
+to disconnect; resetting its eager context crashes the kernel on the next use of a variable
+made under the strategy.) TensorFlow is imported only here, and only once a cluster asks for it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
-from collections.abc import MutableMapping
+from collections.abc import Iterable, MutableMapping
 from typing import Any
 
 from .layout import Layout, Strategy
@@ -35,6 +37,20 @@ _FIT_MARK = "ClusterCoordinator.create_per_worker_dataset"  # Keras 3's ValueErr
 def coordinates(layout: Layout) -> bool:
     """Whether the kernel coordinates this layout's ranks."""
     return layout.strategy is Strategy.PARAMETER_SERVER and layout.uses_tensorflow
+
+
+def tasks_lost(layout: Layout, ranks: Iterable[tuple[int, str]]) -> str:
+    """The TensorFlow tasks among ``(rank, state)`` that died, named, e.g. ``; worker 1 (rank
+    2) is gone``; empty when none did."""
+    servers = layout.parameter_servers
+    dead = [
+        f"ps {r} (rank {r})" if r < servers else f"worker {r - servers} (rank {r})"
+        for r, state in ranks
+        if state in ("failed", "exited")
+    ]
+    if not dead:
+        return ""
+    return f"; TensorFlow's {', '.join(dead)} {'is' if len(dead) == 1 else 'are'} gone"
 
 
 def free_name(name: str, user_ns: MutableMapping[str, Any]) -> str:
@@ -82,29 +98,50 @@ class Coordinator:
             return f"TensorFlow: {what}, the kernel as coordinator; names used: {used}"
         return f"TensorFlow: {what}; the kernel coordinates: strategy, coordinator"
 
-    def close(self, user_ns: MutableMapping[str, Any]) -> None:
-        """Let go of the servers before they stop: our names leave the notebook, the closure
-        threads end and the remote context goes, so nothing retries a stopped server."""
+    def close(self, user_ns: MutableMapping[str, Any]) -> str:
+        """Let go of the servers while they still serve: our names and the notebook's values
+        that live on them (variables on ``/job:ps``, per-worker datasets and iterators, remote
+        values) leave the notebook and are freed, and the closure threads end, so nothing
+        calls a stopped server afterwards (each call would log gRPC errors under the cell).
+        Returns the line naming the notebook's values that went ("" when none did)."""
         objects = self.objects()
         for role, name in self.bound.items():
             if user_ns.get(name) is objects[role]:
                 del user_ns[name]
+        gone = sorted(
+            name
+            for name, value in list(user_ns.items())
+            if not name.startswith("_") and _remote(value)
+        )
+        for name in gone:
+            del user_ns[name]
         log = logging.getLogger("tensorflow")  # its INFO lines of each stopping step
         level = log.level
         log.setLevel(logging.WARNING)
         try:
-            cluster = getattr(self.coordinator, "_cluster", None)
-            stop = getattr(cluster, "stop", None)
+            stop = getattr(getattr(self.coordinator, "_cluster", None), "stop", None)
             if callable(stop):
                 stop()
             del objects
             self.strategy = self.coordinator = None
-            gc.collect()
-            from tensorflow.python.eager import context
-
-            context._reset_context()  # (TensorFlow has no public disconnect)
+            gc.collect()  # their remote handles are freed now, while the servers still serve
         finally:
             log.setLevel(level)
+        if not gone:
+            return ""
+        return f"TensorFlow: {', '.join(gone)} lived on the stopped cluster and left the notebook"
+
+
+def _remote(value: Any) -> bool:
+    """Whether ``value`` lives on the cluster's servers (and is useless once they stop)."""
+    device = getattr(value, "device", None) if _from_tensorflow(value) else None
+    if isinstance(device, str) and device.startswith(("/job:ps", "/job:worker")):
+        return True
+    return type(value).__module__.startswith("tensorflow.python.distribute.coordinator")
+
+
+def _from_tensorflow(value: Any) -> bool:
+    return type(value).__module__.startswith(("tensorflow.", "keras."))
 
 
 def fit_hint() -> None:

@@ -59,6 +59,16 @@ print("LOSS", float(loss.fetch()), "W", float(w.numpy()), "B", float(b.numpy()))
 """
 
 
+# after the stop: the notebook's values on the stopped servers went; what is left is freed
+AFTER_STOP = """
+import gc, time
+print("after", "strategy" in dir(), "w" in dir(), "per_worker_iterator" in dir())
+del step_fn, per_worker_dataset_fn
+gc.collect()
+time.sleep(3)
+"""
+
+
 def execute(kc: BlockingKernelClient, code: str, ok: bool = True) -> tuple[str, list[Any]]:
     """Run ``code``; its stream text and its error messages."""
     got: list[dict[str, Any]] = []
@@ -157,8 +167,21 @@ def test_stopping_the_cluster_prints_no_grpc_errors(
 ) -> None:
     kc, _ = kernel
     text, _ = execute(kc, "%distributed stop")
-    later, _ = execute(kc, "import time\ntime.sleep(3)\nprint('after', 'strategy' in dir())")
+    later, _ = execute(kc, AFTER_STOP)
     shown = text + later
     noisy = [ln for ln in shown.splitlines() if "grpc" in ln.lower() or "Connection refused" in ln]
     assert noisy == []
-    assert "stopped" in text and "after False" in later  # the coordinator's names went too
+    assert "stopped" in text and "after False False False" in later
+    assert "w lived on the stopped cluster and left the notebook" in text.replace(",", "")
+
+
+def test_a_dead_worker_is_named_and_the_cluster_replaced(
+    kernel: tuple[BlockingKernelClient, str],
+) -> None:
+    kc, _ = kernel
+    execute(kc, f"%%distributed {LINE} --pull pid\nimport os\npid = os.getpid()")
+    execute(kc, "import os, signal, time\nos.kill(pid[2], signal.SIGKILL)\ntime.sleep(2)")
+    text, _ = execute(kc, f"%%distributed {LINE}\nprint('back', rank)")
+    lost = next(ln for ln in text.splitlines() if "the previous cluster was lost" in ln)
+    assert "TensorFlow's worker 1 (rank 2) is gone" in lost
+    assert "[rank 2] back 2" in text and "the kernel coordinates: strategy, coordinator" in text

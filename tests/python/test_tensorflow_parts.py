@@ -17,6 +17,21 @@ from jupyter_distributed.worker.param_server import rank_hosts, setup_parameter_
 TF_PS = Layout(procs_per_node=3, strategy=Strategy.PARAMETER_SERVER, framework=Framework.TENSORFLOW)
 
 
+def _set_up(
+    monkeypatch: pytest.MonkeyPatch, layout: Layout, rank: int, port: int
+) -> dict[str, object]:
+    """A rank's set-up; the cluster spec it would start its server with, in ``tf_cluster``."""
+    monkeypatch.setenv("TF_CONFIG", "")  # (set by the set-up; restored after the test)
+    monkeypatch.setenv("RANK", str(rank))
+    monkeypatch.setenv("MASTER_PORT", str(port))
+    monkeypatch.setattr(
+        "jupyter_distributed.worker.param_server.start_server", lambda config: config
+    )
+    namespace: dict[str, object] = {}
+    setup_parameter_server(layout, namespace)
+    return namespace
+
+
 def test_tf_config_names_the_kernel_as_chief_each_task_at_its_own_host(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -24,22 +39,15 @@ def test_tf_config_names_the_kernel_as_chief_each_task_at_its_own_host(
     several hosts are refused without the opt-in, allowed with it, the chief at the kernel."""
     layout = Layout(nodes=3, strategy=Strategy.PARAMETER_SERVER, framework=Framework.TENSORFLOW)
     monkeypatch.setenv("JD_RANK_HOSTS", "10.0.0.1,10.0.0.2,10.0.0.3")
-    monkeypatch.setenv("TF_CONFIG", "")  # (set by the set-up; restored after the test)
-    monkeypatch.setenv("RANK", "2")
-    monkeypatch.setenv("MASTER_PORT", "29500")
     monkeypatch.setenv("JD_TF_CHIEF_HOST", "kernel-host")
+    monkeypatch.delenv(TF_ACROSS_HOSTS_ENV, raising=False)
     assert rank_hosts(layout) == ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
     with pytest.raises(StrategyError) as refused:
-        setup_parameter_server(layout, {})
+        _set_up(monkeypatch, layout, 2, 29500)
     assert "3 hosts" in str(refused.value) and "tensorflow_across_hosts" in str(refused.value)
     assert "\n" not in str(refused.value)
     monkeypatch.setenv(TF_ACROSS_HOSTS_ENV, "1")
-    monkeypatch.setattr(
-        "jupyter_distributed.worker.param_server.start_server", lambda config: config
-    )
-    namespace: dict[str, object] = {}
-    setup_parameter_server(layout, namespace)
-    assert namespace["tf_cluster"] == {
+    assert _set_up(monkeypatch, layout, 2, 29500)["tf_cluster"] == {
         "ps": ["10.0.0.1:29501"],
         "worker": ["10.0.0.2:29502", "10.0.0.3:29503"],
         "chief": ["kernel-host:29504"],
@@ -48,16 +56,8 @@ def test_tf_config_names_the_kernel_as_chief_each_task_at_its_own_host(
 
 def test_one_machine_is_loopback_whatever_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JD_RANK_HOSTS", "node7,node7,node7")
-    monkeypatch.setenv("TF_CONFIG", "")
-    monkeypatch.setenv("RANK", "0")
-    monkeypatch.setenv("MASTER_PORT", "40000")
     monkeypatch.delenv(TF_ACROSS_HOSTS_ENV, raising=False)
-    monkeypatch.setattr(
-        "jupyter_distributed.worker.param_server.start_server", lambda config: config
-    )
-    namespace: dict[str, object] = {}
-    setup_parameter_server(TF_PS, namespace)
-    assert namespace["tf_cluster"] == {
+    assert _set_up(monkeypatch, TF_PS, 0, 40000)["tf_cluster"] == {
         "ps": ["127.0.0.1:40001"],
         "worker": ["127.0.0.1:40002", "127.0.0.1:40003"],
         "chief": ["127.0.0.1:40004"],
@@ -67,13 +67,12 @@ def test_one_machine_is_loopback_whatever_its_name(monkeypatch: pytest.MonkeyPat
 def test_without_the_framework_nothing_starts_and_there_is_no_chief(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("TF_CONFIG", "")
-    monkeypatch.setenv("RANK", "1")
     monkeypatch.delenv("JD_RANK_HOSTS", raising=False)
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
-    namespace: dict[str, object] = {}
-    setup_parameter_server(Layout(procs_per_node=3, strategy=Strategy.PARAMETER_SERVER), namespace)
+    layout = Layout(procs_per_node=3, strategy=Strategy.PARAMETER_SERVER)
+    namespace = _set_up(monkeypatch, layout, 1, 29500)
     assert "tf_cluster" not in namespace and "tf_server" not in namespace
+    assert namespace["workers"] == [1, 2]
 
 
 def test_the_opt_in_reaches_the_ranks_and_sagemaker_is_refused() -> None:

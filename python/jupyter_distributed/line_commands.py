@@ -170,7 +170,7 @@ def run(
         if said:
             print(said)
     elif args.command == "tf-strategy":
-        print(session.tf_strategy(user_ns))
+        print(session.coordinators.bind_again(user_ns))
     elif args.command == "logs":
         try:
             print(textviews.logs(session.store, args.run, args.rank, args.search))

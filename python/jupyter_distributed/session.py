@@ -29,7 +29,7 @@ from .scaling import Throughput
 from .settings import HISTORY_MAX_MB, Distributed
 from .spec import Spec
 from .sweep_runner import SweepHost, SweepOutcome, run_sweep
-from .tf_coordinator import PULL_NAME, Coordinator, coordinates, fit_hint, tasks_lost
+from .tf_coordinator import PULL_NAME, Coordinators, coordinates, tasks_lost
 
 
 @dataclass
@@ -47,8 +47,7 @@ class Session:
         self.last_failed: tuple[str, str, list[RankFailure]] | None = None  # the last cell's
         self._coords_of: tuple[str, dict[int, dict[str, Any]]] = ("", {})
         self._spec_json: tuple[Spec | None, dict[str, Any]] = (None, {})
-        # the kernel as TensorFlow's coordinator, per backend, and the namespace it was given to
-        self.coordinators: dict[str, tuple[Coordinator, dict[str, Any]]] = {}
+        self.coordinators = Coordinators()  # the kernel as TensorFlow's coordinator
         atexit.register(self.shutdown)
 
     @property
@@ -117,6 +116,7 @@ class Session:
                 view.notice(f"--break: {NO_PROMPTS}")
             coordinate = coordinates(spec.layout) and spec.backend not in self.coordinators
             pull = (*spec.pull, PULL_NAME) if coordinate else spec.pull
+            pull = tuple(dict.fromkeys(pull))  # (the cell may pull it too)
             request = RunRequest(
                 run_id, code, spec.ranks, push, pull, spec.timeout,
                 display_max=int(spec.display_max_mb * 2**20), figures=kernel_figures(),
@@ -136,32 +136,7 @@ class Session:
             return recorder.finish(outcome, spec.pull, spec.ranks, user_ns, after_interrupt=after)
         finally:
             if coordinate and cluster.alive:
-                self._coordinate(spec.backend, outcome, user_ns, view)
-
-    def _coordinate(
-        self, backend: str, outcome: RunOutcome, user_ns: dict[str, Any], view: CellView
-    ) -> None:
-        """Connect the kernel to the ranks' TensorFlow servers as their coordinator."""
-        specs = [p[PULL_NAME] for p in outcome.pulled.values() if PULL_NAME in p]
-        if not specs:
-            return  # the cell did not finish on any rank: the next one tries again
-        try:
-            coordinator = Coordinator(specs[0])
-        except ImportError:
-            view.notice("--framework tensorflow: TensorFlow is not installed in the kernel")
-            return
-        self.coordinators[backend] = (coordinator, user_ns)
-        fit_hint()
-        view.notice(coordinator.bind(user_ns))
-
-    def tf_strategy(self, user_ns: dict[str, Any]) -> str:
-        """``%distributed tf-strategy``: bind the coordinator's names in the notebook again."""
-        if not self.coordinators:
-            return (
-                "no TensorFlow coordinator: run a cell with --strategy parameter-server "
-                "--framework tensorflow first"
-            )
-        return "\n".join(c.bind(user_ns) for c, _ in self.coordinators.values())
+                self.coordinators.connect(spec.backend, outcome.pulled, user_ns, view)
 
     def record(
         self,
@@ -267,11 +242,8 @@ class Session:
         stopped = []
         for name in [backend] if backend else list(self.live):
             live = self.live.pop(name, None) if name else None
-            held = self.coordinators.pop(name, None) if name else None
-            if held is not None:  # before the servers go: nothing calls a stopped one
-                said = held[0].close(held[1])
-                if said:
-                    CellView().notice(said)
+            if name:  # before the servers go: nothing calls a stopped one
+                self.coordinators.close(name, CellView())
             if live is not None:
                 live.cluster.stop()
                 stopped.append(live.cluster.id)

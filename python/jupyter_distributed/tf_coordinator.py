@@ -19,8 +19,8 @@ from __future__ import annotations
 import gc
 import logging
 import os
-from collections.abc import Iterable, MutableMapping
-from typing import Any
+from collections.abc import Iterable, Mapping, MutableMapping
+from typing import Any, Protocol
 
 from .layout import Layout, Strategy
 
@@ -142,6 +142,61 @@ def _remote(value: Any) -> bool:
 
 def _from_tensorflow(value: Any) -> bool:
     return type(value).__module__.startswith(("tensorflow.", "keras."))
+
+
+class Coordinators:
+    """The kernel's coordinator of each backend's live cluster, with the namespace it was
+    given to."""
+
+    def __init__(self) -> None:
+        self.held: dict[str, tuple[Coordinator, MutableMapping[str, Any]]] = {}
+
+    def __contains__(self, backend: str) -> bool:
+        return backend in self.held
+
+    def connect(
+        self,
+        backend: str,
+        pulled: Mapping[int, Mapping[str, Any]],
+        user_ns: MutableMapping[str, Any],
+        view: Notices,
+    ) -> None:
+        """Connect to the servers named by the ranks' ``tf_cluster`` (pulled after a cell)."""
+        specs = [values[PULL_NAME] for values in pulled.values() if PULL_NAME in values]
+        if not specs:
+            return  # the cell did not finish on any rank: the next one tries again
+        try:
+            coordinator = Coordinator(specs[0])
+        except ImportError:
+            view.notice("--framework tensorflow: TensorFlow is not installed in the kernel")
+            return
+        except Exception as exc:  # noqa: BLE001 (TensorFlow's own errors, in one line)
+            first = str(exc).strip().splitlines()[:1]
+            view.notice(f"the kernel could not coordinate: {type(exc).__name__}: {''.join(first)}")
+            return
+        self.held[backend] = (coordinator, user_ns)
+        fit_hint()
+        view.notice(coordinator.bind(user_ns))
+
+    def bind_again(self, user_ns: MutableMapping[str, Any]) -> str:
+        """``%distributed tf-strategy``: the coordinator's names in the notebook again."""
+        if not self.held:
+            return (
+                "no TensorFlow coordinator: run a cell with --strategy parameter-server "
+                "--framework tensorflow first"
+            )
+        return "\n".join(c.bind(user_ns) for c, _ in self.held.values())
+
+    def close(self, backend: str, view: Notices) -> None:
+        held = self.held.pop(backend, None)
+        if held is not None:
+            said = held[0].close(held[1])
+            if said:
+                view.notice(said)
+
+
+class Notices(Protocol):
+    def notice(self, text: str) -> None: ...
 
 
 def fit_hint() -> None:

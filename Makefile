@@ -28,6 +28,10 @@ APT_PACKAGES += sqlite3
 # torch for the tests: the CPU build, pinned. An unpinned or newer torch pulls
 # the CUDA build and its NVIDIA packages.
 TORCH_SPEC ?= torch==2.13.0
+# TensorFlow for its tests (--framework tensorflow, examples/09): the CPU build, pinned.
+# `make test TENSORFLOW_SPEC=` skips it on a machine without a wheel for it (its tests then
+# skip, saying that TensorFlow is not installed).
+TENSORFLOW_SPEC ?= tensorflow-cpu==2.21.0
 # Extra arguments: `make lab LAB_ARGS="--port 9999"`, `make test PYTEST_ARGS="-k server"`.
 LAB_ARGS ?=
 PYTEST_ARGS ?=
@@ -43,6 +47,7 @@ PY := $(BIN)/python
 PIP := $(PY) -m pip
 STAMPS := $(VENV)/.stamps
 TORCH_STAMP := $(STAMPS)/$(subst =,-,$(subst $(eval) ,,$(TORCH_SPEC)))
+TENSORFLOW_STAMP := $(if $(strip $(TENSORFLOW_SPEC)),$(STAMPS)/$(subst =,-,$(subst $(eval) ,,$(TENSORFLOW_SPEC))))
 LABEXT := python/jupyter_distributed/labextension
 # Tools installed in the venv (jupyter-builder, jupyter, ...) come first on PATH,
 # for npm scripts too.
@@ -86,7 +91,7 @@ help:
 lab: system-lab $(STAMPS)/deps-lab $(STAMPS)/package
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS) examples/
 
-test: system-test $(TORCH_STAMP) $(STAMPS)/deps-test $(STAMPS)/package $(TEST_STEPS)
+test: system-test $(TORCH_STAMP) $(TENSORFLOW_STAMP) $(STAMPS)/deps-test $(STAMPS)/package $(TEST_STEPS)
 
 # ---- set-up ------------------------------------------------------------------
 # Set-up checks. `make lab` needs Python (with venv) and Node.js only: a user without root who
@@ -133,8 +138,8 @@ $(STAMPS)/deps-lab: pyproject.toml | $(PY)
 	$(PIP) install -r $@.txt
 	@touch $@
 
-# Installed after torch, so nothing in it can pull another torch.
-$(STAMPS)/deps-test: pyproject.toml | $(PY) $(TORCH_STAMP)
+# Installed after torch and TensorFlow, so nothing in it can pull another torch.
+$(STAMPS)/deps-test: pyproject.toml | $(PY) $(TORCH_STAMP) $(TENSORFLOW_STAMP)
 	@mkdir -p $(STAMPS)
 	$(PY) -c "$$REQUIREMENTS" test > $@.txt
 	$(PIP) install -r $@.txt
@@ -146,6 +151,14 @@ $(TORCH_STAMP): | $(PY)
 	@mkdir -p $(STAMPS)
 	$(PIP) install "$(TORCH_SPEC)"
 	@touch $@
+
+# Named after TENSORFLOW_SPEC like torch's; none when TENSORFLOW_SPEC is empty.
+ifneq ($(TENSORFLOW_STAMP),)
+$(TENSORFLOW_STAMP): | $(PY) $(TORCH_STAMP)
+	@mkdir -p $(STAMPS)
+	$(PIP) install "$(TENSORFLOW_SPEC)"
+	@touch $@
+endif
 
 node_modules/.stamp: package.json package-lock.json
 	npm ci --no-audit --no-fund

@@ -8,6 +8,7 @@ backend is refused, never ignored. Every other check is the spec's own.
 
 from __future__ import annotations
 
+import socket
 from argparse import Namespace
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from .arguments import flag_owners
 from .backends import plugin, plugins
 from .errors import SpecError
-from .layout import Layout, ModelParallel
+from .layout import TF_ACROSS_HOSTS_ENV, TF_CHIEF_HOST_ENV, Layout, ModelParallel, Strategy
 from .settings import Distributed
 from .spec import BackendOptions, Spec, parse_env, parse_names, parse_targets
 from .sweeps import parse_sweep
@@ -91,10 +92,15 @@ def spec_from_args(
         framework=args.framework,
     )
     options = _backend_options(backend, args, backend_defaults(backend) if backend_defaults else {})
+    if backend == "sagemaker" and layout.uses_tensorflow and layout.parameter_servers:
+        raise SpecError(
+            "--framework tensorflow --strategy parameter-server: SageMaker runs its own "
+            "parameter-server distribution, which the kernel cannot coordinate; drop --framework"
+        )
     return Spec(
         layout=layout,
         backend=backend,
-        env=parse_env(args.env),
+        env=parse_env(args.env) + _tensorflow_env(layout, settings),
         options=options,
         push=parse_names("--push", args.push),
         pull=parse_names("--pull", args.pull),
@@ -109,6 +115,15 @@ def spec_from_args(
         sweep=parse_sweep(args.sweep, args.sweep_parallel),
         relays=settings.relays,
     )
+
+
+def _tensorflow_env(layout: Layout, settings: Distributed) -> tuple[tuple[str, str], ...]:
+    """What the ranks of ``--strategy parameter-server --framework tensorflow`` need from the
+    kernel: its host (the coordinator) and the opt-in to servers on several hosts."""
+    if layout.strategy is not Strategy.PARAMETER_SERVER or not layout.uses_tensorflow:
+        return ()
+    env = ((TF_CHIEF_HOST_ENV, socket.gethostname()),)
+    return env + (((TF_ACROSS_HOSTS_ENV, "1"),) if settings.tensorflow_across_hosts else ())
 
 
 def _display_ranks(

@@ -39,6 +39,10 @@ class Framework(StrEnum):
 
 # the strategies that --framework tensorflow applies to
 TENSORFLOW_STRATEGIES = ("parameter-server", "multi-worker", "horovod")
+# --framework tensorflow --strategy parameter-server: the kernel's opt-in ("1") to servers on
+# several hosts, and the kernel's host as the ranks reach it (the chief in TF_CONFIG)
+TF_ACROSS_HOSTS_ENV = "JD_TF_ACROSS_HOSTS"
+TF_CHIEF_HOST_ENV = "JD_TF_CHIEF_HOST"
 
 
 class Pipeline(StrEnum):

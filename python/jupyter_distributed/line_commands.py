@@ -55,6 +55,8 @@ Line magic (%distributed COMMAND):
                               another kernel, or this one, is running)
   debug [--rank R]            pdb on a rank's last exception, in the live rank (default: the
                               root cause's rank of the last cell that failed)
+  tf-strategy                 strategy and coordinator again (--strategy parameter-server
+                              --framework tensorflow: the kernel is TensorFlow's coordinator)
 """
 
 
@@ -113,6 +115,7 @@ def line_parser() -> MagicArgumentParser:
     stacks.add_argument("run", nargs="?")
     stacks.add_argument("--rank", type=_rank)
     sub.add_parser("debug").add_argument("--rank", type=_rank)
+    sub.add_parser("tf-strategy")
     for p in plugins():
         for command in p.commands:
             parser_ = sub.add_parser(command.name)
@@ -167,6 +170,8 @@ def run(
         said = debugging.debug(session, args.rank, user_ns)
         if said:
             print(said)
+    elif args.command == "tf-strategy":
+        print(session.coordinators.bind_again(user_ns))
     elif args.command == "logs":
         try:
             print(textviews.logs(session.store, args.run, args.rank, args.search))

@@ -29,6 +29,7 @@ from .scaling import Throughput
 from .settings import HISTORY_MAX_MB, Distributed
 from .spec import Spec
 from .sweep_runner import SweepHost, SweepOutcome, run_sweep
+from .tf_coordinator import PULL_NAME, Coordinators, coordinates, tasks_lost
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Session:
         self.last_failed: tuple[str, str, list[RankFailure]] | None = None  # the last cell's
         self._coords_of: tuple[str, dict[int, dict[str, Any]]] = ("", {})
         self._spec_json: tuple[Spec | None, dict[str, Any]] = (None, {})
+        self.coordinators = Coordinators()  # the kernel as TensorFlow's coordinator
         atexit.register(self.shutdown)
 
     @property
@@ -118,8 +120,11 @@ class Session:
             doing = "running the cell"
             if break_rank is not None and not cluster.interactive:
                 view.notice(f"--break: {NO_PROMPTS}")
+            coordinate = coordinates(spec.layout) and spec.backend not in self.coordinators
+            pull = (*spec.pull, PULL_NAME) if coordinate else spec.pull
+            pull = tuple(dict.fromkeys(pull))  # (the cell may pull it too)
             request = RunRequest(
-                run_id, code, spec.ranks, push, spec.pull, spec.timeout,
+                run_id, code, spec.ranks, push, pull, spec.timeout,
                 display_max=int(spec.display_max_mb * 2**20), figures=kernel_figures(),
                 interrupt_grace=self.interrupt_grace, max_message=self.max_message,
                 record=recorder.deferred, stdin=stdin, break_rank=break_rank,
@@ -132,13 +137,12 @@ class Session:
             view.notice(f"the cluster was stopped ({cluster.lost}); the next cell starts a new one")
         kept = cluster.alive and outcome.state is RunState.INTERRUPTED
         self.last_failed = (spec.backend, run_id, outcome.failures)  # (%distributed debug)
-        return recorder.finish(
-            outcome,
-            spec.pull,
-            spec.ranks,
-            user_ns,
-            after_interrupt="the ranks keep their variables" if kept else "the cluster was stopped",
-        )
+        after = "the ranks keep their variables" if kept else "the cluster was stopped"
+        try:
+            return recorder.finish(outcome, spec.pull, spec.ranks, user_ns, after_interrupt=after)
+        finally:
+            if coordinate and cluster.alive:
+                self.coordinators.connect(spec.backend, outcome.pulled, user_ns, view)
 
     def record(
         self,
@@ -220,7 +224,11 @@ class Session:
         if live.cluster.alive and live.spec.cluster_key() == spec.cluster_key():
             return live.cluster
         if not live.cluster.alive:
-            view.notice(f"the previous cluster was lost ({live.cluster.lost}); starting a new one")
+            lost = live.cluster.lost
+            if spec.backend in self.coordinators:
+                ranks = ((r.rank, r.state) for r in live.cluster.ranks())
+                lost += tasks_lost(live.spec.layout, ranks)
+            view.notice(f"the previous cluster was lost ({lost}); starting a new one")
         else:
             change = spec.describe_change(live.spec)
             view.notice(f"settings changed ({change}); restarting the cluster")
@@ -240,6 +248,8 @@ class Session:
         stopped = []
         for name in [backend] if backend else list(self.live):
             live = self.live.pop(name, None) if name else None
+            if name:  # before the servers go: nothing calls a stopped one
+                self.coordinators.close(name, CellView())
             if live is not None:
                 live.cluster.stop()
                 stopped.append(live.cluster.id)

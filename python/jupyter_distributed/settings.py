@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from traitlets import Enum, Float, Int, TraitError, Unicode
+from traitlets import Bool, Enum, Float, Int, TraitError, Unicode
 from traitlets.config import LoggingConfigurable
 
 from .rates import STRAGGLER_THRESHOLD
@@ -112,6 +112,11 @@ class Distributed(Settings):
         max=1.0,
         help="a rank below this fraction of the median rank's samples/s is a straggler "
         "(the panel and %distributed compare; 0 marks none)",
+    ).tag(config=True)
+    tensorflow_across_hosts = Bool(
+        False,
+        help="let --framework tensorflow start TensorFlow's servers on ranks of several hosts: "
+        "unauthenticated gRPC that runs any operation sent to it (a trusted network only)",
     ).tag(config=True)
     store_path = Unicode(
         "", help="history database (default: <jupyter data dir>/distributed/history.sqlite3)"

@@ -21,22 +21,33 @@ def _scontrol(*args: str) -> str:
     return out.stdout
 
 
+def _address(name: str) -> str:
+    """``name`` when it resolves here, else the node's NodeAddr from Slurm."""
+    try:
+        socket.gethostbyname(name)
+    except OSError:
+        for word in _scontrol("show", "node", "-o", name).split():
+            if word.startswith("NodeAddr="):
+                return word.removeprefix("NodeAddr=")
+    return name
+
+
+def node_addresses(environ: dict[str, str] | os._Environ[str] = os.environ) -> list[str]:
+    """The step's nodes in order (``scontrol show hostnames``), each as an address this rank
+    can use; empty outside a step."""
+    nodelist = environ.get("SLURM_STEP_NODELIST") or environ.get("SLURM_JOB_NODELIST")
+    if not nodelist:
+        return []
+    return [_address(name) for name in _scontrol("show", "hostnames", nodelist).split()]
+
+
 def first_host_address(environ: dict[str, str] | os._Environ[str] = os.environ) -> str | None:
-    """MASTER_ADDR for a step: its first node (``scontrol show hostnames``), as an address
-    this rank can use: the name when it resolves, else the node's NodeAddr from Slurm."""
+    """MASTER_ADDR for a step: its first node, as an address this rank can use."""
     nodelist = environ.get("SLURM_STEP_NODELIST") or environ.get("SLURM_JOB_NODELIST")
     if not nodelist:
         return None
     names = _scontrol("show", "hostnames", nodelist).split()
-    if not names:
-        return None
-    try:
-        socket.gethostbyname(names[0])
-    except OSError:
-        for word in _scontrol("show", "node", "-o", names[0]).split():
-            if word.startswith("NodeAddr="):
-                return word.removeprefix("NodeAddr=")
-    return names[0]
+    return _address(names[0]) if names else None
 
 
 def export_master_addr() -> None:

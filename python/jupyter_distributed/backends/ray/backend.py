@@ -165,6 +165,8 @@ class RayProcesses:
         self.hosts = [host for host, _, _ in where]
         _, master_addr, master_port = where[0]
         base = {**dict(plan.env), **boot_env, "MASTER_ADDR": master_addr}
+        # each rank's own node, for the parameter-server strategy's task addresses
+        base["JD_RANK_HOSTS"] = ",".join(address for _, address, _ in where)
         starts = []
         for r, actor in zip(plan.ranks, self.actors, strict=True):
             env = {k: (str(master_port) if v == "<free port>" else v) for k, v in r.env}

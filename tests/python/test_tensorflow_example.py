@@ -36,3 +36,4 @@ def test_09_tensorflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert "ParameterServerStrategy over 1 ps and 2 workers" in out
     assert "loss " in out  # (the notebook asserts it is below 1e-3)
     assert "grpc" not in out.lower() and "Connection refused" not in out
+    assert "rank 0 and rank 1 hold the same weights" in out  # multi-worker model.fit

@@ -3,7 +3,8 @@
 Every rank is a worker of one ``TF_CONFIG`` (no parameter servers, no chief), set before the
 first cell; the namespace gets ``strategy``, built once, so a cell runs Keras's ``model.fit``
 under ``strategy.scope()`` unchanged on every rank. Task ``r`` listens on ``MASTER_PORT + 1 + r``
-at its own host (from MPI under MPI, else ``MASTER_ADDR``), as for ``--strategy parameter-server``.
+at its own host, as for ``--strategy parameter-server --framework tensorflow``: loopback on one
+machine, and on several hosts only with ``Distributed.tensorflow_across_hosts``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from ..layout import Layout
 from .errors import StrategyError
-from .param_server import rank_hosts
+from .param_server import rank_hosts, tensorflow_hosts
 from .stacks import set_stage
 
 
@@ -27,9 +28,8 @@ def workers_config(rank: int, hosts: list[str], base_port: int) -> dict[str, Any
 
 def setup_multi_worker(layout: Layout, namespace: dict[str, Any]) -> None:
     rank = int(os.environ["RANK"])
-    config = workers_config(
-        rank, rank_hosts(layout.world_size), int(os.environ.get("MASTER_PORT", "29500"))
-    )
+    hosts, _chief = tensorflow_hosts(rank_hosts(layout))
+    config = workers_config(rank, hosts, int(os.environ.get("MASTER_PORT", "29500")))
     os.environ["TF_CONFIG"] = json.dumps(config)
     me = config["cluster"]["worker"][rank]
     _check_free(me)

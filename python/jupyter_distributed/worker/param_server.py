@@ -70,7 +70,7 @@ def tf_config(
     }
 
 
-def _tensorflow_hosts(hosts: list[str]) -> tuple[list[str], str]:
+def tensorflow_hosts(hosts: list[str]) -> tuple[list[str], str]:
     """The task hosts and the chief's host for TensorFlow's servers: loopback on one machine;
     on several hosts only with the opt-in, refused in one line without it."""
     if len(set(hosts)) <= 1:
@@ -90,7 +90,7 @@ def setup_parameter_server(layout: Layout, namespace: dict[str, Any]) -> None:
     hosts = rank_hosts(layout)
     chief = None
     if layout.uses_tensorflow:
-        hosts, chief_host = _tensorflow_hosts(hosts)
+        hosts, chief_host = tensorflow_hosts(hosts)
         chief = f"{chief_host}:{base_port + 1 + layout.world_size}"
     config = tf_config(layout, rank, hosts, base_port, chief)
     os.environ["TF_CONFIG"] = json.dumps(config)

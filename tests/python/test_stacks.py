@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import faulthandler
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from jupyter_distributed.cluster.hang import diagnose
-from jupyter_distributed.cluster.startwatch import StartWatch
+from jupyter_distributed.cluster.startwatch import StartWatch, watch_start
 from jupyter_distributed.protocol.stacks import Frame, RankStacks, ThreadStack, parse_faulthandler
 from jupyter_distributed.worker.stacks import current_stacks
 
@@ -93,6 +94,7 @@ def test_start_watch_names_a_slow_stage_once_and_a_rendezvous_that_hangs() -> No
     w = StartWatch([0, 1], t0=0.0, notice_after=5.0, rendezvous_limit=5.0)
     assert w.slow(4.0) == []
     assert w.slow(5.5) == [0, 1] and w.slow(6.0) == []  # named once per stage
+    assert w.stuck(6.0) == []  # slow (a long import), not stuck: no stacks yet
     w.reached(0, "init_process_group", 6.0, "rendezvous at h:1")
     assert w.stuck_rendezvous(20.0) == []  # rank 1 has not entered it: slow, not stuck
     w.reached(1, "setup", 6.5)
@@ -102,6 +104,25 @@ def test_start_watch_names_a_slow_stage_once_and_a_rendezvous_that_hangs() -> No
     assert "rank 0 in init_process_group for 8s, rendezvous at h:1" in w.describe([0], 14.0)
     w.reached(1, "ready", 14.0)
     assert w.stuck_rendezvous(30.0) == [0]
+
+
+def test_start_watch_names_a_slow_stage_then_shows_where_a_stuck_rank_is() -> None:
+    w = StartWatch([0], t0=0.0, notice_after=5.0, stacks_after=30.0)
+    notices: list[str] = []
+    asked: list[list[int]] = []
+
+    def stacks(ranks: Sequence[int]) -> dict[int, RankStacks]:
+        asked.append(list(ranks))
+        return {r: _rank(r, Frame(CELL, 1, "<module>", "", "import tensorflow")) for r in ranks}
+
+    w.reached(0, "setup", 1.0, "import tensorflow")
+    watch_start(w, 7.0, [0], stacks, notices.append)
+    assert notices == ["still starting: rank 0 in setup for 6s, import tensorflow"]
+    assert asked == []  # a slow import is named, its stacks are not dumped
+    watch_start(w, 20.0, [0], stacks, notices.append)
+    assert len(notices) == 1
+    watch_start(w, 32.0, [0], stacks, notices.append)
+    assert asked == [[0]] and "where they are" in notices[1] and "--- rank 0:" in notices[1]
 
 
 def test_a_diagnosis_of_some_ranks_says_nothing_about_who_entered_the_collective() -> None:

@@ -3,7 +3,9 @@
 A rank goes through ``process start`` (its process runs, nothing heard yet), ``setup``
 (connected; importing and preparing its strategy), ``init_process_group`` (waiting for the
 others to rendezvous) and ``ready``. A rank in one stage for longer than ``notice_after`` is
-named once with its stage (it may just be slow: start-up goes on). A rendezvous that has not
+named once with its stage (it may just be slow: importing TensorFlow takes 10-20 s on two busy
+cores, and start-up goes on); one still there after ``stacks_after`` is named again, with its
+stacks (where it waits). A rendezvous that has not
 completed ``rendezvous_limit`` seconds after the last rank entered it will not complete (a wrong
 ``MASTER_ADDR`` or port): the start fails with the ranks, the address and their stacks.
 """
@@ -23,6 +25,7 @@ RENDEZVOUS = "init_process_group"
 #: the stages in their order, as the cell's start-up line names them
 SHOWN = {PROCESS_START: "process start", "setup": "imports", RENDEZVOUS: RENDEZVOUS}
 NOTICE_AFTER = 5.0
+STACKS_AFTER = 30.0
 RENDEZVOUS_LIMIT = 5.0
 
 
@@ -32,8 +35,10 @@ class StartWatch:
     t0: float
     notice_after: float = NOTICE_AFTER
     rendezvous_limit: float = RENDEZVOUS_LIMIT
+    stacks_after: float = STACKS_AFTER
     stages: dict[int, tuple[str, float, str]] = field(default_factory=dict)  # stage, since, detail
     noticed: set[int] = field(default_factory=set)
+    stacked: set[int] = field(default_factory=set)  # named with their stacks in this stage
 
     def __post_init__(self) -> None:
         self.stages = dict.fromkeys(self.ranks, (PROCESS_START, self.t0, ""))
@@ -42,6 +47,7 @@ class StartWatch:
         if rank in self.stages and self.stages[rank][0] != stage:
             self.stages[rank] = (stage, now, detail)
             self.noticed.discard(rank)
+            self.stacked.discard(rank)
 
     def stage(self, rank: int) -> str:
         return self.stages.get(rank, (PROCESS_START, 0.0, ""))[0]
@@ -54,6 +60,16 @@ class StartWatch:
             if stage != "ready" and now - since > self.notice_after and r not in self.noticed
         ]
         self.noticed.update(out)
+        return out
+
+    def stuck(self, now: float) -> list[int]:
+        """Ranks newly in one stage (other than ready) for longer than ``stacks_after``."""
+        out = [
+            r
+            for r, (stage, since, _) in sorted(self.stages.items())
+            if stage != "ready" and now - since > self.stacks_after and r not in self.stacked
+        ]
+        self.stacked.update(out)
         return out
 
     def stuck_rendezvous(self, now: float) -> list[int]:
@@ -96,8 +112,9 @@ def watch_start(
     stacks: Callable[[Sequence[int]], dict[int, RankStacks]],
     notice: Callable[[str], None],
 ) -> None:
-    """Name ranks slow in a stage, with their stacks; raise :class:`LaunchError` for a
-    rendezvous that hangs, naming the ranks, the address and where they wait."""
+    """Name ranks slow in a stage (with their stacks once they look stuck); raise
+    :class:`LaunchError` for a rendezvous that hangs, naming the ranks, the address and where
+    they wait."""
     stuck = watch.stuck_rendezvous(now)
     if stuck:
         where = diagnose(stacks(stuck), ranks).text
@@ -107,11 +124,13 @@ def watch_start(
             f"({watch.describe(stuck, now)}); check MASTER_ADDR and MASTER_PORT "
             f"(--env) and that the ranks can reach each other\n{where}"
         )
-    slow = watch.slow(now)
-    if slow:
-        got = stacks(slow)
-        lines = [f"still starting: {watch.describe(slow, now)}"]
-        for r in slow:
+    slow, stuck = watch.slow(now), watch.stuck(now)
+    if stuck:
+        got = stacks(stuck)
+        lines = [f"still starting: {watch.describe(stuck, now)}; where they are:"]
+        for r in stuck:
             if got[r].threads:
                 lines += [f"--- rank {r}:", *got[r].format()]
         notice("\n".join(lines))
+    elif slow:
+        notice(f"still starting: {watch.describe(slow, now)}")

@@ -1,7 +1,7 @@
 /**
  * The pure part of the panel's plotly figures: traces (plotly.js' JSON) from
  * the model's series, the many-rank view (a total, a min–max band with its
- * median, the stragglers highlighted, every other rank one legend click away),
+ * median, the stragglers highlighted, any other rank on request: `shownranks.ts`),
  * TensorBoard's smoothing, the figure's data as CSV text, and the layouts.
  * No DOM and no plotly.js: `figureview.tsx` hands what these return to
  * `Plotly.react`.

@@ -6,6 +6,8 @@
 import { ServerConnection } from '@jupyterlab/services';
 
 import type { JSONObject, ReadonlyPartialJSONValue } from '@lumino/coreutils';
+
+import { RunLive } from '../../labextension/src/runstate';
 import {
   API_VERSION,
   type DisplayReply,
@@ -218,4 +220,18 @@ export class MemoryState {
   async save(id: string, value: ReadonlyPartialJSONValue): Promise<void> {
     this.items.set(id, value);
   }
+}
+
+/** The live state of a run of `ranks` ranks on one host, each with 4 reports of samples and loss. */
+export function liveOf(ranks: number, t0 = 2_000_000): RunLive {
+  const live = new RunLive('r');
+  const events: DistributedEvent[] = [];
+  for (let rank = 0; rank < ranks; rank++) {
+    events.push({ kind: 'rank', run_id: 'r', rank, t: t0, state: 'running', host: 'a', pid: rank + 1 });
+    for (let k = 0; k < 4; k++) {
+      events.push({ kind: 'metric', run_id: 'r', rank, t: t0 + k * 0.5, values: { samples: 8, loss: 1 / (k + 1) } });
+    }
+  }
+  live.apply(events.map((event, i) => ({ seq: i + 1, event })));
+  return live;
 }

@@ -12,24 +12,10 @@ import { rankGroups } from '../../labextension/src/derive';
 import { metricTraces, samplesTraces } from '../../labextension/src/plotdata';
 import { ThroughputView } from '../../labextension/src/plotsview';
 import { RanksView } from '../../labextension/src/ranksview';
-import { RunLive } from '../../labextension/src/runstate';
 import { MAX_SHOWN, ShownRanks } from '../../labextension/src/shownranks';
-import type { DistributedEvent } from '../../labextension/src/wire';
+import { liveOf } from './fakes';
 
 const T = 2_000_000;
-
-function liveOf(ranks: number): RunLive {
-  const live = new RunLive('r');
-  const events: DistributedEvent[] = [];
-  for (let rank = 0; rank < ranks; rank++) {
-    events.push({ kind: 'rank', run_id: 'r', rank, t: T, state: 'running', host: 'a', pid: rank + 1 });
-    for (let k = 0; k < 4; k++) {
-      events.push({ kind: 'metric', run_id: 'r', rank, t: T + k * 0.5, values: { samples: 8, loss: 1 / (k + 1) } });
-    }
-  }
-  live.apply(events.map((event, i) => ({ seq: i + 1, event })));
-  return live;
-}
 
 const names = (traces: { name: string }[]): string[] => traces.map(t => t.name);
 

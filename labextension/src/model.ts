@@ -59,7 +59,11 @@ export class DistributedModel implements IDisposable {
       () => this.selectedRun,
       error => this._acted(error),
       id => this._forget(id),
-      { confirmStop: options.confirmStop, changed: () => this._throttle.now() }
+      {
+        confirmStop: options.confirmStop,
+        changed: () => this._throttle.now(),
+        runOf: id => (this._live?.run?.id === id ? this._live.run : (this._runs.find(r => r.id === id) ?? null))
+      }
     );
     this.now = options.now ?? (() => Date.now() / 1000);
     this._openedAt = this.now();

@@ -12,6 +12,7 @@ import {
   API_VERSION,
   type DisplayReply,
   type DistributedEvent,
+  isRunActive,
   type ProbePair,
   type ProbeSummary,
   type Run,
@@ -127,10 +128,30 @@ export interface IFakeServer {
   version: number;
   /** `c.Distributed.straggler_threshold`, as `GET runs` says it. */
   stragglerThreshold?: number;
+  /** Whether a cancel or a stop ends the runs it names at once (as a kernel that is not stuck does). */
+  endsRuns: boolean;
 }
 
 export function fakeServer(): IFakeServer {
-  return { runs: [], details: new Map(), displays: new Map(), requests: [], failWith: null, version: API_VERSION };
+  return {
+    runs: [],
+    details: new Map(),
+    displays: new Map(),
+    requests: [],
+    failWith: null,
+    version: API_VERSION,
+    endsRuns: true
+  };
+}
+
+/** The runs a cancel of run `id` or a stop of cluster `cluster` ends: 'interrupted' from now on. */
+function endRuns(server: IFakeServer, id: string, cluster: string): void {
+  const runs = [...server.runs, ...[...server.details.values()].map(d => d.run)];
+  for (const run of runs) {
+    if ((run.id === id || (cluster && run.cluster_id === cluster)) && isRunActive(run.state)) {
+      run.state = 'interrupted';
+    }
+  }
 }
 
 export function settingsFor(server: IFakeServer): ServerConnection.ISettings {
@@ -173,7 +194,11 @@ export function settingsFor(server: IFakeServer): ServerConnection.ISettings {
       const reply = server.displays.get(`${decodeURIComponent(display[1] ?? '')}/${display[2]}`);
       return reply ? json(reply) : json({ message: `no display ${display[2]}` }, 404);
     }
-    if (/^runs\/[^/]+\/cancel$/.test(path) || /^clusters\/[^/]+\/stop$/.test(path)) {
+    const control = /^(?:runs\/([^/]+)\/cancel|clusters\/([^/]+)\/stop)$/.exec(path);
+    if (control) {
+      if (server.endsRuns) {
+        endRuns(server, decodeURIComponent(control[1] ?? ''), decodeURIComponent(control[2] ?? ''));
+      }
       return json({ control: {} }, 202);
     }
     return json({ message: `unknown path ${path}` }, 404);

@@ -99,7 +99,7 @@ describe('the traces of a figure', () => {
     ]);
   });
 
-  it(`draws every rank at ${BAND_RANKS} ranks or fewer, as the legend names them`, () => {
+  it(`draws every rank at ${BAND_RANKS} ranks or fewer, the stragglers named and highlighted`, () => {
     const asked: number[] = [];
     const traces = rankTraces(
       null,
@@ -115,7 +115,7 @@ describe('the traces of a figure', () => {
     );
     expect(traces.map(t => [t.name, t.highlight ?? false])).toEqual([
       ['rank 0', false],
-      ['rank 1', false]
+      ['rank 1 (straggler)', true]
     ]);
     expect(asked).toEqual([0, 1]);
   });

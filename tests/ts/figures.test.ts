@@ -243,6 +243,23 @@ describe('live redraws', () => {
     expect(gate.pending).toBe(false);
   });
 
+  it('waits longer after a slow draw: 10 times its time', () => {
+    const { host, advance } = fakeHost();
+    const draws: number[] = [];
+    const gate = new RedrawGate(() => {
+      draws.push(host.now());
+      advance(120); // the draw itself takes 120 ms
+    }, host);
+    for (let ms = 0; ms < 3000; ms += 10) {
+      gate.request();
+      advance(10);
+    }
+    expect(draws.length).toBeGreaterThan(1);
+    for (let i = 1; i < draws.length; i++) {
+      expect((draws[i] as number) - (draws[i - 1] as number)).toBeGreaterThanOrEqual(1200);
+    }
+  });
+
   it('does not draw while hidden, and draws once when shown again', () => {
     const { host, advance, setVisible } = fakeHost();
     let draws = 0;

@@ -68,7 +68,9 @@ export class RedrawGate {
     this._pending = false;
     this._last = this.host.now();
     this.draw();
-    this._cost = this.host.now() - this._last;
+    // The first draw creates the figure (plotly's DOM): not what a live update costs.
+    this._cost = this._drawn ? this.host.now() - this._last : 0;
+    this._drawn = true;
   }
 
   private _pending = false;
@@ -76,6 +78,7 @@ export class RedrawGate {
   private _last = -Infinity;
   /** How long the last draw took (its synchronous part: most of plotly's work), in ms. */
   private _cost = 0;
+  private _drawn = false;
   private _cancel: (() => void) | null = null;
 }
 

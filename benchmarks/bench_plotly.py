@@ -6,9 +6,10 @@ for the heatmap (skipped without it). Prints a markdown section for ``RESULTS.md
 
     python benchmarks/bench_plotly.py [--ranks 256] [--repeat 5] [--zsmooth false|fast]
 
-``--zsmooth``: plotly's heatmap drawing, ``false`` a brick per cell (the panel's before
-issue 23's performance pass), ``fast`` one pixel per cell scaled as an image (the panel's now);
-both are timed when it is not given.
+``--zsmooth``: plotly's heatmap drawing, ``false`` a brick per cell (the panel's),
+``fast`` one pixel per cell scaled as an image (tried: no measurable gain on the first draw);
+both are timed when it is not given. ``--cold``: no warm-up plot first (the panel warms
+plotly.js up when its chunk loads).
 """
 
 from __future__ import annotations

@@ -277,8 +277,6 @@ export type Matrix = readonly (readonly (number | null)[])[];
 export interface IHeatmapTrace {
   type: 'heatmap';
   z: (number | null)[][];
-  /** 'fast': one pixel per cell, scaled as an image with crisp edges (not a brick per cell). */
-  zsmooth: 'fast';
   colorscale: string;
   hovertemplate: string;
   hoverongaps: false;
@@ -292,7 +290,6 @@ export function heatmapData(matrix: Matrix, unit: string): IHeatmapTrace[] {
     {
       type: 'heatmap',
       z,
-      zsmooth: 'fast',
       colorscale: 'Viridis',
       hovertemplate: `%{y}↔%{x}: %{z:.3f} ${unit}<extra></extra>`,
       hoverongaps: false,

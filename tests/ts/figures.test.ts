@@ -188,8 +188,6 @@ describe('the traces of a figure', () => {
     expect(trace?.z[1]?.[2]).toBe(3);
     expect(trace?.hovertemplate).toContain('%{z');
     expect(Object.keys(trace ?? {})).not.toContain('text');
-    // One pixel per cell, scaled as an image: not 65k bricks to draw.
-    expect(trace?.zsmooth).toBe('fast');
   });
 });
 

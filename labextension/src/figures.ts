@@ -143,6 +143,9 @@ export interface IFigureTheme {
   background: string;
 }
 
+/** Below this many points a trace's points are drawn as dots too (one point is no line). */
+export const FEW_POINTS = 3;
+
 /** Plotly's `data` for `traces`: ranks in their colours, `NEUTRAL` in the theme's text colour. */
 export function scatterData(traces: readonly IPlotTrace[], theme: IFigureTheme, smoothing = 0): IScatter[] {
   return traces.map(t => {
@@ -153,7 +156,9 @@ export function scatterData(traces: readonly IPlotTrace[], theme: IFigureTheme, 
       name: t.name,
       x: [...t.series.x],
       y: smooth(t.series.y, smoothing),
-      mode: t.markers ? 'lines+markers' : 'lines',
+      // A line of one point draws nothing: a short run's few points get their dots.
+      mode:
+        t.markers || (t.series.x.length < FEW_POINTS && !t.noLegend && !t.fillToPrevious) ? 'lines+markers' : 'lines',
       line: { width: t.highlight ? 3 : t.line === 'dash' ? 2.5 : 1.5, ...(color ? { color } : {}) },
       // The name in the unified hover's row is the trace's own (user text is never HTML here).
       hovertemplate: '%{y:.4~g}'

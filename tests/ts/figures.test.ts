@@ -178,6 +178,18 @@ describe('the traces of a figure', () => {
     expect(lineLayout(THEME, { title: 's' }, 240).yaxis).not.toHaveProperty('title');
   });
 
+  it('draws the dots of a trace of one or two points (a line of one point shows nothing)', () => {
+    const [one, many] = scatterData(
+      [
+        { name: 'rank 0', series: series([5]) },
+        { name: 'rank 1', series: series([1, 2, 3, 4]) }
+      ],
+      THEME
+    );
+    expect(one?.mode).toBe('lines+markers');
+    expect(many?.mode).toBe('lines');
+  });
+
   it('gives the heatmap as one z-matrix with one hover template and no per-cell text', () => {
     const n = 256;
     const matrix = Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => (i === j ? null : i + j)));

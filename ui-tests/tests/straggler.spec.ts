@@ -88,3 +88,35 @@ test('a rank 30 % slower among 16 is marked as a straggler, and compare names it
     timeout: 60_000
   });
 });
+
+test('above 16 ranks, a rank is added to the plots from its tile and removed by its chip', async ({ page }) => {
+  test.setTimeout(240_000);
+  await page.notebook.createNew('many.ipynb');
+  await page.notebook.setCell(0, 'code', '%load_ext jupyter_distributed');
+  await page.notebook.addCell(
+    'code',
+    '%%distributed -n 17 --oversubscribe\nimport time\nfor step in range(4): report(samples=32); time.sleep(0.25)'
+  );
+  await page.menu.clickMenuItem('View>Open Distributed Panel');
+  const p = page.locator('#jupyter-distributed\\:panel');
+  await page.notebook.runCell(0);
+  await page.notebook.runCell(1);
+  await expect(p.getByLabel('Run state')).toHaveText('completed', { timeout: 120_000 });
+  const plot = p.getByLabel('samples/s plot');
+  const names = async (): Promise<string[]> => (await tracesOf(plot)).map(t => t.name);
+
+  // The default view: the total and the band, no rank 9.
+  await p.getByRole('tab', { name: 'Throughput' }).click();
+  await expect.poll(names, { timeout: 30_000 }).toContain('min – max rank');
+  expect(await names()).not.toContain('rank 9');
+
+  // Rank 9's tile adds its line; its chip in the Throughput tab removes it.
+  await p.getByRole('tab', { name: 'Ranks' }).click();
+  await p.getByRole('button', { name: 'Plot rank 9' }).click();
+  await expect(p.getByRole('button', { name: 'Plot rank 9' })).toHaveAttribute('aria-pressed', 'true');
+  await p.getByRole('tab', { name: 'Throughput' }).click();
+  await expect.poll(names, { timeout: 30_000 }).toContain('rank 9');
+  await page.screenshot({ path: test.info().outputPath('rank-shown.png') });
+  await p.getByRole('button', { name: 'Stop showing rank 9' }).click();
+  await expect.poll(names, { timeout: 30_000 }).not.toContain('rank 9');
+});

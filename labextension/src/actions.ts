@@ -3,15 +3,23 @@
  * the user confirms, then saying what was stopped), ask for its stacks, delete
  * it. Each goes to the server, which queues it in the history for the kernel
  * running the run (a busy kernel still sees it) or, for a delete, removes the
- * finished run; the model then refreshes. No DOM.
+ * finished run; the model then refreshes. Each action's button stays busy until the action is
+ * done: a cancel or a stop of a running run until the run has ended (or `SETTLE_MS` passed,
+ * then saying so), the others until the request returned and the list was read again. No DOM.
  */
 
 import type { DistributedApi } from './api';
 import { formatRanks } from './format';
-import type { Run } from './wire';
+import { isRunActive, type Run } from './wire';
 
 /** How long the line saying which cluster was stopped stays, in ms. */
 export const NOTICE_MS = 8000;
+
+/** How long a cancel or a stop waits for its running run to end before it says it has not, in ms. */
+export const SETTLE_MS = 30_000;
+
+/** The panel's actions on a run, each with its button. */
+export type ActionKind = 'cancel' | 'stop' | 'stacks' | 'delete';
 
 /** The cluster of a run as the user knows it: "local × 4 (ranks 0-3)". */
 export function clusterName(run: Run): string {
@@ -25,6 +33,11 @@ export interface IActionsOptions {
   /** Called when the transient notice changes (it clears itself after `noticeMs`). */
   changed?: () => void;
   noticeMs?: number;
+  /** The run as the panel knows it now (refreshed by polling and the stream); none: not followed. */
+  runOf?: (id: string) => Run | null;
+  /** How long a cancel or stop waits for its run to end (`SETTLE_MS`), and how often it looks. */
+  settleMs?: number;
+  pollMs?: number;
 }
 
 export class RunActions {
@@ -45,21 +58,27 @@ export class RunActions {
     return this._stopped;
   }
 
+  /** Whether the action's button is busy: the action was asked for and is not done yet. */
+  isBusy(kind: ActionKind): boolean {
+    return this._busy.has(kind);
+  }
+
   /** Delete the selected run and all it holds (the server refuses a running one, saying why). */
   async delete(): Promise<void> {
-    await this._act(async run => {
+    await this._act('delete', async run => {
       await this._api.deleteRun(run.id);
       this._deleted(run.id);
     });
   }
 
+  /** Cancel the selected run; busy until it has ended. */
   async cancel(): Promise<void> {
-    await this._act(run => this._api.cancel(run.id));
+    await this._act('cancel', run => this._api.cancel(run.id));
   }
 
   /** The stacks of every rank of the selected run, or of `rank` only (a rank tile's action). */
   async requestStacks(rank?: number): Promise<void> {
-    await this._act(run => this._api.requestStacks(run.id, rank));
+    await this._act('stacks', run => this._api.requestStacks(run.id, rank));
   }
 
   /** Stop the selected run's cluster once the user confirms; then say which one was stopped. */
@@ -69,15 +88,20 @@ export class RunActions {
       return;
     }
     const name = clusterName(run);
+    if (this._busy.has('stop')) {
+      return;
+    }
     const confirm = this._options.confirmStop;
     if (confirm && !(await confirm(name))) {
       return;
     }
     // The run confirmed, even if the selection changed while the dialog was open.
-    await this._act(async () => {
-      await this._api.stopCluster(run.cluster_id);
-      this._notify(name);
-    }, run);
+    await this._act(
+      'stop',
+      () => this._api.stopCluster(run.cluster_id),
+      run,
+      () => this._notify(name)
+    );
   }
 
   dispose(): void {
@@ -101,19 +125,61 @@ export class RunActions {
     }
   }
 
-  private async _act(action: (run: Run) => Promise<void>, run = this._selected()): Promise<void> {
-    if (!run) {
+  /** Run `action` with its button busy until it is done; then `after`, if it succeeded. */
+  private async _act(
+    kind: ActionKind,
+    action: (run: Run) => Promise<void>,
+    run = this._selected(),
+    after?: () => void
+  ): Promise<void> {
+    if (!run || this._busy.has(kind)) {
       return;
     }
-    let error = '';
+    this._busy.add(kind);
+    this._options.changed?.();
     try {
-      await action(run);
-    } catch (reason) {
-      error = (reason as Error).message;
+      let error = '';
+      try {
+        await action(run);
+      } catch (reason) {
+        error = (reason as Error).message;
+      }
+      await this._done(error);
+      if (!error && (kind === 'cancel' || kind === 'stop') && isRunActive(run.state)) {
+        error = await this._settle(run);
+        if (error) {
+          await this._done(error);
+        }
+      }
+      if (!error) {
+        after?.();
+      }
+    } finally {
+      this._busy.delete(kind);
+      this._options.changed?.();
     }
-    await this._done(error);
   }
 
+  /** Wait until `run` has ended; '' then, else (after `settleMs`) a line saying it has not. */
+  private async _settle(run: Run): Promise<string> {
+    const { runOf, settleMs = SETTLE_MS, pollMs = 250 } = this._options;
+    if (!runOf) {
+      return '';
+    }
+    const deadline = Date.now() + settleMs;
+    for (;;) {
+      const now = runOf(run.id);
+      if (!now || !isRunActive(now.state)) {
+        return '';
+      }
+      if (Date.now() >= deadline) {
+        return `run ${run.id} is still ${now.state} ${settleMs / 1000} s after the request: its kernel has not ended it yet`;
+      }
+      await new Promise(resolve => setTimeout(resolve, pollMs));
+    }
+  }
+
+  private readonly _busy = new Set<ActionKind>();
   private _stopped = '';
   private _timer: ReturnType<typeof setTimeout> | null = null;
 }

@@ -101,6 +101,7 @@ export function Figure(props: IFigureProps): JSX.Element {
     let plotly: IPlotly | null = null;
     let bound = false;
     let frame = 0;
+    let first: ReturnType<typeof setTimeout> | undefined;
     // Scrolled out of view (a tab's lower plots), a figure waits like a hidden one.
     let inView = true;
     const visible = (): boolean =>
@@ -227,12 +228,15 @@ export function Figure(props: IFigureProps): JSX.Element {
     loadPlotly().then(
       p => {
         plotly = p;
-        g.request();
+        // Each figure's first draw in a task of its own: the figures of a tab shown at once
+        // would otherwise all draw in the one task that resolves this promise.
+        first = setTimeout(() => g.request(), 0);
       },
       (e: unknown) => setError(trans.__('cannot load plotly.js: %1', String(e)))
     );
     return () => {
       g.stop();
+      clearTimeout(first);
       cancelAnimationFrame(frame);
       stopLink();
       observer?.disconnect();

@@ -20,6 +20,7 @@ import { type INotebookKernels, ProbeAction } from './probe';
 import { ProbePairs } from './probepairs';
 import { STRAGGLER_THRESHOLD } from './rates';
 import { RunLive } from './runstate';
+import { ShownRanks } from './shownranks';
 import { EventStream, type ISeqEvent } from './stream';
 import type { Tab } from './tabs';
 import { Throttle } from './throttle';
@@ -52,12 +53,17 @@ export class DistributedModel implements IDisposable {
     this._throttle = new Throttle(() => this._changed.emit(), options.throttle ?? 250);
     this.image = new ImageOpener(() => this._throttle.now());
     this.logView = new LogViewState(() => this._throttle.now());
+    this.shownRanks = new ShownRanks(() => this._throttle.now());
     this.actions = new RunActions(
       this.api,
       () => this.selectedRun,
       error => this._acted(error),
       id => this._forget(id),
-      { confirmStop: options.confirmStop, changed: () => this._throttle.now() }
+      {
+        confirmStop: options.confirmStop,
+        changed: () => this._throttle.now(),
+        runOf: id => (this._live?.run?.id === id ? this._live.run : (this._runs.find(r => r.id === id) ?? null))
+      }
     );
     this.now = options.now ?? (() => Date.now() / 1000);
     this._openedAt = this.now();
@@ -89,6 +95,8 @@ export class DistributedModel implements IDisposable {
   readonly actions: RunActions;
   /** The Logs tab's filter and follow state. */
   readonly logView: LogViewState;
+  /** The ranks drawn as their own lines in the many-rank plots (Ranks tab, rank picker). */
+  readonly shownRanks: ShownRanks;
   /** The display image opened from the Logs. */
   readonly image: ImageOpener;
   readonly now: () => number;
@@ -193,6 +201,7 @@ export class DistributedModel implements IDisposable {
     this._selectedId = id;
     this._live = id === null ? null : new RunLive(id);
     this.logView.reset();
+    this.shownRanks.forRun(id);
     this.image.close();
     this._opening = id !== null;
     this._save();

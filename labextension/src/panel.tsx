@@ -39,6 +39,7 @@ export function PanelView(props: { model: DistributedModel }): JSX.Element {
           onStop={() => void model.actions.stopCluster()}
           onStacks={() => void model.actions.requestStacks()}
           onDelete={() => void model.actions.delete()}
+          busy={kind => model.actions.isBusy(kind)}
         >
           {model.probe ? <ProbeButton probe={model.probe} run={run} /> : null}
         </RunHeader>

@@ -9,13 +9,15 @@
 import * as React from 'react';
 
 import { lastSeconds, rankRates } from './derive';
-import { BAND_RANKS, figureCsv, type IPlotTrace, lineLayout, parseRanks, scatterData, type XScale } from './figures';
+import { BAND_RANKS, figureCsv, type IPlotTrace, lineLayout, scatterData, type XScale } from './figures';
 import { Figure } from './figureview';
 import { extent, formatBytes, logAxis } from './lineplot';
 import { metricReady, metricTraces, metricUnit, runEnd, samplesReady, samplesTraces } from './plotdata';
+import { RankPicker } from './rankpicker';
 import { STRAGGLER_THRESHOLD, stragglers } from './rates';
 import { XLink } from './redraw';
 import type { RunLive, Series } from './runstate';
+import type { ShownRanks } from './shownranks';
 import { useTrans } from './translate';
 
 /** A plot's height in CSS pixels, its legend included. */
@@ -116,6 +118,8 @@ function metricPlots(
     ));
 }
 
+const NONE: ReadonlySet<number> = new Set();
+
 /** The Throughput tab: samples/s, then one plot per reported metric, then the system samples. */
 export function ThroughputView(props: {
   live: RunLive;
@@ -125,6 +129,8 @@ export function ThroughputView(props: {
   window: number;
   /** The straggler rule's threshold (`rates.ts`); the server's setting in the panel. */
   stragglerThreshold?: number;
+  /** The ranks drawn as their own lines above `BAND_RANKS` ranks (none: only the stragglers). */
+  shownRanks?: ShownRanks;
 }): JSX.Element {
   const { live, origin, window } = props;
   const trans = useTrans();
@@ -134,9 +140,10 @@ export function ThroughputView(props: {
   const end = runEnd(live, origin);
   const range: [number, number] | null = end === null ? null : [window > 0 ? Math.max(0, end - window) : 0, end];
   const slow = stragglers(rankRates(live), props.stragglerThreshold ?? STRAGGLER_THRESHOLD);
-  // Above BAND_RANKS ranks the plots show the band and the stragglers, and the ranks named here.
-  const [asked, setAsked] = React.useState('');
-  const shown = React.useMemo(() => parseRanks(asked), [asked]);
+  // Above BAND_RANKS ranks the plots show the band and the stragglers, and the ranks asked for.
+  const picked = props.shownRanks;
+  const shown = picked?.set ?? NONE;
+  const asked = picked?.key ?? '';
   const many = Math.max(live.samples.size, live.ranks.size) > BAND_RANKS;
   const shared = { link, range, smoothing, window, origin, slow, shown, style: asked };
   return (
@@ -154,18 +161,7 @@ export function ThroughputView(props: {
         />
         <output>{smoothing.toFixed(2)}</output>
       </label>
-      {many ? (
-        <label className="jp-Distributed-smoothing">
-          {trans.__('show ranks')}
-          <input
-            type="text"
-            placeholder={trans.__('e.g. 3, 17, 40-42')}
-            value={asked}
-            aria-label={trans.__('ranks to show in the plots')}
-            onChange={e => setAsked(e.currentTarget.value)}
-          />
-        </label>
-      ) : null}
+      {many && picked ? <RankPicker shown={picked} /> : null}
       {live.samples.size > 0 ? (
         <Plot
           title="samples/s"

@@ -74,12 +74,16 @@ interface ITileProps {
   tile: RankTile;
   /** Asks for the rank's stacks (the same function on every render); none without a Stacks button. */
   onStacks?: (rank: number) => void;
+  /** Draws the rank as its own line in the plots, or stops (many ranks only; the same function every render). */
+  onPlot?: (rank: number) => void;
+  /** Whether the rank is drawn as its own line now. */
+  plotted?: boolean;
 }
 
 /** One rank's tile; rendered again only when what it shows changed (256 tiles, several renders a second). */
 const Tile = React.memo(
   function Tile(props: ITileProps): JSX.Element {
-    const { tile, onStacks } = props;
+    const { tile, onStacks, onPlot, plotted } = props;
     const trans = useTrans();
     const label = tile.straggler
       ? trans.__('Rank %1: %2, straggler', tile.rank, tile.state)
@@ -118,6 +122,22 @@ const Tile = React.memo(
         ) : null}
         {gpuText(tile, trans) ? <div className="jp-Distributed-tileGpu">{gpuText(tile, trans)}</div> : null}
         <div className="jp-Distributed-coords">{coordsText(tile)}</div>
+        {onPlot ? (
+          <button
+            type="button"
+            className="jp-Button jp-Distributed-tilePlot"
+            aria-pressed={!!plotted}
+            aria-label={trans.__('Plot rank %1', tile.rank)}
+            title={
+              plotted
+                ? trans.__('Stop drawing rank %1 as its own line in the Throughput plots', tile.rank)
+                : trans.__('Draw rank %1 as its own line in the Throughput plots', tile.rank)
+            }
+            onClick={() => onPlot(tile.rank)}
+          >
+            {plotted ? trans.__('Plotted') : trans.__('Plot')}
+          </button>
+        ) : null}{' '}
         {onStacks ? (
           <button
             type="button"
@@ -132,7 +152,8 @@ const Tile = React.memo(
       </div>
     );
   },
-  (a: ITileProps, b: ITileProps) => a.onStacks === b.onStacks && sameTile(a.tile, b.tile)
+  (a: ITileProps, b: ITileProps) =>
+    a.onStacks === b.onStacks && a.onPlot === b.onPlot && a.plotted === b.plotted && sameTile(a.tile, b.tile)
 );
 
 /**
@@ -143,6 +164,9 @@ export function RanksView(props: {
   groups: readonly HostGroup[];
   onStacks?: (rank: number) => void;
   hasStacks?: (tile: RankTile) => boolean;
+  /** The ranks drawn as their own lines; given (many ranks), each tile has a Plot toggle. */
+  plotted?: ReadonlySet<number>;
+  onPlot?: (rank: number) => void;
 }): JSX.Element {
   const { hasStacks } = props;
   // One function for every tile and render (the caller's changes each render), so that tiles
@@ -151,6 +175,10 @@ export function RanksView(props: {
   latest.current = props.onStacks;
   const stacks = React.useCallback((rank: number) => latest.current?.(rank), []);
   const onStacks = props.onStacks ? stacks : undefined;
+  const latestPlot = React.useRef(props.onPlot);
+  latestPlot.current = props.onPlot;
+  const plot = React.useCallback((rank: number) => latestPlot.current?.(rank), []);
+  const onPlot = props.onPlot && props.plotted ? plot : undefined;
   const trans = useTrans();
   if (!props.groups.length) {
     return <p className="jp-Distributed-empty">{trans.__('No ranks reported yet')}</p>;
@@ -168,6 +196,8 @@ export function RanksView(props: {
                 key={tile.rank}
                 tile={tile}
                 onStacks={onStacks && (hasStacks?.(tile) ?? true) ? onStacks : undefined}
+                onPlot={onPlot}
+                plotted={props.plotted?.has(tile.rank) ?? false}
               />
             ))}
           </div>

@@ -8,6 +8,13 @@
 /** The least time between two redraws of one figure, in ms: at most 2 a second. */
 export const REDRAW_MS = 500;
 
+/**
+ * A figure whose draw is slow waits this many times its last draw's time before the next
+ * (a 120 ms draw: 1.2 s), so that live figures take at most about a tenth of the main thread
+ * each on a slow or loaded machine.
+ */
+export const DRAW_COST_FACTOR = 10;
+
 export interface IRedrawHost {
   now(): number;
   /** Whether the figure can be seen now. */
@@ -50,7 +57,7 @@ export class RedrawGate {
     if (this._stopped || !this._pending || this._cancel || !this.host.visible()) {
       return;
     }
-    const wait = this._last + this.interval - this.host.now();
+    const wait = this._last + Math.max(this.interval, DRAW_COST_FACTOR * this._cost) - this.host.now();
     if (wait > 0) {
       this._cancel = this.host.later(() => {
         this._cancel = null;
@@ -61,11 +68,17 @@ export class RedrawGate {
     this._pending = false;
     this._last = this.host.now();
     this.draw();
+    // The first draw creates the figure (plotly's DOM): not what a live update costs.
+    this._cost = this._drawn ? this.host.now() - this._last : 0;
+    this._drawn = true;
   }
 
   private _pending = false;
   private _stopped = false;
   private _last = -Infinity;
+  /** How long the last draw took (its synchronous part: most of plotly's work), in ms. */
+  private _cost = 0;
+  private _drawn = false;
   private _cancel: (() => void) | null = null;
 }
 

@@ -4,6 +4,7 @@
 
 import * as React from 'react';
 
+import type { ActionKind } from './actions';
 import { formatRunCount, stacksTitle } from './format';
 import { runKind, sourceLine } from './runkind';
 import { useTrans } from './translate';
@@ -113,11 +114,14 @@ export function RunHeader(props: {
   onStop?: () => void;
   onStacks?: () => void;
   onDelete?: () => void;
+  /** Whether an action is under way (its button is busy until it is done). */
+  busy?: (kind: ActionKind) => boolean;
   children?: React.ReactNode;
 }): JSX.Element {
   const { run } = props;
   const trans = useTrans();
   const active = isRunActive(run.state);
+  const busy = (kind: ActionKind): boolean => props.busy?.(kind) ?? false;
   return (
     <div className="jp-Distributed-header" role="group" aria-label={trans.__('Selected run')}>
       <span className="jp-Distributed-runTitle">{props.title ?? runTitle(run)}</span>
@@ -127,29 +131,43 @@ export function RunHeader(props: {
       {run.message ? <span className="jp-Distributed-message">{run.message}</span> : null}
       {props.onCancel && props.onStop ? (
         <span className="jp-Distributed-actions">
-          <button type="button" className="jp-Button" disabled={!active} onClick={props.onCancel}>
-            {trans.__('Cancel run')}
+          <button
+            type="button"
+            className="jp-Button"
+            disabled={!active || busy('cancel')}
+            aria-busy={busy('cancel')}
+            onClick={props.onCancel}
+          >
+            {busy('cancel') ? trans.__('Cancelling…') : trans.__('Cancel run')}
           </button>
           {props.onStacks ? (
             <button
               type="button"
               className="jp-Button"
-              disabled={run.state !== 'running'}
+              disabled={run.state !== 'running' || busy('stacks')}
+              aria-busy={busy('stacks')}
               title={trans.__('Where every rank is now: the stack of each thread')}
               onClick={props.onStacks}
             >
-              {trans.__('Stacks')}
+              {busy('stacks') ? trans.__('Stacks…') : trans.__('Stacks')}
             </button>
           ) : null}
           {props.children}
-          <button type="button" className="jp-Button" disabled={!run.cluster_id} onClick={props.onStop}>
-            {trans.__('Stop cluster')}
+          <button
+            type="button"
+            className="jp-Button"
+            disabled={!run.cluster_id || busy('stop')}
+            aria-busy={busy('stop')}
+            onClick={props.onStop}
+          >
+            {busy('stop') ? trans.__('Stopping…') : trans.__('Stop cluster')}
           </button>
           {props.onDelete ? (
             <button
               type="button"
               className="jp-Button"
-              disabled={active}
+              disabled={active || busy('delete')}
+              aria-busy={busy('delete')}
               title={
                 active
                   ? trans.__('A running run cannot be deleted: cancel it first')
@@ -157,7 +175,7 @@ export function RunHeader(props: {
               }
               onClick={props.onDelete}
             >
-              {trans.__('Delete')}
+              {busy('delete') ? trans.__('Deleting…') : trans.__('Delete')}
             </button>
           ) : null}
         </span>

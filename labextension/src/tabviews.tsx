@@ -6,6 +6,7 @@
 import * as React from 'react';
 
 import { rankGroups, tileHasStacks } from './derive';
+import { BAND_RANKS } from './figures';
 import { LogsView } from './logsview';
 import type { DistributedModel } from './model';
 import { ThroughputView } from './plotsview';
@@ -32,6 +33,8 @@ export const TAB_VIEWS: { readonly [T in Tab]: TabView } = {
       groups={rankGroups(live, model.now(), model.stragglerThreshold)}
       onStacks={rank => void model.actions.requestStacks(rank)}
       hasStacks={tile => tileHasStacks(model.selectedRun, tile)}
+      plotted={live.ranks.size > BAND_RANKS ? model.shownRanks.set : undefined}
+      onPlot={rank => model.shownRanks.toggle(rank)}
     />
   )),
   logs: ofRun((model, live) => (
@@ -56,6 +59,7 @@ export const TAB_VIEWS: { readonly [T in Tab]: TabView } = {
       origin={Math.floor(model.selectedRun?.started ?? 0)}
       window={model.config.plotWindow}
       stragglerThreshold={model.stragglerThreshold}
+      shownRanks={model.shownRanks}
     />
   )),
   scaling: (model, live) => {

@@ -8,7 +8,7 @@ import { confirmStop } from '../../labextension/src/confirm';
 import { formatRanks } from '../../labextension/src/format';
 import { DistributedModel } from '../../labextension/src/model';
 import { PanelView } from '../../labextension/src/panel';
-import { FakeSocket, fakeServer, type IFakeServer, makeRun, settingsFor, until } from './fakes';
+import { FakeSocket, fakeServer, type IFakeServer, makeRun, settingsFor, sleep, until } from './fakes';
 
 const dialog = vi.hoisted(() => ({ accept: true, asked: [] as { title: string; body: string; labels: string[] }[] }));
 
@@ -116,5 +116,62 @@ describe('the names of what is stopped', () => {
     expect(clusterName(makeRun('r', NOW, { backend: 'slurm', world_size: 2, ranks: [0, 1] }))).toBe(
       'slurm × 2 (ranks 0-1)'
     );
+  });
+});
+
+describe('busy buttons', () => {
+  const header = (m: DistributedModel): string => renderToStaticMarkup(createElement(PanelView, { model: m }));
+  const settle = (m: DistributedModel, ms: number): void => {
+    Object.assign((m.actions as unknown as { _options: object })._options, { settleMs: ms, pollMs: 5 });
+  };
+
+  it('keeps Cancel busy after the request returned, until the run has ended', async () => {
+    const m = await opened();
+    server.endsRuns = false;
+    const cancelling = m.actions.cancel();
+    await until(() => stops().some(p => p.endsWith('/runs/r9/cancel')));
+    await sleep(60); // the request returned and the list was read again: the run still runs
+    expect(m.actions.isBusy('cancel')).toBe(true);
+    expect(header(m)).toMatch(
+      /<button type="button" class="jp-Button" disabled="" aria-busy="true">Cancelling…<\/button>/
+    );
+    (server.details.get('r9') as { run: { state: 'interrupted' } }).run.state = 'interrupted';
+    await cancelling;
+    expect(m.actions.isBusy('cancel')).toBe(false);
+    expect(header(m)).not.toContain('Cancelling…');
+  });
+
+  it('keeps Stop cluster busy until the run on it has ended, and says so when it has not', async () => {
+    const m = await opened();
+    server.endsRuns = false;
+    settle(m, 80);
+    const stopping = m.actions.stopCluster();
+    await until(() => stops().length === 1);
+    expect(m.actions.isBusy('stop')).toBe(true);
+    expect(header(m)).toContain('Stopping…');
+    await stopping;
+    expect(m.actions.isBusy('stop')).toBe(false);
+    expect(m.error).toBe('run r9 is still running 0.08 s after the request: its kernel has not ended it yet');
+    expect(m.actions.stopped).toBe('');
+    expect(header(m)).toContain('Stop cluster</button>');
+  });
+
+  it('comes back at once when the server refuses, with its error shown', async () => {
+    const m = await opened();
+    server.failWith = 500;
+    await m.actions.cancel();
+    expect(m.actions.isBusy('cancel')).toBe(false);
+    expect(m.error).toContain('the store is locked');
+    expect(header(m)).toContain('role="alert"');
+    expect(header(m)).toContain('Cancel run</button>');
+    server.failWith = null;
+  });
+
+  it('runs one action of a kind at a time', async () => {
+    const m = await opened();
+    server.endsRuns = false;
+    settle(m, 50);
+    await Promise.all([m.actions.cancel(), m.actions.cancel()]);
+    expect(stops().filter(p => p.endsWith('/cancel'))).toHaveLength(1);
   });
 });

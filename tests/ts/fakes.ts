@@ -6,10 +6,13 @@
 import { ServerConnection } from '@jupyterlab/services';
 
 import type { JSONObject, ReadonlyPartialJSONValue } from '@lumino/coreutils';
+
+import { RunLive } from '../../labextension/src/runstate';
 import {
   API_VERSION,
   type DisplayReply,
   type DistributedEvent,
+  isRunActive,
   type ProbePair,
   type ProbeSummary,
   type Run,
@@ -125,10 +128,30 @@ export interface IFakeServer {
   version: number;
   /** `c.Distributed.straggler_threshold`, as `GET runs` says it. */
   stragglerThreshold?: number;
+  /** Whether a cancel or a stop ends the runs it names at once (as a kernel that is not stuck does). */
+  endsRuns: boolean;
 }
 
 export function fakeServer(): IFakeServer {
-  return { runs: [], details: new Map(), displays: new Map(), requests: [], failWith: null, version: API_VERSION };
+  return {
+    runs: [],
+    details: new Map(),
+    displays: new Map(),
+    requests: [],
+    failWith: null,
+    version: API_VERSION,
+    endsRuns: true
+  };
+}
+
+/** The runs a cancel of run `id` or a stop of cluster `cluster` ends: 'interrupted' from now on. */
+function endRuns(server: IFakeServer, id: string, cluster: string): void {
+  const runs = [...server.runs, ...[...server.details.values()].map(d => d.run)];
+  for (const run of runs) {
+    if ((run.id === id || (cluster && run.cluster_id === cluster)) && isRunActive(run.state)) {
+      run.state = 'interrupted';
+    }
+  }
 }
 
 export function settingsFor(server: IFakeServer): ServerConnection.ISettings {
@@ -171,7 +194,11 @@ export function settingsFor(server: IFakeServer): ServerConnection.ISettings {
       const reply = server.displays.get(`${decodeURIComponent(display[1] ?? '')}/${display[2]}`);
       return reply ? json(reply) : json({ message: `no display ${display[2]}` }, 404);
     }
-    if (/^runs\/[^/]+\/cancel$/.test(path) || /^clusters\/[^/]+\/stop$/.test(path)) {
+    const control = /^(?:runs\/([^/]+)\/cancel|clusters\/([^/]+)\/stop)$/.exec(path);
+    if (control) {
+      if (server.endsRuns) {
+        endRuns(server, decodeURIComponent(control[1] ?? ''), decodeURIComponent(control[2] ?? ''));
+      }
       return json({ control: {} }, 202);
     }
     return json({ message: `unknown path ${path}` }, 404);
@@ -218,4 +245,18 @@ export class MemoryState {
   async save(id: string, value: ReadonlyPartialJSONValue): Promise<void> {
     this.items.set(id, value);
   }
+}
+
+/** The live state of a run of `ranks` ranks on one host, each with 4 reports of samples and loss. */
+export function liveOf(ranks: number, t0 = 2_000_000): RunLive {
+  const live = new RunLive('r');
+  const events: DistributedEvent[] = [];
+  for (let rank = 0; rank < ranks; rank++) {
+    events.push({ kind: 'rank', run_id: 'r', rank, t: t0, state: 'running', host: 'a', pid: rank + 1 });
+    for (let k = 0; k < 4; k++) {
+      events.push({ kind: 'metric', run_id: 'r', rank, t: t0 + k * 0.5, values: { samples: 8, loss: 1 / (k + 1) } });
+    }
+  }
+  live.apply(events.map((event, i) => ({ seq: i + 1, event })));
+  return live;
 }

@@ -99,7 +99,7 @@ describe('the traces of a figure', () => {
     ]);
   });
 
-  it(`draws every rank at ${BAND_RANKS} ranks or fewer, as the legend names them`, () => {
+  it(`draws every rank at ${BAND_RANKS} ranks or fewer, the stragglers named and highlighted`, () => {
     const asked: number[] = [];
     const traces = rankTraces(
       null,
@@ -115,7 +115,7 @@ describe('the traces of a figure', () => {
     );
     expect(traces.map(t => [t.name, t.highlight ?? false])).toEqual([
       ['rank 0', false],
-      ['rank 1', false]
+      ['rank 1 (straggler)', true]
     ]);
     expect(asked).toEqual([0, 1]);
   });
@@ -176,6 +176,18 @@ describe('the traces of a figure', () => {
     expect(units).toEqual(['%', 'MiB', 'MiB', 'GPU %', '']);
     expect(lineLayout(THEME, { title: 's' }, 240, 'MiB').yaxis).toMatchObject({ title: { text: 'MiB' } });
     expect(lineLayout(THEME, { title: 's' }, 240).yaxis).not.toHaveProperty('title');
+  });
+
+  it('draws the dots of a trace of one or two points (a line of one point shows nothing)', () => {
+    const [one, many] = scatterData(
+      [
+        { name: 'rank 0', series: series([5]) },
+        { name: 'rank 1', series: series([1, 2, 3, 4]) }
+      ],
+      THEME
+    );
+    expect(one?.mode).toBe('lines+markers');
+    expect(many?.mode).toBe('lines');
   });
 
   it('gives the heatmap as one z-matrix with one hover template and no per-cell text', () => {
@@ -239,6 +251,25 @@ describe('live redraws', () => {
     advance(500);
     expect(draws).toBe(5); // what came after the last draw is drawn once the interval is over
     expect(gate.pending).toBe(false);
+  });
+
+  it('waits longer after a slow draw: 10 times its time', () => {
+    const { host, advance } = fakeHost();
+    const draws: number[] = [];
+    const gate = new RedrawGate(() => {
+      draws.push(host.now());
+      advance(120); // the draw itself takes 120 ms
+    }, host);
+    for (let ms = 0; ms < 3000; ms += 10) {
+      gate.request();
+      advance(10);
+    }
+    expect(draws.length).toBeGreaterThan(2);
+    // The first draw (which creates the figure) is not counted; after the second, the gate waits.
+    expect((draws[1] as number) - (draws[0] as number)).toBeLessThan(1200);
+    for (let i = 2; i < draws.length; i++) {
+      expect((draws[i] as number) - (draws[i - 1] as number)).toBeGreaterThanOrEqual(1200);
+    }
   });
 
   it('does not draw while hidden, and draws once when shown again', () => {

@@ -13,8 +13,8 @@ import { LogRows } from '../../labextension/src/logrows';
 import { RANK_PALETTE, rankColor } from '../../labextension/src/palette';
 import { metricTraces, samplesTraces } from '../../labextension/src/plotdata';
 import { RanksView } from '../../labextension/src/ranksview';
-import { RunLive } from '../../labextension/src/runstate';
-import type { DistributedEvent, LogLine } from '../../labextension/src/wire';
+import type { LogLine } from '../../labextension/src/wire';
+import { liveOf } from './fakes';
 
 const T = 2_000_000;
 
@@ -48,19 +48,6 @@ function lab(hex: string): [number, number, number] {
 function deltaE(a: string, b: string): number {
   const [p, q] = [lab(a), lab(b)];
   return Math.hypot(p[0] - q[0], p[1] - q[1], p[2] - q[2]);
-}
-
-function liveOf(ranks: number): RunLive {
-  const live = new RunLive('r');
-  const events: DistributedEvent[] = [];
-  for (let rank = 0; rank < ranks; rank++) {
-    events.push({ kind: 'rank', run_id: 'r', rank, t: T, state: 'running', host: 'a', pid: rank + 1 });
-    for (let k = 0; k < 4; k++) {
-      events.push({ kind: 'metric', run_id: 'r', rank, t: T + k * 0.5, values: { samples: 8, loss: 1 / (k + 1) } });
-    }
-  }
-  live.apply(events.map((event, i) => ({ seq: i + 1, event })));
-  return live;
 }
 
 describe('one colour per rank', () => {

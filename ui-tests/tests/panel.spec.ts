@@ -126,11 +126,11 @@ test('a distributed cell shows up in the panel and survives a reload', async ({ 
   await expectDrawn(plot, 3); // total + 2 ranks
   const total = 'total (mean rank × 2 data-parallel)';
   // plotly's graph div holds one trace per rank (and the total).
-  const samples = await expectTraces(plot, [total, 'rank 0', 'rank 1']);
+  const samples = await expectTraces(plot, [total, 'rank 0 (straggler)', 'rank 1']);
   await expectDrawn(p.getByLabel('loss plot'), 2);
   // Rank 0 has one colour: in the samples/s plot and the loss plot (its tile: palette.test.ts).
   const loss = await tracesOf(p.getByLabel('loss plot'));
-  expect(loss.find(t => t.name === 'rank 0')?.color).toBe(samples[1]?.color);
+  expect(loss.find(t => t.name === 'rank 0 (straggler)')?.color).toBe(samples[1]?.color);
   // Hovering the plot shows plotly's unified hover, naming the ranks and their values.
   const area = graphOf(plot).locator('.nsewdrag').first();
   await area.hover();

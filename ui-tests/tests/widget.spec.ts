@@ -29,6 +29,6 @@ test('a --widget cell shows its ranks and throughput with the panel code', async
   await expect(view.getByRole('listitem', { name: /^Rank 1: done/ })).toBeVisible();
   const plot = view.getByLabel('samples/s plot');
   // The panel's figure code: a plotly figure of its total and 2 ranks.
-  await expectTraces(plot, ['total (mean rank × 2 data-parallel)', 'rank 0', 'rank 1']);
+  await expectTraces(plot, ['total (mean rank × 2 data-parallel)', 'rank 0 (straggler)', 'rank 1']);
   await page.screenshot({ path: test.info().outputPath('widget.png') });
 });

@@ -36,7 +36,8 @@ def relay_addresses(directory: Path, nodes: int) -> dict[str, str]:
 
 def relay_nodes(boot_env: Mapping[str, str]) -> int:
     """How many relays the bootstrap environment asks the backend to start (0: none)."""
-    return len(json.loads(boot_env[BOOTSTRAP_ENV]).get("relays") or {})
+    boot = boot_env.get(BOOTSTRAP_ENV)
+    return len(json.loads(boot).get("relays") or {}) if boot else 0
 
 
 def node_ranks(layout: Layout, node: int) -> list[int]:

@@ -54,22 +54,19 @@ class StartWatch:
 
     def slow(self, now: float) -> list[int]:
         """Ranks newly in one stage (other than ready) for longer than ``notice_after``."""
-        out = [
-            r
-            for r, (stage, since, _) in sorted(self.stages.items())
-            if stage != "ready" and now - since > self.notice_after and r not in self.noticed
-        ]
-        self.noticed.update(out)
-        return out
+        return self._newly(now, self.notice_after, self.noticed)
 
     def stuck(self, now: float) -> list[int]:
         """Ranks newly in one stage (other than ready) for longer than ``stacks_after``."""
+        return self._newly(now, self.stacks_after, self.stacked)
+
+    def _newly(self, now: float, after: float, seen: set[int]) -> list[int]:
         out = [
             r
             for r, (stage, since, _) in sorted(self.stages.items())
-            if stage != "ready" and now - since > self.stacks_after and r not in self.stacked
+            if stage != "ready" and now - since > after and r not in seen
         ]
-        self.stacked.update(out)
+        seen.update(out)
         return out
 
     def stuck_rendezvous(self, now: float) -> list[int]:

@@ -16,7 +16,14 @@ from typing import Any
 from .arguments import flag_owners
 from .backends import plugin, plugins
 from .errors import SpecError
-from .layout import TF_ACROSS_HOSTS_ENV, TF_CHIEF_HOST_ENV, Layout, ModelParallel, Strategy
+from .layout import (
+    TF_ACROSS_HOSTS_ENV,
+    TF_CHIEF_HOST_ENV,
+    Layout,
+    ModelParallel,
+    Strategy,
+    positive,
+)
 from .settings import Distributed
 from .spec import BackendOptions, Spec, parse_env, parse_names, parse_targets
 from .sweeps import parse_sweep
@@ -62,6 +69,8 @@ def spec_from_args(
         per_node = args.procs_per_node if args.procs_per_node is not None else 1
     else:
         per_node = settings.nprocs
+    if args.nprocs is not None:
+        positive("-n", args.nprocs)  # (the flag the user typed, not the layout's own name)
     if nodes * per_node > settings.max_world_size and nodes > 0 and per_node > 0:
         raise SpecError(
             f"world size {nodes * per_node} is over the cap of {settings.max_world_size} "

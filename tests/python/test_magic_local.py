@@ -188,7 +188,7 @@ def test_report_is_recorded(shell: Any) -> None:
 def test_bad_input_is_one_line(shell: Any) -> None:
     cases = {
         "-n 2 --nodes 2": "give either -n/--nprocs or --nodes/--procs-per-node",
-        "-n 0": "--procs-per-node must be a positive integer",
+        "-n 0": "-n must be a positive integer",
         "-n 2 --push missing": "--push: name 'missing' is not defined in the notebook",
         "-n 2 --targets 5": "--targets: rank 5 does not exist",
         "-n 2 --strategy magic": "--strategy must be one of",

@@ -23,6 +23,8 @@ from .wire import StreamItem, StreamMessage
 BATCH = 1000  # events per message at most
 POLL_INTERVAL = 0.1  # seconds between looks at the store while a stream is open
 IDLE_WAKE = 5.0  # a stream re-reads at least this often even without news
+DELTA_GAP = 0.2  # a stream that follows the tail sends at most 5 deltas a second (a backlog
+# of full batches goes at once): at 1,000 ranks each delta carries more rows, not more messages
 
 
 class Tail:
@@ -85,15 +87,22 @@ Send = Callable[[StreamMessage], Awaitable[Any]]
 async def pump(
     tail: Tail, after: int | None, run_id: str | None, send: Send, closed: Callable[[], bool]
 ) -> None:
-    """Send batches to one client until ``closed()``; ``after=None`` starts at the end."""
+    """Send batches to one client until ``closed()``; ``after=None`` starts at the end.
+
+    Caught up, it sends the next delta no sooner than ``DELTA_GAP`` after the last one."""
     store = tail.store
+    loop = asyncio.get_running_loop()
     cursor = after if after is not None else await asyncio.to_thread(store.last_seq)
+    sent = -DELTA_GAP
     while not closed():
         cursor, items = await asyncio.to_thread(read_slice, store, cursor, run_id)
         if items:
             await send({"events": items})
+            sent = loop.time()
         if len(items) < BATCH:
             await tail.wait_beyond(cursor)
+            if (wait := sent + DELTA_GAP - loop.time()) > 0:
+                await asyncio.sleep(wait)
 
 
 def encode(message: StreamMessage) -> str:

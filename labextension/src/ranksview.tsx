@@ -5,6 +5,7 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 import type { HostGroup, RankTile } from './derive';
+import { nodeSummary, summarised } from './nodesummary';
 import { useTrans } from './translate';
 
 function formatAge(age: number | null, trans: TranslationBundle): string {
@@ -180,29 +181,71 @@ export function RanksView(props: {
   const plot = React.useCallback((rank: number) => latestPlot.current?.(rank), []);
   const onPlot = props.onPlot && props.plotted ? plot : undefined;
   const trans = useTrans();
+  // Above NODE_SUMMARY_ABOVE ranks a node is one line plus its notable ranks' tiles, until asked.
+  const [expanded, setExpanded] = React.useState<ReadonlySet<string>>(new Set());
   if (!props.groups.length) {
     return <p className="jp-Distributed-empty">{trans.__('No ranks reported yet')}</p>;
   }
+  const many = summarised(props.groups);
+  const toggle = (host: string): void =>
+    setExpanded(old => {
+      const next = new Set(old);
+      if (!next.delete(host)) {
+        next.add(host);
+      }
+      return next;
+    });
+  const tiles = (list: readonly RankTile[]): JSX.Element => (
+    <div role="list" className="jp-Distributed-tiles">
+      {list.map(tile => (
+        <Tile
+          key={tile.rank}
+          tile={tile}
+          onStacks={onStacks && (hasStacks?.(tile) ?? true) ? onStacks : undefined}
+          onPlot={onPlot}
+          plotted={props.plotted?.has(tile.rank) ?? false}
+        />
+      ))}
+    </div>
+  );
   return (
     <div className="jp-Distributed-ranks" role="group" aria-label={trans.__('Ranks')}>
-      {props.groups.map(group => (
-        <section key={group.host} aria-label={trans.__('Host %1', group.host || trans.__('unknown'))}>
-          <h3 className="jp-Distributed-host">
-            {group.host || trans.__('unknown host')} ({group.tiles.length})
-          </h3>
-          <div role="list" className="jp-Distributed-tiles">
-            {group.tiles.map(tile => (
-              <Tile
-                key={tile.rank}
-                tile={tile}
-                onStacks={onStacks && (hasStacks?.(tile) ?? true) ? onStacks : undefined}
-                onPlot={onPlot}
-                plotted={props.plotted?.has(tile.rank) ?? false}
-              />
-            ))}
-          </div>
-        </section>
-      ))}
+      {props.groups.map(group => {
+        const name = group.host || trans.__('unknown host');
+        const open = !many || expanded.has(group.host);
+        return (
+          <section key={group.host} aria-label={trans.__('Host %1', group.host || trans.__('unknown'))}>
+            <h3 className="jp-Distributed-host">
+              {name} ({group.tiles.length})
+            </h3>
+            {many ? <NodeLine group={group} open={open} onToggle={() => toggle(group.host)} /> : null}
+            {tiles(open ? group.tiles : nodeSummary(group).notable)}
+          </section>
+        );
+      })}
+    </div>
+  );
+}
+
+/** A node's ranks in one line (many ranks), with the button that shows or hides every tile. */
+function NodeLine(props: { group: HostGroup; open: boolean; onToggle: () => void }): JSX.Element {
+  const trans = useTrans();
+  const summary = nodeSummary(props.group);
+  const parts = summary.states.map(([state, count]) => trans.__('%1 %2', count, state));
+  if (summary.stragglers) {
+    parts.push(trans.__('%1 straggler(s)', summary.stragglers));
+  }
+  if (summary.medianRate !== null && summary.slowest !== null) {
+    parts.push(
+      trans.__('samples/s per rank: median %1, slowest %2', formatRate(summary.medianRate), formatRate(summary.slowest))
+    );
+  }
+  return (
+    <div className="jp-Distributed-nodeLine" role="status">
+      <span>{parts.join(' · ')}</span>{' '}
+      <button type="button" className="jp-Button jp-Distributed-nodeToggle" onClick={props.onToggle}>
+        {props.open ? trans.__('Fold to the summary') : trans.__('Show all %1 ranks', summary.ranks)}
+      </button>
     </div>
   );
 }

@@ -6,6 +6,8 @@
 import { expect, type IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { Locator } from '@playwright/test';
 
+import { runInPanel } from './cells';
+
 const CELL = [
   '%%distributed -n 2',
   'import time',
@@ -62,15 +64,7 @@ function cutOff(p: Locator): Promise<string[]> {
 test.use({ autoGoto: true });
 
 test('at the panel’s minimum width nothing is cut off', async ({ page }) => {
-  await page.notebook.createNew('narrow.ipynb');
-  await page.notebook.setCell(0, 'code', '%load_ext jupyter_distributed');
-  await page.notebook.addCell('code', CELL);
-  await page.menu.clickMenuItem('View>Open Distributed Panel');
-  const p = page.locator('#jupyter-distributed\\:panel');
-  await expect(p).toBeVisible();
-  await page.notebook.runCell(0);
-  await page.notebook.runCell(1);
-  await expect(p.getByLabel('Run state')).toHaveText('completed', { timeout: 60_000 });
+  const p = await runInPanel(page, 'narrow.ipynb', CELL);
   const width = await narrowest(page, p);
   expect(width).toBeLessThan(300);
   for (const tab of ['Runs', 'Ranks', 'Logs', 'Throughput', 'Scaling']) {

@@ -5,6 +5,8 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 
+import { runInPanel } from './cells';
+
 const SLOW = 5;
 const CELL = [
   '%%distributed -n 72 --oversubscribe --quiet',
@@ -17,15 +19,7 @@ test.use({ autoGoto: true });
 
 test('72 ranks: one line per node, the straggler keeps its tile, every tile on request', async ({ page }) => {
   test.setTimeout(240_000);
-  await page.notebook.createNew('nodes.ipynb');
-  await page.notebook.setCell(0, 'code', '%load_ext jupyter_distributed');
-  await page.notebook.addCell('code', CELL);
-  await page.menu.clickMenuItem('View>Open Distributed Panel');
-  const p = page.locator('#jupyter-distributed\\:panel');
-  await expect(p).toBeVisible();
-  await page.notebook.runCell(0);
-  await page.notebook.runCell(1);
-  await expect(p.getByLabel('Run state')).toHaveText('completed', { timeout: 180_000 });
+  const p = await runInPanel(page, 'nodes.ipynb', CELL, 180_000);
 
   await p.getByRole('tab', { name: 'Ranks' }).click();
   const line = p.locator('.jp-Distributed-nodeLine');

@@ -6,8 +6,9 @@ like ``worker/__main__.py``: a ZeroMQ DEALER to the kernel's control channel (si
 it sends ``Stage("setup")``), and its cell socket (signed as ``cN``: the Unix socket of
 ``protocol/packets.py`` where the kernel gives one, else a second DEALER) on which it says
 ``Hello`` and answers each ``Execute`` with ``Done(ok)`` at once, ``after`` its last control
-message. Nothing runs a cell; everything the kernel reads is signed and framed by the project's
-own protocol code. Writes the time it began to connect to ``FIRST.start`` in ``$FAKE_DIR``.
+message, its value ``"RANK: CODE (N pushed bytes)"`` (what reached it, for the tests). Nothing
+runs a cell; everything the kernel reads is signed and framed by the project's own protocol
+code. Writes the time it began to connect to ``FIRST.start`` in ``$FAKE_DIR``.
 """
 
 from __future__ import annotations
@@ -81,11 +82,14 @@ class FakeRank:
             assert self.cell_zmq is not None
             frames = self.cell_zmq.recv_multipart()
         try:
-            message = parse(self.cell_signer.unpack(frames)[0])
+            header, buffers = self.cell_signer.unpack(frames)
+            message = parse(header)
         except BadMessage:
             return True
-        if isinstance(message, Execute):
-            self.send_cell(Done(message.run_id, "ok"))
+        if isinstance(message, Execute):  # its value says what reached it (for the tests)
+            pushed = sum(len(memoryview(b)) for b in buffers)
+            value = f"{self.rank}: {message.code} ({pushed} pushed bytes)"
+            self.send_cell(Done(message.run_id, "ok", value=value))
         return not isinstance(message, Shutdown)
 
 

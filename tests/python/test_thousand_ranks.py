@@ -1,0 +1,84 @@
+"""A thousand ranks from one notebook (issue 26), with fake ranks: the kernel is real (the
+session, the local backend's plan, the router, its control channel and cell sockets, the history
+store), the ranks are ``benchmarks/fake_ranks.py``'s, four helper processes serving 250 ranks
+each with the real protocol code. Each answers a cell with what reached it. A cell reaches every
+rank, ``--targets`` and ``--push`` reach exactly the ranks named, and the kernel's descriptors
+stay within the bound the README gives (3 per rank and about 30 more)."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import jupyter_distributed.backends.local.backend as local
+from jupyter_distributed.backends.local.options import LocalOptions
+from jupyter_distributed.display import CellView
+from jupyter_distributed.history.store import Store
+from jupyter_distributed.layout import Layout
+from jupyter_distributed.session import Session
+from jupyter_distributed.spec import Spec
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+FakeRanks: Any = importlib.import_module("bench_scale").FakeRanks
+
+pytestmark = pytest.mark.timeout(300)
+
+N = 1000
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    folder = tmp_path_factory.mktemp("thousand")
+    FakeRanks.folder = folder
+    real = local.LocalProcesses
+    local.LocalProcesses = FakeRanks  # type: ignore[misc]
+    store = Store(folder / "history.sqlite")
+    s = Session(store)
+    try:
+        yield s
+    finally:
+        s.shutdown()
+        store.close()
+        local.LocalProcesses = real  # type: ignore[misc]
+
+
+def run(session: Session, code: str, ns: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+    out = io.StringIO()
+    spec = Spec(layout=Layout(procs_per_node=N), options=LocalOptions(oversubscribe=True), **kwargs)
+    return session.run_cell(spec, code, ns or {}, view=CellView(out=out, err=out))
+
+
+def descriptors() -> int:
+    return sum(1 for _ in Path("/proc/self/fd").iterdir())
+
+
+def test_a_cell_reaches_each_of_a_thousand_ranks(session: Session) -> None:
+    before = descriptors()
+    values = run(session, "pass").values
+    assert values == {r: f"{r}: pass (0 pushed bytes)" for r in range(N)}
+    (live,) = session.live.values()
+    assert live.cluster.peer_count() == 2 * N  # the star: each rank's control and cell socket
+    assert descriptors() - before <= 3 * N + 30
+
+
+def test_targets_reach_the_ranks_named_and_no_other(session: Session) -> None:
+    targets = (0, 499, 500, 998, 999)
+    values = run(session, "rank", targets=targets).values
+    assert values == {r: f"{r}: rank (0 pushed bytes)" for r in targets}
+    values = run(session, "again").values  # and the next cell reaches all of them again
+    assert sorted(values) == list(range(N))
+
+
+def test_a_push_reaches_every_rank_it_is_sent_to(session: Session) -> None:
+    ns = {"blob": b"x" * 10_000}
+    values = run(session, "len(blob)", ns, push=("blob",), targets=tuple(range(0, N, 7))).values
+    assert sorted(values) == list(range(0, N, 7))
+    sizes = {v.rsplit("(", 1)[1] for v in values.values()}
+    assert len(sizes) == 1  # the same pickled bytes everywhere
+    assert int(sizes.pop().split()[0]) >= 10_000

@@ -34,6 +34,18 @@ def bound_shell(folder: Path) -> Iterator[Any]:
         magics.session.shutdown()
 
 
+def session_in(folder: Path) -> Iterator[Session]:
+    """A session on a fresh store in ``folder``, shut down (its clusters stopped) and the store
+    closed after use: for session fixtures of any scope."""
+    store = Store(folder / "history.sqlite")
+    session = Session(store)
+    try:
+        yield session
+    finally:
+        session.shutdown()
+        store.close()
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
     """A fresh history store, closed after the test."""

@@ -29,12 +29,12 @@ from jupyter_distributed.backends.mpi.options import MpiOptions
 from jupyter_distributed.cluster.process import ProcessCluster
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
-from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
 
 from .backend_cases import mpi_missing
+from .core_helpers import session_in
 
 AGENT = """#!/bin/sh
 # mpirun's remote-launch agent: "agent HOST COMMAND..." runs COMMAND in HOST's namespace
@@ -106,11 +106,7 @@ def two_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
 
 @pytest.fixture
 def session(tmp_path: Path) -> Iterator[Session]:
-    store = Store(tmp_path / "history.sqlite")
-    session = Session(store)
-    yield session
-    session.shutdown()
-    store.close()
+    yield from session_in(tmp_path)
 
 
 def _spec(hosts: TwoHosts) -> Spec:

@@ -19,10 +19,11 @@ import pytest
 import jupyter_distributed.backends.local.backend as local
 from jupyter_distributed.backends.local.options import LocalOptions
 from jupyter_distributed.display import CellView
-from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
+
+from .core_helpers import session_in
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
 FakeRanks: Any = importlib.import_module("bench_scale").FakeRanks
@@ -38,13 +39,9 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     FakeRanks.folder = folder
     real = local.LocalProcesses
     local.LocalProcesses = FakeRanks  # type: ignore[misc]
-    store = Store(folder / "history.sqlite")
-    s = Session(store)
     try:
-        yield s
+        yield from session_in(folder)
     finally:
-        s.shutdown()
-        store.close()
         local.LocalProcesses = real  # type: ignore[misc]
 
 

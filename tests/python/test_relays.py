@@ -273,8 +273,8 @@ def test_a_relay_killed_mid_cell_names_its_node(
 
 
 def test_relays_on_a_backend_without_them_are_refused_in_one_line(session: Session) -> None:
-    with pytest.raises(SpecError, match=r"the slurm backend starts no node relays yet; set it"):
-        session.plan(Spec(backend="slurm", relays="always"))
+    with pytest.raises(SpecError, match=r"the ray backend starts no node relays yet; set it"):
+        session.plan(Spec(backend="ray", relays="always"))
     across = MpiOptions(hosts=("h1", "h2"))
     with pytest.raises(SpecError, match=r"on this machine only yet, not on --hosts; set it to"):
         session.plan(Spec(Layout(nodes=2), backend="mpi", options=across, relays="always"))

@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,19 +21,59 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..errors import RankFailure
+from ..errors import LaunchError, RankFailure
+from ..history.reaper import leftover_prefix
 from ..layout import Layout
 from ..pids import newly_ended, pidfds
 from ..protocol.signing import BOOTSTRAP_ENV
 
 RELAY_COMMAND = (sys.executable, "-m", "jupyter_distributed.cluster.relay")
 RELAY_MODES = ("auto", "always")
+# on every node (a job's TMPDIR may not exist on the kernel's host); each relay's directory in it
+# is made 0700 and exclusively (see listen_directory)
+NODE_LOCAL_DIR = "/tmp"  # noqa: S108
 
 
 def relay_addresses(directory: Path, nodes: int) -> dict[str, str]:
     """Where each node's relay listens: a Unix socket in the kernel's directory of mode 0700
     (the bootstrap's ``relays``, by node as a string: JSON's keys)."""
     return {str(n): f"ipc://{directory}/relay-{n}" for n in range(nodes)}
+
+
+def node_local_addresses(nodes: int) -> dict[str, str]:
+    """Where each node's relay listens when the ranks are on other hosts than the kernel (its
+    directory is not theirs to reach): a Unix socket in a directory of mode 0700 that the relay
+    makes on its own node (:func:`listen_directory`), where its ranks, on the same host, reach
+    it. The name is unguessable (a random part from the bootstrap) and starts with the kernel's
+    leftover prefix, so that a node that is also the kernel's host sweeps it if the kernel dies."""
+    token = secrets.token_hex(8)
+    prefix = f"{NODE_LOCAL_DIR}/{leftover_prefix()}relay-{token}"
+    return {str(n): f"ipc://{prefix}-{n}/r" for n in range(nodes)}
+
+
+def listen_directory(address: str) -> Path | None:
+    """Before a relay binds ``address``: make its Unix socket's directory (mode 0700) where it
+    is missing (a node-local address), and return it for the relay to remove when it ends; None
+    where it exists already and is only ours (the kernel's directory, on the kernel's host). A
+    directory another user could enter is refused (:class:`LaunchError`)."""
+    if not address.startswith("ipc://"):
+        return None
+    directory = Path(address.removeprefix("ipc://")).parent
+    try:
+        directory.mkdir(mode=0o700)
+    except FileExistsError:
+        st = directory.lstat()
+        if directory.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise LaunchError(
+                f"{directory} exists and is not this user's own (mode 0700)"
+            ) from None
+        return None
+    return directory
+
+
+def remove_directory(directory: Path | None) -> None:
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def relay_nodes(boot_env: Mapping[str, str]) -> int:

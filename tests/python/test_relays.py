@@ -18,7 +18,7 @@ import tempfile
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +193,26 @@ def _relay_pids() -> list[int]:
     return out
 
 
+def kill_once_started(marker: Path, pick: Callable[[], int]) -> threading.Thread:
+    """A thread that SIGKILLs the process ``pick`` names once a cell touched ``marker`` (the
+    cell of :func:`started_cell`); join it after the cell."""
+
+    def kill() -> None:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(pick(), signal.SIGKILL)
+
+    thread = threading.Thread(target=kill, daemon=True)
+    thread.start()
+    return thread
+
+
+def started_cell(marker: Path) -> str:
+    """A cell that says it started (touches ``marker``) and then sleeps."""
+    return f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(120)"
+
+
 @pytest.fixture
 def session(tmp_path: Path) -> Iterator[Session]:
     store = Store(tmp_path / "history.sqlite")
@@ -216,7 +236,8 @@ def test_the_kernel_holds_one_connection_for_a_node_of_four_ranks(session: Sessi
     assert "kernel connections to the ranks: 8\n" in status(session)
 
 
-# (mpi: every node on this machine is one node; relays on --hosts are refused for now)
+# (mpi: this machine is one node; two hosts through relays: test_mpi_hosts.py; slurm:
+# test_slurm_relays.py)
 SHAPES = [("local", 2), ("mpi", 1)]
 
 
@@ -240,28 +261,13 @@ def test_a_relay_killed_mid_cell_names_its_node(
     marker = tmp_path / "started"
     killed: list[int] = []
 
-    def kill_when_started() -> None:
-        deadline = time.monotonic() + 60
-        while not marker.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        pid = min(_relay_pids())  # (the relay of node 0 started first)
-        os.kill(pid, signal.SIGKILL)
-        killed.append(pid)
+    def node_0() -> int:
+        killed.append(min(_relay_pids()))  # (the relay of node 0 started first)
+        return killed[0]
 
-    killer = threading.Thread(target=kill_when_started, daemon=True)
-    killer.start()
+    killer = kill_once_started(marker, node_0)
     with pytest.raises(RunFailed) as info:
-        _run(
-            session,
-            f"""
-            import pathlib, time
-            pathlib.Path({str(marker)!r}).touch()
-            time.sleep(120)
-            """,
-            n=2,
-            nodes=nodes,
-            **given,
-        )
+        _run(session, started_cell(marker), n=2, nodes=nodes, **given)
     killer.join()
     root = info.value.root
     assert root.kind == "relay"
@@ -275,9 +281,6 @@ def test_a_relay_killed_mid_cell_names_its_node(
 def test_relays_on_a_backend_without_them_are_refused_in_one_line(session: Session) -> None:
     with pytest.raises(SpecError, match=r"the ray backend starts no node relays yet; set it"):
         session.plan(Spec(backend="ray", relays="always"))
-    across = MpiOptions(hosts=("h1", "h2"))
-    with pytest.raises(SpecError, match=r"on this machine only yet, not on --hosts; set it to"):
-        session.plan(Spec(Layout(nodes=2), backend="mpi", options=across, relays="always"))
     with pytest.raises(SpecError, match=r"Distributed.relays is 'sometimes'"):
         Spec(relays="sometimes")
 

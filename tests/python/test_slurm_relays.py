@@ -5,13 +5,8 @@ the cluster leaves no task and no relay directory."""
 
 from __future__ import annotations
 
-import glob
 import io
-import os
-import signal
 import textwrap
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +25,7 @@ from jupyter_distributed.textviews import status
 
 from .engines.slurm import SlurmCluster
 from .test_backend_contract import wait_gone
+from .test_relays import kill_once_started, started_cell
 
 pytestmark = pytest.mark.slurm
 
@@ -58,8 +54,8 @@ def _node_of(pid: int) -> str:
     return ""
 
 
-def _relay_directories() -> list[str]:
-    return glob.glob(f"{NODE_LOCAL_DIR}/{leftover_prefix()}relay-*")
+def _relay_directories() -> list[Path]:
+    return list(Path(NODE_LOCAL_DIR).glob(f"{leftover_prefix()}relay-*"))
 
 
 def test_two_nodes_reach_the_kernel_through_their_relays(
@@ -96,21 +92,14 @@ def test_a_relay_killed_mid_cell_names_its_node(
     out = io.StringIO()
     _run(session, "pass", out)
     marker = tmp_path / "started"
-    killed: list[int] = []
 
-    def kill_when_started() -> None:
-        deadline = time.monotonic() + 60
-        while not marker.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
+    def node_2() -> int:
         (pid,) = [p for p in in_slurm.relay_pids() if _node_of(p) == "node2"]
-        os.kill(pid, signal.SIGKILL)
-        killed.append(pid)
+        return pid
 
-    killer = threading.Thread(target=kill_when_started, daemon=True)
-    killer.start()
-    code = f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(120)"
+    killer = kill_once_started(marker, node_2)
     with pytest.raises(RunFailed) as info:
-        _run(session, code, out)
+        _run(session, started_cell(marker), out)
     killer.join()
     root = info.value.root
     assert root.kind == "relay"

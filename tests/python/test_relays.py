@@ -162,6 +162,46 @@ def test_a_message_signed_for_many_is_refused_by_a_rank_not_named() -> None:
         rank0.unpack(signed)
 
 
+def _relay_at(directory: Path, listen: Path) -> subprocess.Popen[str]:
+    """Node 0's real relay, listening on a Unix socket in ``listen`` (a node-local address)."""
+    boot = {
+        "address": f"ipc://{directory}/ctl",
+        "key": KEY.hex(),
+        "relays": {"0": f"ipc://{listen}/r"},
+        "layout": Layout(nodes=1, procs_per_node=1).to_json(),
+    }
+    env = {**os.environ, BOOTSTRAP_ENV: json.dumps(boot)}
+    return subprocess.Popen((*RELAY_COMMAND, "0"), env=env, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_node_local_relay_makes_its_directory_0700_and_removes_it_when_ended(
+    tmp_path: Path,
+) -> None:
+    own = tmp_path / "relay-0"
+    relay = _relay_at(tmp_path, own)
+    deadline = time.monotonic() + 30
+    while not (own / "r").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert (own.stat().st_mode & 0o777, (own / "r").is_socket()) == (0o700, True)
+    relay.terminate()  # (slurmd ends a step's tasks with SIGTERM)
+    assert relay.wait(30) == 0
+    assert not own.exists()
+
+
+def test_a_relay_refuses_a_socket_directory_that_others_can_enter(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)
+    relay = _relay_at(tmp_path, shared)
+    _, err = relay.communicate(timeout=30)
+    assert relay.returncode == 1
+    assert err == (
+        f"jupyter-distributed relay of node 0: {shared} exists and is not this user's alone "
+        "(mode 0700)\n"
+    )
+    assert list(shared.iterdir()) == []  # (it never listened there)
+
+
 # -- through a Session: real ranks, a real relay ------------------------------------------
 
 

@@ -116,7 +116,7 @@ class ProcessCluster(Cluster):
         if relays and directory is not None:
             boot["relays"] = relay_addresses(directory, nodes)
         elif relays and zmq.has("ipc"):  # ranks on other hosts: a Unix socket on their node
-            boot["relays"] = node_local_addresses(nodes)
+            boot["relays"] = node_local_addresses(nodes, leftover_prefix())
         self.relays = nodes if "relays" in boot else 0
         try:
             self.processes = start({BOOTSTRAP_ENV: json.dumps(boot)})

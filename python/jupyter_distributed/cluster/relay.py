@@ -33,7 +33,6 @@ from typing import Any
 
 import zmq
 
-from ..errors import LaunchError
 from ..layout import Layout
 from ..pids import die_with_parent, pid_alive
 from ..protocol.frames import MAX_FRAME, MAX_HEADER
@@ -135,7 +134,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # (its directory is removed first)
     try:
         relay = Relay(boot, int(node))
-    except (LaunchError, zmq.ZMQError) as e:
+    except (OSError, zmq.ZMQError) as e:
         sys.stderr.write(f"jupyter-distributed relay of node {node}: {e}\n")
         return 1
     try:

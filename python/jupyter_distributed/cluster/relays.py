@@ -21,8 +21,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..errors import LaunchError, RankFailure
-from ..history.reaper import leftover_prefix
+from ..errors import RankFailure
 from ..layout import Layout
 from ..pids import newly_ended, pidfds
 from ..protocol.signing import BOOTSTRAP_ENV
@@ -40,22 +39,22 @@ def relay_addresses(directory: Path, nodes: int) -> dict[str, str]:
     return {str(n): f"ipc://{directory}/relay-{n}" for n in range(nodes)}
 
 
-def node_local_addresses(nodes: int) -> dict[str, str]:
+def node_local_addresses(nodes: int, prefix: str) -> dict[str, str]:
     """Where each node's relay listens when the ranks are on other hosts than the kernel (its
     directory is not theirs to reach): a Unix socket in a directory of mode 0700 that the relay
     makes on its own node (:func:`listen_directory`), where its ranks, on the same host, reach
-    it. The name is unguessable (a random part from the bootstrap) and starts with the kernel's
-    leftover prefix, so that a node that is also the kernel's host sweeps it if the kernel dies."""
-    token = secrets.token_hex(8)
-    prefix = f"{NODE_LOCAL_DIR}/{leftover_prefix()}relay-{token}"
-    return {str(n): f"ipc://{prefix}-{n}/r" for n in range(nodes)}
+    it. The name is unguessable (a random part, known from the bootstrap) after ``prefix`` (the
+    kernel's leftover prefix: a node that is also the kernel's host sweeps it if the kernel
+    dies)."""
+    base = f"{NODE_LOCAL_DIR}/{prefix}relay-{secrets.token_hex(8)}"
+    return {str(n): f"ipc://{base}-{n}/r" for n in range(nodes)}
 
 
 def listen_directory(address: str) -> Path | None:
     """Before a relay binds ``address``: make its Unix socket's directory (mode 0700) where it
     is missing (a node-local address), and return it for the relay to remove when it ends; None
     where it exists already and is only ours (the kernel's directory, on the kernel's host). A
-    directory another user could enter is refused (:class:`LaunchError`)."""
+    directory another user could enter is refused (:class:`PermissionError`)."""
     if not address.startswith("ipc://"):
         return None
     directory = Path(address.removeprefix("ipc://")).parent
@@ -64,9 +63,8 @@ def listen_directory(address: str) -> Path | None:
     except FileExistsError:
         st = directory.lstat()
         if directory.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o077:
-            raise LaunchError(
-                f"{directory} exists and is not this user's own (mode 0700)"
-            ) from None
+            why = f"{directory} exists and is not this user's alone (mode 0700)"
+            raise PermissionError(why) from None
         return None
     return directory
 

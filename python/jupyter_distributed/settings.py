@@ -103,8 +103,9 @@ class Distributed(Settings):
     relays = Enum(
         ["auto", "always"],
         "auto",
-        help="node relays between the kernel and the ranks: 'auto' where a backend needs them "
-        "(local needs none: the kernel is the relay), 'always' starts one per node all the same",
+        help="node relays between the kernel and the ranks: 'auto' once the ranks span nodes "
+        "(slurm, mpi --hosts; on one machine the kernel is the relay), 'always' starts one per "
+        "node all the same",
     ).tag(config=True)
     straggler_threshold = Float(
         STRAGGLER_THRESHOLD,

@@ -1,9 +1,11 @@
-"""The kernel's side of node relays (:mod:`.relay`): where they listen, their processes where
-the backend starts them on this machine, and a dead relay named as a dead node.
+"""The kernel's side of node relays (:mod:`.relay`): where they listen (in the kernel's
+directory on this machine, in a directory of their own on their node across hosts), their
+processes where the backend starts them on this machine, and a dead relay named as a dead node.
 
-``Distributed.relays`` (``Spec.relays``): ``"auto"`` where a backend needs none (``local``: the
-kernel is the relay, its ranks connect to it directly, as before relays), ``"always"`` to start
-one per node all the same (so the contract suite runs the relay code on every backend).
+``Distributed.relays`` (``Spec.relays``): ``"auto"`` starts them once the ranks span nodes
+(``slurm``, ``mpi --hosts``); on one machine the kernel is the relay, its ranks connect to it
+directly, as before relays. ``"always"`` starts one per node all the same (so the contract suite
+runs the relay code on every backend that has them).
 """
 
 from __future__ import annotations

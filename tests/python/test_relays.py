@@ -253,15 +253,20 @@ def started_cell(marker: Path) -> str:
     return f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(120)"
 
 
-@pytest.fixture
-def session(tmp_path: Path) -> Iterator[Session]:
-    store = Store(tmp_path / "history.sqlite")
+def fresh_session(folder: Path) -> Iterator[Session]:
+    """A Session on a new store in ``folder``, shut down after (for a fixture to yield from)."""
+    store = Store(folder / "history.sqlite")
     s = Session(store)
     try:
         yield s
     finally:
         s.shutdown()
         store.close()
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Iterator[Session]:
+    yield from fresh_session(tmp_path)
 
 
 def test_the_kernel_holds_one_connection_for_a_node_of_four_ranks(session: Session) -> None:
@@ -319,8 +324,8 @@ def test_a_relay_killed_mid_cell_names_its_node(
 
 
 def test_relays_on_a_backend_without_them_are_refused_in_one_line(session: Session) -> None:
-    with pytest.raises(SpecError, match=r"the ray backend starts no node relays yet; set it"):
-        session.plan(Spec(backend="ray", relays="always"))
+    with pytest.raises(SpecError, match=r"the sagemaker backend starts no node relays yet; set it"):
+        session.plan(Spec(backend="sagemaker", relays="always"))
     with pytest.raises(SpecError, match=r"Distributed.relays is 'sometimes'"):
         Spec(relays="sometimes")
 

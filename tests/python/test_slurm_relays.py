@@ -17,7 +17,6 @@ from jupyter_distributed.cluster.relays import NODE_LOCAL_DIR
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
 from jupyter_distributed.history.reaper import leftover_prefix
-from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
@@ -25,20 +24,14 @@ from jupyter_distributed.textviews import status
 
 from .engines.slurm import SlurmCluster
 from .test_backend_contract import wait_gone
-from .test_relays import kill_once_started, started_cell
+from .test_relays import fresh_session, kill_once_started, started_cell
 
 pytestmark = pytest.mark.slurm
 
 
 @pytest.fixture
 def session(in_slurm: SlurmCluster, tmp_path: Path) -> Iterator[Session]:
-    store = Store(tmp_path / "h.sqlite")
-    s = Session(store)
-    try:
-        yield s
-    finally:
-        s.shutdown()
-        store.close()
+    yield from fresh_session(tmp_path)
 
 
 def _run(session: Session, code: str, out: io.StringIO, nodes: int = 2, **kw: Any) -> Any:

@@ -91,10 +91,10 @@ def relay_failure(layout: Layout, node: int, host: str, code: int, now: float) -
     """A dead relay is a dead node: "relay of node 1 on host h died: its ranks 4-7 are gone"."""
     how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
     ranks = node_ranks(layout, node)
-    gone = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks[0]}-{ranks[-1]}"
+    gone = f"rank {ranks[0]} is" if len(ranks) == 1 else f"ranks {ranks[0]}-{ranks[-1]} are"
     return RankFailure(
         rank=-1, t=now, host=host, kind="relay",
-        evalue=f"relay of node {node} on host {host} died ({how}): its {gone} are gone",
+        evalue=f"relay of node {node} on host {host} died ({how}): its {gone} gone",
         exit_code=code if code >= 0 else None, signal=-code if code < 0 else None,
     )  # fmt: skip
 

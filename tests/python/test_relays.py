@@ -27,10 +27,11 @@ import zmq
 
 from jupyter_distributed.backends.mpi.backend import descendants
 from jupyter_distributed.backends.mpi.options import MpiOptions
+from jupyter_distributed.backends.ray.relays import check_nodes
 from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_addresses
 from jupyter_distributed.cluster.stackboard import StackBoard, collect
 from jupyter_distributed.display import CellView
-from jupyter_distributed.errors import RunFailed, SpecError
+from jupyter_distributed.errors import LaunchError, RunFailed, SpecError
 from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.pids import pid_alive
@@ -328,6 +329,16 @@ def test_relays_on_a_backend_without_them_are_refused_in_one_line(session: Sessi
         session.plan(Spec(backend="sagemaker", relays="always"))
     with pytest.raises(SpecError, match=r"Distributed.relays is 'sometimes'"):
         Spec(relays="sometimes")
+
+
+def test_ray_relays_refuse_a_node_whose_ranks_ray_placed_on_several_nodes() -> None:
+    check_nodes(["10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.2"], 2)  # (each node on one)
+    with pytest.raises(
+        LaunchError,
+        match=r"^node relays on ray: node 1's ranks were placed on "
+        r"several Ray nodes \(10.0.0.1, 10.0.0.2\), so no one relay can reach",
+    ):
+        check_nodes(["10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.1"], 2)
 
 
 def test_the_ranks_behind_a_dead_relay_are_not_asked_for_their_stacks() -> None:

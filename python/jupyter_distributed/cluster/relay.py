@@ -132,12 +132,14 @@ def main(argv: list[str]) -> int:
     die_with_parent()
     boot = json.loads(os.environ.pop(BOOTSTRAP_ENV))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # (its directory is removed first)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # (until it holds the directory)
     try:
         relay = Relay(boot, int(node))
     except (OSError, zmq.ZMQError) as e:
         sys.stderr.write(f"jupyter-distributed relay of node {node}: {e}\n")
         return 1
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         relay.serve()
     finally:
         remove_directory(relay.directory)

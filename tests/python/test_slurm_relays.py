@@ -71,6 +71,16 @@ def test_two_nodes_reach_the_kernel_through_their_relays(
     assert _relay_directories() == []  # (each relay removed its own)
 
 
+def test_relays_never_connects_every_rank_to_the_kernel(
+    in_slurm: SlurmCluster, session: Session
+) -> None:
+    out = io.StringIO()
+    assert _run(session, "rank", out, relays="never").values == {r: str(r) for r in range(4)}
+    (live,) = session.live.values()
+    assert live.cluster.peer_count() == 8  # (each rank's control channel and cell socket)
+    assert in_slurm.relay_pids() == set()
+
+
 def test_relays_always_on_one_node(in_slurm: SlurmCluster, session: Session) -> None:
     out = io.StringIO()
     assert _run(session, "rank", out, nodes=1, relays="always").values == {0: "0", 1: "1"}

@@ -5,7 +5,7 @@ processes where the backend starts them on this machine, and a dead relay named 
 ``Distributed.relays`` (``Spec.relays``): ``"auto"`` starts them once the ranks span nodes
 (``slurm``, ``mpi --hosts``); on one machine the kernel is the relay, its ranks connect to it
 directly, as before relays. ``"always"`` starts one per node all the same (so the contract suite
-runs the relay code on every backend that has them).
+runs the relay code on every backend that has them); ``"never"`` starts none.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ..pids import newly_ended, pidfds
 from ..protocol.signing import BOOTSTRAP_ENV
 
 RELAY_COMMAND = (sys.executable, "-m", "jupyter_distributed.cluster.relay")
-RELAY_MODES = ("auto", "always")
+RELAY_MODES = ("auto", "always", "never")
 # on every node (a job's TMPDIR may not exist on the kernel's host); each relay's directory in it
 # is made 0700 and exclusively (see listen_directory)
 NODE_LOCAL_DIR = "/tmp"  # noqa: S108

@@ -105,7 +105,7 @@ class MpiBackend(Backend):
         transport = Transport.ipc() if bind == "127.0.0.1" else Transport.tcp(bind)
         return ProcessCluster(
             plan, store, lambda boot: MpiProcesses(plan, boot), view, transport=transport,
-            relays=plan.spec.relays == "always" or len(hosts) > 1,
+            relays=plan.spec.relays == "always" or (plan.spec.relays == "auto" and len(hosts) > 1),
         )  # fmt: skip
 
     def sweep_parallel(self, spec: Spec) -> int:

@@ -44,7 +44,7 @@ def _options(spec: Spec) -> SlurmOptions:
 def wants_relays(spec: Spec) -> bool:
     """Node relays (:mod:`.relays`) on ``auto`` once the ranks span nodes (the kernel then holds
     one connection per node, not two per rank), on ``always`` for one node as well."""
-    return spec.relays == "always" or spec.layout.nodes > 1
+    return spec.relays == "always" or (spec.relays == "auto" and spec.layout.nodes > 1)
 
 
 class SlurmBackend(Backend):

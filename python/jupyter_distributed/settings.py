@@ -101,10 +101,11 @@ class Distributed(Settings):
         "(a cell's --push, one rank's --pull); a larger one is refused",
     ).tag(config=True)
     relays = Enum(
-        ["auto", "always"],
+        ["auto", "always", "never"],
         "auto",
-        help="node relays between the kernel and the ranks: 'auto' where a backend needs them "
-        "(local needs none: the kernel is the relay), 'always' starts one per node all the same",
+        help="node relays between the kernel and the ranks: 'auto' once the ranks span nodes "
+        "(slurm, mpi --hosts; on one machine the kernel is the relay), 'always' starts one per "
+        "node all the same, 'never' connects every rank to the kernel itself",
     ).tag(config=True)
     straggler_threshold = Float(
         STRAGGLER_THRESHOLD,

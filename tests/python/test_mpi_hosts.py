@@ -25,6 +25,7 @@ import pytest
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
+from jupyter_distributed.backends.mpi.backend import descendants
 from jupyter_distributed.backends.mpi.options import MpiOptions
 from jupyter_distributed.cluster.process import ProcessCluster
 from jupyter_distributed.display import CellView
@@ -35,6 +36,7 @@ from jupyter_distributed.spec import Spec
 
 from .backend_cases import mpi_missing
 from .core_helpers import session_in
+from .test_relays import kill_once_started, started_cell
 
 AGENT = """#!/bin/sh
 # mpirun's remote-launch agent: "agent HOST COMMAND..." runs COMMAND in HOST's namespace
@@ -308,3 +310,44 @@ def test_probe_shows_the_veth_link_slower_than_loopback(
     intra, inter = result["groups"]["intra"], result["groups"]["inter"]
     assert inter["bandwidth_gbs"] < 0.06  # what the link allows (0.05 GB/s)
     assert inter["bandwidth_gbs"] < intra["min_bandwidth_gbs"]
+
+
+def _relays_by_node() -> dict[int, int]:
+    """The node relays below this process (on either host), by their node (process rank)."""
+    out = {}
+    for pid in descendants(os.getpid()):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[1:3] == [b"-m", b"jupyter_distributed.cluster.relay"]:
+            (rank,) = [e for e in environ if e.startswith(b"OMPI_COMM_WORLD_RANK=")]
+            out[int(rank.split(b"=")[1])] = pid
+    return out
+
+
+def test_each_host_reaches_the_kernel_through_its_relay(
+    two_hosts: TwoHosts, session: Session, tmp_path: Path
+) -> None:
+    spec = _spec(two_hosts)  # (relays "auto": on, the ranks span hosts)
+    out = io.StringIO()
+    outcome = session.run_cell(spec, "print('hi', rank)\nrank", {}, view=CellView(out=out))
+    assert outcome.values == {0: "0", 1: "1", 2: "2", 3: "3"}
+    assert all(f"hi {r}" in out.getvalue() for r in range(4))
+    cluster = session.live["mpi"].cluster
+    assert cluster.peer_count() == 2  # (without relays: two per rank, 8)
+    relays = _relays_by_node()
+    assert sorted(relays) == [0, 1]
+    marker = tmp_path / "started"
+    killer = kill_once_started(marker, lambda: relays[1])  # the relay on host 2
+    with pytest.raises(RunFailed) as info:
+        _run(session, spec, started_cell(marker))
+    killer.join()
+    root = info.value.root
+    assert (root.kind, root.host) == ("relay", socket.gethostname())
+    assert root.summary.startswith("relay of node 1 on host ")
+    assert root.summary.endswith("died (killed by signal 9): its ranks 2-3 are gone")
+    assert _run(session, spec, "rank") == {0: "0", 1: "1", 2: "2", 3: "3"}
+    session.stop()
+    assert _relays_by_node() == {}

@@ -18,7 +18,7 @@ import tempfile
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +27,11 @@ import zmq
 
 from jupyter_distributed.backends.mpi.backend import descendants
 from jupyter_distributed.backends.mpi.options import MpiOptions
+from jupyter_distributed.backends.ray.relays import check_nodes
 from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_addresses
 from jupyter_distributed.cluster.stackboard import StackBoard, collect
 from jupyter_distributed.display import CellView
-from jupyter_distributed.errors import RunFailed, SpecError
+from jupyter_distributed.errors import LaunchError, RunFailed, SpecError
 from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.pids import pid_alive
@@ -162,6 +163,46 @@ def test_a_message_signed_for_many_is_refused_by_a_rank_not_named() -> None:
         rank0.unpack(signed)
 
 
+def _relay_at(directory: Path, listen: Path) -> subprocess.Popen[str]:
+    """Node 0's real relay, listening on a Unix socket in ``listen`` (a node-local address)."""
+    boot = {
+        "address": f"ipc://{directory}/ctl",
+        "key": KEY.hex(),
+        "relays": {"0": f"ipc://{listen}/r"},
+        "layout": Layout(nodes=1, procs_per_node=1).to_json(),
+    }
+    env = {**os.environ, BOOTSTRAP_ENV: json.dumps(boot)}
+    return subprocess.Popen((*RELAY_COMMAND, "0"), env=env, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_node_local_relay_makes_its_directory_0700_and_removes_it_when_ended(
+    tmp_path: Path,
+) -> None:
+    own = tmp_path / "relay-0"
+    relay = _relay_at(tmp_path, own)
+    deadline = time.monotonic() + 30
+    while not (own / "r").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert (own.stat().st_mode & 0o777, (own / "r").is_socket()) == (0o700, True)
+    relay.terminate()  # (slurmd ends a step's tasks with SIGTERM)
+    assert relay.wait(30) == 0
+    assert not own.exists()
+
+
+def test_a_relay_refuses_a_socket_directory_that_others_can_enter(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)
+    relay = _relay_at(tmp_path, shared)
+    _, err = relay.communicate(timeout=30)
+    assert relay.returncode == 1
+    assert err == (
+        f"jupyter-distributed relay of node 0: {shared} exists and is not this user's alone "
+        "(mode 0700)\n"
+    )
+    assert list(shared.iterdir()) == []  # (it never listened there)
+
+
 # -- through a Session: real ranks, a real relay ------------------------------------------
 
 
@@ -193,15 +234,40 @@ def _relay_pids() -> list[int]:
     return out
 
 
-@pytest.fixture
-def session(tmp_path: Path) -> Iterator[Session]:
-    store = Store(tmp_path / "history.sqlite")
+def kill_once_started(marker: Path, pick: Callable[[], int]) -> threading.Thread:
+    """A thread that SIGKILLs the process ``pick`` names once a cell touched ``marker`` (the
+    cell of :func:`started_cell`); join it after the cell."""
+
+    def kill() -> None:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(pick(), signal.SIGKILL)
+
+    thread = threading.Thread(target=kill, daemon=True)
+    thread.start()
+    return thread
+
+
+def started_cell(marker: Path) -> str:
+    """A cell that says it started (touches ``marker``) and then sleeps."""
+    return f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(120)"
+
+
+def fresh_session(folder: Path) -> Iterator[Session]:
+    """A Session on a new store in ``folder``, shut down after (for a fixture to yield from)."""
+    store = Store(folder / "history.sqlite")
     s = Session(store)
     try:
         yield s
     finally:
         s.shutdown()
         store.close()
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Iterator[Session]:
+    yield from fresh_session(tmp_path)
 
 
 def test_the_kernel_holds_one_connection_for_a_node_of_four_ranks(session: Session) -> None:
@@ -216,7 +282,8 @@ def test_the_kernel_holds_one_connection_for_a_node_of_four_ranks(session: Sessi
     assert "kernel connections to the ranks: 8\n" in status(session)
 
 
-# (mpi: every node on this machine is one node; relays on --hosts are refused for now)
+# (mpi: this machine is one node; two hosts through relays: test_mpi_hosts.py; slurm:
+# test_slurm_relays.py)
 SHAPES = [("local", 2), ("mpi", 1)]
 
 
@@ -240,28 +307,13 @@ def test_a_relay_killed_mid_cell_names_its_node(
     marker = tmp_path / "started"
     killed: list[int] = []
 
-    def kill_when_started() -> None:
-        deadline = time.monotonic() + 60
-        while not marker.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        pid = min(_relay_pids())  # (the relay of node 0 started first)
-        os.kill(pid, signal.SIGKILL)
-        killed.append(pid)
+    def node_0() -> int:
+        killed.append(min(_relay_pids()))  # (the relay of node 0 started first)
+        return killed[0]
 
-    killer = threading.Thread(target=kill_when_started, daemon=True)
-    killer.start()
+    killer = kill_once_started(marker, node_0)
     with pytest.raises(RunFailed) as info:
-        _run(
-            session,
-            f"""
-            import pathlib, time
-            pathlib.Path({str(marker)!r}).touch()
-            time.sleep(120)
-            """,
-            n=2,
-            nodes=nodes,
-            **given,
-        )
+        _run(session, started_cell(marker), n=2, nodes=nodes, **given)
     killer.join()
     root = info.value.root
     assert root.kind == "relay"
@@ -273,13 +325,20 @@ def test_a_relay_killed_mid_cell_names_its_node(
 
 
 def test_relays_on_a_backend_without_them_are_refused_in_one_line(session: Session) -> None:
-    with pytest.raises(SpecError, match=r"the slurm backend starts no node relays yet; set it"):
-        session.plan(Spec(backend="slurm", relays="always"))
-    across = MpiOptions(hosts=("h1", "h2"))
-    with pytest.raises(SpecError, match=r"on this machine only yet, not on --hosts; set it to"):
-        session.plan(Spec(Layout(nodes=2), backend="mpi", options=across, relays="always"))
+    with pytest.raises(SpecError, match=r"the sagemaker backend starts no node relays yet; set it"):
+        session.plan(Spec(backend="sagemaker", relays="always"))
     with pytest.raises(SpecError, match=r"Distributed.relays is 'sometimes'"):
         Spec(relays="sometimes")
+
+
+def test_ray_relays_refuse_a_node_whose_ranks_ray_placed_on_several_nodes() -> None:
+    check_nodes(["10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.2"], 2)  # (each node on one)
+    with pytest.raises(
+        LaunchError,
+        match=r"^node relays on ray: node 1's ranks were placed on "
+        r"several Ray nodes \(10.0.0.1, 10.0.0.2\), so no one relay can reach",
+    ):
+        check_nodes(["10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.1"], 2)
 
 
 def test_the_ranks_behind_a_dead_relay_are_not_asked_for_their_stacks() -> None:

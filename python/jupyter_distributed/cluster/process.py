@@ -21,6 +21,8 @@ import threading
 import time
 from collections.abc import Sequence
 
+import zmq
+
 from ..errors import RankFailure
 from ..events import ErrorEvent, Event, RunEvent, StacksEvent
 from ..history.reaper import leftover_prefix
@@ -36,7 +38,7 @@ from .hang import diagnose
 from .hangflight import ranks_text
 from .inbox import CancelRequested, Exited, Item
 from .liveness import StartProcesses, exit_failures, silent_ranks
-from .relays import relay_addresses, relay_failure
+from .relays import node_local_addresses, relay_addresses, relay_failure
 from .router import Router
 from .stackboard import collect
 from .startup import wait_ready
@@ -70,7 +72,8 @@ class ProcessCluster(Cluster):
         with CurveZMQ on ``bind_host``, dialled at ``connect_host``. ``silence_limit``: seconds
         without any message (ranks send a heartbeat every second) after which a rank is dead,
         for launchers that cannot see their processes. ``relays``: the backend starts a node
-        relay per node (:mod:`.relays`) where the ranks are on this machine (``ipc``)."""
+        relay per node (:mod:`.relays`), listening in the kernel's directory where the ranks are
+        on this machine (``ipc``), else in a directory of its own on its node."""
         make_room(len(plan.ranks))  # (before anything starts: refused in one line, or room made)
         self.plan = plan
         if silence_limit is not None:
@@ -109,10 +112,12 @@ class ProcessCluster(Cluster):
             "kernel_host": socket.gethostname(),
             "stacks_dir": self.stacks_dir,
         }
-        directory = self.router.listener.directory
+        directory, nodes = self.router.listener.directory, plan.spec.layout.nodes
         if relays and directory is not None:
-            boot["relays"] = relay_addresses(directory, plan.spec.layout.nodes)
-            self.relays = plan.spec.layout.nodes
+            boot["relays"] = relay_addresses(directory, nodes)
+        elif relays and zmq.has("ipc"):  # ranks on other hosts: a Unix socket on their node
+            boot["relays"] = node_local_addresses(nodes, leftover_prefix())
+        self.relays = nodes if "relays" in boot else 0
         try:
             self.processes = start({BOOTSTRAP_ENV: json.dumps(boot)})
             for fd in getattr(self.processes, "sentinels", list)():
@@ -266,7 +271,8 @@ class ProcessCluster(Cluster):
         out = []
         layout = self.plan.spec.layout
         for node, code in getattr(self.processes, "dead_relays", list)():
-            host = next((r.host for r in self.plan.ranks if r.coords.node_rank == node), "")
+            hosts = (i.host for i in self.info.values() if i.coords.node_rank == node)
+            host = next(hosts, "")  # (the node's name its ranks said hello from)
             out.append(relay_failure(layout, node, host or socket.gethostname(), code, now))
             for info in self.info.values():
                 if info.coords.node_rank == node:

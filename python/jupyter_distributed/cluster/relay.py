@@ -3,7 +3,8 @@ kernel (``python -m jupyter_distributed.cluster.relay NODE``, started by the bac
 cluster's bootstrap environment).
 
 Its ranks connect their control channels and cell sockets to its ROUTER (a Unix socket in the
-kernel's directory of mode 0700, the bootstrap's ``relays[NODE]``) instead of the kernel's; it
+kernel's directory of mode 0700, the bootstrap's ``relays[NODE]``; across hosts, one in a
+directory of mode 0700 it makes on its node) instead of the kernel's; it
 holds one connection upward, a DEALER to the kernel's ROUTER (CurveZMQ across hosts, with the
 ranks' keys). So the kernel holds one connection per node, not two per rank.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import sys
 import time
@@ -35,6 +37,7 @@ from ..layout import Layout
 from ..pids import die_with_parent, pid_alive
 from ..protocol.frames import MAX_FRAME, MAX_HEADER
 from ..protocol.signing import BOOTSTRAP_ENV, BadMessage, Signer, cell_name, rank_name
+from .relays import listen_directory, remove_directory
 
 ORPHAN_CHECK_MS = 1000  # how often a relay looks whether its kernel is alive (on its host)
 RELAY_NAME = "relay"  # the relay's own signer name (it checks, it never signs yet)
@@ -63,7 +66,9 @@ class Relay:
             for opt in (zmq.SNDHWM, zmq.RCVHWM):
                 sock.setsockopt(opt, 0)
             sock.setsockopt(zmq.LINGER, 1000)
-        self.down.bind(boot["relays"][str(node)])
+        address = boot["relays"][str(node)]
+        self.directory = listen_directory(address)  # (a node-local one: made here, mode 0700)
+        self.down.bind(address)
         self.up.connect(boot["address"])
         here = boot.get("kernel_host") == socket.gethostname()
         self.kernel_pid = int(boot.get("kernel_pid") or 0) if here else 0
@@ -126,7 +131,18 @@ def main(argv: list[str]) -> int:
         return 2
     die_with_parent()
     boot = json.loads(os.environ.pop(BOOTSTRAP_ENV))
-    Relay(boot, int(node)).serve()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # (its directory is removed first)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # (until it holds the directory)
+    try:
+        relay = Relay(boot, int(node))
+    except (OSError, zmq.ZMQError) as e:
+        sys.stderr.write(f"jupyter-distributed relay of node {node}: {e}\n")
+        return 1
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        relay.serve()
+    finally:
+        remove_directory(relay.directory)
     return 0
 
 

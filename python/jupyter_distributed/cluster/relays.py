@@ -1,9 +1,11 @@
-"""The kernel's side of node relays (:mod:`.relay`): where they listen, their processes where
-the backend starts them on this machine, and a dead relay named as a dead node.
+"""The kernel's side of node relays (:mod:`.relay`): where they listen (in the kernel's
+directory on this machine, in a directory of their own on their node across hosts), their
+processes where the backend starts them on this machine, and a dead relay named as a dead node.
 
-``Distributed.relays`` (``Spec.relays``): ``"auto"`` where a backend needs none (``local``: the
-kernel is the relay, its ranks connect to it directly, as before relays), ``"always"`` to start
-one per node all the same (so the contract suite runs the relay code on every backend).
+``Distributed.relays`` (``Spec.relays``): ``"auto"`` starts them once the ranks span nodes
+(``slurm``, ``mpi --hosts``); on one machine the kernel is the relay, its ranks connect to it
+directly, as before relays. ``"always"`` starts one per node all the same (so the contract suite
+runs the relay code on every backend that has them); ``"never"`` starts none.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,13 +29,51 @@ from ..pids import newly_ended, pidfds
 from ..protocol.signing import BOOTSTRAP_ENV
 
 RELAY_COMMAND = (sys.executable, "-m", "jupyter_distributed.cluster.relay")
-RELAY_MODES = ("auto", "always")
+RELAY_MODES = ("auto", "always", "never")
+# on every node (a job's TMPDIR may not exist on the kernel's host); each relay's directory in it
+# is made 0700 and exclusively (see listen_directory)
+NODE_LOCAL_DIR = "/tmp"  # noqa: S108
 
 
 def relay_addresses(directory: Path, nodes: int) -> dict[str, str]:
     """Where each node's relay listens: a Unix socket in the kernel's directory of mode 0700
     (the bootstrap's ``relays``, by node as a string: JSON's keys)."""
     return {str(n): f"ipc://{directory}/relay-{n}" for n in range(nodes)}
+
+
+def node_local_addresses(nodes: int, prefix: str) -> dict[str, str]:
+    """Where each node's relay listens when the ranks are on other hosts than the kernel (its
+    directory is not theirs to reach): a Unix socket in a directory of mode 0700 that the relay
+    makes on its own node (:func:`listen_directory`), where its ranks, on the same host, reach
+    it. The name is unguessable (a random part, known from the bootstrap) after ``prefix`` (the
+    kernel's leftover prefix: a node that is also the kernel's host sweeps it if the kernel
+    dies)."""
+    base = f"{NODE_LOCAL_DIR}/{prefix}relay-{secrets.token_hex(8)}"
+    return {str(n): f"ipc://{base}-{n}/r" for n in range(nodes)}
+
+
+def listen_directory(address: str) -> Path | None:
+    """Before a relay binds ``address``: make its Unix socket's directory (mode 0700) where it
+    is missing (a node-local address), and return it for the relay to remove when it ends; None
+    where it exists already and is only ours (the kernel's directory, on the kernel's host). A
+    directory another user could enter is refused (:class:`PermissionError`)."""
+    if not address.startswith("ipc://"):
+        return None
+    directory = Path(address.removeprefix("ipc://")).parent
+    try:
+        directory.mkdir(mode=0o700)
+    except FileExistsError:
+        st = directory.lstat()
+        if directory.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            why = f"{directory} exists and is not this user's alone (mode 0700)"
+            raise PermissionError(why) from None
+        return None
+    return directory
+
+
+def remove_directory(directory: Path | None) -> None:
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def relay_nodes(boot_env: Mapping[str, str]) -> int:
@@ -49,10 +91,10 @@ def relay_failure(layout: Layout, node: int, host: str, code: int, now: float) -
     """A dead relay is a dead node: "relay of node 1 on host h died: its ranks 4-7 are gone"."""
     how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
     ranks = node_ranks(layout, node)
-    gone = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks[0]}-{ranks[-1]}"
+    gone = f"rank {ranks[0]} is" if len(ranks) == 1 else f"ranks {ranks[0]}-{ranks[-1]} are"
     return RankFailure(
         rank=-1, t=now, host=host, kind="relay",
-        evalue=f"relay of node {node} on host {host} died ({how}): its {gone} are gone",
+        evalue=f"relay of node {node} on host {host} died ({how}): its {gone} gone",
         exit_code=code if code >= 0 else None, signal=-code if code < 0 else None,
     )  # fmt: skip
 

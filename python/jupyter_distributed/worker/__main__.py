@@ -80,14 +80,18 @@ class _Ticker:
             )  # fmt: skip
 
 
-def _kernel_address(boot: dict[str, Any], rank: int) -> tuple[str, str | None]:
-    """Where this rank's two connections go: its node's relay where the cluster has relays
-    (both over ZeroMQ, see ``cluster/relay.py``), else the kernel's address and cell socket."""
+def _kernel_address(
+    boot: dict[str, Any], rank: int
+) -> tuple[str, str | None, dict[str, str] | None]:
+    """Where this rank's two connections go, and the CurveZMQ keys they use: its node's relay
+    where the cluster has relays (both over ZeroMQ, see ``cluster/relay.py``; a Unix socket on
+    this host in a directory of mode 0700, so without CurveZMQ, which the relay uses upward),
+    else the kernel's address and cell socket (CurveZMQ where the kernel is over TCP)."""
     relays = boot.get("relays")
     if not relays:
-        return str(boot["address"]), boot.get("cells")
+        return str(boot["address"]), boot.get("cells"), boot.get("curve")
     node = Layout.from_json(boot["layout"]).coords(rank).node_rank
-    return str(relays[str(node)]), None
+    return str(relays[str(node)]), None, None
 
 
 def main() -> int:
@@ -105,7 +109,7 @@ def main() -> int:
     install_crash(str(boot.get("stacks_dir") or ""), env.rank)
     GPU.start()
     ticker = _Ticker(boot)
-    address, cells = _kernel_address(boot, env.rank)
+    address, cells, curve = _kernel_address(boot, env.rank)
 
     def on_message(message: Message, buffers: list[Buffer]) -> None:
         if isinstance(message, StackRequest):  # on the I/O thread, whatever the main one does
@@ -118,14 +122,14 @@ def main() -> int:
         Signer(bytes.fromhex(boot["key"]), rank_name(env.rank)),
         on_message,
         ticker,
-        boot.get("curve"),
+        curve,
     )
     cell = CellSocket(
         channel.context,
         address,
         Signer(bytes.fromhex(boot["key"]), cell_name(env.rank)),
         channel.sent,
-        boot.get("curve"),
+        curve,
         cells,
     )
     reporter = ChannelReporter(channel, cell)

@@ -21,7 +21,7 @@ from ...cluster.launcher import Launcher
 from ...cluster.process import ProcessCluster
 from ...cluster.relays import RELAY_COMMAND, relay_nodes
 from ...cluster.transport import Transport
-from ...errors import LaunchError, SpecError
+from ...errors import LaunchError
 from ...history.store import Store
 from ...interface import Backend, Plan, RankPlan, RunView
 from ...protocol.signing import BOOTSTRAP_ENV, MPI_FLAG_ENV
@@ -51,7 +51,7 @@ def _options(spec: Spec) -> MpiOptions:
 
 class MpiBackend(Backend):
     name: ClassVar[str] = "mpi"
-    relays: ClassVar[bool] = True  # (on this machine: a second mpirun, one relay per node)
+    relays: ClassVar[bool] = True  # (a second mpirun, one relay per node)
 
     def plan(self, spec: Spec) -> Plan:
         options = _options(spec)
@@ -60,11 +60,6 @@ class MpiBackend(Backend):
         per_node = layout.procs_per_node
         if not hosts:
             check_cores(layout.world_size, options.ranks_per_core, options.oversubscribe)
-        elif spec.relays == "always":
-            raise SpecError(
-                "Distributed.relays = 'always': the mpi backend starts node relays on this "
-                "machine only yet, not on --hosts; set it to 'auto'"
-            )
         env: list[tuple[str, str]] = [
             *spec.env,
             (MPI_FLAG_ENV, "1"),
@@ -103,12 +98,14 @@ class MpiBackend(Backend):
         return Plan(spec, ranks, tuple(command), tuple(env), extra=tuple(extra))
 
     def launch(self, plan: Plan, store: Store, view: RunView) -> ProcessCluster:
+        """Node relays on ``auto`` once the ranks span hosts (the kernel then holds one
+        connection per host, not two per rank), on ``always`` on this machine as well."""
         hosts = _options(plan.spec).hosts_for(plan.spec.layout.nodes)
         bind = control_host(hosts)  # ranks on other hosts: TCP with CurveZMQ
         transport = Transport.ipc() if bind == "127.0.0.1" else Transport.tcp(bind)
         return ProcessCluster(
             plan, store, lambda boot: MpiProcesses(plan, boot), view, transport=transport,
-            relays=plan.spec.relays == "always",
+            relays=plan.spec.relays == "always" or (plan.spec.relays == "auto" and len(hosts) > 1),
         )  # fmt: skip
 
     def sweep_parallel(self, spec: Spec) -> int:
@@ -137,7 +134,7 @@ class MpiProcesses:
         }
         self.relays: RelayMpirun | None = None
         if nodes := relay_nodes(boot_env):  # (before the ranks, which connect to them)
-            self.relays = RelayMpirun(mpirun, nodes, env)
+            self.relays = RelayMpirun(mpirun, _options(plan.spec), nodes, env)
         self.launcher = Launcher((mpirun, *plan.command[1:]), env, self.log.feed)
         self.proc = self.launcher.proc
         self._reported: set[int] = set()
@@ -180,13 +177,17 @@ class MpiProcesses:
 
 class RelayMpirun:
     """A second ``mpirun`` beside the ranks' one, one relay per node (never one of the ranks:
-    their ``COMM_WORLD`` stays theirs); its process rank is the relay's node."""
+    their ``COMM_WORLD`` stays theirs) on the ranks' hosts in their order, with the user's
+    options (a launch agent, interfaces) under ours; its process rank is the relay's node."""
 
-    def __init__(self, mpirun: str, nodes: int, env: dict[str, str]) -> None:
+    def __init__(self, mpirun: str, options: MpiOptions, nodes: int, env: dict[str, str]) -> None:
         self.log = MpirunLog()
-        options = default_options(_as_root(), nodes)
+        users = [*user_options(options.default_mpi_options), *user_options(options.mpi_options)]
+        hosts = options.hosts_for(nodes)
+        where = ["--host", ",".join(f"{h}:1" for h in hosts)] if hosts else []
         forwarded = [("-x", name) for name in (BOOTSTRAP_ENV, "PYTHONPATH") if name in env]
-        argv = [mpirun, *(t for o in [*options, *forwarded] for t in o), "-np", str(nodes)]
+        ours = merge_options(users, default_options(_as_root(), 1))  # (ours win: one per node)
+        argv = [mpirun, *ours, *(t for o in forwarded for t in o), "-np", str(nodes), *where]
         self.launcher = Launcher(
             (*argv, *RELAY_COMMAND, "OMPI_COMM_WORLD_RANK"), env, self.log.feed
         )

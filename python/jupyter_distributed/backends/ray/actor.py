@@ -12,12 +12,13 @@ import tempfile
 import time
 from pathlib import Path
 
+WORKER = "jupyter_distributed.worker"
 _TAIL_BYTES = 65536  # the end of the worker's output that ``tail`` reads
 
 
 class RankActor:
-    """One rank. Methods run on the actor's threads (``max_concurrency``), so ``wait`` may
-    block while ``stop`` and ``tail`` still answer."""
+    """One rank (or one node's relay, beside its ranks). Methods run on the actor's threads
+    (``max_concurrency``), so ``wait`` may block while ``stop`` and ``tail`` still answer."""
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
@@ -35,12 +36,15 @@ class RankActor:
         address: str = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
         return socket.gethostname(), address, port
 
-    def start(self, env: dict[str, str]) -> int:
-        """Start the worker with the package this actor imported (shipped by runtime_env)."""
+    def start(
+        self, env: dict[str, str], module: tuple[str, ...] = ("jupyter_distributed.worker",)
+    ) -> int:
+        """Start the worker (or ``module`` with its arguments: a node relay) with the package
+        this actor imported (shipped by runtime_env)."""
         package_root = str(Path(__file__).resolve().parents[3])  # above jupyter_distributed/
         path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jupyter_distributed.worker"],
+        self.proc = subprocess.Popen(  # noqa: S603 (our package's own modules)
+            [sys.executable, "-m", *module],
             env={**os.environ, **env, "PYTHONPATH": path},
             stdin=subprocess.DEVNULL,
             stdout=self.log,

@@ -22,12 +22,14 @@ from typing import Any, ClassVar
 from ...cluster.launch import WORKER_COMMAND, rank_env
 from ...cluster.liveness import REMOTE_SILENCE_LIMIT
 from ...cluster.process import ProcessCluster
+from ...cluster.relays import relay_nodes
 from ...cluster.transport import Transport
 from ...errors import LaunchError
 from ...history.store import Store
 from ...interface import Backend, Plan, RankPlan, RunView
 from ...spec import Spec
 from .options import PLACEMENTS, RayOptions
+from .relays import RelayActors, check_nodes
 
 READY_TIMEOUT = 120.0  # seconds for the placement group and the actors to come up
 
@@ -46,6 +48,7 @@ def _ray() -> Any:
 
 class RayBackend(Backend):
     name: ClassVar[str] = "ray"
+    relays: ClassVar[bool] = True  # (on "always": one actor per node, see relays.py)
 
     def plan(self, spec: Spec) -> Plan:
         options = _options(spec)
@@ -89,6 +92,7 @@ class RayBackend(Backend):
             view,
             transport=Transport.tcp(bind),  # ranks on other nodes: TCP with CurveZMQ
             silence_limit=REMOTE_SILENCE_LIMIT,
+            relays=plan.spec.relays == "always",
         )
 
 
@@ -167,6 +171,15 @@ class RayProcesses:
         base = {**dict(plan.env), **boot_env, "MASTER_ADDR": master_addr}
         # each rank's own node, for the parameter-server strategy's task addresses
         base["JD_RANK_HOSTS"] = ",".join(address for _, address, _ in where)
+        self.relays: RelayActors | None = None
+        if nodes := relay_nodes(boot_env):
+            try:
+                check_nodes([address for _, address, _ in where], nodes)
+            except LaunchError:
+                self.terminate(0)
+                raise
+            self.relays = RelayActors(ray, remote, self.pg, nodes, n // nodes)
+            self.relays.start(base, READY_TIMEOUT)
         starts = []
         for r, actor in zip(plan.ranks, self.actors, strict=True):
             env = {k: (str(master_port) if v == "<free port>" else v) for k, v in r.env}
@@ -174,6 +187,10 @@ class RayProcesses:
         ray.get(starts, timeout=READY_TIMEOUT)
         self.waits = {actor.wait.remote(): rank for rank, actor in enumerate(self.actors)}
         self._ended: dict[int, int] = {}
+
+    def dead_relays(self) -> list[tuple[int, int]]:
+        """(node, return code) of the node relays that ended since the last call."""
+        return self.relays.exited() if self.relays is not None else []
 
     def exited(self) -> list[tuple[int | None, int]]:
         if not self.waits:
@@ -204,6 +221,9 @@ class RayProcesses:
         for actor in self.actors:
             with contextlib.suppress(Exception):
                 ray.kill(actor)
+        relays: RelayActors | None = getattr(self, "relays", None)  # (None: before them)
+        if relays is not None:  # (after their ranks)
+            relays.terminate(grace)
         with contextlib.suppress(Exception):
             self._remove_pg(self.pg)
         self.waits = {}

@@ -22,6 +22,7 @@ from ...cluster.launch import WORKER_COMMAND, control_host, free_port
 from ...cluster.launcher import Launcher
 from ...cluster.liveness import REMOTE_SILENCE_LIMIT
 from ...cluster.process import ProcessCluster
+from ...cluster.relays import relay_nodes
 from ...cluster.transport import Transport
 from ...errors import LaunchError
 from ...history.store import Store
@@ -29,6 +30,7 @@ from ...interface import Backend, Plan, RankPlan, RunView
 from ...spec import Spec
 from .log import SrunLog
 from .options import SlurmOptions, default_options, merge_options, user_options
+from .relays import RelayStep
 
 FREE_PORT = "<free port>"
 FIRST_HOST = "<first node of the step>"
@@ -39,8 +41,15 @@ def _options(spec: Spec) -> SlurmOptions:
     return spec.options if isinstance(spec.options, SlurmOptions) else SlurmOptions()
 
 
+def wants_relays(spec: Spec) -> bool:
+    """Node relays (:mod:`.relays`) on ``auto`` once the ranks span nodes (the kernel then holds
+    one connection per node, not two per rank), on ``always`` for one node as well."""
+    return spec.relays == "always" or (spec.relays == "auto" and spec.layout.nodes > 1)
+
+
 class SlurmBackend(Backend):
     name: ClassVar[str] = "slurm"
+    relays: ClassVar[bool] = True  # (a second step of the job: srun --overlap, one per node)
 
     def plan(self, spec: Spec) -> Plan:
         options = _options(spec)
@@ -68,9 +77,15 @@ class SlurmBackend(Backend):
             if job
             else "a new job: srun asks Slurm for an allocation and waits in its queue"
         )
-        notes = (
+        notes: tuple[str, ...] = (
             "ranks, local ranks and nodes come from SLURM_PROCID, SLURM_LOCALID and SLURM_NODEID",
         )
+        if wants_relays(spec):
+            notes += (
+                f"node relays: a second step of the job once the ranks' step runs (srun "
+                f"--overlap, {layout.nodes} task(s), one per node); the kernel holds one "
+                "connection per node",
+            )
         return Plan(spec, ranks, command, tuple(env), notes, extra=(("allocation", where),))
 
     def launch(self, plan: Plan, store: Store, view: RunView) -> ProcessCluster:
@@ -82,6 +97,7 @@ class SlurmBackend(Backend):
             view,
             transport=Transport.tcp(bind),  # ranks on other nodes: TCP with CurveZMQ
             silence_limit=REMOTE_SILENCE_LIMIT,
+            relays=wants_relays(plan.spec),
         )
 
 
@@ -130,6 +146,9 @@ class SrunProcesses:
                 env[key] = value
         self.launcher = Launcher((srun, *plan.command[1:]), env, self.log.feed)
         self.proc = self.launcher.proc
+        nodes = relay_nodes(boot_env)
+        self.relays = RelayStep(srun, nodes, env) if nodes else None
+        self._world = len(plan.ranks)
         self._reported: set[int] = set()
         self._ended = False
         self._reason = ("", 0.0)
@@ -148,6 +167,22 @@ class SrunProcesses:
             self._reason = (reason, time.monotonic())
         return f"job {self.log.job_id} {reason}"
 
+    def dead_relays(self) -> list[tuple[int, int]]:
+        """(node, return code) of the node relays that ended since the last call; the relays'
+        step starts here once the ranks' step is launched on every node. Relays that end after
+        the ranks' step are its consequence (the job ended), not a dead node."""
+        if self.relays is None:
+            return []
+        if self.relays.launcher is None and self.proc.poll() is None:
+            hosts = dict(self.log.hosts)
+            if self.log.job_id and self.log.step and len(hosts) >= self._world:
+                per = self._world // self.relays.nodes
+                self.relays.start(
+                    self.log.job_id, [hosts[n * per] for n in range(self.relays.nodes)]
+                )
+        ended = self.relays.exited()
+        return ended if self.proc.poll() is None else []
+
     def exited(self) -> list[tuple[int | None, int]]:
         code = self.proc.poll()
         if code is not None and not self._ended:
@@ -164,7 +199,7 @@ class SrunProcesses:
         return out
 
     def running(self) -> bool:
-        return self.proc.poll() is None
+        return self.proc.poll() is None or (self.relays is not None and self.relays.running())
 
     def terminate(self, grace: float) -> None:
         """scancel the step (the job too when srun asked for it), then end srun: SIGTERM,
@@ -186,6 +221,8 @@ class SrunProcesses:
                     continue
         self.proc.wait()
         self.launcher.remove()
+        if self.relays is not None:  # (after their ranks: none is left without its relay)
+            self.relays.terminate(grace, lambda step: _run("scancel", step, timeout=5))
 
     def log_tail(self, rank: int | None) -> str:
         return self.log.tail(rank, lines=1 if rank is not None else 3)

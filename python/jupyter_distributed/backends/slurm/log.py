@@ -19,7 +19,9 @@ _EXIT = re.compile(r"Exited with exit code (\d+)")
 _QUEUED = re.compile(r"^srun: job (\d+) queued and waiting for resources")
 _ALLOCATED = re.compile(r"^srun: job (\d+) has been allocated resources")
 _JOBID = re.compile(r"^srun: jobid (\d+): nodes")
-_LAUNCH = re.compile(r"^srun: launching StepId=(\d+)\.(\S+) on host (\S+), \d+ tasks: ([\d,\-]+)")
+_LAUNCH = re.compile(
+    r"^srun: launching StepId=(\d+)\.(\S+) on host (\S+), \d+ tasks: \[?([\d,\-]+)\]?$"
+)  # (tasks "0" alone, "[0-1]" for several)
 _QUIET = re.compile(r"^srun: (?!.*(error|fatal|warning|Unable|unable|failed))")
 _SIGNALS = {s.name.removeprefix("SIG").lower(): int(s) for s in signal.Signals}
 _WORDS = {"killed": signal.SIGKILL, "terminated": signal.SIGTERM, "segmentation fault": 11}

@@ -1,0 +1,77 @@
+"""A Ray cluster's node relays: one actor per node, in the placement group bundle of the node's
+first rank (so on that rank's Ray node, with no resources of its own), running the relay as
+the rank actors run the worker; never one of the ranks. A relay actor that ends is a dead node.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from ...errors import LaunchError
+
+RELAY_MODULE = "jupyter_distributed.cluster.relay"
+
+
+def check_nodes(addresses: list[str], nodes: int) -> None:
+    """Each node's ranks must share a Ray node (their relay's Unix socket is on one host)."""
+    per = len(addresses) // nodes
+    for node in range(nodes):
+        where = sorted(set(addresses[node * per : (node + 1) * per]))
+        if len(where) > 1:
+            raise LaunchError(
+                f"node relays on ray: node {node}'s ranks were placed on several Ray nodes "
+                f"({', '.join(where)}), so no one relay can reach them; use --ray-placement "
+                "pack, or Distributed.relays = 'auto'"
+            )
+
+
+class RelayActors:
+    """The relays' actors of one cluster (started by :class:`~.backend.RayProcesses`)."""
+
+    def __init__(self, ray: Any, remote: Any, pg: Any, nodes: int, per: int) -> None:
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        self._ray = ray
+        self.actors = [
+            remote.options(
+                num_cpus=0,  # (the node's first rank's bundle: it takes none of its own)
+                max_concurrency=4,
+                scheduling_strategy=PlacementGroupSchedulingStrategy(
+                    pg, placement_group_bundle_index=node * per
+                ),
+            ).remote()
+            for node in range(nodes)
+        ]
+        self.waits: dict[Any, int] = {}
+
+    def start(self, env: dict[str, str], timeout: float) -> None:
+        starts = [
+            actor.start.remote(env, (RELAY_MODULE, str(node)))
+            for node, actor in enumerate(self.actors)
+        ]
+        self._ray.get(starts, timeout=timeout)
+        self.waits = {actor.wait.remote(): node for node, actor in enumerate(self.actors)}
+
+    def exited(self) -> list[tuple[int, int]]:
+        """(node, return code) of the relays that ended since the last call."""
+        if not self.waits:
+            return []
+        ready, _ = self._ray.wait(list(self.waits), num_returns=len(self.waits), timeout=0)
+        out = []
+        for ref in ready:
+            node = self.waits.pop(ref)
+            try:
+                code = int(self._ray.get(ref))
+            except Exception:  # noqa: BLE001 (the actor died; its relay died with it)
+                code = -9
+            out.append((node, code))
+        return out
+
+    def terminate(self, grace: float) -> None:
+        with contextlib.suppress(Exception):
+            self._ray.get([a.stop.remote(grace) for a in self.actors], timeout=grace + 5)
+        for actor in self.actors:
+            with contextlib.suppress(Exception):
+                self._ray.kill(actor)
+        self.waits = {}

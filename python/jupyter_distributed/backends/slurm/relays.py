@@ -1,0 +1,95 @@
+"""A Slurm cluster's node relays: a second step of the ranks' job, ``srun --overlap``, one task
+per node, beside the ranks' step and never one of its tasks (``SLURM_PROCID``, the step's
+death and its tasks stay the ranks').
+
+It starts once the ranks' step is launched: then the job exists (the kernel outside any
+allocation has it made by the ranks' srun, maybe after a wait in the queue) and its nodes are
+known, so the relays run on exactly the ranks' nodes, each taking its node's number from
+``SLURM_NODEID`` (the steps' nodes are in the job's order). The ranks dial their relay's Unix
+socket before it exists; ZeroMQ connects once it does. A relay task that ends is a dead node.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Callable
+
+from ...cluster.launcher import Launcher
+from ...cluster.relays import RELAY_COMMAND
+from .log import SrunLog
+
+
+def relay_argv(srun: str, job: str, hosts: list[str]) -> tuple[str, ...]:
+    """The relays' srun line: in ``job``, on ``hosts`` (node 0 first), one task each."""
+    return (
+        srun,
+        "-v",
+        f"--jobid={job}",
+        "--overlap",  # (shares the ranks' CPUs, memory and GPUs: it takes none of its own)
+        f"--nodes={len(hosts)}",
+        f"--ntasks={len(hosts)}",
+        "--ntasks-per-node=1",
+        f"--nodelist={','.join(hosts)}",
+        "--kill-on-bad-exit=0",  # (one relay's death is its node's, not every node's)
+        "--export=ALL",
+        "--label",
+        "--job-name=jupyter-distributed-relays",
+        *RELAY_COMMAND,
+        "SLURM_NODEID",
+    )
+
+
+class RelayStep:
+    """The relays' step of one cluster; :meth:`start` it once the ranks' step is launched."""
+
+    def __init__(self, srun: str, nodes: int, env: dict[str, str]) -> None:
+        self.srun, self.nodes, self.env = srun, nodes, env
+        self.log = SrunLog()
+        self.launcher: Launcher | None = None
+        self._reported: set[int] = set()
+
+    def start(self, job: str, hosts: list[str]) -> None:
+        self.launcher = Launcher(relay_argv(self.srun, job, hosts), self.env, self.log.feed)
+
+    def running(self) -> bool:
+        return self.launcher is not None and self.launcher.proc.poll() is None
+
+    def exited(self) -> list[tuple[int, int]]:
+        """(node, return code) of the relays that ended since the last call: the tasks srun
+        named (task N is node N's relay), every other node once srun itself ended."""
+        if self.launcher is None:
+            return []
+        code = self.launcher.proc.poll()
+        if code is not None:
+            self.launcher.read_to_end(1.0)  # srun's last words name the relays that ended
+        ended = [(node, c) for node, c, _host in self.log.failures()]
+        if code is not None:
+            ended += [(node, code or 1) for node in range(self.nodes)]
+        out: list[tuple[int, int]] = []
+        for node, c in ended:
+            if node not in self._reported:
+                self._reported.add(node)
+                out.append((node, c))
+        return out
+
+    def terminate(self, grace: float, cancel: Callable[[str], object]) -> None:
+        """``cancel`` (scancel) the step, then end its srun (SIGTERM, SIGKILL after ``grace``):
+        slurmd ends the relays (each removes its directory on SIGTERM)."""
+        if self.launcher is None:
+            return
+        proc = self.launcher.proc
+        if proc.poll() is None and self.log.step:
+            with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+                cancel(self.log.step)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                proc.wait(grace)
+                break
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, sig)
+        proc.wait()
+        self.launcher.remove()

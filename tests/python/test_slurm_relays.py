@@ -1,0 +1,114 @@
+"""Node relays on a real Slurm cluster (two slurmd nodes on loopback, see engines/): a second
+step of the ranks' job, one relay task per node, beside the ranks and never one of them; the
+kernel holds one connection per node, a killed relay is named as its dead node, and stopping
+the cluster leaves no task and no relay directory."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_distributed.cluster.relays import NODE_LOCAL_DIR
+from jupyter_distributed.display import CellView
+from jupyter_distributed.errors import RunFailed
+from jupyter_distributed.history.reaper import leftover_prefix
+from jupyter_distributed.layout import Layout
+from jupyter_distributed.session import Session
+from jupyter_distributed.spec import Spec
+from jupyter_distributed.textviews import status
+
+from .engines.slurm import SlurmCluster
+from .test_backend_contract import wait_gone
+from .test_relays import fresh_session, kill_once_started, started_cell
+
+pytestmark = pytest.mark.slurm
+
+
+@pytest.fixture
+def session(in_slurm: SlurmCluster, tmp_path: Path) -> Iterator[Session]:
+    yield from fresh_session(tmp_path)
+
+
+def _run(session: Session, code: str, out: io.StringIO, nodes: int = 2, **kw: Any) -> Any:
+    spec = Spec(layout=Layout(nodes=nodes, procs_per_node=2), backend="slurm", **kw)
+    return session.run_cell(spec, textwrap.dedent(code), {}, view=CellView(out=out, err=out))
+
+
+def _node_of(pid: int) -> str:
+    """The Slurm node a task runs on (its ``SLURMD_NODENAME``)."""
+    for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+        if item.startswith(b"SLURMD_NODENAME="):
+            return item.split(b"=", 1)[1].decode()
+    return ""
+
+
+def _relay_directories() -> list[Path]:
+    return list(Path(NODE_LOCAL_DIR).glob(f"{leftover_prefix()}relay-*"))
+
+
+def test_two_nodes_reach_the_kernel_through_their_relays(
+    in_slurm: SlurmCluster, session: Session
+) -> None:
+    out = io.StringIO()
+    outcome = _run(session, "print(f'hello from {rank}')\nrank", out)
+    assert outcome.values == {r: str(r) for r in range(4)}
+    for r in range(4):
+        assert f"hello from {r}" in out.getvalue()
+    (live,) = session.live.values()
+    assert live.cluster.peer_count() == 2  # (without relays: two per rank, 8)
+    assert "kernel connections to the ranks: 2 (through 2 node relay(s))" in status(session)
+    relays = in_slurm.relay_pids()
+    assert sorted(map(_node_of, relays)) == ["node1", "node2"]  # one beside each node's ranks
+    assert not relays & in_slurm.rank_pids() and len(in_slurm.rank_pids()) == 4
+    assert len(_relay_directories()) == 2
+    session.stop()
+    assert wait_gone(in_slurm.task_pids(), within=10) == set()
+    assert _relay_directories() == []  # (each relay removed its own)
+
+
+def test_relays_never_connects_every_rank_to_the_kernel(
+    in_slurm: SlurmCluster, session: Session
+) -> None:
+    out = io.StringIO()
+    assert _run(session, "rank", out, relays="never").values == {r: str(r) for r in range(4)}
+    (live,) = session.live.values()
+    assert live.cluster.peer_count() == 8  # (each rank's control channel and cell socket)
+    assert in_slurm.relay_pids() == set()
+
+
+def test_relays_always_on_one_node(in_slurm: SlurmCluster, session: Session) -> None:
+    out = io.StringIO()
+    assert _run(session, "rank", out, nodes=1, relays="always").values == {0: "0", 1: "1"}
+    (live,) = session.live.values()
+    assert live.cluster.peer_count() == 1
+    assert len(in_slurm.relay_pids()) == 1
+
+
+def test_a_relay_killed_mid_cell_names_its_node(
+    in_slurm: SlurmCluster, session: Session, tmp_path: Path
+) -> None:
+    out = io.StringIO()
+    _run(session, "pass", out)
+    marker = tmp_path / "started"
+
+    def node_2() -> int:
+        (pid,) = [p for p in in_slurm.relay_pids() if _node_of(p) == "node2"]
+        return pid
+
+    killer = kill_once_started(marker, node_2)
+    with pytest.raises(RunFailed) as info:
+        _run(session, started_cell(marker), out)
+    killer.join()
+    root = info.value.root
+    assert root.kind == "relay"
+    assert root.summary == (
+        "relay of node 1 on host node2 died (killed by signal 9): its ranks 2-3 are gone"
+    )
+    assert _run(session, "rank", out).values == {r: str(r) for r in range(4)}  # a new cluster
+    session.stop()
+    assert wait_gone(in_slurm.task_pids(), within=10) == set()

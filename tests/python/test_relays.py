@@ -32,7 +32,6 @@ from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_addresses
 from jupyter_distributed.cluster.stackboard import StackBoard, collect
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import LaunchError, RunFailed, SpecError
-from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.pids import pid_alive
 from jupyter_distributed.protocol.signing import (
@@ -47,6 +46,7 @@ from jupyter_distributed.spec import Spec
 from jupyter_distributed.textviews import status
 
 from .backend_cases import mpi_missing
+from .core_helpers import session_in
 
 KEY = b"k" * 32
 NODE_RANKS = (4, 5, 6, 7)  # node 1 of 2 nodes × 4
@@ -254,20 +254,9 @@ def started_cell(marker: Path) -> str:
     return f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(120)"
 
 
-def fresh_session(folder: Path) -> Iterator[Session]:
-    """A Session on a new store in ``folder``, shut down after (for a fixture to yield from)."""
-    store = Store(folder / "history.sqlite")
-    s = Session(store)
-    try:
-        yield s
-    finally:
-        s.shutdown()
-        store.close()
-
-
 @pytest.fixture
 def session(tmp_path: Path) -> Iterator[Session]:
-    yield from fresh_session(tmp_path)
+    yield from session_in(tmp_path)
 
 
 def test_the_kernel_holds_one_connection_for_a_node_of_four_ranks(session: Session) -> None:

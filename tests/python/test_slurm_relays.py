@@ -22,16 +22,17 @@ from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
 from jupyter_distributed.textviews import status
 
+from .core_helpers import session_in
 from .engines.slurm import SlurmCluster
 from .test_backend_contract import wait_gone
-from .test_relays import fresh_session, kill_once_started, started_cell
+from .test_relays import kill_once_started, started_cell
 
 pytestmark = pytest.mark.slurm
 
 
 @pytest.fixture
 def session(in_slurm: SlurmCluster, tmp_path: Path) -> Iterator[Session]:
-    yield from fresh_session(tmp_path)
+    yield from session_in(tmp_path)
 
 
 def _run(session: Session, code: str, out: io.StringIO, nodes: int = 2, **kw: Any) -> Any:

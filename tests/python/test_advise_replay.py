@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
+from jupyter_distributed.advise import given
 from jupyter_distributed.advise.intake import AdviseError
-
-given = pytest.importorskip("jupyter_distributed.advise.given")
 
 REPLAYS = Path(__file__).resolve().parents[2] / "benchmarks" / "replays"
 HW = {

@@ -100,11 +100,12 @@ def describe(c: Case) -> str:
 
 
 def score(cases: list[Case]) -> dict[str, Any]:
-    predicted, parts = [], []
+    predicted, parts, tp = [], [], []
     for c in cases:
-        p, _, _ = step(c.model, c.layout, c.hardware)
+        p, _, tp_s = step(c.model, c.layout, c.hardware)
         parts.append(p)
         predicted.append(sum(p.values()))
+        tp.append(tp_s)
     cal_pred: list[float | None] = [None] * len(cases)
     factors: dict[str, float] = {}
     for src in dict.fromkeys(c.row_source for c in cases):
@@ -117,7 +118,13 @@ def score(cases: list[Case]) -> dict[str, Any]:
         for i, c in enumerate(cases):
             if c.row_source == src and i != first:
                 cal_pred[i] = sum(apply(parts[i], "given", cal).values())
-    return {"predicted": predicted, "parts": parts, "calibrated": cal_pred, "factors": factors}
+    return {
+        "predicted": predicted,
+        "parts": parts,
+        "tensor_parallel": tp,  # seconds of the step's TP all-reduce (within compute and bubble)
+        "calibrated": cal_pred,
+        "factors": factors,
+    }
 
 
 def groups(cases: list[Case], predicted: list[float]) -> list[dict[str, Any]]:
@@ -167,7 +174,10 @@ def main() -> None:
     if args.rows != "none":
         print(f"{'layout':<62} {'published s':>11} {'predicted s':>11} {'error':>7} "
               f"{'calibrated':>10} {'error':>7}  dominant")  # fmt: skip
-        for c, p, q, parts in zip(cases, s["predicted"], s["calibrated"], s["parts"], strict=True):
+        rows = zip(
+            cases, s["predicted"], s["calibrated"], s["parts"], s["tensor_parallel"], strict=True
+        )
+        for c, p, q, parts, tp_s in rows:
             if args.rows == "small" and c.row_source == "vtrain-single":
                 continue
             trial = (
@@ -178,7 +188,8 @@ def main() -> None:
             dom = max(parts, key=lambda k: parts[k])
             print(f"{describe(c):<62} {c.published_s:11.3f} {p:11.3f} "
                   f"{100 * _err(p, c.published_s):+6.1f}% {trial}  {dom} "
-                  f"{100 * parts[dom] / p:.0f} %")  # fmt: skip
+                  f"{100 * parts[dom] / p:.0f} %"
+                  + (f" (TP all-reduce {100 * tp_s / p:.0f} %)" if tp_s else ""))  # fmt: skip
     print()
     for src in dict.fromkeys(c.row_source for c in cases):
         mine = [i for i, c in enumerate(cases) if c.row_source == src]

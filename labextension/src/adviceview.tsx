@@ -1,7 +1,8 @@
 /**
  * Render-only: the advice of `%distributed advise` in the Scaling tab (`advice.ts`): a row
  * per layout, best first, with its launch line, its predicted memory, step time, throughput
- * and dominant cost, what `--verify` measured where it ran, and a New cell button.
+ * and dominant cost, what `--verify` measured where it ran, and a New cell button; narrow
+ * enough for the side panel (the launch line on a row of its own).
  */
 
 import * as React from 'react';
@@ -9,23 +10,30 @@ import * as React from 'react';
 import type { IAdvice, IAdviceRow } from './advice';
 import { useTrans } from './translate';
 
+/** The figures' columns: GiB/rank, step s, samples/s, dominant cost. */
+const COLUMNS = 4;
+
 function fixed(value: number | null | undefined, digits: number): string {
   return value === null || value === undefined ? '-' : value.toFixed(digits);
 }
 
-function Measured(props: { row: IAdviceRow }): JSX.Element {
+/** What `--verify` measured of a layout, on a line of its own under its predictions. */
+function Measured(props: { row: IAdviceRow }): JSX.Element | null {
   const trans = useTrans();
   const m = props.row.measured;
-  return (
-    <>
-      <td>{fixed(m?.gib, 4)}</td>
-      <td>{fixed(m?.stepS, 4)}</td>
-      <td title={m?.blame ? trans.__('off: %1', m.blame) : undefined}>
-        {fixed(m?.samplesPerS, 1)}
-        {m?.blame ? ' ⚠' : ''}
+  return m ? (
+    <tr className={m.blame ? 'jp-Distributed-warn' : undefined}>
+      <td colSpan={COLUMNS}>
+        {trans.__(
+          'measured: %1 GiB/rank, %2 s/step, %3 samples/s',
+          fixed(m.gib, 4),
+          fixed(m.stepS, 4),
+          fixed(m.samplesPerS, 1)
+        )}
+        {m.blame ? trans.__('; off: %1', m.blame) : ''}
       </td>
-    </>
-  );
+    </tr>
+  ) : null;
 }
 
 /** `onNewCell`: put a row's launch line into a new cell (none: no buttons); `error`: why the last one failed. */
@@ -36,7 +44,6 @@ export function AdviceView(props: {
 }): JSX.Element {
   const trans = useTrans();
   const { advice, onNewCell } = props;
-  const verified = advice.rows.some(r => r.measured !== null);
   const predicted = advice.calibrated ? trans.__('predicted, calibrated') : trans.__('predicted');
   return (
     <section aria-label={trans.__('Advice')}>
@@ -56,39 +63,26 @@ export function AdviceView(props: {
       <table className="jp-Distributed-table jp-Distributed-advice" aria-label={trans.__('Advice')}>
         <thead>
           <tr>
-            <th>{trans.__('launch line')}</th>
-            <th>{trans.__('GiB/rank (%1)', predicted)}</th>
-            <th>{trans.__('step s (%1)', predicted)}</th>
-            <th>{trans.__('samples/s (%1)', predicted)}</th>
-            <th>{trans.__('dominant cost (%1)', predicted)}</th>
-            {verified ? (
-              <>
-                <th>{trans.__('GiB/rank (measured)')}</th>
-                <th>{trans.__('step s (measured)')}</th>
-                <th>{trans.__('samples/s (measured)')}</th>
-              </>
-            ) : null}
-            {onNewCell ? <th aria-label={trans.__('actions')} /> : null}
+            <th colSpan={COLUMNS}>{predicted}</th>
+          </tr>
+          <tr>
+            <th>{trans.__('GiB/rank')}</th>
+            <th>{trans.__('step s')}</th>
+            <th>{trans.__('samples/s')}</th>
+            <th>{trans.__('dominant cost')}</th>
           </tr>
         </thead>
-        <tbody>
-          {advice.rows.map(r => (
-            <tr
-              key={r.launch}
-              title={r.layout}
-              className={r.fits ? (r.pareto ? 'jp-mod-pareto' : undefined) : 'jp-Distributed-warn'}
-            >
-              <td>
+        {advice.rows.map(r => (
+          <tbody
+            key={r.launch}
+            aria-label={r.layout}
+            className={r.fits ? (r.pareto ? 'jp-mod-pareto' : undefined) : 'jp-Distributed-warn'}
+          >
+            <tr className="jp-Distributed-adviceLaunch">
+              <td colSpan={COLUMNS}>
                 <code>{r.launch}</code>
                 {r.fits ? '' : trans.__(' (does not fit)')}
-              </td>
-              <td>{r.predictedGib.toPrecision(3)}</td>
-              <td>{r.predictedStepS.toPrecision(3)}</td>
-              <td>{r.predictedSamplesPerS.toFixed(1)}</td>
-              <td>{r.dominant}</td>
-              {verified ? <Measured row={r} /> : null}
-              {onNewCell ? (
-                <td>
+                {onNewCell ? (
                   <button
                     type="button"
                     className="jp-Button"
@@ -99,11 +93,18 @@ export function AdviceView(props: {
                   >
                     {trans.__('New cell')}
                   </button>
-                </td>
-              ) : null}
+                ) : null}
+              </td>
             </tr>
-          ))}
-        </tbody>
+            <tr title={r.layout}>
+              <td>{r.predictedGib.toPrecision(3)}</td>
+              <td>{r.predictedStepS.toPrecision(3)}</td>
+              <td>{r.predictedSamplesPerS.toFixed(1)}</td>
+              <td>{r.dominant}</td>
+            </tr>
+            <Measured row={r} />
+          </tbody>
+        ))}
       </table>
       {props.error ? <p className="jp-Distributed-error">{props.error}</p> : null}
       <details>

@@ -118,19 +118,18 @@ describe('the Scaling tab’s advice', () => {
     );
     expect(html).toContain('aria-label="Advice"');
     expect(html).toContain(`<code>${DDP}</code>`);
-    expect(html).toContain('GiB/rank (predicted)');
-    expect(html).toContain('compute 100 %');
-    expect(html).not.toContain('(measured)'); // nothing verified
+    expect(html).toContain('<th colSpan="4">predicted</th>');
+    expect(html).toContain('<td>0.00268</td><td>0.0178</td><td>449.9</td><td>compute 100 %</td>');
+    expect(html).not.toContain('measured:'); // nothing verified
     expect(html.match(/>New cell</g)?.length).toBe(2);
     expect(html).not.toContain('No scaling data');
   });
 
-  it('adds the measured columns once verified', () => {
-    const measured = { gib: 0.003, step_s: 0.02, samples_per_s: 400, blame: '' };
+  it('adds what was measured once verified, and the component a wrong prediction blames', () => {
+    const measured = { gib: 0.003, step_s: 0.02, samples_per_s: 400, blame: 'compute (+12 %)' };
     const run = adviceRun('a', 1, [layout(DDP, { measured })]);
     const html = renderToStaticMarkup(createElement(ScalingView, { runs: [run], run, probe: null }));
-    expect(html).toContain('samples/s (measured)');
-    expect(html).toContain('<td>400.0</td>');
+    expect(html).toContain('measured: 0.0030 GiB/rank, 0.0200 s/step, 400.0 samples/s; off: compute (+12 %)');
     expect(html).not.toContain('New cell'); // no notebooks: no button
   });
 });

@@ -6,6 +6,8 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 
+import { notebookWith, openPanel } from './setup';
+
 const ADVISE =
   '%distributed advise --global-batch 8 --seq 16 -n 1 --parameters 100000 --layers 2 --hidden 64 --heads 4 --vocab 512';
 const LAUNCH = '%%distributed -n 1 --strategy ddp';
@@ -13,12 +15,8 @@ const LAUNCH = '%%distributed -n 1 --strategy ddp';
 test.use({ autoGoto: true });
 
 test('the Scaling tab shows the advice and New cell inserts its launch line', async ({ page }) => {
-  await page.notebook.createNew('advice.ipynb');
-  await page.notebook.setCell(0, 'code', '%load_ext jupyter_distributed');
-  await page.notebook.addCell('code', ADVISE);
-  await page.menu.clickMenuItem('View>Open Distributed Panel');
-  const p = page.locator('#jupyter-distributed\\:panel');
-  await expect(p).toBeVisible();
+  await notebookWith(page, 'advice.ipynb', [ADVISE]);
+  const p = await openPanel(page);
   await page.notebook.runCell(0);
   await page.notebook.runCell(1, { inplace: true }); // cell 1 stays active: the new cell goes below it
   const output = page.locator('.jp-OutputArea-output').last();

@@ -2,6 +2,7 @@ import { IJupyterWidgetRegistry } from '@jupyter-widgets/base';
 import { ILayoutRestorer, type JupyterFrontEnd, type JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { IMainMenu } from '@jupyterlab/mainmenu';
+import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStateDB } from '@jupyterlab/statedb';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
@@ -11,6 +12,7 @@ import { confirmStop } from './confirm';
 import { MODULE_NAME, MODULE_VERSION } from './inline';
 import { SessionKernels } from './kernels';
 import { DistributedModel } from './model';
+import { TrackerCells } from './notebookcells';
 import { DistributedPanel, PANEL_ID } from './panel';
 import { IDistributedModel } from './tokens';
 import { DOMAIN } from './translate';
@@ -33,7 +35,7 @@ const plugin: JupyterFrontEndPlugin<IDistributedModel> = {
   description: 'A side panel that follows distributed runs.',
   autoStart: true,
   provides: IDistributedModel,
-  optional: [ICommandPalette, IMainMenu, ILayoutRestorer, ISettingRegistry, IStateDB, ITranslator],
+  optional: [ICommandPalette, IMainMenu, ILayoutRestorer, ISettingRegistry, IStateDB, ITranslator, INotebookTracker],
   activate: (
     app: JupyterFrontEnd,
     palette: ICommandPalette | null,
@@ -41,12 +43,14 @@ const plugin: JupyterFrontEndPlugin<IDistributedModel> = {
     restorer: ILayoutRestorer | null,
     settingRegistry: ISettingRegistry | null,
     state: IStateDB | null,
-    translator: ITranslator | null
+    translator: ITranslator | null,
+    notebooks: INotebookTracker | null
   ): IDistributedModel => {
     const trans = (translator ?? nullTranslator).load(DOMAIN);
     const model = new DistributedModel({
       state,
       kernels: new SessionKernels(app.serviceManager.sessions),
+      cells: notebooks ? new TrackerCells(notebooks, nb => app.shell.activateById(nb.id)) : null,
       confirmStop: confirmStop(trans)
     });
     const panel = new DistributedPanel(model, translator ?? nullTranslator);

@@ -11,6 +11,7 @@ import { Poll } from '@lumino/polling';
 import { type ISignal, Signal } from '@lumino/signaling';
 
 import { RunActions } from './actions';
+import { AdviceCells, type INotebookCells } from './advicecells';
 import { DistributedApi } from './api';
 import { DEFAULT_CONFIG, type IPanelConfig, pollFrequency } from './config';
 import { ImageOpener } from './image';
@@ -39,6 +40,8 @@ export interface IModelOptions {
   now?: () => number;
   /** The running notebook kernels, for the Probe action (none: no Probe). */
   kernels?: INotebookKernels | null;
+  /** The open notebooks, for the Scaling tab's New cell (none: no button). */
+  cells?: INotebookCells | null;
   /** Asks the user before Stop cluster (`confirm.ts`); none: no question. */
   confirmStop?: (cluster: string) => Promise<boolean>;
 }
@@ -69,6 +72,7 @@ export class DistributedModel implements IDisposable {
     this._openedAt = this.now();
     this.probe = options.kernels ? new ProbeAction(options.kernels, this) : null;
     this.probe?.changed.connect(() => this._throttle.now());
+    this.adviceCells = options.cells ? new AdviceCells(options.cells, () => this._throttle.now()) : null;
     this.probePairs = new ProbePairs(
       id => this.api.run(id),
       () => this._throttle.soon()
@@ -102,6 +106,8 @@ export class DistributedModel implements IDisposable {
   readonly now: () => number;
   /** `%distributed probe` in the kernel of the selected run's notebook; null without kernels. */
   readonly probe: ProbeAction | null;
+  /** An advised launch line into a new cell of the cluster's notebook; null without notebooks. */
+  readonly adviceCells: AdviceCells | null;
   /** The pairs of the selected run's probe (the runs list leaves them out), for the Scaling tab. */
   readonly probePairs: ProbePairs;
 

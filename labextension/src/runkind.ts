@@ -1,6 +1,7 @@
 /**
  * What a run is, for its label in the runs list and the Scaling tab (pure): the first line of
- * its cell, and its kind — a probe (`%distributed probe`, whose cell starts with
+ * its cell, and its kind — an advice (`%distributed advise`, whose summary has
+ * `kind: "advice"`; never training), a probe (`%distributed probe`, whose cell starts with
  * `PROBE_SOURCE`), a run of a sweep, a failed run, or training (only when it reported samples:
  * `summary.throughput`, written at its end).
  */
@@ -10,7 +11,14 @@ import { isRunActive, type Run } from './wire';
 /** The first line of a probe's cell (`probe.ProbeSettings.code`). */
 export const PROBE_SOURCE = '# %distributed probe';
 
-export type RunKind = 'probe' | 'sweep' | 'failed' | 'training';
+export type RunKind = 'advice' | 'probe' | 'sweep' | 'failed' | 'training';
+
+/** `summary.kind` of the run `%distributed advise` stores (`advise/store.py`). */
+export const ADVICE_KIND = 'advice';
+
+export function isAdvice(run: Run): boolean {
+  return run.summary.kind === ADVICE_KIND;
+}
 
 export function isProbe(run: Run): boolean {
   return run.source.startsWith(PROBE_SOURCE);
@@ -18,6 +26,9 @@ export function isProbe(run: Run): boolean {
 
 /** The run's badge; null for a cell that is none of these (no samples reported). */
 export function runKind(run: Run): RunKind | null {
+  if (isAdvice(run)) {
+    return 'advice';
+  }
   if (run.state === 'failed') {
     return 'failed';
   }

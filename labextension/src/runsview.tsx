@@ -34,6 +34,7 @@ function RunLabel(props: { run: Run }): JSX.Element {
   const trans = useTrans();
   const kind = runKind(props.run);
   const names = {
+    advice: trans.__('advice'),
     probe: trans.__('probe'),
     sweep: trans.__('sweep'),
     failed: trans.__('failed'),

@@ -1,5 +1,6 @@
 /**
- * Render-only: the Scaling tab. For the selected run: its probe (bandwidth
+ * Render-only: the Scaling tab. For the selected run: the advice of its cluster
+ * (`adviceview.tsx`) when there is one, its probe (bandwidth
  * heatmap, per-link table, all_reduce curve) when it is one, its sweep's runs
  * side by side when it belongs to one, and the Compare view of its cell's runs
  * (samples/s against world size, ideal linear scaling, efficiency).
@@ -7,6 +8,8 @@
 
 import * as React from 'react';
 
+import { adviceFor, type IAdvice, type IAdviceRow } from './advice';
+import { AdviceView } from './adviceview';
 import { Heatmap } from './heatmapview';
 import { Plot } from './plotsview';
 import type { IProbeView } from './probepairs';
@@ -168,21 +171,33 @@ function CompareView(props: { rows: ICompareRow[] }): JSX.Element {
 }
 
 /** `probe`: the run's probe with its pairs as the model has them (`ProbePairs.view`); null when none.
- * `probing`: a probe of the run's cluster runs now (then "probing…", never "no data"). */
+ * `probing`: a probe of the run's cluster runs now (then "probing…", never "no data").
+ * `onNewCell`: put an advised launch line into a new cell (none: no buttons); `cellError`: why it failed. */
 export function ScalingView(props: {
   runs: readonly Run[];
   run: Run;
   probe: IProbeView | null;
   probing?: boolean;
+  onNewCell?: (advice: IAdvice, row: IAdviceRow) => void;
+  cellError?: string;
 }): JSX.Element {
   const trans = useTrans();
   const { probe } = props;
   const probing = props.probing || runningProbe(props.runs, props.run) !== null;
   const sweep = sweepRows(props.runs, props.run);
   const compare = compareRows(props.runs, props.run);
-  const empty = !probe && !sweep.length && !compare.length;
+  const advice = adviceFor(props.runs, props.run);
+  const onNewCell = props.onNewCell;
+  const empty = !advice && !probe && !sweep.length && !compare.length;
   return (
     <div className="jp-Distributed-scaling" role="group" aria-label={trans.__('Scaling')}>
+      {advice ? (
+        <AdviceView
+          advice={advice}
+          onNewCell={onNewCell ? row => onNewCell(advice, row) : undefined}
+          error={props.cellError}
+        />
+      ) : null}
       {probe ? <ProbeView view={probe} /> : null}
       {sweep.length ? <SweepView rows={sweep} /> : null}
       {compare.length ? <CompareView rows={compare} /> : null}
@@ -192,7 +207,9 @@ export function ScalingView(props: {
         </p>
       ) : empty ? (
         <p className="jp-Distributed-empty">
-          {trans.__('No scaling data: call report(samples=N) in the cell, run %distributed probe, or use --sweep.')}
+          {trans.__(
+            'No scaling data: call report(samples=N) in the cell, run %distributed probe or %distributed advise, or use --sweep.'
+          )}
         </p>
       ) : null}
     </div>

@@ -66,8 +66,16 @@ export const TAB_VIEWS: { readonly [T in Tab]: TabView } = {
     // The listed copy: summaries written after a run ends (a probe's result) arrive with the list.
     const run = model.runs.find(r => r.id === model.selectedId) ?? live?.run ?? model.selectedRun;
     const probing = model.probe?.probing === run?.id;
+    const cells = model.adviceCells;
     return run ? (
-      <ScalingView runs={model.runs} run={run} probe={model.probePairs.view(run)} probing={probing} />
+      <ScalingView
+        runs={model.runs}
+        run={run}
+        probe={model.probePairs.view(run)}
+        probing={probing}
+        onNewCell={cells ? (advice, row) => cells.insert(run, advice, row) : undefined}
+        cellError={cells?.error}
+      />
     ) : null;
   }
 };

@@ -6,7 +6,7 @@
 import { expect, type IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { Locator } from '@playwright/test';
 
-import { runInPanel } from './cells';
+import { runInPanel } from './setup';
 
 const CELL = [
   '%%distributed -n 2',

@@ -5,7 +5,7 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 
-import { runInPanel } from './cells';
+import { runInPanel } from './setup';
 
 const SLOW = 5;
 const CELL = [

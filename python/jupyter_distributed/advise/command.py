@@ -95,7 +95,7 @@ def run(args: Namespace, line: str, store: Store, live: Any, shell: Any) -> Advi
         numbers=numbers,
         calibration=calibration,
     )
-    save(store, advice, f"%distributed {line}".strip())
+    save(store, advice, f"%distributed {line}".strip(), cluster_id=args.cluster or "")
     if args.verify:
         fitted = verify(
             advice, args.verify, shell, args.model, args.step, args.optimizer, args.repeats

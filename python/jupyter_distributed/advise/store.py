@@ -1,6 +1,8 @@
 """The advice as a run of its own kind in the history: a finished run with no ranks whose
 summary holds ``kind: "advice"`` and the advice's JSON (``summary["advice"]``), so the server
-serves it with the runs (``GET runs/<id>``) and the panel can show it."""
+serves it with the runs (``GET runs``, ``GET runs/<id>``) and the panel's Scaling tab shows it.
+It names its kernel and notebook as a cell's run does (the panel puts a launch line into that
+notebook), and the cluster it was asked for (``--cluster``; "" for a layout by its flags)."""
 
 from __future__ import annotations
 
@@ -12,14 +14,18 @@ from typing import Any
 from ..events import RunState
 from ..history.records import RunRecord, new_run_id
 from ..history.store import Store
+from ..kernelinfo import kernel_id
 from .intake import AdviseError
 from .report import Advice
 
 KIND = "advice"
 
 
-def save(store: Store, advice: Advice, line: str, backend: str = "local") -> str:
-    """Keep ``advice`` (asked for with ``line``) as a new run; returns its id."""
+def save(
+    store: Store, advice: Advice, line: str, backend: str = "local", cluster_id: str = ""
+) -> str:
+    """Keep ``advice`` (asked for with ``line``, for the live cluster ``cluster_id`` if one)
+    as a new run; returns its id."""
     now = time.time()
     run = RunRecord(
         id=new_run_id(),
@@ -27,13 +33,16 @@ def save(store: Store, advice: Advice, line: str, backend: str = "local") -> str
         world_size=advice.inputs["nodes"] * advice.inputs["procs_per_node"],
         ranks=[],
         state=RunState.COMPLETED,
+        cluster_id=cluster_id,
         source=line,
+        notebook=os.environ.get("JPY_SESSION_NAME", ""),
         host=socket.gethostname(),
         kernel_pid=os.getpid(),
         started=now - advice.seconds,
         ended=now,
         message=f"advice: {advice.best.launch}",
         summary={"kind": KIND, KIND: advice.to_json()},
+        kernel_id=kernel_id(),
     )
     store.create_run(run)
     advice.run_id = run.id

@@ -104,7 +104,7 @@ def from_factory(factory: Callable[[], Any], seq: int | None) -> ModelInfo:
 def from_numbers(analytic: Analytic) -> ModelInfo:
     per_layer = max(1, analytic.parameters // analytic.layers)
     return ModelInfo(
-        name=f"analytic {analytic.parameters / 1e6:.0f}M",
+        name=f"analytic {_millions(analytic.parameters)}",
         parameters=analytic.parameters,
         layer_params=(per_layer,) * analytic.layers,
         sequential=False,  # (a model given by numbers has no module to cut into stages)
@@ -123,3 +123,9 @@ def from_hf_config(config: Any) -> ModelInfo:
     raise AdviseError(  # pragma: no cover (transformers is not installed where this is tested)
         "Hugging Face configs are not read yet; give a model factory that builds the model"
     )
+
+
+def _millions(parameters: int) -> str:
+    """125M, 1300M, 0.1M: a model's size as people say it, never "0M"."""
+    m = parameters / 1e6
+    return f"{m:.0f}M" if m >= 10 else f"{m:.2g}M"

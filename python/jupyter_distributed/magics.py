@@ -201,11 +201,27 @@ class DistributedMagics(Magics):
     def _advise(self, line: str, words: list[str]) -> None:
         args = advise_command.parser().parse_args(words)
         try:
-            advice = advise_command.run(args, "advise" + line, self.session.store,
-                                        self.session.live, self.shell)  # fmt: skip
+            advice = advise_command.run(
+                args, "advise" + line, self.session.store, self.session.live, self.shell,
+                self._quick_probe,
+            )  # fmt: skip
         except SpecError as exc:
             raise UsageError(str(exc)) from None
         display_advice(advice)
+
+    def _quick_probe(self, nodes: int, per_node: int, cluster: str | None) -> dict[str, Any]:
+        """The probe ``advise`` needs and the history lacks: a ``--quick`` one, said and timed
+        apart from the advice."""
+        flags = f"--nodes {nodes} --procs-per-node {per_node}"
+        given = spec_from_args(_arguments(flags), self.settings, self._backend_defaults)
+        spec = probe.target(self.session.live, cluster, given)
+        print(f"advise: no probe of a {nodes * per_node}-rank cluster in the history yet; "
+              f"running %distributed probe --quick {flags} first")  # fmt: skip
+        result = probe.run(self.session, spec, ProbeSettings(quick=True),
+                           CellView(quiet=True, progress=True))  # fmt: skip
+        print(f"advise: probe {result['run_id']} took {result['seconds']:.1f} s "
+              "(not counted in the advice's time)")  # fmt: skip
+        return result
 
     def _backend_defaults(self, name: str) -> dict[str, Any]:
         return plugin(name).defaults(self.backend_settings.get(name))

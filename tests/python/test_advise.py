@@ -84,6 +84,23 @@ def test_memory_prediction_matches_real_ranks(shell: Any) -> None:  # noqa: F811
         assert abs(row.measured["memory_error"]) <= 0.05, (row.candidate.name, row.measured)
 
 
+def test_with_no_probe_in_the_history_a_quick_one_runs_first(
+    shell: Any,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    shell.run_cell(MODEL)
+    shell.run_line_magic("distributed", "advise --model build --global-batch 8 --seq 16 -n 2")
+    said = capsys.readouterr().out
+    assert "running %distributed probe --quick --nodes 1 --procs-per-node 2 first" in said
+    store = shell.user_ns["_jd_session"].store
+    (probe_run,) = [r for r in store.runs() if "probe" in r.summary]
+    assert f"advise: probe {probe_run.id} took" in said
+    (stored,) = advice_runs(shell)
+    assert stored.summary["advice"]["inputs"]["probe_run"] == probe_run.id
+    shell.run_line_magic("distributed", "advise --model build --global-batch 8 --seq 16 -n 2")
+    assert "running %distributed probe" not in capsys.readouterr().out  # the stored one serves
+
+
 @pytest.mark.parametrize(
     ("line", "said"),
     [

@@ -4,6 +4,7 @@ notebook, asks :func:`.plan.advise`, stores the answer and (``--verify K``) chec
 from __future__ import annotations
 
 from argparse import ArgumentTypeError, Namespace
+from collections.abc import Callable
 from typing import Any
 
 from IPython.core.magic_arguments import MagicArgumentParser
@@ -51,8 +52,21 @@ def parser() -> MagicArgumentParser:
     return p
 
 
-def run(args: Namespace, line: str, store: Store, live: Any, shell: Any) -> Advice:
-    """What ``%distributed advise`` does; bad input is an :class:`AdviseError` (one line)."""
+#: Runs a ``--quick`` probe of ``(nodes, procs per node, cluster id or None)``; its result.
+ProbeFirst = Callable[[int, int, str | None], dict[str, Any]]
+
+
+def run(
+    args: Namespace,
+    line: str,
+    store: Store,
+    live: Any,
+    shell: Any,
+    probe_first: ProbeFirst | None = None,
+) -> Advice:
+    """What ``%distributed advise`` does; bad input is an :class:`AdviseError` (one line).
+    With no stored probe of the cluster's size (and no ``--probe``), ``probe_first`` measures
+    one, as ``%distributed probe --quick`` would, before the advice."""
     user_ns = shell.user_ns if shell is not None else {}
     nodes, per_node = args.nodes, args.procs_per_node
     if args.cluster:
@@ -80,6 +94,8 @@ def run(args: Namespace, line: str, store: Store, live: Any, shell: Any) -> Advi
     if args.verify and not args.model:
         raise AdviseError("--verify runs the model: give it as --model NAME")
     probe = newest_probe(store, nodes * per_node, args.probe) if nodes * per_node > 1 else None
+    if probe is None and nodes * per_node > 1 and probe_first is not None:
+        probe = probe_first(nodes, per_node, args.cluster)
     key = cluster_key(nodes, per_node)
     calibration = None if args.uncalibrated else newest(store, key)
     advice = advise(

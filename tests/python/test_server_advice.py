@@ -51,4 +51,10 @@ async def test_an_advice_is_listed_and_read_with_its_layouts_and_its_cluster(
     assert summary["advice"]["inputs"]["traced"] is False  # the analytic fallback says so
 
     detail = json.loads((await jp_fetch(*API, "runs", run_id)).body)
-    assert detail["run"]["summary"] == summary and detail["ranks"] == []
+    assert detail["ranks"] == []
+    whole = detail["run"]["summary"]["advice"]
+    assert whole["layouts"] == [r.to_json() for r in advice.layouts]  # the run alone: all of it
+    # the list, polled every 2 s, carries what the panel shows of each layout and no more
+    assert {**whole, "layouts": layouts} == summary["advice"]
+    assert all("raw_bytes" not in r and "predicted_bytes" not in r for r in layouts)
+    assert len(json.dumps(layouts)) < len(json.dumps(whole["layouts"])) / 2

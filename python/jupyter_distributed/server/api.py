@@ -130,11 +130,28 @@ class Query:
         return out if values else None
 
 
-def _run_json(run: RunRecord, notebooks: Mapping[str, str] | None) -> RunJSON:
-    """The run's JSON, its notebook's path the one its kernel has open now, where it lives."""
+#: What the runs list keeps of each layout of an advice (what the panel's Scaling tab shows); the
+#: rest (memory and time breakdowns, uncalibrated figures) is in ``GET runs/<id>``.
+LISTED_LAYOUT_KEYS = (
+    "layout", "launch", "predicted_gib", "predicted_step_s", "predicted_samples_per_s",
+    "dominant", "fits", "pareto", "measured",
+)  # fmt: skip
+
+
+def _run_json(run: RunRecord, notebooks: Mapping[str, str] | None, listed: bool = False) -> RunJSON:
+    """The run's JSON, its notebook's path the one its kernel has open now, where it lives;
+    ``listed`` (the runs list, polled every 2 s): an advice's layouts keep only what the panel
+    shows, a fifth of their size."""
     doc = cast(RunJSON, run.to_json())
     if notebooks and run.kernel_id in notebooks:
         doc["notebook"] = notebooks[run.kernel_id]
+    advice = doc["summary"].get("advice") if listed else None
+    if isinstance(advice, dict) and isinstance(advice.get("layouts"), list):
+        layouts = [
+            {k: r[k] for k in LISTED_LAYOUT_KEYS if k in r} if isinstance(r, dict) else r
+            for r in advice["layouts"]
+        ]
+        doc["summary"] = {**doc["summary"], "advice": {**advice, "layouts": layouts}}
     return doc
 
 
@@ -164,7 +181,7 @@ class History:
         last_seq = self.store.last_seq()  # read first: a stream from here misses nothing
         runs = self.store.runs(limit=limit, before=q.number("before"), sweep_id=q.text("sweep"))
         return {
-            "runs": [_run_json(r, notebooks) for r in runs],  # (a probe's pairs counted)
+            "runs": [_run_json(r, notebooks, listed=True) for r in runs],  # (probe pairs counted)
             "version": API_VERSION,
             "last_seq": last_seq,
             "straggler_threshold": self.straggler_threshold,

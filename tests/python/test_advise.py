@@ -84,6 +84,23 @@ def test_memory_prediction_matches_real_ranks(shell: Any) -> None:  # noqa: F811
         assert abs(row.measured["memory_error"]) <= 0.05, (row.candidate.name, row.measured)
 
 
+def test_fsdp_memory_on_four_ranks_is_not_under_predicted(shell: Any) -> None:  # noqa: F811
+    """FSDP2 on 4 ranks (2 per core): at its backward's worst moment a rank holds, besides its
+    shards, the saved activations, a unit gathered, the next one being prefetched (with gloo's
+    own all-gather buffer) and the previous one's gradient in its reduce-scatter (input, gloo's
+    copy, output). The prediction once left these out and was 25-43 % short."""
+    shell.run_cell(MODEL)
+    api = advise(shell.user_ns["build"], global_batch=8, seq=16, procs_per_node=4, probe=PROBE)
+    api.layouts = [r for r in api.layouts if r.candidate.strategy == "fsdp"]
+    verify(api, 1, shell, "build", None, "adamw")
+    (row,) = api.layouts
+    assert row.measured is not None
+    # no longer a quarter or more short (the old prediction: -25 % to -43 %). Not the goal's
+    # -3 %: gloo frees its copies of a collective's buffers on its own thread, so how many of
+    # them are still live at the peak moves with the load (measured -17 % to +6 % here)
+    assert -0.20 <= row.measured["memory_error"] <= 0.10, row.measured
+
+
 @pytest.mark.parametrize(
     ("line", "said"),
     [

@@ -203,3 +203,22 @@ def test_a_busy_machine_is_said(shell: Any, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(os, "getloadavg", lambda: (64.0, 64.0, 64.0))
     api = advise(shell.user_ns["build"], global_batch=8, seq=16, procs_per_node=2, probe=PROBE)
     assert any(n.startswith("this machine is busy (load average 64.0") for n in api.notes)
+
+
+def _deep() -> Any:
+    return torch.nn.Sequential(
+        *[torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.Tanh()) for _ in range(4)]
+    )
+
+
+def test_memory_between_traced_microbatches_is_interpolated_exactly() -> None:
+    """Traced at the smallest and the largest microbatch only, a size between them that peaks
+    in the same phase gets what a trace of its own gives, and the notes say what was traced."""
+    from jupyter_distributed.advise.memory import trace
+    from jupyter_distributed.advise.sampled import sample
+
+    got = sample(_deep, {1: {8}, 2: {1, 2, 4, 8}}, None, "adamw", 1)
+    assert got.traced == {1: [8], 2: [1, 8]}
+    for micro in (2, 4):
+        assert got.parts[2, micro] == trace(_deep, micro, None, "adamw", 2)
+    assert "2 stages: 1/8 of 1/2/4/8" in got.note()

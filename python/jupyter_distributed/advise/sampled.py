@@ -1,10 +1,14 @@
-"""Traces and timings at fewer microbatch sizes: per pipeline depth, the smallest and the largest
-microbatch the layouts need are traced (memory, on fake tensors) and timed (compute, for real);
-the sizes between them are interpolated linearly in the microbatch (activations, the stage's
-output and the time of a step grow with its samples; parameters, gradients and optimizer state
-do not). When the two ends' memory peaks in different phases of the step (their parameters,
-gradients or optimizer state at the peak differ), every size between is traced instead (then
-the peak is not one line). The advice's notes say which sizes were measured.
+"""Memory traces at fewer microbatch sizes: per pipeline depth, the smallest and the largest
+microbatch the layouts need are traced (on fake tensors); the sizes between them are
+interpolated linearly in the microbatch (activations and the stage's output grow with its
+samples; parameters, gradients and optimizer state do not). When the two ends peak in
+different phases of the step (their parameters, gradients or optimizer state at the peak
+differ), every size between is traced instead (the peak is not one line then). Measured on
+the suite's models: where the ends agree, the interpolated peak equals the traced one.
+
+Compute is timed at every size (for real, on this machine): timing is a small part of the
+time to answer, and one noisy end would carry its noise to every size between. The advice's
+notes say which sizes were traced.
 """
 
 from __future__ import annotations
@@ -23,22 +27,18 @@ class Sampled:
     """Each pipeline depth's stages at each microbatch size, and which sizes were measured."""
 
     parts: dict[tuple[int, int], tuple[Parts, ...]] = field(default_factory=dict)
-    computes: dict[tuple[int, int], tuple[Compute, ...]] = field(default_factory=dict)
+    computes: dict[tuple[int, int], tuple[Compute, ...]] = field(default_factory=dict)  # timed
     sizes: dict[int, list[int]] = field(default_factory=dict)  # what the layouts need
     traced: dict[int, list[int]] = field(default_factory=dict)  # memory traced at
-    timed: dict[int, list[int]] = field(default_factory=dict)  # compute timed at
 
     def note(self) -> str:
         said = []
         for pp in sorted(self.sizes):
             stages = f"{pp} stages" if pp > 1 else "whole model"
-            said.append(
-                f"{stages}: microbatch {_listed(self.sizes[pp])}, traced at "
-                f"{_listed(self.traced[pp])}, timed at {_listed(self.timed[pp])}"
-            )
+            said.append(f"{stages}: {_listed(self.traced[pp])} of {_listed(self.sizes[pp])}")
         return (
-            "memory and compute measured at some microbatch sizes, the others interpolated "
-            "linearly between them (" + "; ".join(said) + ")"
+            "memory traced at some microbatch sizes, the others interpolated linearly between "
+            "them; compute timed at every size (" + "; ".join(said) + ")"
         )
 
 
@@ -58,26 +58,22 @@ def sample(
     for pp, micros in needs.items():
         ordered = sorted(micros)
         low, high = ordered[0], ordered[-1]
+        for m in ordered:
+            out.computes[pp, m] = stage_compute(factory, pp, seq, threads, m)
         for m in {low, high}:
             out.parts[pp, m] = trace(factory, m, seq, optimizer, pp)
-            out.computes[pp, m] = stage_compute(factory, pp, seq, threads, m)
         ends = zip(out.parts[pp, low], out.parts[pp, high], strict=True)
         same = all(_fixed(a) == _fixed(b) for a, b in ends)
         for m in ordered[1:-1]:
             w = (m - low) / (high - low)
-            out.computes[pp, m] = tuple(
-                _between_compute(a, b, w)
-                for a, b in zip(out.computes[pp, low], out.computes[pp, high], strict=True)
-            )
             out.parts[pp, m] = (
                 tuple(
-                    _between_parts(a, b, w)
+                    _between(a, b, w)
                     for a, b in zip(out.parts[pp, low], out.parts[pp, high], strict=True)
                 )
                 if same
                 else trace(factory, m, seq, optimizer, pp)
             )
-        out.timed[pp] = sorted({low, high})
         out.traced[pp] = sorted({low, high}) if same else ordered
         out.sizes[pp] = ordered
     return out
@@ -91,7 +87,7 @@ def _line(a: float, b: float, w: float) -> float:
     return a + (b - a) * w
 
 
-def _between_parts(a: Parts, b: Parts, w: float) -> Parts:
+def _between(a: Parts, b: Parts, w: float) -> Parts:
     def at(x: int, y: int) -> int:
         return round(_line(x, y, w))
 
@@ -101,13 +97,4 @@ def _between_parts(a: Parts, b: Parts, w: float) -> Parts:
         boundary=at(a.boundary, b.boundary),
         saved=at(a.saved, b.saved),
         unit_saved=tuple(at(x, y) for x, y in zip(a.unit_saved, b.unit_saved, strict=True)),
-    )
-
-
-def _between_compute(a: Compute, b: Compute, w: float) -> Compute:
-    return Compute(
-        _line(a.fwd_bwd, b.fwd_bwd, w),
-        _line(a.optimizer, b.optimizer, w),
-        a.tensors,
-        round(_line(a.boundary, b.boundary, w)),
     )

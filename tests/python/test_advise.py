@@ -101,6 +101,23 @@ def test_with_no_probe_in_the_history_a_quick_one_runs_first(
     assert "running %distributed probe" not in capsys.readouterr().out  # the stored one serves
 
 
+def test_fsdp_memory_on_four_ranks_is_not_under_predicted(shell: Any) -> None:  # noqa: F811
+    """FSDP2 on 4 ranks (2 per core): at its backward's worst moment a rank holds, besides its
+    shards, the saved activations, a unit gathered, the next one being prefetched (with gloo's
+    own all-gather buffer) and the previous one's gradient in its reduce-scatter (input, gloo's
+    copy, output). The prediction once left these out and was 25-43 % short."""
+    shell.run_cell(MODEL)
+    api = advise(shell.user_ns["build"], global_batch=8, seq=16, procs_per_node=4, probe=PROBE)
+    api.layouts = [r for r in api.layouts if r.candidate.strategy == "fsdp"]
+    verify(api, 1, shell, "build", None, "adamw")
+    (row,) = api.layouts
+    assert row.measured is not None
+    # no longer a quarter or more short (the old prediction: -25 % to -43 %). Not the goal's
+    # -3 %: gloo frees its copies of a collective's buffers on its own thread, so how many of
+    # them are still live at the peak moves with the load (measured -17 % to +6 % here)
+    assert -0.20 <= row.measured["memory_error"] <= 0.10, row.measured
+
+
 @pytest.mark.parametrize(
     ("line", "said"),
     [
@@ -203,3 +220,22 @@ def test_a_busy_machine_is_said(shell: Any, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(os, "getloadavg", lambda: (64.0, 64.0, 64.0))
     api = advise(shell.user_ns["build"], global_batch=8, seq=16, procs_per_node=2, probe=PROBE)
     assert any(n.startswith("this machine is busy (load average 64.0") for n in api.notes)
+
+
+def _deep() -> Any:
+    return torch.nn.Sequential(
+        *[torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.Tanh()) for _ in range(4)]
+    )
+
+
+def test_memory_between_traced_microbatches_is_interpolated_exactly() -> None:
+    """Traced at the smallest and the largest microbatch only, a size between them that peaks
+    in the same phase gets what a trace of its own gives, and the notes say what was traced."""
+    from jupyter_distributed.advise.memory import trace
+    from jupyter_distributed.advise.sampled import sample
+
+    got = sample(_deep, {1: {8}, 2: {1, 2, 4, 8}}, None, "adamw", 1)
+    assert got.traced == {1: [8], 2: [1, 8]}
+    for micro in (2, 4):
+        assert got.parts[2, micro] == trace(_deep, micro, None, "adamw", 2)
+    assert "2 stages: 1/8 of 1/2/4/8" in got.note()

@@ -27,7 +27,9 @@ class Parts:
     optim: int
     activations: int  # everything else live at the peak: saved activations and temporaries
     boundary: int = 0  # bytes of the module's output (what a pipeline stage sends on)
-    saved: int = 0  # bytes a forward leaves live for its backward (a microbatch in flight)
+    saved: int = 0  # bytes a forward leaves live for its backward, less its output
+    unit_saved: tuple[int, ...] = ()  # each top-level child's, its output included
+    unit_bytes: tuple[int, ...] = ()  # each top-level child's parameter bytes (FSDP's units)
 
     @property
     def total(self) -> int:
@@ -43,23 +45,52 @@ def _step_of(module: Any, batch: Any, optimizer: str) -> Parts:
         if optimizer == "sgd"
         else torch.optim.AdamW(module.parameters(), lr=1e-3, foreach=False)
     )
+    _one_step(module, batch, opt)  # untracked: the tracked step then holds the optimizer's state
     tracker = MemTracker()
     tracker.track_external(module, opt)
-    boundary = saved = 0
+    children = list(module.children())
+    units = [0] * len(children)
+    hooks = [_saved_by(c, units, i, tracker) for i, c in enumerate(children)]
     with tracker:
-        for _ in range(2):  # the second step holds the optimizer's state
-            opt.zero_grad()
-            before = _live(tracker)
-            out = module(batch)
-            saved = _live(tracker) - before
-            boundary = out.numel() * out.element_size()
-            loss_of(out).backward()
-            opt.step()
-            tracker.reset_mod_stats()
+        before = _live(tracker)
+        out = module(batch)
+        boundary = out.numel() * out.element_size()
+        saved = _live(tracker) - before - boundary  # (the output is the boundary)
+        loss_of(out).backward()
+        opt.step()
     peak = next(iter(tracker.get_tracker_snapshot("peak").values()))
     by = {getattr(k, "value", k): v for k, v in peak.items()}
     p, g, o = by["Parameter"] + by["Buffer"], by["Gradient"], by["Optstate"]
-    return Parts(p, g, o, by["Total"] - p - g - o, boundary, max(0, saved))
+    for hook in hooks:
+        hook()
+    held = tuple(sum(t.numel() * t.element_size() for t in c.parameters()) for c in children)
+    saved_units = tuple(max(0, u) for u in units)
+    return Parts(p, g, o, by["Total"] - p - g - o, boundary, max(0, saved), saved_units, held)
+
+
+def _one_step(module: Any, batch: Any, opt: Any) -> None:
+    loss_of(module(batch)).backward()
+    opt.step()
+    opt.zero_grad()
+
+
+def _saved_by(child: Any, into: list[int], i: int, tracker: Any) -> Callable[[], None]:
+    """Hooks that set ``into[i]`` to the bytes ``child``'s forward leaves live."""
+    began = [0]
+
+    def pre(*_: Any) -> None:
+        began[0] = _live(tracker)
+
+    def post(*_: Any) -> None:
+        into[i] = _live(tracker) - began[0]
+
+    handles = (child.register_forward_pre_hook(pre), child.register_forward_hook(post))
+
+    def remove() -> None:
+        for handle in handles:
+            handle.remove()
+
+    return remove
 
 
 def _live(tracker: Any) -> int:
@@ -147,6 +178,7 @@ def layout_memory(
     microbatches: int,
     interleaved: bool,
     margin: float,
+    optimizer_states: int = 2,
 ) -> Memory:
     """Bytes on the fullest rank of a layout, from its stages' traced steps."""
     if strategy == "model-parallel":
@@ -169,16 +201,7 @@ def layout_memory(
         return best
     (whole,) = stages
     if strategy == "fsdp" and dp > 1:
-        per_param = whole.params / max(1, parameters)
-        largest = max(layer_params, default=0) * per_param
-        return _with_margin(
-            -(-whole.params // dp),
-            -(-whole.grads // dp),
-            -(-whole.optim // dp),
-            whole.activations,
-            int(2 * largest),  # the gathered layer and its full gradient (measured: 2, not 3)
-            margin,
-        )
+        return fsdp_memory(whole, layer_params, parameters, dp, optimizer_states, margin)
     # DDP: the reducer's gradient buckets and, on rank 0, the coalesced broadcast of the
     # parameters at wrap time, each the size of the parameters (measured on CPU)
     buckets = 2 * whole.params if strategy == "ddp" and dp > 1 else 0
@@ -187,3 +210,50 @@ def layout_memory(
 
 def _with_margin(p: int, g: int, o: int, a: int, b: int, margin: float) -> Memory:
     return Memory(p, g, o, a, b, int((p + g + o + a + b) * margin))
+
+
+SMALL_UNIT = 64 * 2**10  # bytes: units this small finish backward before gloo's reduce-scatter
+
+
+def fsdp_memory(
+    whole: Parts,
+    layer_params: tuple[int, ...],
+    parameters: int,
+    dp: int,
+    optimizer_states: int,
+    margin: float,
+) -> Memory:
+    """FSDP2 (one unit per child with parameters, then the root) on ``dp`` ranks, at the worst
+    moment of its backward, measured on gloo ranks with torch's profiler: while unit ``i`` runs
+    its backward, the unit after it is still being reduce-scattered (its full gradient as the
+    collective's input, gloo's copy of it, the shard out; gloo's copy of the one before that is
+    often not freed yet), unit ``i`` is gathered, and the unit before it is being prefetched
+    (the all-gather's output and gloo's own buffer); the shards,
+    the optimizer's states, the saved activations and the gradient shards reduced so far are
+    live too. Units under 64 KiB run their backward faster than gloo reduces them: up to 2 more
+    reduce-scatter copies wait (measured 0–4). Or the optimizer's step, whichever is larger."""
+    if whole.unit_bytes:  # traced: each child with parameters is a unit
+        at = [c for c, n in enumerate(whole.unit_bytes) if n > 0]
+        units = [whole.unit_bytes[c] for c in at]
+        saved = [sum(whole.unit_saved[: c + 1]) for c in at]  # live when its backward runs
+    else:  # the analytic fallback: one unit per layer, activations all live
+        units = [int(n * whole.params / max(1, parameters)) for n in layer_params if n > 0]
+        saved = [whole.saved] * len(units)
+    root = max(0, whole.params - sum(units))  # the root's own parameters stay gathered
+    shard = -(-whole.params // dp)
+    states = optimizer_states * shard
+    # when its head's backward begins: every activation, the head gathered and its gradient
+    last = units[-1] if units else 0
+    acts = max(whole.activations, whole.saved)
+    backward = _with_margin(shard, 0, states, acts, root + 2 * last, margin)
+    for i, unit in enumerate(units[:-1]):  # deeper in: a reduce-scatter in flight
+        after, before = units[i + 1], units[i - 1] if i > 0 else 0
+        earlier = units[i + 2] if i + 2 < len(units) else 0  # gloo's copy, not yet freed
+        waiting = 2 * (after < SMALL_UNIT)
+        buffers = root + (2 + waiting) * after + -(-after // dp) + earlier + unit + 2 * before
+        grads = sum(-(-u // dp) for u in units[i + 2 :])
+        here = _with_margin(shard, grads, states, saved[i], buffers, margin)
+        backward = here if here.total > backward.total else backward
+    grads, optim = -(-whole.grads // dp), -(-whole.optim // dp)
+    step = _with_margin(shard, grads, optim, 0, root, margin)
+    return backward if backward.total >= step.total else step

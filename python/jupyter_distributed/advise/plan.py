@@ -12,11 +12,12 @@ from .calibrate import apply, calibrated_note
 from .comm import Links, fit_links
 from .enumerate import Candidate, Row, candidates, dominant
 from .intake import DTYPE_BYTES, AdviseError, Analytic, ModelInfo, from_factory, from_numbers
-from .memory import OPTIMIZER_STATES, Parts, analytic_parts, layout_memory, trace
+from .memory import OPTIMIZER_STATES, Parts, analytic_parts, layout_memory
 from .report import Advice
 from .rules import annotate
+from .sampled import Sampled, sample
 from .steptime import step_parts
-from .timing import Compute, rank_threads, stage_compute
+from .timing import Compute, rank_threads
 
 FIT_FRACTION = 0.95
 
@@ -100,13 +101,23 @@ def advise(
             "first, or give --probe RUN"
         )
     links = fit_links(probe) if probe is not None else None
-    rows = [_row(info, c, cluster, links, global_batch, seq, optimizer, margin, calibration)
-            for c in candidates(info, cluster.world, global_batch)]  # fmt: skip
+    layouts = candidates(info, cluster.world, global_batch)
+    sampled = None
+    if info.factory is not None:
+        needs: dict[int, set[int]] = {}
+        for c in layouts:
+            needs.setdefault(c.pp, set()).add(c.micro(global_batch))
+        threads = rank_threads(cluster.procs_per_node)[0]
+        sampled = sample(info.factory, needs, seq, optimizer, threads)
+    rows = [_row(info, c, cluster, links, global_batch, seq, optimizer, margin, calibration,
+                 sampled) for c in layouts]  # fmt: skip
     if not rows:
         raise AdviseError(f"no layout our strategies can launch on {cluster.world} rank(s)")
     rows.sort(key=lambda r: (not r.fits, -r.samples_per_s))
     rows = annotate(rows, cluster.memory_bytes, nodes, procs_per_node)
     notes = _notes(info, precision, links, cluster, margin)
+    if sampled is not None:
+        notes.append(sampled.note())
     if calibration is not None:
         notes.insert(0, calibrated_note(calibration))
     if not any(r.fits for r in rows):
@@ -166,19 +177,20 @@ def _notes(
 
 
 def _stage_parts(
-    info: ModelInfo, pp: int, micro: int, seq: int | None, optimizer: str
+    info: ModelInfo, pp: int, micro: int, seq: int | None, optimizer: str, sampled: Sampled | None
 ) -> tuple[Parts, ...]:
-    if info.factory is not None:
-        return trace(info.factory, micro, seq, optimizer, pp)
+    if sampled is not None:
+        return sampled.parts[pp, micro]
     return (analytic_parts(info, micro, seq or 1, optimizer),)
 
 
 def _compute(
-    info: ModelInfo, pp: int, seq: int | None, procs_per_node: int, micro: int
-) -> tuple[Compute, ...]:
+    info: ModelInfo, pp: int, seq: int | None, procs_per_node: int, micro: int,
+    sampled: Sampled | None,
+) -> tuple[Compute, ...]:  # fmt: skip
     threads, oversub = rank_threads(procs_per_node)
-    if info.factory is not None:
-        timed = stage_compute(info.factory, pp, seq, threads, micro)
+    if sampled is not None:
+        timed = sampled.computes[pp, micro]
     else:
         from .timing import gemm_flops
 
@@ -192,15 +204,15 @@ def _compute(
 def _row(
     info: ModelInfo, c: Candidate, cluster: Cluster, links: Links | None,
     global_batch: int, seq: int | None, optimizer: str, margin: float,
-    calibration: dict[str, Any] | None = None,
+    calibration: dict[str, Any] | None = None, sampled: Sampled | None = None,
 ) -> Row:  # fmt: skip
     micro = c.micro(global_batch)
-    stages = _stage_parts(info, c.pp, micro, seq, optimizer)
+    stages = _stage_parts(info, c.pp, micro, seq, optimizer, sampled)
     memory = layout_memory(
         stages, info.layer_params, info.parameters, c.strategy, c.dp, c.microbatches,
-        c.interleaved, margin,
+        c.interleaved, margin, OPTIMIZER_STATES[optimizer],
     )  # fmt: skip
-    computes = _compute(info, c.pp, seq, cluster.procs_per_node, micro)
+    computes = _compute(info, c.pp, seq, cluster.procs_per_node, micro, sampled)
     parts, comm_name = step_parts(info, c, micro, computes, links, cluster.procs_per_node)
     raw_parts, raw_memory = parts, memory
     if calibration is not None:
@@ -208,6 +220,7 @@ def _row(
         memory = layout_memory(
             stages, info.layer_params, info.parameters, c.strategy, c.dp, c.microbatches,
             c.interleaved, max(margin, float(calibration["memory"]) - 1),
+            OPTIMIZER_STATES[optimizer],
         )  # fmt: skip
     step = sum(parts.values())
     return Row(

@@ -63,6 +63,7 @@ from .cellorder import CellOrder, after
 from .cellpeers import CellPeer, CellServer
 from .cellrun import RECORD_AFTER, CellRun
 from .decode import Ranks, decode
+from .fanin import expand, relay_node
 from .inbox import ChannelLost, Exited, Item, Show, StacksReply
 from .stackboard import StackBoard
 from .throttle import Throttled
@@ -86,6 +87,7 @@ class Router:
         self.inbox: queue.SimpleQueue[Item] = queue.SimpleQueue()
         self.ranks = Ranks(info)
         self.unrecorded = 0  # events of the current run the store could not keep
+        self.reduced_ends = 0  # ranks' ends of cells that came in relays' reductions (I/O thread)
         self.board = StackBoard()  # stack answers go here, to whichever thread asked
         self._signer = Signer(key, KERNEL)
         self._tick, self._on_lost = tick, on_lost
@@ -310,6 +312,9 @@ class Router:
         for peer, frames in batch:
             try:
                 header, buffers = self._signer.unpack(frames)
+                if relay_node(str(header["src"])) is not None:  # a relay's reduction
+                    self._take_reduced(taken, peer, header)
+                    continue
                 rank, cell = sender(str(header["src"]))
                 if not cell and isinstance(peer, CellPeer):
                     raise BadMessage(f"{header['src']} on a cell socket")
@@ -320,20 +325,55 @@ class Router:
             except (BadMessage, BadHeader, ValueError) as exc:
                 self._reject(self.address if isinstance(peer, bytes) else self.cells_address, exc)
                 continue
-            if rank in self.ranks.info:  # verified: this connection is rank's
-                if cell:
-                    self._cell_peers[rank] = peer
-                elif isinstance(peer, bytes):  # (always: refused above on a cell socket)
-                    self._peers[rank] = peer
-            accepted = self._signer.accepted(rank_name(rank))
-            if cell and message is not None and not self._order.ready(rank, wait, accepted):
-                self._order.wait(rank, (wait, message, buffers))  # its output is on the way
-                continue
-            if message is not None:
-                self._take(taken, rank, message, buffers)
-            if not cell:
-                for _, waited, waited_buffers in self._order.release(rank, accepted):
-                    self._take(taken, rank, waited, waited_buffers)
+            self._route(taken, peer, rank, cell, message, buffers, wait)
+        self._finish_batch(taken, awaited)
+
+    def _take_reduced(
+        self, taken: _Taken, peer: bytes | CellPeer, header: dict[str, object]
+    ) -> None:
+        """Each rank's ``Done`` in a relay's verified reduction, taken as if it had come from
+        the rank (its counter checked, in the order its ``after`` asks; see :mod:`.fanin`)."""
+        if not isinstance(peer, bytes):
+            raise BadMessage(f"{header['src']} on a cell socket")
+        info = self.ranks.info
+        each = expand(header, lambda r: info[r].coords.node_rank if r in info else None)
+        parsed = [(rank, seq, wait, parse(fields)) for rank, seq, wait, fields in each]
+        for rank, seq, wait, message in parsed:
+            if self._signer.vouched(cell_name(rank), seq):
+                self.reduced_ends += 1
+                self._route(taken, peer, rank, True, message, [], wait)
+            else:
+                self._reject(self.address, f"replayed message {cell_name(rank)}#{seq}")
+
+    def _route(
+        self,
+        taken: _Taken,
+        peer: bytes | CellPeer,
+        rank: int,
+        cell: bool,
+        message: Message | None,
+        buffers: list[Buffer],
+        wait: int,
+    ) -> None:
+        """Take a verified message of ``rank`` now, or once the control messages it follows
+        are in (``cell``: from its cell socket, ``wait`` its ``after``)."""
+        if rank in self.ranks.info:  # verified: this connection is rank's
+            if cell:
+                self._cell_peers[rank] = peer
+            elif isinstance(peer, bytes):  # (always: refused above on a cell socket)
+                self._peers[rank] = peer
+        accepted = self._signer.accepted(rank_name(rank))
+        if cell and message is not None and not self._order.ready(rank, wait, accepted):
+            self._order.wait(rank, (wait, message, buffers))  # its output is on the way
+            return
+        if message is not None:
+            self._take(taken, rank, message, buffers)
+        if not cell:
+            for _, waited, waited_buffers in self._order.release(rank, accepted):
+                self._take(taken, rank, waited, waited_buffers)
+
+    def _finish_batch(self, taken: _Taken, awaited: bool) -> None:
+        """Record what a batch gave and hand it over (or hold it back, see :mod:`.cellrun`)."""
         events, items = taken.events, taken.items
         end = None if self.unrecorded else self.cell.end_if_complete(self.ranks.run_id, awaited)
         if end is not None:  # (the main thread records its own only if it decides otherwise)

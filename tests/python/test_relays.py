@@ -27,6 +27,7 @@ import zmq
 
 from jupyter_distributed.backends.mpi.backend import descendants
 from jupyter_distributed.backends.mpi.options import MpiOptions
+from jupyter_distributed.cluster.fanbatch import unbatch
 from jupyter_distributed.cluster.fanin import BadReduction, expand
 from jupyter_distributed.cluster.process import ProcessCluster
 from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_addresses
@@ -187,6 +188,26 @@ def test_the_ends_of_a_cell_reach_the_kernel_as_one_message_the_relay_signs(wire
     assert header["statuses"] == {"ok": 4} and header["slowest_rank"] in NODE_RANKS
     assert [(r, after) for r, _, after, _ in header["each"]] == [(r, r) for r in NODE_RANKS]
     assert wire.at_kernel(timeout=0.3) is None  # one message for the node, not one per rank
+
+
+def test_output_goes_up_in_batches_the_relay_signs_each_ranks_lines_in_order(wire: Wire) -> None:
+    signers = {r: Signer(KEY, rank_name(r)) for r in (4, 5)}
+    for i in range(50):
+        for r in (4, 5):
+            out = {"type": "output", "run_id": "r1", "stream": "stdout", "lines": [f"{r} {i}"]}
+            wire.ranks[r].send_multipart([bytes(f) for f in signers[r].pack(out)])
+    wire.up(5)  # (another kind of message: after the lines the rank sent before it)
+    lines: dict[str, list[str]] = {"r4": [], "r5": []}
+    while True:
+        got = wire.at_kernel()
+        assert got is not None, f"lines lost: {lines}"
+        header, _ = wire.signer.unpack(got[1:])
+        if header["src"] == "r5":
+            break
+        assert (header["src"], header["type"]) == ("n1", "batch")
+        for src, _, fields in header["each"]:
+            lines[src].extend(fields["lines"])
+    assert lines == {f"r{r}": [f"{r} {i}" for i in range(50)] for r in (4, 5)}
 
 
 # -- through a Session: real ranks, a real relay ------------------------------------------
@@ -393,6 +414,13 @@ def test_a_relay_speaks_only_for_its_own_nodes_ranks() -> None:
         expand({**reduction, "each": [[1, 5, 0, done], [3, 6, 0, done]]}, lambda r: r // 2)
     with pytest.raises(BadReduction, match="no Done"):
         expand({**reduction, "each": [[1, 5, 0, {"type": "hello"}]]}, lambda r: r // 2)
+    out = {"type": "output", "run_id": "r", "stream": "stdout", "lines": ["x"]}
+    batch = {"src": "n0", "each": [["r1", 7, out]]}
+    assert unbatch(batch, lambda r: r // 2) == [(1, 7, out)]
+    with pytest.raises(BadReduction, match="relay n0 spoke for r2 of another node"):
+        unbatch({**batch, "each": [["r2", 7, out]]}, lambda r: r // 2)
+    with pytest.raises(BadReduction, match="no output"):
+        unbatch({**batch, "each": [["r1", 7, done]]}, lambda r: r // 2)
 
 
 def test_an_error_arrives_while_the_other_rank_of_its_node_still_runs(
@@ -437,3 +465,4 @@ def test_the_lines_of_two_ranks_through_a_relay_are_all_recorded_in_order(
     for r in (0, 1):
         mine = [text for kind, rank, _, text in lines if kind == "output" and rank == r]
         assert mine == [f"{r} {i}" for i in range(300)]
+    assert _router(session).batched > 0  # (in the relay's batches, not one message per write)

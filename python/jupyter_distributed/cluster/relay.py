@@ -16,7 +16,8 @@ ranks' keys). So the kernel holds one connection per node, not two per rank.
   ``rN`` and ``cN`` are, the relay learns from their verified messages, as the kernel does.
 
 - **Fan-in:** its ranks' ends of a cell are answered in one message the relay signs itself
-  (:mod:`.fanin`); an error is forwarded at once.
+  (:mod:`.fanin`); an error is forwarded at once. Their output goes up in batches it signs
+  itself too, each rank's lines in order (:mod:`.fanbatch`).
 
 Anything unsigned, replayed, or from a rank of another node is dropped. The relay dies with
 its parent (Linux) and ends once it finds the kernel dead (on the kernel's host, as a rank
@@ -38,6 +39,7 @@ from ..layout import Layout
 from ..pids import die_with_parent, pid_alive
 from ..protocol.frames import MAX_FRAME, MAX_HEADER
 from ..protocol.signing import BOOTSTRAP_ENV, BadMessage, Signer, cell_name, rank_name
+from .fanbatch import Batcher
 from .fanin import Reducer, relay_name
 
 ORPHAN_CHECK_MS = 1000  # how often a relay looks whether its kernel is alive (on its host)
@@ -55,6 +57,7 @@ class Relay:
         self._up_signer = Signer(key, RELAY_NAME)  # counters of the kernel's messages
         self._signer = Signer(key, relay_name(node))  # what it writes itself (reductions)
         self._reducer = Reducer(self.ranks)
+        self._batcher = Batcher(self.ranks)
         self._routes: dict[str, bytes] = {}  # "r3"/"c3" -> its connection's routing id
         self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self.down = self.ctx.socket(zmq.ROUTER)
@@ -94,11 +97,21 @@ class Relay:
             wait = self._reduce()
 
     def _reduce(self) -> float | None:
-        """Send the reductions that are due; in how many seconds the next one is."""
+        """Send the batch and the reductions that are due; in how many seconds the next is."""
+        now, batch_wait = self._batcher.due()
         reduced, wait = self._reducer.due()
+        if now or reduced:  # (a rank's lines before its end)
+            self._send_batch()
+            batch_wait = None
+        waits = [w for w in (wait, batch_wait) if w is not None]
         for fields in reduced:
             self.up.send_multipart(self._signer.pack(fields), copy=False)
-        return wait
+        return min(waits) if waits else None
+
+    def _send_batch(self) -> None:
+        fields = self._batcher.take()
+        if fields is not None:
+            self.up.send_multipart(self._signer.pack(fields), copy=False)
 
     def _from_ranks(self) -> None:
         while True:
@@ -117,6 +130,9 @@ class Relay:
             self._routes[src] = peer
             if self._reducer.hold(header, len(message) - 2):
                 continue
+            if self._batcher.keep(header, len(message) - 2):
+                continue
+            self._send_batch()  # (what a rank sent before this goes first)
             self.up.send_multipart(message, copy=False)
 
     def _from_kernel(self) -> None:

@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import zmq
 
@@ -63,6 +64,7 @@ from .cellorder import CellOrder, after
 from .cellpeers import CellPeer, CellServer
 from .cellrun import RECORD_AFTER, CellRun
 from .decode import Ranks, decode
+from .fanbatch import BATCH, unbatch
 from .fanin import expand, relay_node
 from .inbox import ChannelLost, Exited, Item, Show, StacksReply
 from .stackboard import StackBoard
@@ -88,6 +90,7 @@ class Router:
         self.ranks = Ranks(info)
         self.unrecorded = 0  # events of the current run the store could not keep
         self.reduced_ends = 0  # ranks' ends of cells that came in relays' reductions (I/O thread)
+        self.batched = 0  # ranks' output messages that came in relays' batches (I/O thread)
         self.board = StackBoard()  # stack answers go here, to whichever thread asked
         self._signer = Signer(key, KERNEL)
         self._tick, self._on_lost = tick, on_lost
@@ -312,8 +315,8 @@ class Router:
         for peer, frames in batch:
             try:
                 header, buffers = self._signer.unpack(frames)
-                if relay_node(str(header["src"])) is not None:  # a relay's reduction
-                    self._take_reduced(taken, peer, header)
+                if relay_node(str(header["src"])) is not None:  # a relay's own message
+                    self._take_relayed(taken, peer, header)
                     continue
                 rank, cell = sender(str(header["src"]))
                 if not cell and isinstance(peer, CellPeer):
@@ -328,22 +331,30 @@ class Router:
             self._route(taken, peer, rank, cell, message, buffers, wait)
         self._finish_batch(taken, awaited)
 
-    def _take_reduced(
-        self, taken: _Taken, peer: bytes | CellPeer, header: dict[str, object]
-    ) -> None:
-        """Each rank's ``Done`` in a relay's verified reduction, taken as if it had come from
-        the rank (its counter checked, in the order its ``after`` asks; see :mod:`.fanin`)."""
+    def _take_relayed(self, taken: _Taken, peer: bytes | CellPeer, header: dict[str, Any]) -> None:
+        """Each rank's message in a relay's verified reduction (its ranks' ``Done``) or batch
+        (their output), taken as if it had come from the rank: its counter checked, in the
+        order its ``after`` asks (see :mod:`.fanin`, :mod:`.fanbatch`)."""
         if not isinstance(peer, bytes):
             raise BadMessage(f"{header['src']} on a cell socket")
         info = self.ranks.info
-        each = expand(header, lambda r: info[r].coords.node_rank if r in info else None)
-        parsed = [(rank, seq, wait, parse(fields)) for rank, seq, wait, fields in each]
-        for rank, seq, wait, message in parsed:
-            if self._signer.vouched(cell_name(rank), seq):
-                self.reduced_ends += 1
-                self._route(taken, peer, rank, True, message, [], wait)
-            else:
-                self._reject(self.address, f"replayed message {cell_name(rank)}#{seq}")
+
+        def node_of(rank: int) -> int | None:
+            return info[rank].coords.node_rank if rank in info else None
+
+        if header.get("type") == BATCH:
+            each = [(r, rank_name(r), s, 0, f) for r, s, f in unbatch(header, node_of)]
+        else:
+            each = [(r, cell_name(r), s, w, f) for r, s, w, f in expand(header, node_of)]
+        parsed = [(rank, src, seq, wait, parse(fields)) for rank, src, seq, wait, fields in each]
+        for rank, src, seq, wait, message in parsed:
+            if not self._signer.vouched(src, seq):
+                self._reject(self.address, f"replayed message {src}#{seq}")
+                continue
+            cell = src[0] == "c"
+            self.reduced_ends += cell
+            self.batched += not cell
+            self._route(taken, peer, rank, cell, message, [], wait)
 
     def _route(
         self,

@@ -20,8 +20,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..protocol.signing import rank_name
-from .fanin import BadReduction, relay_node
+from ..protocol.header import Message
+from ..protocol.messages import parse
+from ..protocol.signing import cell_name, rank_name
+from .fanin import BadReduction, expand, relay_node
 
 BATCH = "batch"  # the type of a relay's batch of its ranks' output
 WINDOW_S = 0.002  # the longest a rank's output waits at its relay for others to join it
@@ -81,3 +83,16 @@ def unbatch(
             raise
         raise BadReduction(f"an unreadable batch from {header['src']}: {exc!r}") from None
     return out
+
+
+def relayed(
+    header: dict[str, Any], node_of: Callable[[int], int | None]
+) -> list[tuple[int, str, int, int, Message | None]]:
+    """The kernel's side of a relay's verified message, a batch or a reduction: each rank's
+    message in it as (rank, the name it was signed under, its counter, its ``after``, the
+    message). Raises :class:`~.fanin.BadReduction` or ``BadHeader`` where it is refused."""
+    if header.get("type") == BATCH:
+        each = [(r, rank_name(r), s, 0, f) for r, s, f in unbatch(header, node_of)]
+    else:
+        each = [(r, cell_name(r), s, w, f) for r, s, w, f in expand(header, node_of)]
+    return [(rank, src, seq, wait, parse(fields)) for rank, src, seq, wait, fields in each]

@@ -64,8 +64,8 @@ from .cellorder import CellOrder, after
 from .cellpeers import CellPeer, CellServer
 from .cellrun import RECORD_AFTER, CellRun
 from .decode import Ranks, decode
-from .fanbatch import BATCH, unbatch
-from .fanin import expand, relay_node
+from .fanbatch import relayed
+from .fanin import relay_node
 from .inbox import ChannelLost, Exited, Item, Show, StacksReply
 from .stackboard import StackBoard
 from .throttle import Throttled
@@ -338,15 +338,7 @@ class Router:
         if not isinstance(peer, bytes):
             raise BadMessage(f"{header['src']} on a cell socket")
         info = self.ranks.info
-
-        def node_of(rank: int) -> int | None:
-            return info[rank].coords.node_rank if rank in info else None
-
-        if header.get("type") == BATCH:
-            each = [(r, rank_name(r), s, 0, f) for r, s, f in unbatch(header, node_of)]
-        else:
-            each = [(r, cell_name(r), s, w, f) for r, s, w, f in expand(header, node_of)]
-        parsed = [(rank, src, seq, wait, parse(fields)) for rank, src, seq, wait, fields in each]
+        parsed = relayed(header, lambda r: info[r].coords.node_rank if r in info else None)
         for rank, src, seq, wait, message in parsed:
             if not self._signer.vouched(src, seq):
                 self._reject(self.address, f"replayed message {src}#{seq}")

@@ -27,6 +27,7 @@ import zmq
 
 from jupyter_distributed.backends.mpi.backend import descendants
 from jupyter_distributed.backends.mpi.options import MpiOptions
+from jupyter_distributed.cluster import fanin
 from jupyter_distributed.cluster.fanbatch import unbatch
 from jupyter_distributed.cluster.fanin import BadReduction, expand
 from jupyter_distributed.cluster.process import ProcessCluster
@@ -466,3 +467,23 @@ def test_the_lines_of_two_ranks_through_a_relay_are_all_recorded_in_order(
         mine = [text for kind, rank, _, text in lines if kind == "output" and rank == r]
         assert mine == [f"{r} {i}" for i in range(300)]
     assert _router(session).batched > 0  # (in the relay's batches, not one message per write)
+
+
+def test_a_relay_answers_for_the_ranks_that_ended_once_one_keeps_it_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [100.0]
+    monkeypatch.setattr(fanin.time, "monotonic", lambda: now[0])
+    reducer = fanin.Reducer(range(4, 8))
+    reducer.sent({"type": "execute", "run_id": "r1", "dst": [cell_name(r) for r in range(8)]})
+    for r in (4, 5, 6):  # rank 7 never ends (it died, or it is a straggler)
+        end = {"type": "done", "src": cell_name(r), "seq": r, "run_id": "r1", "status": "ok"}
+        assert reducer.hold(end, 0)
+    assert reducer.due() == ([], fanin.HOLD_S)
+    now[0] += fanin.HOLD_S
+    (reduced,), _ = reducer.due()
+    assert (reduced["done"], reduced["of"], [e[0] for e in reduced["each"]]) == (3, 4, [4, 5, 6])
+    late = {"type": "done", "src": cell_name(7), "seq": 7, "run_id": "r1", "status": "ok"}
+    assert reducer.hold(late, 0)
+    (reduced,), _ = reducer.due()
+    assert (reduced["done"], reduced["of"], reduced["slowest_rank"]) == (1, 1, 7)

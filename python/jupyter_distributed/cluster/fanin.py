@@ -54,8 +54,9 @@ class _Cell:
 class Reducer:
     """The relay's side: which ends to hold, and the reduced message once they are all in."""
 
-    def __init__(self, ranks: range) -> None:
+    def __init__(self, ranks: range, clock: Callable[[], float] = time.monotonic) -> None:
         self._mine = {cell_name(r): r for r in ranks}
+        self._clock = clock
         self._cells: dict[str, _Cell] = {}
 
     def sent(self, header: dict[str, Any]) -> None:
@@ -66,7 +67,7 @@ class Reducer:
         names = dst if isinstance(dst, list) else [dst]
         ranks = {self._mine[d] for d in names if d in self._mine}
         if ranks:
-            self._cells[str(header.get("run_id"))] = _Cell(ranks, time.monotonic())
+            self._cells[str(header.get("run_id"))] = _Cell(ranks, self._clock())
 
     def hold(self, header: dict[str, Any], buffers: int) -> bool:
         """Whether a rank's verified message is a ``Done`` to hold (False: forward it now)."""
@@ -76,7 +77,7 @@ class Reducer:
         rank = self._mine[header["src"]]
         if cell is None or rank not in cell.ranks or rank in cell.held:
             return False
-        now = time.monotonic()
+        now = self._clock()
         if now - cell.started >= cell.slowest[1]:
             cell.slowest = (rank, now - cell.started)
         if header.get("status") == "error" or buffers:
@@ -90,7 +91,7 @@ class Reducer:
 
     def due(self) -> tuple[list[dict[str, Any]], float | None]:
         """The reduced messages to send now, and in how many seconds the next one is due."""
-        now, out, wait = time.monotonic(), [], None
+        now, out, wait = self._clock(), [], None
         for run_id, cell in list(self._cells.items()):
             if not cell.ranks:
                 del self._cells[run_id]

@@ -27,7 +27,7 @@ import zmq
 
 from jupyter_distributed.backends.mpi.backend import descendants
 from jupyter_distributed.backends.mpi.options import MpiOptions
-from jupyter_distributed.cluster import fanin
+from jupyter_distributed.cluster import fanbatch, fanin
 from jupyter_distributed.cluster.fanbatch import unbatch
 from jupyter_distributed.cluster.fanin import BadReduction, expand
 from jupyter_distributed.cluster.process import ProcessCluster
@@ -487,3 +487,13 @@ def test_a_relay_answers_for_the_ranks_that_ended_once_one_keeps_it_waiting() ->
     assert reducer.hold(late, 0)
     (reduced,), _ = reducer.due()
     assert (reduced["done"], reduced["of"], reduced["slowest_rank"]) == (1, 1, 7)
+
+
+def test_a_batch_stays_within_the_kernels_cap_on_a_header() -> None:
+    batcher = fanbatch.Batcher(range(4, 8))
+    out = {"type": "output", "src": "r4", "seq": 1, "run_id": "r", "stream": "stdout"}
+    half = fanbatch.MAX_BATCH_BYTES // 2 + 1
+    assert batcher.keep(out, 0, half)
+    assert not batcher.keep({**out, "seq": 2}, 0, half)  # (sent on its own, after the batch)
+    assert batcher.take() is not None
+    assert batcher.keep({**out, "seq": 2}, 0, half)

@@ -2,9 +2,10 @@
 
 A node's relay (:mod:`.relay`) keeps its ranks' verified ``output`` messages (each a rank's lines
 on one stream, without buffers) for at most :data:`WINDOW_S`, or until :data:`MAX_BATCH` are
-kept, and sends them as one message signed under its own name (:func:`~.fanin.relay_name`):
-``{"type": "batch", "each": [[src, seq, fields], ...]}``, each rank's message as the rank
-signed it (its name, counter and fields), in the order they came. Anything else a rank sends
+kept (or :data:`MAX_BATCH_BYTES`, the kernel's cap on a header), and sends them as one message
+signed under its own name (:func:`~.fanin.relay_name`):
+``{"type": "batch", "each": [[src, seq, fields], ...]}``, each rank's message as the rank signed
+it (its name, counter and fields), in the order they came. Anything else a rank sends
 goes after the batch kept before it (so each rank's messages keep their order, whatever their
 kind), and so does a reduction (:mod:`.fanin`).
 
@@ -20,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..protocol.frames import MAX_HEADER
 from ..protocol.header import Message
 from ..protocol.messages import parse
 from ..protocol.signing import cell_name, rank_name
@@ -28,6 +30,7 @@ from .fanin import BadReduction, expand, relay_node
 BATCH = "batch"  # the type of a relay's batch of its ranks' output
 WINDOW_S = 0.002  # the longest a rank's output waits at its relay for others to join it
 MAX_BATCH = 256  # messages in one batch at most
+MAX_BATCH_BYTES = MAX_HEADER  # their headers' bytes at most (the kernel's cap on one frame)
 
 
 class Batcher:
@@ -37,12 +40,17 @@ class Batcher:
         self._mine = {rank_name(r) for r in ranks}
         self._kept: list[list[Any]] = []
         self._since = 0.0
+        self._bytes = 0
 
-    def keep(self, header: dict[str, Any], buffers: int) -> bool:
-        """Whether a rank's verified message joins the batch (False: send it as it is, after
-        :meth:`take` sent what is kept)."""
+    def keep(self, header: dict[str, Any], buffers: int, size: int) -> bool:
+        """Whether a rank's verified message (``size``: its header's bytes) joins the batch
+        (False: send it as it is, after :meth:`take` sent what is kept; so does one that would
+        take the batch past :data:`MAX_BATCH_BYTES`)."""
         if header.get("type") != "output" or buffers or header["src"] not in self._mine:
             return False
+        if self._bytes + size > MAX_BATCH_BYTES:
+            return False
+        self._bytes += size
         fields = {k: v for k, v in header.items() if k not in ("src", "dst", "seq", "v")}
         self._kept.append([header["src"], int(header["seq"]), fields])
         self._since = self._since or time.monotonic()
@@ -59,7 +67,7 @@ class Batcher:
         """The batch's fields (None: nothing kept); nothing is kept after."""
         if not self._kept:
             return None
-        kept, self._kept, self._since = self._kept, [], 0.0
+        kept, self._kept, self._since, self._bytes = self._kept, [], 0.0, 0
         return {"type": BATCH, "each": kept}
 
 

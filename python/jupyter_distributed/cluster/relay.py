@@ -130,7 +130,7 @@ class Relay:
             self._routes[src] = peer
             if self._reducer.hold(header, len(message) - 2):
                 continue
-            if self._batcher.keep(header, len(message) - 2):
+            if self._batcher.keep(header, len(message) - 2, len(message[1])):
                 continue
             self._send_batch()  # (what a rank sent before this goes first)
             self.up.send_multipart(message, copy=False)

@@ -14,9 +14,12 @@ with ``Done``). Per rank count it prints:
 - **trivial cell wall time** (median), which here shares 2 cores with the helpers: a shape only;
 - **kernel descriptors** with the cluster up (``/proc/self/fd``).
 
-``--mode`` picks the topology; today there is one, ``star`` (the kernel holds every rank's
-connections). Usage: ``PYTHONPATH=python python benchmarks/bench_scale.py [--ranks 100 300
-1000] [--cells 30] [--helpers 4]``.
+``--mode`` picks the topology: ``star`` (the kernel holds every rank's connections) or
+``relay`` (``Distributed.relays = "always"``: ``--nodes`` real relay processes,
+``python -m jupyter_distributed.cluster.relay``, between the fake ranks and the kernel; the
+ranks' ends of a cell come as one reduction per relay). Usage: ``PYTHONPATH=python python
+benchmarks/bench_scale.py [--ranks 100 300 1000] [--cells 30] [--helpers 4] [--nodes 4]
+[--mode star relay]``.
 """
 
 from __future__ import annotations
@@ -36,17 +39,23 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from common import bench_shell, median, pct, use_checkout  # noqa: E402
 
-MODES = ("star",)  # the relays' mode joins here
+MODES = ("star", "relay")
 
 
 class FakeRanks:
-    """The local backend's ``LocalProcesses``, with helper processes of fake ranks instead."""
+    """The local backend's ``LocalProcesses``, with helper processes of fake ranks instead (and
+    the real node relays, where the cluster has them)."""
 
     helpers = 4
+    nodes = 4  # (--mode relay: nodes, each behind its relay)
     folder = Path()
 
     def __init__(self, plan: Any, boot_env: dict[str, str]) -> None:
         env = {**os.environ, **boot_env, "FAKE_DIR": str(self.folder)}
+        from jupyter_distributed.cluster.relays import LocalRelays, relay_nodes
+
+        nodes = relay_nodes(boot_env)
+        self.relays = LocalRelays(nodes, env, self.folder) if nodes else None
         count = min(self.helpers, len(plan.ranks))
         self.procs = [
             subprocess.Popen(  # noqa: S603 (our own helper)
@@ -68,6 +77,9 @@ class FakeRanks:
                 out.append((None, code))
         return out
 
+    def dead_relays(self) -> list[tuple[int, int]]:
+        return self.relays.exited() if self.relays is not None else []
+
     def running(self) -> bool:
         return any(p.poll() is None for p in self.procs)
 
@@ -79,6 +91,8 @@ class FakeRanks:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        if self.relays is not None:
+            self.relays.terminate(grace)
 
     def log_tail(self, rank: int | None) -> str:
         return ""
@@ -95,10 +109,25 @@ def descriptors() -> int:
 
 def star(ip: Any, n: int, cells: int, tmp: Path) -> dict[str, str]:
     """One cluster of ``n`` fake ranks, the kernel holding all their connections."""
+    return cluster(ip, n, cells, tmp / f"star-{n}", f"-n {n}")
+
+
+def relay(ip: Any, n: int, cells: int, tmp: Path) -> dict[str, str]:
+    """One cluster of ``n`` fake ranks on ``--nodes`` nodes, each node's behind its relay."""
+    nodes = min(FakeRanks.nodes, n)
+    ip.run_line_magic("config", 'Distributed.relays = "always"')
+    try:
+        shape = f"--nodes {nodes} --procs-per-node {n // nodes}"
+        return cluster(ip, n // nodes * nodes, cells, tmp / f"relay-{n}", shape)
+    finally:
+        ip.run_line_magic("config", 'Distributed.relays = "auto"')
+
+
+def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, str]:
+    """Start ``n`` fake ranks (``shape``: the magic's arguments), run trivial cells, stop."""
     import jupyter_distributed.backends.local.backend as local
     import jupyter_distributed.cluster.process as process
 
-    folder = tmp / f"star-{n}"
     folder.mkdir()
     FakeRanks.folder = folder
     local.LocalProcesses = FakeRanks  # type: ignore[misc,assignment]
@@ -110,7 +139,7 @@ def star(ip: Any, n: int, cells: int, tmp: Path) -> dict[str, str]:
         ready.append(time.time())
 
     process.wait_ready = timed_wait  # type: ignore[assignment]
-    line = f"%%distributed -n {n} --oversubscribe --quiet\npass"
+    line = f"%%distributed {shape} --oversubscribe --quiet\npass"
     try:
         if not ip.run_cell(line).success:
             raise RuntimeError(f"{n} fake ranks did not start")
@@ -142,8 +171,10 @@ def main() -> None:
     parser.add_argument("--cells", type=int, default=30)
     parser.add_argument("--helpers", type=int, default=4)
     parser.add_argument("--mode", choices=MODES, nargs="+", default=list(MODES))
+    parser.add_argument("--nodes", type=int, default=4, help="relays in --mode relay")
     args = parser.parse_args()
     use_checkout()
+    FakeRanks.nodes = args.nodes
     FakeRanks.helpers = args.helpers
     ip, tmp = bench_shell("jd-bench-scale-")
     print(
@@ -151,7 +182,8 @@ def main() -> None:
         f"of fake ranks, {args.cells} trivial cells per row; kernel descriptors before any "
         f"cluster: {descriptors()}"
     )
-    modes: dict[str, Callable[[Any, int, int, Path], dict[str, str]]] = {"star": star}
+    modes: dict[str, Callable[[Any, int, int, Path], dict[str, str]]]
+    modes = {"star": star, "relay": relay}
     rows: dict[str, dict[str, str]] = {}
     columns = []
     for mode in args.mode:

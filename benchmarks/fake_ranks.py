@@ -6,9 +6,11 @@ like ``worker/__main__.py``: a ZeroMQ DEALER to the kernel's control channel (si
 it sends ``Stage("setup")``), and its cell socket (signed as ``cN``: the Unix socket of
 ``protocol/packets.py`` where the kernel gives one, else a second DEALER) on which it says
 ``Hello`` and answers each ``Execute`` with ``Done(ok)`` at once, ``after`` its last control
-message, its value ``"RANK: CODE (N pushed bytes)"`` (what reached it, for the tests). Nothing
-runs a cell; everything the kernel reads is signed and framed by the project's own protocol
-code. Writes the time it began to connect to ``FIRST.start`` in ``$FAKE_DIR``.
+message, its value ``"RANK: CODE (N pushed bytes)"`` (what reached it, for the tests). Where
+the cluster has node relays (``bench_scale.py --mode relay``), both connections go to the
+rank's node's relay, as a real rank's do. Nothing runs a cell; everything the kernel reads is
+signed and framed by the project's own protocol code. Writes the time it began to connect to
+``FIRST.start`` in ``$FAKE_DIR``.
 """
 
 from __future__ import annotations
@@ -43,14 +45,17 @@ class FakeRank:
         key = bytes.fromhex(boot["key"])
         self.rank, self.ctl_signer, self.cell_signer = rank, Signer(key, rank_name(rank)), None
         self.cell_signer = Signer(key, cell_name(rank))
-        self.ctl = dealer(ctx, boot["address"], boot.get("curve"))
+        address, cells, curve = boot["address"], boot.get("cells"), boot.get("curve")
+        if boot.get("relays"):  # (as a real rank: both connections to its node's relay)
+            address, cells, curve = boot["relays"][str(layout.coords(rank).node_rank)], None, None
+        self.ctl = dealer(ctx, address, curve)
         self.unix: socket.socket | None = None
         self.cell_zmq: zmq.Socket[bytes] | None = None
-        if boot.get("cells"):
+        if cells:
             self.unix = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            self.unix.connect(boot["cells"])
+            self.unix.connect(cells)
         else:
-            self.cell_zmq = dealer(ctx, boot["address"], boot.get("curve"))
+            self.cell_zmq = dealer(ctx, address, curve)
         self._in, self._buf = Reassembler(), bytearray(RECORD)
         self.ctl.send_multipart(self.ctl_signer.pack(Stage("setup", os.getpid()).to_header()))
         coords = layout.coords(rank).to_json()

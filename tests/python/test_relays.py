@@ -28,10 +28,16 @@ import zmq
 from jupyter_distributed.backends.mpi.backend import descendants
 from jupyter_distributed.backends.mpi.options import MpiOptions
 from jupyter_distributed.backends.ray.relays import check_nodes
+from jupyter_distributed.cluster import fanbatch, fanin
+from jupyter_distributed.cluster.fanbatch import unbatch
+from jupyter_distributed.cluster.fanin import BadReduction, expand
+from jupyter_distributed.cluster.process import ProcessCluster
 from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_addresses
+from jupyter_distributed.cluster.router import Router
 from jupyter_distributed.cluster.stackboard import StackBoard, collect
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import LaunchError, RunFailed, SpecError
+from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.pids import pid_alive
 from jupyter_distributed.protocol.signing import (
@@ -39,6 +45,7 @@ from jupyter_distributed.protocol.signing import (
     KERNEL,
     BadMessage,
     Signer,
+    cell_name,
     rank_name,
 )
 from jupyter_distributed.session import Session
@@ -203,6 +210,52 @@ def test_a_relay_refuses_a_socket_directory_that_others_can_enter(tmp_path: Path
     assert list(shared.iterdir()) == []  # (it never listened there)
 
 
+def test_the_ends_of_a_cell_reach_the_kernel_as_one_message_the_relay_signs(wire: Wire) -> None:
+    signers = {r: Signer(KEY, cell_name(r)) for r in NODE_RANKS}
+    for r in NODE_RANKS:  # (each cell socket speaks first: the relay learns its connection)
+        wire.ranks[r].send_multipart([bytes(f) for f in signers[r].pack({"type": "x"})])
+        got = wire.at_kernel()
+        assert got is not None
+        relay = got[0]
+    names = [cell_name(r) for r in range(8)]
+    cell = wire.signer.pack_all({"type": "execute", "run_id": "r1", "code": ""}, names)
+    wire.kernel.send_multipart([relay, *[bytes(f) for f in cell]])
+    for r in NODE_RANKS:
+        assert wire.at_rank(r) is not None
+        done = {"type": "done", "run_id": "r1", "status": "ok", "after": r}
+        wire.ranks[r].send_multipart([bytes(f) for f in signers[r].pack(done)])
+    reduced = wire.at_kernel()
+    assert reduced is not None
+    header, _ = wire.signer.unpack(reduced[1:])
+    assert (header["src"], header["done"], header["of"], header["errors"]) == ("n1", 4, 4, 0)
+    assert header["statuses"] == {"ok": 4} and header["slowest_rank"] in NODE_RANKS
+    assert [(r, after) for r, _, after, _ in header["each"]] == [(r, r) for r in NODE_RANKS]
+    assert wire.at_kernel(timeout=0.3) is None  # one message for the node, not one per rank
+
+
+def test_output_goes_up_in_batches_the_relay_signs_each_ranks_lines_in_order(wire: Wire) -> None:
+    signers = {r: Signer(KEY, rank_name(r)) for r in (4, 5)}
+    for i in range(50):
+        for r in (4, 5):
+            out = {"type": "output", "run_id": "r1", "stream": "stdout", "lines": [f"{r} {i}"]}
+            wire.ranks[r].send_multipart([bytes(f) for f in signers[r].pack(out)])
+    wire.up(5)  # (another kind of message: after the lines the rank sent before it)
+    lines: dict[str, list[str]] = {"r4": [], "r5": []}
+    other = False
+    while not (other and len(lines["r4"]) == 50):
+        got = wire.at_kernel()
+        assert got is not None, f"lines lost: {lines}"
+        header, _ = wire.signer.unpack(got[1:])
+        if header["src"] == "r5":  # (rank 5's own message, after all its lines)
+            assert len(lines["r5"]) == 50
+            other = True
+            continue
+        assert (header["src"], header["type"]) == ("n1", "batch")
+        for src, _, fields in header["each"]:
+            lines[src].extend(fields["lines"])
+    assert lines == {f"r{r}": [f"{r} {i}" for i in range(50)] for r in (4, 5)}
+
+
 # -- through a Session: real ranks, a real relay ------------------------------------------
 
 
@@ -338,3 +391,158 @@ def test_the_ranks_behind_a_dead_relay_are_not_asked_for_their_stacks() -> None:
     )  # fmt: skip
     assert asked == [[0]]
     assert sorted(stacks) == [0, 1, 2]  # (each says why it could not be read)
+
+
+# -- fan-in: the ends of a cell as one reduction per relay --------------------------------
+
+
+def _history(store: Store, run_id: str) -> list[tuple[Any, ...]]:
+    """What the history holds of a run, each rank's events in order, without times."""
+    out = []
+    for _, e in store.events_after(0, run_id):
+        if e.get("kind") == "output":
+            out.append(("output", e["rank"], e["stream"], e["text"]))
+        elif e.get("kind") == "rank":
+            out.append(("rank", e["rank"], e.get("state"), e.get("value")))
+    return sorted(out, key=lambda e: e[1])  # (stable: each rank's own order kept)
+
+
+def _router(session: Session) -> Router:
+    (live,) = session.live.values()
+    assert isinstance(live.cluster, ProcessCluster)
+    return live.cluster.router
+
+
+CELL = "print('from', rank)\nrank * 10"
+
+
+def test_a_cell_through_two_relays_records_what_it_records_without_them(
+    session: Session,
+) -> None:
+    direct = _run(session, CELL, n=2, nodes=2)
+    direct_history = _history(session.store, session.store.runs(limit=1)[0].id)
+    assert _router(session).reduced_ends == 0
+    session.stop()
+    relayed = _run(session, CELL, n=2, nodes=2, relays="always")
+    assert relayed.values == direct.values == {r: str(r * 10) for r in range(4)}
+    assert _history(session.store, session.store.runs(limit=1)[0].id) == direct_history
+    assert ("output", 3, "stdout", "from 3") in direct_history
+    assert _router(session).reduced_ends == 4  # every rank's end came in its relay's reduction
+
+
+def _rejected(caplog: pytest.LogCaptureFixture, cause: str) -> bool:
+    """Whether the kernel logged that it rejected a message for ``cause`` (waits up to 30 s)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if any(cause in r.getMessage() for r in caplog.records):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_forged_reduction_is_dropped(session: Session, caplog: pytest.LogCaptureFixture) -> None:
+    _run(session, CELL, n=2, nodes=2, relays="always")
+    router = _router(session)
+    run_id = session.store.runs(limit=1)[0].id
+    before = _history(session.store, run_id)
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.connect(router.address)
+    done = {"type": "done", "run_id": run_id, "status": "error"}
+    forged = {"type": "dones", "run_id": run_id, "done": 1, "of": 1, "each": [[1, 1, 0, done]]}
+    try:
+        sock.send_multipart([bytes(f) for f in Signer(b"x" * 32, "n0").pack(forged)])
+        assert _rejected(caplog, "bad signature")
+    finally:
+        ctx.destroy(linger=0)
+    assert router.reduced_ends == 4
+    assert _history(session.store, run_id) == before
+
+
+def test_a_relay_speaks_only_for_its_own_nodes_ranks() -> None:
+    done = {"type": "done", "run_id": "r", "status": "ok"}
+    reduction = {"src": "n0", "each": [[1, 5, 0, done]]}
+    assert expand(reduction, lambda r: r // 2) == [(1, 5, 0, done)]
+    with pytest.raises(BadReduction, match="relay n0 spoke for rank 3 of another node"):
+        expand({**reduction, "each": [[1, 5, 0, done], [3, 6, 0, done]]}, lambda r: r // 2)
+    with pytest.raises(BadReduction, match="no Done"):
+        expand({**reduction, "each": [[1, 5, 0, {"type": "hello"}]]}, lambda r: r // 2)
+    out = {"type": "output", "run_id": "r", "stream": "stdout", "lines": ["x"]}
+    batch = {"src": "n0", "each": [["r1", 7, out]]}
+    assert unbatch(batch, lambda r: r // 2) == [(1, 7, out)]
+    with pytest.raises(BadReduction, match="relay n0 spoke for r2 of another node"):
+        unbatch({**batch, "each": [["r2", 7, out]]}, lambda r: r // 2)
+    with pytest.raises(BadReduction, match="no output"):
+        unbatch({**batch, "each": [["r1", 7, done]]}, lambda r: r // 2)
+
+
+def test_an_error_arrives_while_the_other_rank_of_its_node_still_runs(
+    session: Session, tmp_path: Path
+) -> None:
+    _run(session, "pass", n=2, nodes=2, relays="always")
+    go = tmp_path / "go"
+    seen: list[dict[str, Any]] = []
+
+    def release_when_the_error_is_recorded() -> None:
+        deadline = time.monotonic() + 60
+        while not seen and time.monotonic() < deadline:
+            runs = session.store.runs(limit=1)
+            events = session.store.events_after(0, runs[0].id) if runs else []
+            seen.extend(e for _, e in events if e.get("rank") == 0 and e["kind"] == "error")
+            time.sleep(0.02)
+        go.touch()  # (rank 1, on rank 0's node, ends only now)
+
+    watcher = threading.Thread(target=release_when_the_error_is_recorded, daemon=True)
+    watcher.start()
+    code = f"""
+        import pathlib, time
+        if rank == 0:
+            raise ValueError("first")
+        while rank == 1 and not pathlib.Path({str(go)!r}).exists():
+            time.sleep(0.01)
+        rank
+        """
+    with pytest.raises(RunFailed) as info:
+        _run(session, code, n=2, nodes=2, relays="always")
+    watcher.join()
+    assert seen, "rank 0's error was recorded only after rank 1 ended"
+    assert "ValueError: first" in str(info.value)
+    assert _router(session).reduced_ends == 4 + 3  # the first cell's and 3 of these (not the error)
+
+
+def test_the_lines_of_two_ranks_through_a_relay_are_all_recorded_in_order(
+    session: Session,
+) -> None:
+    _run(session, "for i in range(300):\n    print(rank, i)", n=2, relays="always")
+    lines = _history(session.store, session.store.runs(limit=1)[0].id)
+    for r in (0, 1):
+        mine = [text for kind, rank, _, text in lines if kind == "output" and rank == r]
+        assert mine == [f"{r} {i}" for i in range(300)]
+    assert _router(session).batched > 0  # (in the relay's batches, not one message per write)
+
+
+def test_a_relay_answers_for_the_ranks_that_ended_once_one_keeps_it_waiting() -> None:
+    now = [100.0]
+    reducer = fanin.Reducer(range(4, 8), clock=lambda: now[0])
+    reducer.sent({"type": "execute", "run_id": "r1", "dst": [cell_name(r) for r in range(8)]})
+    for r in (4, 5, 6):  # rank 7 never ends (it died, or it is a straggler)
+        end = {"type": "done", "src": cell_name(r), "seq": r, "run_id": "r1", "status": "ok"}
+        assert reducer.hold(end, 0)
+    assert reducer.due() == ([], fanin.HOLD_S)
+    now[0] += fanin.HOLD_S
+    (reduced,), _ = reducer.due()
+    assert (reduced["done"], reduced["of"], [e[0] for e in reduced["each"]]) == (3, 4, [4, 5, 6])
+    late = {"type": "done", "src": cell_name(7), "seq": 7, "run_id": "r1", "status": "ok"}
+    assert reducer.hold(late, 0)
+    (reduced,), _ = reducer.due()
+    assert (reduced["done"], reduced["of"], reduced["slowest_rank"]) == (1, 1, 7)
+
+
+def test_a_batch_stays_within_the_kernels_cap_on_a_header() -> None:
+    batcher = fanbatch.Batcher(range(4, 8))
+    out = {"type": "output", "src": "r4", "seq": 1, "run_id": "r", "stream": "stdout"}
+    half = fanbatch.MAX_BATCH_BYTES // 2 + 1
+    assert batcher.keep(out, 0, half)
+    assert not batcher.keep({**out, "seq": 2}, 0, half)  # (sent on its own, after the batch)
+    assert batcher.take() is not None
+    assert batcher.keep({**out, "seq": 2}, 0, half)

@@ -16,6 +16,10 @@ ranks' keys). So the kernel holds one connection per node, not two per rank.
   verifies it again and knows the rank by its signed ``src``); which connection a rank's
   ``rN`` and ``cN`` are, the relay learns from their verified messages, as the kernel does.
 
+- **Fan-in:** its ranks' ends of a cell are answered in one message the relay signs itself
+  (:mod:`.fanin`); an error is forwarded at once. Their output goes up in batches it signs
+  itself too, each rank's lines in order (:mod:`.fanbatch`).
+
 Anything unsigned, replayed, or from a rank of another node is dropped. The relay dies with
 its parent (Linux) and ends once it finds the kernel dead (on the kernel's host, as a rank
 does); the kernel names a dead relay as a dead node (:mod:`.relays`).
@@ -37,10 +41,12 @@ from ..layout import Layout
 from ..pids import die_with_parent, pid_alive
 from ..protocol.frames import MAX_FRAME, MAX_HEADER
 from ..protocol.signing import BOOTSTRAP_ENV, BadMessage, Signer, cell_name, rank_name
+from .fanbatch import Batcher
+from .fanin import Reducer, relay_name
 from .relays import listen_directory, remove_directory
 
 ORPHAN_CHECK_MS = 1000  # how often a relay looks whether its kernel is alive (on its host)
-RELAY_NAME = "relay"  # the relay's own signer name (it checks, it never signs yet)
+RELAY_NAME = "relay"  # the name its checking signers go by (it signs as relay_name(node))
 
 
 class Relay:
@@ -52,6 +58,9 @@ class Relay:
         key = bytes.fromhex(boot["key"])
         self._down_signer = Signer(key, RELAY_NAME)  # counters of the ranks' messages
         self._up_signer = Signer(key, RELAY_NAME)  # counters of the kernel's messages
+        self._signer = Signer(key, relay_name(node))  # what it writes itself (reductions)
+        self._reducer = Reducer(self.ranks)
+        self._batcher = Batcher(self.ranks)
         self._routes: dict[str, bytes] = {}  # "r3"/"c3" -> its connection's routing id
         self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self.down = self.ctx.socket(zmq.ROUTER)
@@ -78,9 +87,10 @@ class Relay:
         poller = zmq.Poller()
         poller.register(self.down, zmq.POLLIN)
         poller.register(self.up, zmq.POLLIN)
-        checked = time.monotonic()
+        checked, wait = time.monotonic(), None
         while True:
-            ready = dict(poller.poll(ORPHAN_CHECK_MS))
+            due = ORPHAN_CHECK_MS if wait is None else int(wait * 1000) + 1
+            ready = dict(poller.poll(min(ORPHAN_CHECK_MS, due)))
             if self.kernel_pid and time.monotonic() - checked >= ORPHAN_CHECK_MS / 1000:
                 checked = time.monotonic()
                 if not pid_alive(self.kernel_pid):
@@ -89,6 +99,24 @@ class Relay:
                 self._from_ranks()
             if self.up in ready:
                 self._from_kernel()
+            wait = self._reduce()
+
+    def _reduce(self) -> float | None:
+        """Send the batch and the reductions that are due; in how many seconds the next is."""
+        now, batch_wait = self._batcher.due()
+        reduced, wait = self._reducer.due()
+        if now or reduced:  # (a rank's lines before its end)
+            self._send_batch()
+            batch_wait = None
+        waits = [w for w in (wait, batch_wait) if w is not None]
+        for fields in reduced:
+            self.up.send_multipart(self._signer.pack(fields), copy=False)
+        return min(waits) if waits else None
+
+    def _send_batch(self) -> None:
+        fields = self._batcher.take()
+        if fields is not None:
+            self.up.send_multipart(self._signer.pack(fields), copy=False)
 
     def _from_ranks(self) -> None:
         while True:
@@ -98,12 +126,18 @@ class Relay:
                 return
             peer, message = frames[0].bytes, frames[1:]
             try:
-                src = str(self._down_signer.check([f.buffer for f in message])["src"])
+                header = self._down_signer.check([f.buffer for f in message])
             except BadMessage:
                 continue
+            src = str(header["src"])
             if src not in self.names:
                 continue  # (a rank of another node signs as itself: not through this relay)
             self._routes[src] = peer
+            if self._reducer.hold(header, len(message) - 2):
+                continue
+            if self._batcher.keep(header, len(message) - 2, len(message[1])):
+                continue
+            self._send_batch()  # (what a rank sent before this goes first)
             self.up.send_multipart(message, copy=False)
 
     def _from_kernel(self) -> None:
@@ -113,9 +147,11 @@ class Relay:
             except zmq.Again:
                 return
             try:
-                dst = self._up_signer.check([f.buffer for f in message])["dst"]
+                header = self._up_signer.check([f.buffer for f in message])
             except BadMessage:
                 continue
+            self._reducer.sent(header)
+            dst = header["dst"]
             for name in dst if isinstance(dst, list) else [dst]:
                 peer = self._routes.get(str(name))
                 if peer is not None:

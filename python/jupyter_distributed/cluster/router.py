@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import zmq
 
@@ -63,6 +64,8 @@ from .cellorder import CellOrder, after
 from .cellpeers import CellPeer, CellServer
 from .cellrun import RECORD_AFTER, CellRun
 from .decode import Ranks, decode
+from .fanbatch import relayed
+from .fanin import relay_node
 from .inbox import ChannelLost, Exited, Item, Show, StacksReply
 from .stackboard import StackBoard
 from .throttle import Throttled
@@ -86,6 +89,8 @@ class Router:
         self.inbox: queue.SimpleQueue[Item] = queue.SimpleQueue()
         self.ranks = Ranks(info)
         self.unrecorded = 0  # events of the current run the store could not keep
+        self.reduced_ends = 0  # ranks' ends of cells that came in relays' reductions (I/O thread)
+        self.batched = 0  # ranks' output messages that came in relays' batches (I/O thread)
         self.board = StackBoard()  # stack answers go here, to whichever thread asked
         self._signer = Signer(key, KERNEL)
         self._tick, self._on_lost = tick, on_lost
@@ -310,6 +315,9 @@ class Router:
         for peer, frames in batch:
             try:
                 header, buffers = self._signer.unpack(frames)
+                if relay_node(str(header["src"])) is not None:  # a relay's own message
+                    self._take_relayed(taken, peer, header)
+                    continue
                 rank, cell = sender(str(header["src"]))
                 if not cell and isinstance(peer, CellPeer):
                     raise BadMessage(f"{header['src']} on a cell socket")
@@ -320,20 +328,55 @@ class Router:
             except (BadMessage, BadHeader, ValueError) as exc:
                 self._reject(self.address if isinstance(peer, bytes) else self.cells_address, exc)
                 continue
-            if rank in self.ranks.info:  # verified: this connection is rank's
-                if cell:
-                    self._cell_peers[rank] = peer
-                elif isinstance(peer, bytes):  # (always: refused above on a cell socket)
-                    self._peers[rank] = peer
-            accepted = self._signer.accepted(rank_name(rank))
-            if cell and message is not None and not self._order.ready(rank, wait, accepted):
-                self._order.wait(rank, (wait, message, buffers))  # its output is on the way
+            self._route(taken, peer, rank, cell, message, buffers, wait)
+        self._finish_batch(taken, awaited)
+
+    def _take_relayed(self, taken: _Taken, peer: bytes | CellPeer, header: dict[str, Any]) -> None:
+        """Each rank's message in a relay's verified reduction (its ranks' ``Done``) or batch
+        (their output), taken as if it had come from the rank: its counter checked, in the
+        order its ``after`` asks (see :mod:`.fanin`, :mod:`.fanbatch`)."""
+        if not isinstance(peer, bytes):
+            raise BadMessage(f"{header['src']} on a cell socket")
+        info = self.ranks.info
+        parsed = relayed(header, lambda r: info[r].coords.node_rank if r in info else None)
+        for rank, src, seq, wait, message in parsed:
+            if not self._signer.vouched(src, seq):
+                self._reject(self.address, f"replayed message {src}#{seq}")
                 continue
-            if message is not None:
-                self._take(taken, rank, message, buffers)
-            if not cell:
-                for _, waited, waited_buffers in self._order.release(rank, accepted):
-                    self._take(taken, rank, waited, waited_buffers)
+            cell = src[0] == "c"
+            self.reduced_ends += cell
+            self.batched += not cell
+            self._route(taken, peer, rank, cell, message, [], wait)
+
+    def _route(
+        self,
+        taken: _Taken,
+        peer: bytes | CellPeer,
+        rank: int,
+        cell: bool,
+        message: Message | None,
+        buffers: list[Buffer],
+        wait: int,
+    ) -> None:
+        """Take a verified message of ``rank`` now, or once the control messages it follows
+        are in (``cell``: from its cell socket, ``wait`` its ``after``)."""
+        if rank in self.ranks.info:  # verified: this connection is rank's
+            if cell:
+                self._cell_peers[rank] = peer
+            elif isinstance(peer, bytes):  # (always: refused above on a cell socket)
+                self._peers[rank] = peer
+        accepted = self._signer.accepted(rank_name(rank))
+        if cell and message is not None and not self._order.ready(rank, wait, accepted):
+            self._order.wait(rank, (wait, message, buffers))  # its output is on the way
+            return
+        if message is not None:
+            self._take(taken, rank, message, buffers)
+        if not cell:
+            for _, waited, waited_buffers in self._order.release(rank, accepted):
+                self._take(taken, rank, waited, waited_buffers)
+
+    def _finish_batch(self, taken: _Taken, awaited: bool) -> None:
+        """Record what a batch gave and hand it over (or hold it back, see :mod:`.cellrun`)."""
         events, items = taken.events, taken.items
         end = None if self.unrecorded else self.cell.end_if_complete(self.ranks.run_id, awaited)
         if end is not None:  # (the main thread records its own only if it decides otherwise)

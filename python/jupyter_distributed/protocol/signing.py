@@ -145,6 +145,14 @@ class Signer:
         """The highest counter accepted from ``src`` so far (0: none)."""
         return self._last.get(src, 0)
 
+    def vouched(self, src: str, seq: int) -> bool:
+        """Take ``src``'s counter ``seq`` from a message a trusted relay vouches for (one it
+        verified and passed on inside its own signed message); False for a replay."""
+        if seq <= self._last.get(src, 0):
+            return False
+        self._last[src] = seq
+        return True
+
     def unpack(self, frames: Sequence[Buffer]) -> tuple[dict[str, Any], list[Buffer]]:
         """The verified header (its ``src`` says who sent it) and buffers of ``frames``."""
         header = self.check(frames)

@@ -1,0 +1,62 @@
+"""An output flood through node relays: the kernel's CPU per line and lines/s, relays ``auto``
+(the ranks talk to the kernel) against ``always`` (through a relay per node, which batches its
+ranks' output), alternated.
+
+    python benchmarks/bench_relay_flood.py [--lines 20000] [--rounds 2] [--tree CHECKOUT]
+
+2 nodes × 2 real ranks each print ``--lines`` lines (flushed every 100). ``--tree`` runs another
+checkout's code (e.g. an export of an older commit), for a before/after on the same machine.
+Kernel CPU is this process's (every thread). Wall times share the cores with the ranks: shapes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+CODE = "import sys\nfor i in range({n}):\n    print(rank, i)\n    i % 100 or sys.stdout.flush()"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--tree", default=str(HERE.parent))
+    args = parser.parse_args()
+    source = str(Path(args.tree, "python"))
+    sys.path.insert(0, source)
+    os.environ["PYTHONPATH"] = source  # (the ranks and relays run the same code)
+    from jupyter_distributed.display import CellView
+    from jupyter_distributed.history.store import Store
+    from jupyter_distributed.layout import Layout
+    from jupyter_distributed.session import Session
+    from jupyter_distributed.spec import Spec
+
+    store = Store(Path(tempfile.mkdtemp(prefix="jd-flood-")) / "history.sqlite3")
+    session, lines = Session(store), 4 * args.lines
+    print(f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, {lines:,} lines per cell")
+    print("| relays | kernel CPU µs/line | lines/s (shares the cores) |\n|---|---|---|")
+    try:
+        for relays in ("auto", "always") * args.rounds:
+            spec = Spec(layout=Layout(nodes=2, procs_per_node=2), relays=relays)
+            view = CellView(out=io.StringIO(), err=io.StringIO())
+            session.run_cell(spec, "pass", {}, view=view)
+            c0, w0 = time.process_time(), time.perf_counter()
+            session.run_cell(spec, CODE.format(n=args.lines), {}, view=view)
+            cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+            print(f"| {relays} | {cpu / lines * 1e6:.2f} | {lines / wall:,.0f} |", flush=True)
+            session.stop()
+    finally:
+        session.shutdown()
+        store.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""Output batched per node: a relay sends its ranks' output as one message it signs itself.
+
+A node's relay (:mod:`.relay`) keeps its ranks' verified ``output`` messages (each a rank's lines
+on one stream, without buffers) for at most :data:`WINDOW_S`, or until :data:`MAX_BATCH` are
+kept (or :data:`MAX_BATCH_BYTES`, the kernel's cap on a header), and sends them as one message
+signed under its own name (:func:`~.fanin.relay_name`):
+``{"type": "batch", "each": [[src, seq, fields], ...]}``, each rank's message as the rank signed
+it (its name, counter and fields), in the order they came. Anything else a rank sends
+goes after the batch kept before it (so each rank's messages keep their order, whatever their
+kind), and so does a reduction (:mod:`.fanin`).
+
+The kernel (:func:`unbatch`) takes a batch only for its relay's own ranks and checks each
+rank's counter in it as if the message had come directly (a replay is refused, and the rank's
+cell ends that wait for these lines are released, :mod:`.cellorder`). Nothing is collapsed or
+dropped: the history keeps every line.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..protocol.frames import MAX_HEADER
+from ..protocol.header import Message
+from ..protocol.messages import parse
+from ..protocol.signing import cell_name, rank_name
+from .fanin import BadReduction, expand, relay_node
+
+BATCH = "batch"  # the type of a relay's batch of its ranks' output
+WINDOW_S = 0.002  # the longest a rank's output waits at its relay for others to join it
+MAX_BATCH = 256  # messages in one batch at most
+MAX_BATCH_BYTES = MAX_HEADER  # their headers' bytes at most (the kernel's cap on one frame)
+
+
+class Batcher:
+    """The relay's side: the output kept for the next batch."""
+
+    def __init__(self, ranks: range) -> None:
+        self._mine = {rank_name(r) for r in ranks}
+        self._kept: list[list[Any]] = []
+        self._since = 0.0
+        self._bytes = 0
+
+    def keep(self, header: dict[str, Any], buffers: int, size: int) -> bool:
+        """Whether a rank's verified message (``size``: its header's bytes) joins the batch
+        (False: send it as it is, after :meth:`take` sent what is kept; so does one that would
+        take the batch past :data:`MAX_BATCH_BYTES`)."""
+        if header.get("type") != "output" or buffers or header["src"] not in self._mine:
+            return False
+        if self._bytes + size > MAX_BATCH_BYTES:
+            return False
+        self._bytes += size
+        fields = {k: v for k, v in header.items() if k not in ("src", "dst", "seq", "v")}
+        self._kept.append([header["src"], int(header["seq"]), fields])
+        self._since = self._since or time.monotonic()
+        return True
+
+    def due(self) -> tuple[bool, float | None]:
+        """Whether the batch is due now; else in how many seconds it will be (None: empty)."""
+        if not self._kept:
+            return False, None
+        left = WINDOW_S - (time.monotonic() - self._since)
+        return len(self._kept) >= MAX_BATCH or left <= 0, max(0.0, left)
+
+    def take(self) -> dict[str, Any] | None:
+        """The batch's fields (None: nothing kept); nothing is kept after."""
+        if not self._kept:
+            return None
+        kept, self._kept, self._since, self._bytes = self._kept, [], 0.0, 0
+        return {"type": BATCH, "each": kept}
+
+
+def unbatch(
+    header: dict[str, Any], node_of: Callable[[int], int | None]
+) -> list[tuple[int, int, dict[str, Any]]]:
+    """The kernel's side: each rank's (rank, control counter, fields) of a relay's verified
+    batch; refused whole, with the cause, where it speaks for a rank of another node."""
+    node = relay_node(str(header["src"]))
+    out = []
+    try:
+        for src, seq, fields in header["each"]:
+            rank = int(str(src)[1:]) if str(src)[:1] == "r" else -1
+            if rank < 0 or node_of(rank) != node:
+                raise BadReduction(f"relay {header['src']} spoke for {src} of another node")
+            if not isinstance(fields, dict) or fields.get("type") != "output":
+                raise BadReduction(f"relay {header['src']} batched a message that is no output")
+            out.append((rank, int(seq), fields))
+    except (TypeError, ValueError, KeyError) as exc:
+        if isinstance(exc, BadReduction):
+            raise
+        raise BadReduction(f"an unreadable batch from {header['src']}: {exc!r}") from None
+    return out
+
+
+def relayed(
+    header: dict[str, Any], node_of: Callable[[int], int | None]
+) -> list[tuple[int, str, int, int, Message | None]]:
+    """The kernel's side of a relay's verified message, a batch or a reduction: each rank's
+    message in it as (rank, the name it was signed under, its counter, its ``after``, the
+    message). Raises :class:`~.fanin.BadReduction` or ``BadHeader`` where it is refused."""
+    if header.get("type") == BATCH:
+        each = [(r, rank_name(r), s, 0, f) for r, s, f in unbatch(header, node_of)]
+    else:
+        each = [(r, cell_name(r), s, w, f) for r, s, w, f in expand(header, node_of)]
+    return [(rank, src, seq, wait, parse(fields)) for rank, src, seq, wait, fields in each]

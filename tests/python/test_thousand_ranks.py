@@ -3,7 +3,8 @@ session, the local backend's plan, the router, its control channel and cell sock
 store), the ranks are ``benchmarks/fake_ranks.py``'s, four helper processes serving 250 ranks
 each with the real protocol code. Each answers a cell with what reached it. A cell reaches every
 rank, ``--targets`` and ``--push`` reach exactly the ranks named, and the kernel's descriptors
-stay within the bound the README gives (3 per rank and about 30 more)."""
+stay within the bound: in a star, the README's (3 per rank and about 30 more); through 8 node
+relays (``Distributed.relays = "always"``, real relay processes), issue 26's (2 per relay + 16)."""
 
 from __future__ import annotations
 
@@ -31,10 +32,16 @@ FakeRanks: Any = importlib.import_module("bench_scale").FakeRanks
 pytestmark = pytest.mark.timeout(300)
 
 N = 1000
+NODES = 8  # behind relays: 8 nodes of 125 ranks, each node's relay a real process
+
+
+@pytest.fixture(scope="module", params=["star", "relays"])
+def topology(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+def session(tmp_path_factory: pytest.TempPathFactory, topology: str) -> Iterator[Session]:
     folder = tmp_path_factory.mktemp("thousand")
     FakeRanks.folder = folder
     real = local.LocalProcesses
@@ -45,9 +52,18 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
         local.LocalProcesses = real  # type: ignore[misc]
 
 
-def run(session: Session, code: str, ns: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+def run(
+    session: Session, topology: str, code: str, ns: dict[str, Any] | None = None, **kwargs: Any
+) -> Any:
+    relays = topology == "relays"
+    nodes = NODES if relays else 1
+    spec = Spec(
+        layout=Layout(nodes=nodes, procs_per_node=N // nodes),
+        options=LocalOptions(oversubscribe=True),
+        relays="always" if relays else "auto",
+        **kwargs,
+    )
     out = io.StringIO()
-    spec = Spec(layout=Layout(procs_per_node=N), options=LocalOptions(oversubscribe=True), **kwargs)
     return session.run_cell(spec, code, ns or {}, view=CellView(out=out, err=out))
 
 
@@ -55,26 +71,31 @@ def descriptors() -> int:
     return sum(1 for _ in Path("/proc/self/fd").iterdir())
 
 
-def test_a_cell_reaches_each_of_a_thousand_ranks(session: Session) -> None:
+def test_a_cell_reaches_each_of_a_thousand_ranks(session: Session, topology: str) -> None:
     before = descriptors()
-    values = run(session, "pass").values
+    values = run(session, topology, "pass").values
     assert values == {r: f"{r}: pass (0 pushed bytes)" for r in range(N)}
     (live,) = session.live.values()
-    assert live.cluster.peer_count() == 2 * N  # the star: each rank's control and cell socket
-    assert descriptors() - before <= 3 * N + 30
+    if topology == "star":  # each rank's control channel and cell socket
+        assert live.cluster.peer_count() == 2 * N
+        assert descriptors() - before <= 3 * N + 30
+    else:  # one connection per node's relay: the issue's bound, 2 per relay + 16
+        assert live.cluster.peer_count() == NODES
+        assert descriptors() - before <= 2 * NODES + 16
 
 
-def test_targets_reach_the_ranks_named_and_no_other(session: Session) -> None:
+def test_targets_reach_the_ranks_named_and_no_other(session: Session, topology: str) -> None:
     targets = (0, 499, 500, 998, 999)
-    values = run(session, "rank", targets=targets).values
+    values = run(session, topology, "rank", targets=targets).values
     assert values == {r: f"{r}: rank (0 pushed bytes)" for r in targets}
-    values = run(session, "again").values  # and the next cell reaches all of them again
+    values = run(session, topology, "again").values  # and the next cell reaches all of them again
     assert sorted(values) == list(range(N))
 
 
-def test_a_push_reaches_every_rank_it_is_sent_to(session: Session) -> None:
+def test_a_push_reaches_every_rank_it_is_sent_to(session: Session, topology: str) -> None:
     ns = {"blob": b"x" * 10_000}
-    values = run(session, "len(blob)", ns, push=("blob",), targets=tuple(range(0, N, 7))).values
+    targets = tuple(range(0, N, 7))
+    values = run(session, topology, "len(blob)", ns, push=("blob",), targets=targets).values
     assert sorted(values) == list(range(0, N, 7))
     sizes = {v.rsplit("(", 1)[1] for v in values.values()}
     assert len(sizes) == 1  # the same pickled bytes everywhere

@@ -1,7 +1,8 @@
 /**
  * When a live figure redraws: at most once per `interval` ms (2 a second by
  * default), never while it cannot be seen (a hidden tab or page), and once
- * more when it can be seen again if data came meanwhile. Pure: the clock, the
+ * more when it can be seen again if data came meanwhile. A draw is always a
+ * task of its own (a timer), never part of the task that asked for it. Pure: the clock, the
  * visibility and the timer are given, so the rule is tested without a DOM.
  */
 
@@ -57,12 +58,20 @@ export class RedrawGate {
     if (this._stopped || !this._pending || this._cancel || !this.host.visible()) {
       return;
     }
+    // Always a task of its own, even when no wait is due: never inside the caller's (the
+    // stream message's handling and the panel's render), which it would make a long task.
     const wait = this._last + Math.max(this.interval, DRAW_COST_FACTOR * this._cost) - this.host.now();
-    if (wait > 0) {
-      this._cancel = this.host.later(() => {
+    this._cancel = this.host.later(
+      () => {
         this._cancel = null;
-        this._try();
-      }, wait);
+        this._drawNow();
+      },
+      Math.max(0, wait)
+    );
+  }
+
+  private _drawNow(): void {
+    if (this._stopped || !this._pending || !this.host.visible()) {
       return;
     }
     this._pending = false;

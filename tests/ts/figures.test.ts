@@ -284,10 +284,21 @@ describe('live redraws', () => {
     expect(draws).toBe(0);
     setVisible(true);
     gate.shown();
+    advance(0); // the draw is a task of its own
     expect(draws).toBe(1);
     gate.stop();
     gate.request();
     advance(1000);
+    expect(draws).toBe(1);
+  });
+
+  it('never draws inside the task that asked: a draw is a task of its own', () => {
+    const { host, advance } = fakeHost();
+    let draws = 0;
+    const gate = new RedrawGate(() => draws++, host);
+    gate.request(); // e.g. from the panel's render of a stream message: not a long task with it
+    expect(draws).toBe(0);
+    advance(0);
     expect(draws).toBe(1);
   });
 

@@ -101,6 +101,7 @@ export function Figure(props: IFigureProps): JSX.Element {
     let plotly: IPlotly | null = null;
     let bound = false;
     let frame = 0;
+    let first: ReturnType<typeof setTimeout> | undefined;
     // What was last given to plotly: a redraw of the same figure (new lines came, no new
     // point) is skipped, since each costs plotly a full layout pass.
     let drawn = '';
@@ -238,14 +239,15 @@ export function Figure(props: IFigureProps): JSX.Element {
     loadPlotly().then(
       p => {
         plotly = p;
-        // Each figure's draws are tasks of their own (the gate's timers): the figures of a
-        // tab shown at once do not all draw in the one task that resolves this promise.
-        g.request();
+        // Each figure's first draw in a task of its own: the figures of a tab shown at once
+        // would otherwise all draw in the one task that resolves this promise.
+        first = setTimeout(() => g.request(), 0);
       },
       (e: unknown) => setError(trans.__('cannot load plotly.js: %1', String(e)))
     );
     return () => {
       g.stop();
+      clearTimeout(first);
       cancelAnimationFrame(frame);
       stopLink();
       observer?.disconnect();
@@ -256,7 +258,8 @@ export function Figure(props: IFigureProps): JSX.Element {
     };
   }, []);
 
-  React.useEffect(() => gate.current?.request(), [props.version, props.title, props.style, props.defaultRange?.join()]);
+  // New data arrives in the stream message's task with the panel's render: drawn in a later one.
+  React.useEffect(() => gate.current?.requestSoon(), [props.version, props.title, props.style, props.defaultRange?.join()]);
 
   return (
     <figure className="jp-Distributed-plot" aria-label={props.label}>

@@ -1,8 +1,8 @@
 /**
  * When a live figure redraws: at most once per `interval` ms (2 a second by
  * default), never while it cannot be seen (a hidden tab or page), and once
- * more when it can be seen again if data came meanwhile. A draw is always a
- * task of its own (a timer), never part of the task that asked for it. Pure: the clock, the
+ * more when it can be seen again if data came meanwhile. New data asks with
+ * `requestSoon`: its draw is a task of its own, not part of the data's. Pure: the clock, the
  * visibility and the timer are given, so the rule is tested without a DOM.
  */
 
@@ -37,6 +37,20 @@ export class RedrawGate {
     this._try();
   }
 
+  /**
+   * New data, from a task that has work of its own (the stream message's handling and the
+   * panel's render): as `request`, but a draw due now comes in the next task, never in this one.
+   */
+  requestSoon(): void {
+    this._pending = true;
+    if (!this._cancel && !this._stopped) {
+      this._cancel = this.host.later(() => {
+        this._cancel = null;
+        this._try();
+      }, 0);
+    }
+  }
+
   /** The figure may have become visible (a tab shown, the page shown): draw what is pending. */
   shown(): void {
     this._try();
@@ -58,20 +72,12 @@ export class RedrawGate {
     if (this._stopped || !this._pending || this._cancel || !this.host.visible()) {
       return;
     }
-    // Always a task of its own, even when no wait is due: never inside the caller's (the
-    // stream message's handling and the panel's render), which it would make a long task.
     const wait = this._last + Math.max(this.interval, DRAW_COST_FACTOR * this._cost) - this.host.now();
-    this._cancel = this.host.later(
-      () => {
+    if (wait > 0) {
+      this._cancel = this.host.later(() => {
         this._cancel = null;
-        this._drawNow();
-      },
-      Math.max(0, wait)
-    );
-  }
-
-  private _drawNow(): void {
-    if (this._stopped || !this._pending || !this.host.visible()) {
+        this._try();
+      }, wait);
       return;
     }
     this._pending = false;

@@ -259,7 +259,10 @@ export function Figure(props: IFigureProps): JSX.Element {
   }, []);
 
   // New data arrives in the stream message's task with the panel's render: drawn in a later one.
-  React.useEffect(() => gate.current?.requestSoon(), [props.version, props.title, props.style, props.defaultRange?.join()]);
+  React.useEffect(
+    () => gate.current?.requestSoon(),
+    [props.version, props.title, props.style, props.defaultRange?.join()]
+  );
 
   return (
     <figure className="jp-Distributed-plot" aria-label={props.label}>

@@ -102,6 +102,9 @@ export function Figure(props: IFigureProps): JSX.Element {
     let bound = false;
     let frame = 0;
     let first: ReturnType<typeof setTimeout> | undefined;
+    // What was last given to plotly: a redraw of the same figure (new lines came, no new
+    // point) is skipped, since each costs plotly a full layout pass.
+    let drawn = '';
     // Scrolled out of view (a tab's lower plots), a figure waits like a hidden one.
     let inView = true;
     const visible = (): boolean =>
@@ -175,6 +178,11 @@ export function Figure(props: IFigureProps): JSX.Element {
         if (zoomed) {
           layout.xaxis = { ...(layout.xaxis as object), range: [...zoomed], autorange: false };
         }
+        const key = JSON.stringify([data, layout]);
+        if (key === drawn) {
+          return;
+        }
+        drawn = key;
         const p = plotly;
         p.react(node, data, layout, config).then(
           () => {
@@ -182,7 +190,10 @@ export function Figure(props: IFigureProps): JSX.Element {
             node.setAttribute('aria-label', trans.__('%1: %2 traces', title, data.length));
             node.setAttribute('data-traces', String(data.length));
           },
-          (e: unknown) => setError(trans.__('cannot draw the plot: %1', String(e)))
+          (e: unknown) => {
+            drawn = '';
+            setError(trans.__('cannot draw the plot: %1', String(e)));
+          }
         );
         setError('');
       } catch (e) {
@@ -247,7 +258,11 @@ export function Figure(props: IFigureProps): JSX.Element {
     };
   }, []);
 
-  React.useEffect(() => gate.current?.request(), [props.version, props.title, props.style, props.defaultRange?.join()]);
+  // New data arrives in the stream message's task with the panel's render: drawn in a later one.
+  React.useEffect(
+    () => gate.current?.requestSoon(),
+    [props.version, props.title, props.style, props.defaultRange?.join()]
+  );
 
   return (
     <figure className="jp-Distributed-plot" aria-label={props.label}>

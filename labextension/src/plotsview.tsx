@@ -9,6 +9,7 @@
 import * as React from 'react';
 
 import { lastSeconds, rankRates } from './derive';
+import { LabelledInput } from './field';
 import { BAND_RANKS, figureCsv, type IPlotTrace, lineLayout, scatterData, type XScale } from './figures';
 import { Figure } from './figureview';
 import { extent, formatBytes, logAxis } from './lineplot';
@@ -148,19 +149,17 @@ export function ThroughputView(props: {
   const shared = { link, range, smoothing, window, origin, slow, shown, style: asked };
   return (
     <div className="jp-Distributed-plots" role="group" aria-label={trans.__('Throughput')}>
-      <label className="jp-Distributed-smoothing">
-        {trans.__('smoothing')}
-        <input
-          type="range"
-          min={0}
-          max={0.99}
-          step={0.01}
-          value={smoothing}
-          aria-label={trans.__('smoothing')}
-          onChange={e => setSmoothing(Number(e.currentTarget.value))}
-        />
+      <LabelledInput
+        label={trans.__('smoothing')}
+        type="range"
+        min={0}
+        max={0.99}
+        step={0.01}
+        value={smoothing}
+        onChange={e => setSmoothing(Number(e.currentTarget.value))}
+      >
         <output>{smoothing.toFixed(2)}</output>
-      </label>
+      </LabelledInput>
       {many && picked ? <RankPicker shown={picked} /> : null}
       {live.samples.size > 0 ? (
         <Plot

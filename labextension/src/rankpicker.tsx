@@ -7,6 +7,7 @@
 
 import * as React from 'react';
 
+import { LabelledInput } from './field';
 import { rankColor } from './palette';
 import { MAX_SHOWN, type ShownRanks } from './shownranks';
 import { useTrans } from './translate';
@@ -21,25 +22,23 @@ export function RankPicker(props: { shown: ShownRanks }): JSX.Element {
   };
   return (
     <div className="jp-Distributed-rankPicker" role="group" aria-label={trans.__('ranks shown in the plots')}>
-      <label className="jp-Distributed-smoothing">
-        {trans.__('show ranks')}
-        <input
-          type="text"
-          placeholder={trans.__('e.g. 3, 17, 40-42')}
-          value={text}
-          aria-label={trans.__('ranks to show in the plots')}
-          title={trans.__(
-            'Draw these ranks as their own lines (at most %1); the Ranks tab’s Plot buttons too',
-            MAX_SHOWN
-          )}
-          onChange={e => setText(e.currentTarget.value)}
-          onKeyDown={e => {
-            if (e.key === 'Enter') {
-              add();
-            }
-          }}
-        />
-      </label>
+      <LabelledInput
+        label={trans.__('show ranks')}
+        type="text"
+        placeholder={trans.__('e.g. 3, 17, 40-42')}
+        value={text}
+        aria-label={trans.__('ranks to show in the plots')}
+        title={trans.__(
+          'Draw these ranks as their own lines (at most %1); the Ranks tab’s Plot buttons too',
+          MAX_SHOWN
+        )}
+        onChange={e => setText(e.currentTarget.value)}
+        onKeyDown={e => {
+          if (e.key === 'Enter') {
+            add();
+          }
+        }}
+      />
       <button type="button" className="jp-Button" disabled={!text.trim() || shown.full} onClick={add}>
         {trans.__('Show')}
       </button>

@@ -1,7 +1,8 @@
 /**
  * When a live figure redraws: at most once per `interval` ms (2 a second by
  * default), never while it cannot be seen (a hidden tab or page), and once
- * more when it can be seen again if data came meanwhile. Pure: the clock, the
+ * more when it can be seen again if data came meanwhile. New data asks with
+ * `requestSoon`: its draw is a task of its own, not part of the data's. Pure: the clock, the
  * visibility and the timer are given, so the rule is tested without a DOM.
  */
 
@@ -34,6 +35,20 @@ export class RedrawGate {
   request(): void {
     this._pending = true;
     this._try();
+  }
+
+  /**
+   * New data, from a task that has work of its own (the stream message's handling and the
+   * panel's render): as `request`, but a draw due now comes in the next task, never in this one.
+   */
+  requestSoon(): void {
+    this._pending = true;
+    if (!this._cancel && !this._stopped) {
+      this._cancel = this.host.later(() => {
+        this._cancel = null;
+        this._try();
+      }, 0);
+    }
   }
 
   /** The figure may have become visible (a tab shown, the page shown): draw what is pending. */

@@ -291,6 +291,16 @@ describe('live redraws', () => {
     expect(draws).toBe(1);
   });
 
+  it('new data is never drawn inside the task that brought it: a draw is a task of its own', () => {
+    const { host, advance } = fakeHost();
+    let draws = 0;
+    const gate = new RedrawGate(() => draws++, host);
+    gate.requestSoon(); // from the panel's render of a stream message: not a long task with it
+    expect(draws).toBe(0);
+    advance(0);
+    expect(draws).toBe(1);
+  });
+
   it('links the zoom of the stacked plots of one run', () => {
     const link = new XLink();
     const a = {};

@@ -271,3 +271,19 @@ def test_run_states_are_the_typed_ones(state: RunState) -> None:
     union = wire_ts[start : wire_ts.index(";", start)]
     assert f"'{state.value}'" in union
     assert union.count("'") == 2 * len(RunState)
+
+
+def test_an_events_json_text_is_what_json_dumps_writes_of_it() -> None:
+    """The store writes an event's JSON with ``to_json_text`` (its hot path): the same text as
+    ``json.dumps(event.to_json())``, escapes, non-ASCII text, NaN and absent fields included."""
+    failure = RankFailure(3, 1.5, "hôst ☃", None, "ValueError", 'bad "x"\n\\ ☃')
+    events = [
+        RankEvent("r1", 0, 1764201234.123456, RankState.RUNNING, 'h"ost\\é', 1234),
+        RankEvent("r1", 7, float("nan"), RankState.DONE, "h", None),
+        RunEvent("r1", 0.1, RunState.COMPLETED, "message ☃"),
+        ErrorEvent("r1", failure),
+        MetricEvent("r1", 2, 3.0, {"loss": 0.25, "inf": float("inf")}),
+        OutputEvent("r1", 1, 2.0, Stream.STDOUT, "a\nb\u2028c"),
+    ]
+    for event in events:
+        assert event.to_json_text() == json.dumps(event.to_json())

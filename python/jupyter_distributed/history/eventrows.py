@@ -65,7 +65,7 @@ def item(ev: Event) -> Item:
     if isinstance(ev, DisplayEvent):  # the bundle in data, its mark as a log line
         data = json.dumps(ev.to_json())
         return Item(ev.run_id, ev.kind, ev.rank, ev.t, Stream.DISPLAY.value, ev.mark, data)
-    return Item(ev.run_id, ev.kind, getattr(ev, "rank", None), ev.t, data=json.dumps(ev.to_json()))
+    return Item(ev.run_id, ev.kind, getattr(ev, "rank", None), ev.t, data=ev.to_json_text())
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -117,8 +117,10 @@ def write(
                 group = None
             if group is None:
                 groups[key] = _Group(seq, it)
-        else:
-            rows.append(_Group(seq, it).row(codes))
+        else:  # (a row of its own: what _Group(seq, it).row gives, without the group)
+            stream = codes.code(it.stream) if it.stream is not None else None
+            head = (seq, 0, codes.run(it.run_id), codes.code(it.kind), it.rank, stream, it.t)
+            rows.append((*head, None, it.text, it.data))
     _flush(db, groups, rows, codes)
 
 

@@ -206,19 +206,23 @@ def main() -> None:
     ways = args.way or list(WAYS)
     load = os.getloadavg()[0]
     print(f"## Live redraw of a line plot ({os.cpu_count()} cores, load {load:.1f})\n")
+    for way in ways:
+        print(f"- {way}: {WAYS[way]}")
     print(
-        "| way | round | load | first draws (ms) | mean | median | p90 | max | > 50 ms | passes |"[
-            :
-        ]
+        "\nms of plotly's work per update; passes: full plot passes over all updates; long tasks:"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("the browser's tasks over 50 ms while updating (ms).\n")
+    columns = ["way", "round", "load", "first draws (ms)", "mean", "median", "p90", "max"]
+    columns += ["updates > 50 ms", "passes", "long tasks"]
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
     for r in range(args.rounds):
         # Each round in another order: the first page of a round is not always the same way.
         for way in ways[r % len(ways) :] + ways[: r % len(ways)]:
             load = os.getloadavg()[0]
             result = run_page(way, args.updates, args.points)
             if result is None:
-                print(f"| {way} | {r + 1} | {load:.1f} | no result (no browser) |||||")
+                print(f"| {way} | {r + 1} | {load:.1f} | no result (no browser) |||||||")
                 continue
             times = [float(t) for t in result["times"]]  # type: ignore[attr-defined]
             first = ", ".join(f"{t:.0f}" for t in result["first"])  # type: ignore[attr-defined]

@@ -113,3 +113,5 @@ def test_a_relay_killed_mid_cell_names_its_node(
     assert _run(session, "rank", out).values == {r: str(r) for r in range(4)}  # a new cluster
     session.stop()
     assert wait_gone(in_slurm.task_pids(), within=10) == set()
+    # the killed relay could not remove its directory; the kernel did, on its own host
+    assert _relay_directories() == []

@@ -76,6 +76,22 @@ def remove_directory(directory: Path | None) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def remove_local_directories(boot_env: Mapping[str, str]) -> None:
+    """After a cluster's relays ended: remove the node-local directories of its relays that are
+    on this host and still there (a relay ended by SIGKILL, e.g. by its launcher after a job was
+    cancelled, cannot remove its own). Only the bootstrap's own addresses, each a directory of
+    this user's alone; another host's are out of reach (its kernel-leftover sweep takes them)."""
+    boot = boot_env.get(BOOTSTRAP_ENV)
+    for address in (json.loads(boot).get("relays") or {}).values() if boot else ():
+        directory = Path(str(address).removeprefix("ipc://")).parent
+        if not str(directory).startswith(f"{NODE_LOCAL_DIR}/"):
+            continue  # (the kernel's own directory: the cluster removes it)
+        with contextlib.suppress(OSError):
+            st = directory.lstat()
+            if not directory.is_symlink() and st.st_uid == os.getuid() and not st.st_mode & 0o077:
+                shutil.rmtree(directory, ignore_errors=True)
+
+
 def relay_nodes(boot_env: Mapping[str, str]) -> int:
     """How many relays the bootstrap environment asks the backend to start (0: none)."""
     boot = boot_env.get(BOOTSTRAP_ENV)

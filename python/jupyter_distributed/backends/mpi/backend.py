@@ -19,7 +19,7 @@ from typing import ClassVar
 from ...cluster.launch import WORKER_COMMAND, check_cores, control_host, free_port, sweep_slots
 from ...cluster.launcher import Launcher
 from ...cluster.process import ProcessCluster
-from ...cluster.relays import RELAY_COMMAND, relay_nodes
+from ...cluster.relays import RELAY_COMMAND, relay_nodes, remove_local_directories
 from ...cluster.transport import Transport
 from ...errors import LaunchError
 from ...history.store import Store
@@ -170,6 +170,7 @@ class MpiProcesses:
         _end(self.launcher, grace)
         if self.relays is not None:
             _end(self.relays.launcher, grace)
+            remove_local_directories(self.relays.env)  # (those a SIGKILL left on this host)
 
     def log_tail(self, rank: int | None) -> str:
         return self.log.tail(rank, lines=1 if rank is not None else 3)
@@ -181,7 +182,7 @@ class RelayMpirun:
     options (a launch agent, interfaces) under ours; its process rank is the relay's node."""
 
     def __init__(self, mpirun: str, options: MpiOptions, nodes: int, env: dict[str, str]) -> None:
-        self.log = MpirunLog()
+        self.log, self.env = MpirunLog(), env
         users = [*user_options(options.default_mpi_options), *user_options(options.mpi_options)]
         hosts = options.hosts_for(nodes)
         where = ["--host", ",".join(f"{h}:1" for h in hosts)] if hosts else []

@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Callable
 
 from ...cluster.launcher import Launcher
-from ...cluster.relays import RELAY_COMMAND
+from ...cluster.relays import RELAY_COMMAND, remove_local_directories
 from .log import SrunLog
 
 
@@ -77,7 +77,8 @@ class RelayStep:
 
     def terminate(self, grace: float, cancel: Callable[[str], object]) -> None:
         """``cancel`` (scancel) the step, then end its srun (SIGTERM, SIGKILL after ``grace``):
-        slurmd ends the relays (each removes its directory on SIGTERM)."""
+        slurmd ends the relays (each removes its directory on SIGTERM; the kernel removes those
+        left on its own host)."""
         if self.launcher is None:
             return
         proc = self.launcher.proc
@@ -93,3 +94,4 @@ class RelayStep:
                     os.killpg(proc.pid, sig)
         proc.wait()
         self.launcher.remove()
+        remove_local_directories(self.env)  # (what a relay killed by SIGKILL left on this host)

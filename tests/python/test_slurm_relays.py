@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,14 +49,25 @@ def _node_of(pid: int) -> str:
     return ""
 
 
-def _relay_directories() -> list[Path]:
-    return list(Path(NODE_LOCAL_DIR).glob(f"{leftover_prefix()}relay-*"))
+def _present() -> set[Path]:
+    """This kernel's node-local relay directories now."""
+    return set(Path(NODE_LOCAL_DIR).glob(f"{leftover_prefix()}relay-*"))
+
+
+def _relay_directories(before: set[Path]) -> set[Path]:
+    """This kernel's node-local relay directories, less those in ``before`` (other clusters'
+    of earlier tests); waits up to 10 s for a stopped cluster's relays to remove theirs."""
+    deadline = time.monotonic() + 10
+    while (found := _present() - before) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return found
 
 
 def test_two_nodes_reach_the_kernel_through_their_relays(
     in_slurm: SlurmCluster, session: Session
 ) -> None:
     out = io.StringIO()
+    before = _present()
     outcome = _run(session, "print(f'hello from {rank}')\nrank", out)
     assert outcome.values == {r: str(r) for r in range(4)}
     for r in range(4):
@@ -66,10 +78,10 @@ def test_two_nodes_reach_the_kernel_through_their_relays(
     relays = in_slurm.relay_pids()
     assert sorted(map(_node_of, relays)) == ["node1", "node2"]  # one beside each node's ranks
     assert not relays & in_slurm.rank_pids() and len(in_slurm.rank_pids()) == 4
-    assert len(_relay_directories()) == 2
+    assert len(_present() - before) == 2
     session.stop()
     assert wait_gone(in_slurm.task_pids(), within=10) == set()
-    assert _relay_directories() == []  # (each relay removed its own)
+    assert _relay_directories(before) == set()  # (each relay removed its own)
 
 
 def test_relays_never_connects_every_rank_to_the_kernel(
@@ -94,6 +106,7 @@ def test_a_relay_killed_mid_cell_names_its_node(
     in_slurm: SlurmCluster, session: Session, tmp_path: Path
 ) -> None:
     out = io.StringIO()
+    before = _present()
     _run(session, "pass", out)
     marker = tmp_path / "started"
 
@@ -114,4 +127,4 @@ def test_a_relay_killed_mid_cell_names_its_node(
     session.stop()
     assert wait_gone(in_slurm.task_pids(), within=10) == set()
     # the killed relay could not remove its directory; the kernel did, on its own host
-    assert _relay_directories() == []
+    assert _relay_directories(before) == set()

@@ -79,6 +79,12 @@ class RelayStep:
         """``cancel`` (scancel) the step, then end its srun (SIGTERM, SIGKILL after ``grace``):
         slurmd ends the relays (each removes its directory on SIGTERM; the kernel removes those
         left on its own host)."""
+        try:
+            self._end(grace, cancel)
+        finally:
+            remove_local_directories(self.env)  # (what a relay killed by SIGKILL left on this host)
+
+    def _end(self, grace: float, cancel: Callable[[str], object]) -> None:
         if self.launcher is None:
             return
         proc = self.launcher.proc
@@ -94,4 +100,3 @@ class RelayStep:
                     os.killpg(proc.pid, sig)
         proc.wait()
         self.launcher.remove()
-        remove_local_directories(self.env)  # (what a relay killed by SIGKILL left on this host)

@@ -63,12 +63,17 @@ def listen_directory(address: str) -> Path | None:
     try:
         directory.mkdir(mode=0o700)
     except FileExistsError:
-        st = directory.lstat()
-        if directory.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        if not _ours_alone(directory):
             why = f"{directory} exists and is not this user's alone (mode 0700)"
             raise PermissionError(why) from None
         return None
     return directory
+
+
+def _ours_alone(directory: Path) -> bool:
+    """Whether ``directory`` is a real directory of this user's that no one else can enter."""
+    st = directory.lstat()
+    return not directory.is_symlink() and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
 def remove_directory(directory: Path | None) -> None:
@@ -87,8 +92,7 @@ def remove_local_directories(boot_env: Mapping[str, str]) -> None:
         if not str(directory).startswith(f"{NODE_LOCAL_DIR}/"):
             continue  # (the kernel's own directory: the cluster removes it)
         with contextlib.suppress(OSError):
-            st = directory.lstat()
-            if not directory.is_symlink() and st.st_uid == os.getuid() and not st.st_mode & 0o077:
+            if _ours_alone(directory):
                 shutil.rmtree(directory, ignore_errors=True)
 
 

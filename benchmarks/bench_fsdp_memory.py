@@ -29,32 +29,21 @@ def _models() -> dict[str, Any]:
 
 
 def _live_at_peak(prof: Any) -> list[tuple[int, int, str]]:
-    """(bytes, tensors, where) live at the peak, largest first."""
-    from torch._C._profiler import _EventType
+    """(bytes, tensors, where) live at the peak, largest first. A free on a thread the profiler
+    does not follow is seen only when its address is allocated again, so a buffer gloo freed on
+    its own thread may still be listed."""
+    from jupyter_distributed.worker.measure import allocations
 
-    allocs: list[tuple[int, int, int, str]] = []
-
-    def walk(node: Any, stack: list[str]) -> None:
-        if node.tag == _EventType.Allocation:
-            f = node.extra_fields
-            allocs.append((node.start_time_ns, f.alloc_size, f.ptr, " > ".join(stack[-3:])))
-        for child in node.children:
-            walk(child, [*stack, node.name])
-
-    for root in prof.profiler.kineto_results.experimental_event_tree():
-        walk(root, [])
-    allocs.sort()
     live: dict[int, tuple[int, str]] = {}
-    now = peak = 0
+    peak = -1
     snap: dict[int, tuple[int, str]] = {}
-    for _, size, ptr, where in allocs:
-        now += size
+    for _, size, held, ptr, stack in allocations(prof):
         if size > 0:
-            live[ptr] = (size, where)
+            live[ptr] = (size, " > ".join(stack[-3:]))
         else:
             live.pop(ptr, None)
-        if now > peak:
-            peak, snap = now, dict(live)
+        if held > peak:
+            peak, snap = held, dict(live)
     by: dict[str, tuple[int, int]] = {}
     for size, where in snap.values():
         b, n = by.get(where, (0, 0))
@@ -71,10 +60,17 @@ def _rank(rank: int, world: int, name: str, batch: int, port: int, out: Any) -> 
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     from jupyter_distributed.modelshapes import loss_of, sample_input
-    from jupyter_distributed.worker.measure import make_optimizer, peak_live_bytes
+    from jupyter_distributed.worker.measure import (
+        every_thread_counted,
+        make_optimizer,
+        peak_live_bytes,
+    )
     from jupyter_distributed.worker.torch_helpers import shard_model
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with (
+        every_thread_counted(),
+        profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof,
+    ):
         model = _models()[name]()
         x = sample_input(model, batch // world, SEQ[name])
         model = shard_model(model)

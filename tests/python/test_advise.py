@@ -112,10 +112,9 @@ def test_fsdp_memory_on_four_ranks_is_not_under_predicted(shell: Any) -> None:  
     verify(api, 1, shell, "build", None, "adamw")
     (row,) = api.layouts
     assert row.measured is not None
-    # no longer a quarter or more short (the old prediction: -25 % to -43 %). Not the goal's
-    # -3 %: gloo frees its copies of a collective's buffers on its own thread, so how many of
-    # them are still live at the peak moves with the load (measured -17 % to +6 % here)
-    assert -0.20 <= row.measured["memory_error"] <= 0.10, row.measured
+    # never short by more than the goal's 3 %; over by at most a fifth (it counts a copy gloo
+    # may free late on its own thread; measured +13 % to +17 % here, as the allocator counts)
+    assert -0.03 <= row.measured["memory_error"] <= 0.20, row.measured
 
 
 @pytest.mark.parametrize(

@@ -212,9 +212,6 @@ def _with_margin(p: int, g: int, o: int, a: int, b: int, margin: float) -> Memor
     return Memory(p, g, o, a, b, int((p + g + o + a + b) * margin))
 
 
-SMALL_UNIT = 64 * 2**10  # bytes: units this small finish backward before gloo's reduce-scatter
-
-
 def fsdp_memory(
     whole: Parts,
     layer_params: tuple[int, ...],
@@ -226,12 +223,13 @@ def fsdp_memory(
     """FSDP2 (one unit per child with parameters, then the root) on ``dp`` ranks, at the worst
     moment of its backward, measured on gloo ranks with torch's profiler: while unit ``i`` runs
     its backward, the unit after it is still being reduce-scattered (its full gradient as the
-    collective's input, gloo's copy of it, the shard out; gloo's copy of the one before that is
-    often not freed yet), unit ``i`` is gathered, and the unit before it is being prefetched
-    (the all-gather's output and gloo's own buffer); the shards,
+    collective's input, gloo's copy of it, the shard out), unit ``i`` is gathered, and the unit
+    before it is being prefetched (the all-gather's output and gloo's own buffer); the shards,
     the optimizer's states, the saved activations and the gradient shards reduced so far are
-    live too. Units under 64 KiB run their backward faster than gloo reduces them: up to 2 more
-    reduce-scatter copies wait (measured 0–4). Or the optimizer's step, whichever is larger."""
+    live too. gloo frees its copy on its own thread, so the copy of the unit reduced before is
+    counted as well: it was still live in 2 of 3 runs of a 4 MiB unit on 4 ranks, and counting
+    it keeps the prediction on the side that fits. Or the optimizer's step, whichever is
+    larger."""
     if whole.unit_bytes:  # traced: each child with parameters is a unit
         at = [c for c, n in enumerate(whole.unit_bytes) if n > 0]
         units = [whole.unit_bytes[c] for c in at]
@@ -249,8 +247,7 @@ def fsdp_memory(
     for i, unit in enumerate(units[:-1]):  # deeper in: a reduce-scatter in flight
         after, before = units[i + 1], units[i - 1] if i > 0 else 0
         earlier = units[i + 2] if i + 2 < len(units) else 0  # gloo's copy, not yet freed
-        waiting = 2 * (after < SMALL_UNIT)
-        buffers = root + (2 + waiting) * after + -(-after // dp) + earlier + unit + 2 * before
+        buffers = root + 2 * after + -(-after // dp) + earlier + unit + 2 * before
         grads = sum(-(-u // dp) for u in units[i + 2 :])
         here = _with_margin(shard, grads, states, saved[i], buffers, margin)
         backward = here if here.total > backward.total else backward

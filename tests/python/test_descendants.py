@@ -3,7 +3,8 @@
 Such a child leaves the rank's process group, which the rank's guardian kills; it used to
 outlive a SIGKILLed kernel. Through a real Jupyter kernel: a cell's rank starts a ``setsid``
 sleeper and a double-forked one (its parent exits at once), the kernel is SIGKILLed, and both
-are gone soon after; a normal stop of the cluster ends them too.
+are gone soon after; a normal stop of the cluster ends them too, even one started just before
+the stop (before the guardian's next look).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ direct = subprocess.Popen(["sleep", "300"], start_new_session=True).pid
 subprocess.run(["setsid", "sh", "-c", "sleep 300 & echo $! > {out}.orphan"], check=True)
 orphan = int(open("{out}.orphan").read())
 open("{out}", "w").write(f"[{{direct}}, {{orphan}}]")
-time.sleep(1.5)
+time.sleep({wait})
 """
 
 
@@ -90,9 +91,10 @@ def test_setsid_children_die_with_a_sigkilled_kernel(tmp_path: Path, monkeypatch
         kc = km.client()
         kc.start_channels()
         kc.wait_for_ready(timeout=60)
+        cell = CELL.format(out=out, wait=1.5)  # the guardian looks in the meantime
         code = (
             "%load_ext jupyter_distributed\n"
-            f"get_ipython().run_cell_magic('distributed', '-n 1', {CELL.format(out=out)!r})"
+            f"get_ipython().run_cell_magic('distributed', '-n 1', {cell!r})"
         )
         reply = kc.execute_interactive(code, timeout=120, output_hook=lambda msg: None)
         kc.stop_channels()
@@ -113,7 +115,8 @@ def test_a_normal_stop_of_the_cluster_ends_setsid_children(tmp_path: Path) -> No
     pids: list[int] = []
     try:
         spec = Spec(layout=Layout(procs_per_node=1))
-        session.run_cell(spec, CELL.format(out=out), {}, view=CellView(out=io.StringIO()))
+        cell = CELL.format(out=out, wait=0)  # the stop may come before the guardian's next look
+        session.run_cell(spec, cell, {}, view=CellView(out=io.StringIO()))
         pids = _sleepers(out)
         session.shutdown()
         assert _gone(pids), "a rank's setsid children outlived the stopped cluster"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -21,7 +22,7 @@ from .cellsocket import CellSocket
 from .channel import Channel
 from .debugger import Asker, Debugger
 from .descriptors import make_room
-from .guard import guard_group
+from .guard import end_descendants, guard_group
 from .mpi import MpiSetupError, setup_comm
 from .report import ChannelReporter
 from .runtime import RankEnv, Runtime
@@ -97,7 +98,8 @@ def _kernel_address(
 def main() -> int:
     boot = json.loads(os.environ.pop(BOOTSTRAP_ENV))
     die_with_parent()
-    guard_group()  # before any thread: what the rank starts dies with it
+    guardian = guard_group()  # before any thread: what the rank starts dies with it
+    atexit.register(end_descendants, guardian)  # first in, so last out: after the user's own
     # A launcher's thread may have blocked SIGINT (Ray's actor threads do) and children inherit
     # the mask: unblock it, or an interrupt from the kernel could never stop a cell.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

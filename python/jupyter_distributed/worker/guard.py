@@ -11,7 +11,9 @@ SIGKILLs the whole group: every process the rank's code started that stayed in t
 when the kernel is SIGKILLed. A child that starts its own session (``setsid``) leaves the
 group; the guardian remembers those from its looks at the rank's tree (the rank is a child
 subreaper, so what its descendants orphan stays in that tree) and kills them too
-(:mod:`.lineage`, Linux).
+(:mod:`.lineage`, Linux). A look can come too late for a child started just before the rank
+ends, so at its normal end (after the user's ``atexit`` work) the rank kills its own tree too
+(:func:`end_descendants`).
 """
 
 from __future__ import annotations
@@ -53,6 +55,13 @@ def guard_group() -> int | None:
         os.killpg(rank, signal.SIGKILL)
     finally:
         os._exit(0)
+
+
+def end_descendants(guardian: int | None) -> None:
+    """At the rank's normal end, while it is still the root of its tree: kill what is below it
+    but the guardian, wherever its sessions went (registered first with ``atexit``, so it runs
+    after the user's own ``atexit`` work)."""
+    kill_all(descendants([os.getpid()], skip=guardian or 0))
 
 
 def _watch(rank: int, pipe: int) -> dict[int, bytes]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import signal
 import tempfile
 import time
@@ -27,8 +28,16 @@ pytestmark = pytest.mark.ray
 
 
 def _ours_in_tmp() -> set[str]:
-    """Our files and folders in the temp dir (control sockets, ranks' output)."""
-    return {p.name for p in Path(tempfile.gettempdir()).glob("jupyter-distributed*")}
+    """Our files and folders in the temp dir (control sockets, ranks' output), but those of
+    another kernel still running (another session's, on a shared machine)."""
+    names = {p.name for p in Path(tempfile.gettempdir()).glob("jupyter-distributed*")}
+    return {n for n in names if _kernel_of(n) in (0, os.getpid()) or not pid_alive(_kernel_of(n))}
+
+
+def _kernel_of(name: str) -> int:
+    """The kernel pid in a name such as ``jupyter-distributed-k123-ctl-…`` (0: none)."""
+    found = re.match(r"jupyter-distributed-k(\d+)-", name)
+    return int(found.group(1)) if found else 0
 
 
 def test_a_killed_actor_is_named_and_its_placement_group_removed(

@@ -90,6 +90,11 @@ def expand(
     datas: list[Any] = _json(row.data) or [] if row.data else []
     if row.data and len(datas) != len(seqs):
         return []  # a damaged group of metric samples
+    if row.rank is None and kind == "rank":  # rank states of several ranks (eventrows.States)
+        return [
+            Stored(seqs[i], row.run, kind, _rank(datas[i]), times[i], stream, "", datas[i])
+            for i in chosen
+        ]
     return [
         Stored(
             seqs[i],
@@ -103,6 +108,12 @@ def expand(
         )
         for i in chosen
     ]
+
+
+def _rank(data: Any) -> int | None:
+    """The rank a state's JSON names (None where it is damaged)."""
+    rank = data.get("rank") if isinstance(data, dict) else None
+    return rank if isinstance(rank, int) else None
 
 
 def _json(text: str | None) -> Any:

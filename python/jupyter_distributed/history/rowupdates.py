@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ..events import ErrorEvent, Event, RankEvent, RunEvent
+from ..events import ErrorEvent, Event, RankEvent, RankStates, RunEvent
 
 _RUN = "UPDATE runs SET state=?, ended=COALESCE(?, ended), message=? WHERE id=?"
 _RANK = (
@@ -25,16 +25,29 @@ _FAILED = "UPDATE ranks SET state='failed', updated=? WHERE run_id=? AND rank=?"
 
 class RowUpdates:
     def __init__(self, events: Sequence[object]) -> None:
-        self._last = {(e.run_id, e.rank): e for e in events if isinstance(e, RankEvent)}
+        # each rank's last state in the batch: (what set it, its host, its pid)
+        self._last: dict[tuple[str, int], tuple[object, str, int | None]] = {}
+        for e in events:
+            if isinstance(e, RankEvent):
+                self._last[e.run_id, e.rank] = (e, e.host, e.pid)
+            elif isinstance(e, RankStates):  # (each state: its own tuple)
+                self._last.update(((e.run_id, s[0]), (s, s[2], s[3])) for s in e.states)
         self._ops: list[tuple[str, list[tuple[Any, ...]]]] = []
 
-    def add(self, ev: Event) -> None:
+    def add(self, ev: Event | RankStates) -> None:
         """Note what ``ev`` changes (nothing for most kinds)."""
+        if isinstance(ev, RankStates):
+            run_id, t = ev.run_id, ev.t
+            for state in ev.states:  # (no later state of the batch overwrites a reduction's)
+                rank, value, host, pid = state
+                if not self._overwritten(run_id, rank, state, host, pid):
+                    self._op(_RANK, (value.value, t, host, host, pid, run_id, rank))
+            return
         if isinstance(ev, RunEvent):
             ended = ev.t if ev.state.finished else None
             self._op(_RUN, (ev.state.value, ended, ev.message, ev.run_id))
         elif isinstance(ev, RankEvent):
-            if not self._overwritten(ev):
+            if not self._overwritten(ev.run_id, ev.rank, ev, ev.host, ev.pid):
                 row = (ev.state.value, ev.t, ev.host, ev.host, ev.pid, ev.run_id, ev.rank)
                 self._op(_RANK, row)
         elif isinstance(ev, ErrorEvent):
@@ -50,8 +63,8 @@ class RowUpdates:
         else:
             self._ops.append((sql, [row]))
 
-    def _overwritten(self, ev: RankEvent) -> bool:
-        """Whether the batch's last state of ``ev``'s rank leaves its row as if ``ev`` had been
-        applied before it (same host and pid: every column ``ev`` sets is set again)."""
-        final = self._last[ev.run_id, ev.rank]
-        return final is not ev and final.host == ev.host and final.pid == ev.pid
+    def _overwritten(self, run_id: str, rank: int, ev: object, host: str, pid: int | None) -> bool:
+        """Whether the batch's last state of ``rank`` leaves its row as if ``ev`` (setting
+        ``host`` and ``pid``) had been applied before it: every column ``ev`` sets is set again."""
+        final, final_host, final_pid = self._last[run_id, rank]
+        return final is not ev and final_host == host and final_pid == pid

@@ -6,10 +6,10 @@ like ``worker/__main__.py``: a ZeroMQ DEALER to the kernel's control channel (si
 it sends ``Stage("setup")``), and its cell socket (signed as ``cN``: the Unix socket of
 ``protocol/packets.py`` where the kernel gives one, else a second DEALER) on which it says
 ``Hello`` and answers each ``Execute`` with ``Done(ok)`` at once, ``after`` its last control
-message, its value ``"RANK: CODE (N pushed bytes)"`` (what reached it, for the tests); a
-cell ``None`` has no value (as a trivial cell), nor has ``fail R``, in which rank R ends in an
-error. Where the cluster has node relays (``bench_scale.py --mode relay``), both connections
-go to the rank's node's relay, as a real rank's do. Nothing runs a cell; everything the kernel reads is
+message, its value ``"RANK: CODE (N pushed bytes)"`` (what reached it, for the tests); a cell
+``None`` has no value (as a trivial cell), nor has ``fail R``, in which rank R ends in an error.
+Where the cluster has node relays (``bench_scale.py --mode relay``), both connections go to the
+rank's node's relay, as a real rank's do. Nothing runs a cell; everything the kernel reads is
 signed and framed by the project's own protocol code. Writes the time it began to connect to
 ``FIRST.start`` in ``$FAKE_DIR``.
 """

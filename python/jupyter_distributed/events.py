@@ -144,14 +144,9 @@ class RankStates:
         run_id, t = self.run_id, self.t
         return [RankEvent(run_id, r, t, state, host, pid) for r, state, host, pid in self.states]
 
-    def rows(self) -> list[dict[str, Any]]:
-        """Each state as its :class:`RankEvent`'s JSON (the history's row)."""
-        run_id, t = self.run_id, self.t
-        return [
-            {"kind": "rank", "run_id": run_id, "rank": r, "t": t, "state": s.value, "host": h,
-             "pid": p}
-            for r, s, h, p in self.states
-        ]  # fmt: skip
+    def rows(self) -> list[tuple[int, str, str, int | None]]:
+        """Each state as the history's row keeps it: (rank, state, host, pid)."""
+        return [(r, s.value, h, p) for r, s, h, p in self.states]
 
 
 @dataclass(frozen=True)

@@ -91,10 +91,7 @@ def expand(
     if row.data and len(datas) != len(seqs):
         return []  # a damaged group of metric samples
     if row.rank is None and kind == "rank":  # rank states of several ranks (eventrows.States)
-        return [
-            Stored(seqs[i], row.run, kind, _rank(datas[i]), times[i], stream, "", datas[i])
-            for i in chosen
-        ]
+        return [_state(seqs[i], row.run, times[i], datas[i]) for i in chosen]
     return [
         Stored(
             seqs[i],
@@ -110,10 +107,15 @@ def expand(
     ]
 
 
-def _rank(data: Any) -> int | None:
-    """The rank a state's JSON names (None where it is damaged)."""
-    rank = data.get("rank") if isinstance(data, dict) else None
-    return rank if isinstance(rank, int) else None
+def _state(seq: int, run: int, t: float, state: Any) -> Stored:
+    """One state of an ``eventrows.States`` row, ``[rank, state, host, pid]``, as its rank
+    event's JSON would be read back (its ``run_id`` left to the reader, who knows the run)."""
+    try:
+        rank, value, host, pid = state
+        data = {"kind": "rank", "rank": rank, "t": t, "state": value, "host": host, "pid": pid}
+    except (TypeError, ValueError):  # a damaged state: read as an event of no rank
+        rank, data = None, None
+    return Stored(seq, run, "rank", rank if isinstance(rank, int) else None, t, "", "", data)
 
 
 def _json(text: str | None) -> Any:

@@ -84,12 +84,13 @@ class Lines(NamedTuple):
 class States(NamedTuple):
     """Rank states of one run at one time, as one relay's reduction brought them (a node's
     ranks' ends of a cell): ONE row of kind ``rank`` whatever their number (up to SPAN), one
-    seq each. Its ``rank`` is NULL, ``data`` the JSON list of each state's event and ``gaps``
-    zeros (consecutive seqs, one time); readers take each event's rank from its JSON."""
+    seq each. Its ``rank`` is NULL, ``data`` the JSON list of each state as ``[rank, state,
+    host, pid]`` and ``gaps`` zeros (consecutive seqs, one time); readers make each state's
+    :class:`~..events.RankEvent` of it (see ``eventmerge.expand``)."""
 
     run_id: str
     t: float
-    events: Sequence[dict[str, Any]]  # each a RankEvent's JSON
+    events: Sequence[tuple[int, str, str, int | None]]  # (rank, state, host, pid)
 
 
 Written = Item | Lines | States
@@ -201,9 +202,10 @@ def _write_states(
             _flush(db, groups, rows, codes)
             start = first
         if len(part) == 1:  # as one RankEvent's row
-            rows.append(
-                (last, 0, run, kind, part[0]["rank"], None, it.t, None, None, json.dumps(part[0]))
-            )
+            (rank, state, host, pid), t = part[0], it.t
+            one = {"kind": "rank", "run_id": it.run_id, "rank": rank, "t": t, "state": state,
+                   "host": host, "pid": pid}  # fmt: skip
+            rows.append((last, 0, run, kind, rank, None, t, None, None, json.dumps(one)))
             continue
         gaps, data = bytes(2 * (len(part) - 1)), json.dumps(part)
         rows.append((last, last - first, run, kind, None, None, it.t, gaps, None, data))

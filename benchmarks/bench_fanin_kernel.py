@@ -77,7 +77,8 @@ def main() -> None:
     try:
         for cell in range(1, args.cells + 1):
             run = f"run-{cell}"
-            store.create_run(RunRecord(run, "local", n, list(range(n))))
+            coords = {r: {"host": i.host, "pid": i.pid} for r, i in info.items()}  # (as a cell's)
+            store.create_run(RunRecord(run, "local", n, list(range(n))), coords)
             router.ranks.begin(run)
             router.cell.awaited = set(range(n))
             messages = []

@@ -21,6 +21,12 @@ _RANK = (
     " pid=COALESCE(?, pid) WHERE run_id=? AND rank=?"
 )
 _FAILED = "UPDATE ranks SET state='failed', updated=? WHERE run_id=? AND rank=?"
+#: A run of ranks' rows whose host and pid are known (see RowUpdates._states).
+_RANGE = (
+    "UPDATE ranks SET state=?, updated=? WHERE run_id=? AND rank BETWEEN ? AND ?"
+    " AND host=? AND pid IS NOT NULL"
+)
+RANGE_MIN = 8  # the fewest ranks set by one range statement
 
 
 class RowUpdates:
@@ -37,11 +43,7 @@ class RowUpdates:
     def add(self, ev: Event | RankStates) -> None:
         """Note what ``ev`` changes (nothing for most kinds)."""
         if isinstance(ev, RankStates):
-            run_id, t = ev.run_id, ev.t
-            for state in ev.states:  # (no later state of the batch overwrites a reduction's)
-                rank, value, host, pid = state
-                if not self._overwritten(run_id, rank, state, host, pid):
-                    self._op(_RANK, (value.value, t, host, host, pid, run_id, rank))
+            self._states(ev)
             return
         if isinstance(ev, RunEvent):
             ended = ev.t if ev.state.finished else None
@@ -55,7 +57,41 @@ class RowUpdates:
 
     def apply(self, db: sqlite3.Connection) -> None:
         for sql, rows in self._ops:
-            db.executemany(sql, rows)
+            if sql != _RANGE:
+                db.executemany(sql, rows)
+                continue
+            for *args, count, each in rows:  # a range's rows as one statement, where it can
+                if db.execute(_RANGE, args).rowcount != count:
+                    db.executemany(_RANK, each)
+
+    def _states(self, ev: RankStates) -> None:
+        """A reduction's states: a run of consecutive ranks ending in one state on one host
+        is one statement (a node's ranks' ends: one, not one per rank). Where a rank's row
+        lacks its pid or names another host, the range's ranks are set one by one instead. A
+        row's pid is not compared: it came from the same :class:`~..interface.RankInfo` as
+        the state's (a live rank's pid never changes: a rank started again loses the
+        cluster, and its new process is not adopted)."""
+        run_id, t = ev.run_id, ev.t
+        run: list[tuple[Any, ...]] = []
+        for state in ev.states:
+            rank, value, host, pid = state
+            if self._overwritten(run_id, rank, state, host, pid):
+                continue
+            row = (value.value, t, host, host, pid, run_id, rank)
+            if run and (rank != run[-1][6] + 1 or row[:3] != run[-1][:3] or pid is None):
+                self._range(run)
+                run = []
+            run.append(row)
+        if run:
+            self._range(run)
+
+    def _range(self, rows: list[tuple[Any, ...]]) -> None:
+        if len(rows) < RANGE_MIN:
+            for row in rows:
+                self._op(_RANK, row)
+            return
+        value, t, host, _, _, run_id, first = rows[0]
+        self._op(_RANGE, (value, t, run_id, first, rows[-1][6], host, len(rows), rows))
 
     def _op(self, sql: str, row: tuple[Any, ...]) -> None:
         if self._ops and self._ops[-1][0] == sql:

@@ -100,7 +100,7 @@ class FakeRank:
     def answer(self, message: Execute, buffers: list[Any]) -> Done:
         """Its value says what reached it (for the tests); a cell ``None`` has no value (a
         trivial cell), nor has ``fail R``, in which rank R fails."""
-        code = message.code
+        code = message.code.strip()
         if code == f"fail {self.rank}":
             failure = RankFailure(self.rank, time.time(), socket.gethostname(), os.getpid(),
                                   "ValueError", f"rank {self.rank} failed on purpose")  # fmt: skip

@@ -1,15 +1,16 @@
 """The kernel's own work for a cell's ends arriving as relays' reductions (issue 26).
 
     PYTHONPATH=python python benchmarks/bench_fanin_kernel.py [--ranks 1000] [--nodes 4]
-                                                         [--cells 15]
+                                                         [--cells 15] [--no-value]
 
 A real router and history store, driven on this thread without its I/O thread (as the tests
 drive it): per cell, each of ``--nodes`` relays' signed reductions of its ranks' ``Done`` (ok,
 with a value, as ``bench_scale.py``'s fake ranks answer) is verified, expanded, decoded and
-recorded, and the inbox drained. Prints the I/O thread's CPU time per cell (``time.thread_time``)
-and the part of it in ``Store.append``, medians over the cells after the first. No relay or rank
-process runs, so this is the kernel's share alone, steadier than ``bench_scale.py`` on a shared
-machine.
+recorded, and the inbox drained (``--no-value``: the ranks' ``Done`` carry no value, as a real
+rank's trivial cell, ``pass``, ends). Prints the I/O thread's CPU time per cell
+(``time.thread_time``) and the part of it in ``Store.append``, medians over the cells after the
+first. No relay or rank process runs, so this is the kernel's share alone, steadier than
+``bench_scale.py`` on a shared machine.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ sys.path.insert(0, str(HERE))
 from common import use_checkout  # noqa: E402
 
 
-def reduction(run: str, ranks: range, seq: int) -> dict[str, Any]:
-    done = {"type": "done", "run_id": run, "status": "ok", "value": "x"}
+def reduction(run: str, ranks: range, seq: int, value: bool = True) -> dict[str, Any]:
+    done = {"type": "done", "run_id": run, "status": "ok", **({"value": "x"} if value else {})}
     return {
         "type": "dones", "run_id": run, "done": len(ranks), "of": len(ranks),
         "statuses": {"ok": len(ranks)}, "errors": 0, "slowest_rank": ranks[0],
@@ -42,6 +43,7 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, default=1000)
     parser.add_argument("--nodes", type=int, default=4)
     parser.add_argument("--cells", type=int, default=15)
+    parser.add_argument("--no-value", action="store_true", help="ends without a value")
     args = parser.parse_args()
     use_checkout()
     import zmq
@@ -75,13 +77,16 @@ def main() -> None:
     try:
         for cell in range(1, args.cells + 1):
             run = f"run-{cell}"
-            store.create_run(RunRecord(run, "local", n, list(range(n))))
+            coords = {r: {"host": i.host, "pid": i.pid} for r, i in info.items()}  # (as a cell's)
+            store.create_run(RunRecord(run, "local", n, list(range(n))), coords)
             router.ranks.begin(run)
             router.cell.awaited = set(range(n))
             messages = []
             for i in range(nodes):
                 frames = signers[i].pack(
-                    reduction(run, range(i * n // nodes, (i + 1) * n // nodes), cell)
+                    reduction(
+                        run, range(i * n // nodes, (i + 1) * n // nodes), cell, not args.no_value
+                    )
                 )
                 messages.append(
                     [zmq.Frame(f"relay{i}".encode()), *(zmq.Frame(bytes(f)) for f in frames)]
@@ -102,10 +107,11 @@ def main() -> None:
         router._ctx.term()
         store.close()
         folder.cleanup()
-    print("| ranks | relays | I/O thread CPU per cell's ends | of which Store.append |")
-    print("|---|---|---|---|")
+    print("| ranks | relays | values | I/O thread CPU per cell's ends | of which Store.append |")
+    print("|---|---|---|---|---|")
     total, stored = statistics.median(spent[1:]), statistics.median(appended[1:])
-    print(f"| {n:,} | {nodes} | {total * 1e3:.1f} ms | {stored * 1e3:.1f} ms |")
+    value = "none" if args.no_value else "one per rank"
+    print(f"| {n:,} | {nodes} | {value} | {total * 1e3:.1f} ms | {stored * 1e3:.1f} ms |")
 
 
 if __name__ == "__main__":

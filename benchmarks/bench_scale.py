@@ -10,7 +10,9 @@ with ``Done``). Per rank count it prints:
 - **connect + hello**: from the first helper beginning to connect (its imports done, so "after
   the processes exist") to the kernel having every rank's hello (``wait_ready`` returning);
 - **kernel CPU per trivial cell**: user + system time of the whole kernel process (every
-  thread: the router's, ZeroMQ's) per ``pass`` cell, median and p90 over ``--cells`` cells;
+  thread: the router's, ZeroMQ's) per trivial cell (``--code``: ``pass``, which the fake ranks
+  answer with a value each, or ``None``, which they answer without one, as a real rank answers
+  ``pass``), median and p90 over ``--cells`` cells;
 - **trivial cell wall time** (median), which here shares 2 cores with the helpers: a shape only;
 - **kernel descriptors** with the cluster up (``/proc/self/fd``).
 
@@ -19,7 +21,7 @@ with ``Done``). Per rank count it prints:
 ``python -m jupyter_distributed.cluster.relay``, between the fake ranks and the kernel; the
 ranks' ends of a cell come as one reduction per relay). Usage: ``PYTHONPATH=python python
 benchmarks/bench_scale.py [--ranks 100 300 1000] [--cells 30] [--helpers 4] [--nodes 4]
-[--mode star relay]``.
+[--mode star relay] [--code pass]``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ sys.path.insert(0, str(HERE))
 from common import bench_shell, median, pct, use_checkout  # noqa: E402
 
 MODES = ("star", "relay")
+CODE = ["pass"]  # the trivial cell (--code)
 
 
 class FakeRanks:
@@ -139,7 +142,7 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
         ready.append(time.time())
 
     process.wait_ready = timed_wait  # type: ignore[assignment]
-    line = f"%%distributed {shape} --oversubscribe --quiet\npass"
+    line = f"%%distributed {shape} --oversubscribe --quiet\n{CODE[0]}"
     try:
         if not ip.run_cell(line).success:
             raise RuntimeError(f"{n} fake ranks did not start")
@@ -172,15 +175,17 @@ def main() -> None:
     parser.add_argument("--helpers", type=int, default=4)
     parser.add_argument("--mode", choices=MODES, nargs="+", default=list(MODES))
     parser.add_argument("--nodes", type=int, default=4, help="relays in --mode relay")
+    parser.add_argument("--code", choices=("pass", "None"), default="pass")
     args = parser.parse_args()
+    CODE[0] = args.code
     use_checkout()
     FakeRanks.nodes = args.nodes
     FakeRanks.helpers = args.helpers
     ip, tmp = bench_shell("jd-bench-scale-")
     print(
         f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, {args.helpers} helper processes "
-        f"of fake ranks, {args.cells} trivial cells per row; kernel descriptors before any "
-        f"cluster: {descriptors()}"
+        f"of fake ranks, {args.cells} trivial cells ({args.code!r}) per row; kernel "
+        f"descriptors before any cluster: {descriptors()}"
     )
     modes: dict[str, Callable[[Any, int, int, Path], dict[str, str]]]
     modes = {"star": star, "relay": relay}

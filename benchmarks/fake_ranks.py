@@ -6,8 +6,9 @@ like ``worker/__main__.py``: a ZeroMQ DEALER to the kernel's control channel (si
 it sends ``Stage("setup")``), and its cell socket (signed as ``cN``: the Unix socket of
 ``protocol/packets.py`` where the kernel gives one, else a second DEALER) on which it says
 ``Hello`` and answers each ``Execute`` with ``Done(ok)`` at once, ``after`` its last control
-message, its value ``"RANK: CODE (N pushed bytes)"`` (what reached it, for the tests). Where
-the cluster has node relays (``bench_scale.py --mode relay``), both connections go to the
+message, its value ``"RANK: CODE (N pushed bytes)"`` (what reached it, for the tests); a cell
+``None`` has no value (as a trivial cell), nor has ``fail R``, in which rank R ends in an error.
+Where the cluster has node relays (``bench_scale.py --mode relay``), both connections go to the
 rank's node's relay, as a real rank's do. Nothing runs a cell; everything the kernel reads is
 signed and framed by the project's own protocol code. Writes the time it began to connect to
 ``FIRST.start`` in ``$FAKE_DIR``.
@@ -25,6 +26,7 @@ from typing import Any
 
 import zmq
 
+from jupyter_distributed.errors import RankFailure
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.protocol.commands import Execute, Shutdown
 from jupyter_distributed.protocol.messages import parse
@@ -91,11 +93,22 @@ class FakeRank:
             message = parse(header)
         except BadMessage:
             return True
-        if isinstance(message, Execute):  # its value says what reached it (for the tests)
-            pushed = sum(len(memoryview(b)) for b in buffers)
-            value = f"{self.rank}: {message.code} ({pushed} pushed bytes)"
-            self.send_cell(Done(message.run_id, "ok", value=value))
+        if isinstance(message, Execute):
+            self.send_cell(self.answer(message, buffers))
         return not isinstance(message, Shutdown)
+
+    def answer(self, message: Execute, buffers: list[Any]) -> Done:
+        """Its value says what reached it (for the tests); a cell ``None`` has no value (a
+        trivial cell), nor has ``fail R``, in which rank R fails."""
+        code = message.code.strip()
+        if code == f"fail {self.rank}":
+            failure = RankFailure(self.rank, time.time(), socket.gethostname(), os.getpid(),
+                                  "ValueError", f"rank {self.rank} failed on purpose")  # fmt: skip
+            return Done(message.run_id, "error", failure=failure.to_json())
+        if code == "None" or code.startswith("fail "):
+            return Done(message.run_id, "ok")
+        pushed = sum(len(memoryview(b)) for b in buffers)
+        return Done(message.run_id, "ok", value=f"{self.rank}: {code} ({pushed} pushed bytes)")
 
 
 def main() -> int:

@@ -35,6 +35,7 @@ from .events import (
     OutputEvent,
     OutputLines,
     RankEvent,
+    RankStates,
     Recorded,
     StacksEvent,
     Stream,
@@ -242,7 +243,10 @@ class CellView:
             return
         self._refill()
         for event in events:
-            if not isinstance(event, OutputLines):
+            if isinstance(event, RankStates):  # a relay's reduction: each rank's end, at once
+                for rank, state, _host, _pid in event.states:
+                    self.lines.ended(rank, state)
+            elif not isinstance(event, OutputLines):
                 self.on_event(event)
             elif self._live or self._waiting:  # (a line redrawn in place ends through on_event)
                 for line in event.events():

@@ -128,6 +128,27 @@ class RankEvent(JsonEvent):
     pid: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class RankStates:
+    """Rank states of one run that one relay's reduction brought (its node's ranks' ends of a
+    cell, issue 26): recorded as ONE history row and shown in one pass, instead of one
+    :class:`RankEvent` per rank. Not a kind of its own: the history gives its readers rank
+    events (each with its own seq); :meth:`events` gives them one by one."""
+
+    kind: ClassVar[str] = "rank"
+    run_id: str
+    t: float
+    states: Sequence[tuple[int, RankState, str, int | None]]  # (rank, state, host, pid)
+
+    def events(self) -> list[RankEvent]:
+        run_id, t = self.run_id, self.t
+        return [RankEvent(run_id, r, t, state, host, pid) for r, state, host, pid in self.states]
+
+    def rows(self) -> list[tuple[int, str, str, int | None]]:
+        """Each state as the history's row keeps it: (rank, state, host, pid)."""
+        return [(r, s.value, h, p) for r, s, h, p in self.states]
+
+
 @dataclass(frozen=True)
 class OutputEvent(JsonEvent):
     """One line of output (without its newline)."""
@@ -239,19 +260,26 @@ Event = RunEvent | RankEvent | OutputEvent | MetricEvent | ErrorEvent | DisplayE
 
 #: What the kernel records and shows: an event, or a message's lines of output (expanded into
 #: :class:`OutputEvent`\ s where one line at a time is needed).
-Recorded = Event | OutputLines
+Recorded = Event | OutputLines | RankStates
 
 
 def count(events: Iterable[Recorded]) -> int:
     """How many events ``events`` hold (each line of an :class:`OutputLines` is one)."""
-    return sum(len(e.lines) if isinstance(e, OutputLines) else 1 for e in events)
+    return sum(
+        len(e.lines)
+        if isinstance(e, OutputLines)
+        else len(e.states)
+        if isinstance(e, RankStates)
+        else 1
+        for e in events
+    )
 
 
 def each(events: Iterable[Recorded]) -> list[Event]:
     """``events`` one at a time: an :class:`OutputLines`' lines as :class:`OutputEvent`\\ s."""
     out: list[Event] = []
     for event in events:
-        if isinstance(event, OutputLines):
+        if isinstance(event, OutputLines | RankStates):
             out.extend(event.events())
         else:
             out.append(event)

@@ -18,8 +18,10 @@ from typing import Any
 import pytest
 
 import jupyter_distributed.backends.local.backend as local
+from jupyter_distributed import textviews
 from jupyter_distributed.backends.local.options import LocalOptions
 from jupyter_distributed.display import CellView
+from jupyter_distributed.errors import RunFailed
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
@@ -100,3 +102,60 @@ def test_a_push_reaches_every_rank_it_is_sent_to(session: Session, topology: str
     sizes = {v.rsplit("(", 1)[1] for v in values.values()}
     assert len(sizes) == 1  # the same pickled bytes everywhere
     assert int(sizes.pop().split()[0]) >= 10_000
+
+
+def recorded(session: Session, run_id: str) -> tuple[int, dict[int, list[str]]]:
+    """The history's rows of a run, and each rank's states as its readers get them back (the
+    live stream the panel follows: one rank event per state, in order)."""
+    store = session.store
+    sql = "SELECT COUNT(*) FROM events WHERE run=(SELECT key FROM run_keys WHERE id=?)"
+    ((rows,),) = store._query(sql, (run_id,))  # (the rows themselves: what a cell costs)
+    states: dict[int, list[str]] = {}
+    seq = 0
+    while page := store.events_after(seq, run_id):
+        for seq, event in page:  # noqa: B007 (the last one pages on)
+            if event["kind"] == "rank":
+                states.setdefault(event["rank"], []).append(event["state"])
+    return rows, states
+
+
+def test_a_trivial_cell_through_relays_is_recorded_in_rows_per_node(
+    session: Session, topology: str
+) -> None:
+    """A relay's reduction is one row per node of the history, not one or two per rank; every
+    rank's states read back as they were, and the ranks' rows (the panel's) say done."""
+    outcome = run(session, topology, "None")
+    assert outcome.state.value == "completed" and not outcome.values
+    (last,) = session.store.runs(limit=1)
+    rows, states = recorded(session, last.id)
+    assert states == {r: ["running", "done"] for r in range(N)}
+    assert {r.state for r in session.store.ranks(last.id)} == {"done"}
+    if topology == "relays":  # a node's reduction may come in parts: within 4 per node
+        assert rows <= 4 * NODES + 4
+    else:
+        assert rows >= 2 * N
+
+
+def test_one_failing_rank_among_a_thousand_is_its_own(session: Session, topology: str) -> None:
+    """Rank 637 fails: its failure is its own event (rank, host, cause), it alone is failed in
+    the panel's rows and in the history's states, and ``%distributed runs`` says the run
+    failed; the 999 others are done, recorded compactly through relays."""
+    with pytest.raises(RunFailed) as failed:
+        run(session, topology, "fail 637")
+    assert [(f.rank, f.ename, f.evalue) for f in failed.value.failures] == [
+        (637, "ValueError", "rank 637 failed on purpose")
+    ]
+    (last,) = session.store.runs(limit=1)
+    assert last.id == failed.value.run_id
+    rows, states = recorded(session, last.id)
+    assert states[637][-1] == "failed"
+    assert all(states[r] == ["running", "done"] for r in range(N) if r != 637)
+    ranks = {r.rank: r.state for r in session.store.ranks(last.id)}
+    assert ranks == {r: "failed" if r == 637 else "done" for r in range(N)}
+    errors = [e for _, e in session.store.events_after(0, last.id, 10_000) if e["kind"] == "error"]
+    assert [(e["failure"]["rank"], e["failure"]["ename"]) for e in errors] == [(637, "ValueError")]
+    assert errors[0]["failure"]["host"]  # named with its host
+    assert last.state.value == "failed"
+    assert "failed" in textviews.runs(session.store, 1).splitlines()[1]
+    if topology == "relays":
+        assert rows <= 4 * NODES + 10

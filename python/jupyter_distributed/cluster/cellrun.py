@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from ..events import ErrorEvent, MetricEvent, RankEvent, Recorded, RunEvent, RunState
+from ..events import ErrorEvent, MetricEvent, RankEvent, RankStates, Recorded, RunEvent, RunState
 from ..interface import RunWriter
 from .inbox import Exited, Finished, Item, SetupFailed, Show
 
@@ -73,7 +73,9 @@ class CellRun:
         """Hold back a batch of quiet replies (rank states, samples; no output, no failure)
         while other ranks of the cell have not answered, for at most :data:`HOLD` seconds:
         it is then recorded with theirs. Returns how long until it is due (None: not held)."""
-        if not self.awaited or not all(isinstance(e, RankEvent | MetricEvent) for e in events):
+        if not self.awaited or not all(
+            isinstance(e, RankEvent | RankStates | MetricEvent) for e in events
+        ):
             return None
         if not all(isinstance(i, Show | Finished) for i in items):
             return None

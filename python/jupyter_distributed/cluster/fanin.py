@@ -13,7 +13,9 @@ Trust: a relay holds the cluster's key and is trusted as a rank is, for its own 
 only. The kernel (:func:`expand`) refuses a reduction that speaks for a rank of another node,
 and each rank's counter is checked as if its ``Done`` had come directly (a replay is refused).
 The kernel then takes each rank's ``Done`` as it would have taken it from the rank, in the
-order its ``after`` asks: the history and every view are the same as without relays.
+order its ``after`` asks, except that the rank states the ends give are recorded as one event
+(one history row) per reduction (:mod:`.fancompact`): the history's readers and every view get
+each rank's states back as without relays.
 """
 
 from __future__ import annotations

@@ -65,8 +65,9 @@ from .cellpeers import CellPeer, CellServer
 from .cellrun import RECORD_AFTER, CellRun
 from .decode import Ranks, decode
 from .fanbatch import relayed
-from .fanin import relay_node
-from .inbox import ChannelLost, Exited, Item, Show, StacksReply
+from .fancompact import Compacting
+from .fanin import REDUCED, relay_node
+from .inbox import ChannelLost, Exited, Finished, Item, Show, StacksReply
 from .stackboard import StackBoard
 from .throttle import Throttled
 from .transport import Transport, listen
@@ -339,14 +340,21 @@ class Router:
             raise BadMessage(f"{header['src']} on a cell socket")
         info = self.ranks.info
         parsed = relayed(header, lambda r: info[r].coords.node_rank if r in info else None)
-        for rank, src, seq, wait, message in parsed:
-            if not self._signer.vouched(src, seq):
-                self._reject(self.address, f"replayed message {src}#{seq}")
-                continue
-            cell = src[0] == "c"
-            self.reduced_ends += cell
-            self.batched += not cell
-            self._route(taken, peer, rank, cell, message, [], wait)
+        if header.get("type") == REDUCED:  # its ranks' states: one event (see .fancompact)
+            taken.compacting = Compacting()
+        try:
+            for rank, src, seq, wait, message in parsed:
+                if not self._signer.vouched(src, seq):
+                    self._reject(self.address, f"replayed message {src}#{seq}")
+                    continue
+                cell = src[0] == "c"
+                self.reduced_ends += cell
+                self.batched += not cell
+                self._route(taken, peer, rank, cell, message, [], wait)
+        finally:
+            if taken.compacting is not None:
+                taken.shown = taken.compacting.close(taken.events, taken.items, taken.shown)
+                taken.compacting = None
 
     def _route(
         self,
@@ -397,8 +405,11 @@ class Router:
         """Decode a verified message of ``rank`` into the batch's events and items."""
         decoded = decode(self.ranks, rank, message, buffers)
         events, items = taken.events, taken.items
-        events.extend(decoded.events)
         self.cell.took(decoded.events, decoded.item)
+        if taken.compacting is not None and isinstance(decoded.item, Finished):
+            taken.compacting.took(events, decoded.events, decoded.item)
+            return
+        events.extend(decoded.events)
         if isinstance(decoded.item, StacksReply):
             self.board.put(decoded.item)
         elif decoded.item is not None:  # in order: the events before it are shown first
@@ -426,3 +437,4 @@ class _Taken:
     items: list[Item] = field(default_factory=list)
     shown: int = 0  # events[shown:] are not in an item yet
     lost: str = ""
+    compacting: Compacting | None = None  # while a relay's reduction is taken

@@ -90,6 +90,8 @@ def expand(
     datas: list[Any] = _json(row.data) or [] if row.data else []
     if row.data and len(datas) != len(seqs):
         return []  # a damaged group of metric samples
+    if row.rank is None and kind == "rank":  # rank states of several ranks (eventrows.States)
+        return [_state(seqs[i], row.run, times[i], datas[i]) for i in chosen]
     return [
         Stored(
             seqs[i],
@@ -103,6 +105,17 @@ def expand(
         )
         for i in chosen
     ]
+
+
+def _state(seq: int, run: int, t: float, state: Any) -> Stored:
+    """One state of an ``eventrows.States`` row, ``[rank, state, host, pid]``, as its rank
+    event's JSON would be read back (its ``run_id`` left to the reader, who knows the run)."""
+    try:
+        rank, value, host, pid = state
+        data = {"kind": "rank", "rank": rank, "t": t, "state": value, "host": host, "pid": pid}
+    except (TypeError, ValueError):  # a damaged state: read as an event of no rank
+        rank, data = None, None
+    return Stored(seq, run, "rank", rank if isinstance(rank, int) else None, t, "", "", data)
 
 
 def _json(text: str | None) -> Any:

@@ -81,20 +81,41 @@ class Lines(NamedTuple):
     lines: Sequence[tuple[float, str]]
 
 
-def append(db: sqlite3.Connection, items: Iterable[Item | Lines], keys: Keys | None = None) -> None:
+class States(NamedTuple):
+    """Rank states of one run at one time, as one relay's reduction brought them (a node's
+    ranks' ends of a cell): ONE row of kind ``rank`` whatever their number (up to SPAN), one
+    seq each. Its ``rank`` is NULL, ``data`` the JSON list of each state as ``[rank, state,
+    host, pid]`` and ``gaps`` zeros (consecutive seqs, one time); readers make each state's
+    :class:`~..events.RankEvent` of it (see ``eventmerge.expand``)."""
+
+    run_id: str
+    t: float
+    events: Sequence[tuple[int, str, str, int | None]]  # (rank, state, host, pid)
+
+
+Written = Item | Lines | States
+
+
+def append(db: sqlite3.Connection, items: Iterable[Written], keys: Keys | None = None) -> None:
     """Write ``items`` with the seqs after the last one; ``db`` is in a write transaction."""
     top = db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
     write(db, _numbered(top + 1, items), keys)
 
 
-def _numbered(seq: int, items: Iterable[Item | Lines]) -> Iterator[tuple[int, Item | Lines]]:
+def _numbered(seq: int, items: Iterable[Written]) -> Iterator[tuple[int, Written]]:
     for it in items:
         yield seq, it
-        seq += len(it.lines) if isinstance(it, Lines) else 1
+        seq += (
+            len(it.lines)
+            if isinstance(it, Lines)
+            else len(it.events)
+            if isinstance(it, States)
+            else 1
+        )
 
 
 def write(
-    db: sqlite3.Connection, numbered: Iterable[tuple[int, Item | Lines]], keys: Keys | None = None
+    db: sqlite3.Connection, numbered: Iterable[tuple[int, Written]], keys: Keys | None = None
 ) -> None:
     """Write items at the given (increasing) seqs, grouped into rows no wider than SPAN; the
     lines of :class:`Lines` take one seq each from theirs on. ``keys``: those known already."""
@@ -105,6 +126,9 @@ def write(
     for seq, it in numbered:
         if isinstance(it, Lines):
             start = _write_lines(db, seq, it, start, groups, rows, codes)
+            continue
+        if isinstance(it, States):
+            start = _write_states(db, seq, it, start, groups, rows, codes)
             continue
         if seq - start >= SPAN:
             _flush(db, groups, rows, codes)
@@ -156,6 +180,35 @@ def _write_lines(
         else:
             groups[key] = _Group(seq + i, line)
         i += 1
+    return start
+
+
+def _write_states(
+    db: sqlite3.Connection,
+    seq: int,
+    it: States,
+    start: int,
+    groups: dict[Any, _Group],
+    rows: list[tuple[Any, ...]],
+    codes: _Codes,
+) -> int:
+    """:func:`write`'s work for ``it``: one row per SPAN of its states (one in practice).
+    Returns where the current span starts."""
+    run, kind = codes.run(it.run_id), codes.code("rank")
+    for i in range(0, len(it.events), SPAN):
+        part = it.events[i : i + SPAN]
+        first, last = seq + i, seq + i + len(part) - 1
+        if last - start >= SPAN:
+            _flush(db, groups, rows, codes)
+            start = first
+        if len(part) == 1:  # as one RankEvent's row
+            (rank, state, host, pid), t = part[0], it.t
+            one = {"kind": "rank", "run_id": it.run_id, "rank": rank, "t": t, "state": state,
+                   "host": host, "pid": pid}  # fmt: skip
+            rows.append((last, 0, run, kind, rank, None, t, None, None, json.dumps(one)))
+            continue
+        gaps, data = bytes(2 * (len(part) - 1)), json.dumps(part)
+        rows.append((last, last - first, run, kind, None, None, it.t, gaps, None, data))
     return start
 
 

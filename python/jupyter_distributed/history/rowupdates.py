@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ..events import ErrorEvent, Event, RankEvent, RunEvent
+from ..events import ErrorEvent, Event, RankEvent, RankStates, RunEvent
 
 _RUN = "UPDATE runs SET state=?, ended=COALESCE(?, ended), message=? WHERE id=?"
 _RANK = (
@@ -21,20 +21,35 @@ _RANK = (
     " pid=COALESCE(?, pid) WHERE run_id=? AND rank=?"
 )
 _FAILED = "UPDATE ranks SET state='failed', updated=? WHERE run_id=? AND rank=?"
+#: A run of ranks' rows whose host and pid are known (see RowUpdates._states).
+_RANGE = (
+    "UPDATE ranks SET state=?, updated=? WHERE run_id=? AND rank BETWEEN ? AND ?"
+    " AND host=? AND pid IS NOT NULL"
+)
+RANGE_MIN = 8  # the fewest ranks set by one range statement
 
 
 class RowUpdates:
     def __init__(self, events: Sequence[object]) -> None:
-        self._last = {(e.run_id, e.rank): e for e in events if isinstance(e, RankEvent)}
+        # each rank's last state in the batch: (what set it, its host, its pid)
+        self._last: dict[tuple[str, int], tuple[object, str, int | None]] = {}
+        for e in events:
+            if isinstance(e, RankEvent):
+                self._last[e.run_id, e.rank] = (e, e.host, e.pid)
+            elif isinstance(e, RankStates):  # (each state: its own tuple)
+                self._last.update(((e.run_id, s[0]), (s, s[2], s[3])) for s in e.states)
         self._ops: list[tuple[str, list[tuple[Any, ...]]]] = []
 
-    def add(self, ev: Event) -> None:
+    def add(self, ev: Event | RankStates) -> None:
         """Note what ``ev`` changes (nothing for most kinds)."""
+        if isinstance(ev, RankStates):
+            self._states(ev)
+            return
         if isinstance(ev, RunEvent):
             ended = ev.t if ev.state.finished else None
             self._op(_RUN, (ev.state.value, ended, ev.message, ev.run_id))
         elif isinstance(ev, RankEvent):
-            if not self._overwritten(ev):
+            if not self._overwritten(ev.run_id, ev.rank, ev, ev.host, ev.pid):
                 row = (ev.state.value, ev.t, ev.host, ev.host, ev.pid, ev.run_id, ev.rank)
                 self._op(_RANK, row)
         elif isinstance(ev, ErrorEvent):
@@ -42,7 +57,41 @@ class RowUpdates:
 
     def apply(self, db: sqlite3.Connection) -> None:
         for sql, rows in self._ops:
-            db.executemany(sql, rows)
+            if sql != _RANGE:
+                db.executemany(sql, rows)
+                continue
+            for *args, count, each in rows:  # a range's rows as one statement, where it can
+                if db.execute(_RANGE, args).rowcount != count:
+                    db.executemany(_RANK, each)
+
+    def _states(self, ev: RankStates) -> None:
+        """A reduction's states: a run of consecutive ranks ending in one state on one host
+        is one statement (a node's ranks' ends: one, not one per rank). Where a rank's row
+        lacks its pid or names another host, the range's ranks are set one by one instead. A
+        row's pid is not compared: it came from the same :class:`~..interface.RankInfo` as
+        the state's (a live rank's pid never changes: a rank started again loses the
+        cluster, and its new process is not adopted)."""
+        run_id, t = ev.run_id, ev.t
+        run: list[tuple[Any, ...]] = []
+        for state in ev.states:
+            rank, value, host, pid = state
+            if self._overwritten(run_id, rank, state, host, pid):
+                continue
+            row = (value.value, t, host, host, pid, run_id, rank)
+            if run and (rank != run[-1][6] + 1 or row[:3] != run[-1][:3] or pid is None):
+                self._range(run)
+                run = []
+            run.append(row)
+        if run:
+            self._range(run)
+
+    def _range(self, rows: list[tuple[Any, ...]]) -> None:
+        if len(rows) < RANGE_MIN:
+            for row in rows:
+                self._op(_RANK, row)
+            return
+        value, t, host, _, _, run_id, first = rows[0]
+        self._op(_RANGE, (value, t, run_id, first, rows[-1][6], host, len(rows), rows))
 
     def _op(self, sql: str, row: tuple[Any, ...]) -> None:
         if self._ops and self._ops[-1][0] == sql:
@@ -50,8 +99,8 @@ class RowUpdates:
         else:
             self._ops.append((sql, [row]))
 
-    def _overwritten(self, ev: RankEvent) -> bool:
-        """Whether the batch's last state of ``ev``'s rank leaves its row as if ``ev`` had been
-        applied before it (same host and pid: every column ``ev`` sets is set again)."""
-        final = self._last[ev.run_id, ev.rank]
-        return final is not ev and final.host == ev.host and final.pid == ev.pid
+    def _overwritten(self, run_id: str, rank: int, ev: object, host: str, pid: int | None) -> bool:
+        """Whether the batch's last state of ``rank`` leaves its row as if ``ev`` (setting
+        ``host`` and ``pid``) had been applied before it: every column ``ev`` sets is set again."""
+        final, final_host, final_pid = self._last[run_id, rank]
+        return final is not ev and final_host == host and final_pid == pid

@@ -23,6 +23,7 @@ from ..events import (
     MetricEvent,
     OutputEvent,
     OutputLines,
+    RankStates,
     Recorded,
     RunEvent,
 )
@@ -272,7 +273,7 @@ class Store(Queries, Coordination, Bounds):
         :class:`~.events.OutputLines` is one). With ``run`` (a record and its ranks'
         coordinates, as for :meth:`create_run`) the run is created first, in the same
         transaction."""
-        items: list[eventrows.Item | eventrows.Lines] = []
+        items: list[eventrows.Written] = []
         beats: dict[tuple[str, int], float] = {}
         events = list(events)
         updates = RowUpdates(events)
@@ -284,6 +285,11 @@ class Store(Queries, Coordination, Bounds):
                 if isinstance(ev, OutputLines):  # a flood's bulk: straight into rows
                     items.append(eventrows.Lines(ev.run_id, ev.rank, ev.stream.value, ev.lines))
                     count += len(ev.lines)
+                    continue
+                if isinstance(ev, RankStates):  # a relay's reduction: one row
+                    items.append(eventrows.States(ev.run_id, ev.t, ev.rows()))
+                    count += len(ev.states)
+                    updates.add(ev)
                     continue
                 count += 1
                 items.append(eventrows.item(ev))

@@ -1,0 +1,49 @@
+"""A relay's reduction recorded and shown as one event (issue 26: expand on read, not on write).
+
+A reduction (:mod:`.fanin`) brings the ends of a cell on one node's ranks. Each rank's ``Done``
+is still verified, ordered and decoded as if it had come directly (its counter, its ``after``,
+its value, any failure: an error is its own event, named with its rank, host and cause), but
+the rank states the ends give (``running`` where the rank had not said so, then ``done``) are
+gathered into ONE :class:`~..events.RankStates`, which the history keeps as one row and the
+cell's view takes in one pass; the ranks' ``Finished`` items follow it. Readers of the history
+(the live stream, ``%distributed runs``, the panel) get each rank's events back from that row,
+in the same order; the ``ranks`` table's rows are updated as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..events import RankEvent, RankState, RankStates, Recorded
+from .inbox import Item, Show
+
+
+@dataclass
+class Compacting:
+    """What the ranks' ends in one reduction gave, while it is taken."""
+
+    states: dict[str, list[tuple[int, RankState, str, int | None]]] = field(default_factory=dict)
+    t: float = 0.0
+    finished: list[Item] = field(default_factory=list)
+
+    def took(self, events: list[Recorded], decoded: list[Recorded], item: Item) -> None:
+        """A rank's decoded end: its states here, its other events (a value, a failure) into
+        ``events`` as they come; its ``Finished`` held until the reduction is taken."""
+        for event in decoded:
+            if isinstance(event, RankEvent):
+                states = self.states.setdefault(event.run_id, [])
+                states.append((event.rank, event.state, event.host, event.pid))
+                self.t = max(self.t, event.t)
+            else:
+                events.append(event)
+        self.finished.append(item)
+
+    def close(self, events: list[Recorded], items: list[Item], shown: int) -> int:
+        """The reduction is taken: its states as one event per run, the events not shown yet
+        as one :class:`Show`, then the ranks' ``Finished``. Returns the new ``shown``."""
+        events.extend(RankStates(run_id, self.t, s) for run_id, s in self.states.items())
+        if len(events) > shown:
+            items.append(Show(tuple(events[shown:])))
+            shown = len(events)
+        items.extend(self.finished)
+        return shown

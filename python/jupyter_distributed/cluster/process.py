@@ -121,7 +121,7 @@ class ProcessCluster(Cluster):
         try:
             self.processes = start({BOOTSTRAP_ENV: json.dumps(boot)})
             for fd in getattr(self.processes, "sentinels", list)():
-                self.router.watch(fd, self._watch)
+                self.router.watch(fd, self._watch_now)
             wait_ready(self.inbox, self.info, self.processes, self.stacks, view, self.start_timeout)
         except BaseException:
             self.stop()
@@ -230,6 +230,10 @@ class ProcessCluster(Cluster):
         if now - self._last_control >= CONTROL_POLL:
             self._last_control = now
             self._take_controls()
+
+    def _watch_now(self) -> None:
+        """A process ended: look at this round's tick, once however many ended at once."""
+        self._last_watch = 0.0
 
     def _take_controls(self) -> None:
         """Act on cancel/stop requests the server extension queued in the store."""

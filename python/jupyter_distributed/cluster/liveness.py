@@ -8,6 +8,7 @@ I/O thread applies them and decides what to record and when the cluster is lost.
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
@@ -87,3 +88,22 @@ def exit_failures(
         if known is not None:
             known.state = "exited" if code == 0 else "failed"
     return out
+
+
+LEAVE_CAP = 10.0  # seconds, at most, that a stop waits for ranks told to leave
+
+
+def wait_leaving(processes: Processes, info: dict[int, RankInfo], grace: float) -> None:
+    """Wait while the ranks told to stop leave on their own (their ``atexit`` work runs), until
+    ``grace`` seconds pass with none of them ending, or ``LEAVE_CAP`` seconds in all: hundreds of
+    ranks leaving at once on a few cores are still leaving after ``grace``, while one whose
+    ``atexit`` work hangs holds the stop only ``grace`` seconds after the last one that left.
+    The cluster's I/O thread marks the ranks that ended (``exited`` or ``failed``)."""
+    start = now = time.monotonic()
+    deadline, gone = now + grace, -1
+    while now < min(deadline, start + LEAVE_CAP) and processes.running():
+        ended = sum(i.state in ("exited", "failed") for i in info.values())
+        if ended != gone:
+            gone, deadline = ended, now + grace
+        time.sleep(0.01)
+        now = time.monotonic()

@@ -37,7 +37,7 @@ from .fdlimit import make_room
 from .hang import diagnose
 from .hangflight import ranks_text
 from .inbox import CancelRequested, Exited, Item
-from .liveness import StartProcesses, exit_failures, silent_ranks
+from .liveness import StartProcesses, exit_failures, silent_ranks, wait_leaving
 from .relays import node_local_addresses, relay_addresses, relay_failure
 from .router import Router
 from .stackboard import collect
@@ -121,7 +121,7 @@ class ProcessCluster(Cluster):
         try:
             self.processes = start({BOOTSTRAP_ENV: json.dumps(boot)})
             for fd in getattr(self.processes, "sentinels", list)():
-                self.router.watch(fd, self._watch)
+                self.router.watch(fd, self._watch_now)
             wait_ready(self.inbox, self.info, self.processes, self.stacks, view, self.start_timeout)
         except BaseException:
             self.stop()
@@ -209,9 +209,8 @@ class ProcessCluster(Cluster):
             idle = [r for r, i in self.info.items() if i.state == "idle"]
             busy = [r for r, i in self.info.items() if i.state in ("running", "starting")]
             self.send(idle, Shutdown())
-            deadline = time.monotonic() + (0 if busy else grace)
-            while self.processes.running() and time.monotonic() < deadline:
-                time.sleep(0.01)
+            if not busy:  # (a busy rank is terminated at once, as is everyone with it)
+                wait_leaving(self.processes, self.info, grace)
             self.processes.terminate(grace)
         self._stopping.set()
         self.router.close()
@@ -231,6 +230,10 @@ class ProcessCluster(Cluster):
         if now - self._last_control >= CONTROL_POLL:
             self._last_control = now
             self._take_controls()
+
+    def _watch_now(self) -> None:
+        """A process ended: look at this round's tick, once however many ended at once."""
+        self._last_watch = 0.0
 
     def _take_controls(self) -> None:
         """Act on cancel/stop requests the server extension queued in the store."""

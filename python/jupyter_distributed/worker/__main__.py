@@ -23,6 +23,7 @@ from .channel import Channel
 from .debugger import Asker, Debugger
 from .descriptors import make_room
 from .guard import end_descendants, guard_group
+from .leave import leave
 from .mpi import MpiSetupError, setup_comm
 from .report import ChannelReporter
 from .runtime import RankEnv, Runtime
@@ -175,7 +176,7 @@ def main() -> int:
     capture.sync()
     cell.close()
     channel.close()
-    return 0
+    leave(0, runtime.namespace)  # (the user's atexit work runs; the modules' teardown does not)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,100 @@
+"""``%distributed stop`` on idle ranks: each rank leaves quickly (no teardown of every module),
+but what a user relies on at exit still happens, spawned or forked from the fork server: its
+``atexit`` handlers run, a file a cell left open is flushed, the cell's last line is recorded,
+and no process (rank, guardian, zombie) is left."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .core_helpers import shell  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.timeout(180)
+
+CELL = """\
+import atexit, os, sys
+here = {folder!r}
+def farewell():
+    with open(os.path.join(here, f"atexit-{{rank}}"), "w") as f:
+        f.write(str(os.getpid()))
+atexit.register(farewell)
+unclosed = open(os.path.join(here, f"unclosed-{{rank}}"), "w")
+unclosed.write("buffered, never closed")
+kin = [os.getpid()] + [int(c) for t in os.listdir("/proc/self/task")
+    for c in open(f"/proc/self/task/{{t}}/children").read().split()]
+sys.stdout.write(f"last words of {{rank}}")
+"""
+
+STRATEGIES = [
+    pytest.param("none", id="spawned"),
+    pytest.param(
+        "ddp",
+        id="forked",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("torch") is None, reason="the fork server needs torch"
+        ),
+    ),
+]
+
+
+def left(pids: set[int], within: float = 15.0) -> set[int]:
+    """Of ``pids``, those still in the process table (a zombie counts) after ``within`` s."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
+        time.sleep(0.02)
+    return {p for p in pids if Path(f"/proc/{p}").exists()}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_stopped_ranks_run_their_atexit_work_and_leave_nothing(
+    shell: Any,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    strategy: str,
+) -> None:
+    cell = CELL.format(folder=str(tmp_path))
+    result = shell.run_cell(f"%%distributed -n 3 --strategy {strategy} --pull kin\n{cell}")
+    assert result.error_in_exec is None, result.error_in_exec
+    kin = {pid for family in shell.user_ns["kin"] for pid in family}
+    assert len(kin) >= 3  # each rank (and its guardian, where it has one)
+
+    shell.run_line_magic("distributed", "stop")
+
+    for rank in range(3):
+        assert (tmp_path / f"atexit-{rank}").exists(), f"rank {rank}'s atexit handler did not run"
+        text = (tmp_path / f"unclosed-{rank}").read_text()
+        assert text == "buffered, never closed", f"rank {rank}'s open file was not flushed"
+    store = shell.user_ns["_jd_session"].store
+    run = store.runs(limit=1)[0]
+    lines = {(line.rank, line.text) for line in store.logs(run.id)}
+    assert lines >= {(r, f"last words of {r}") for r in range(3)}
+    assert not left(kin), "a rank, its guardian or a zombie is left after stop"
+
+
+CHAIN = """\
+import atexit, os, time
+here = {folder!r}
+def farewell():  # each rank's atexit work ends half a second after the rank before it's
+    if rank:
+        while not os.path.exists(os.path.join(here, f"atexit-{{rank - 1}}")):
+            time.sleep(0.01)
+        time.sleep(0.5)
+    open(os.path.join(here, f"atexit-{{rank}}"), "w").close()
+atexit.register(farewell)
+"""
+
+
+def test_a_stop_waits_while_ranks_are_still_leaving(shell: Any, tmp_path: Path) -> None:  # noqa: F811
+    """Ranks that leave one after another, each within the stop's grace (1 s) of the one before
+    but the last well after it (as hundreds do on a few cores), all finish their atexit work."""
+    result = shell.run_cell(f"%%distributed -n 4\n{CHAIN.format(folder=str(tmp_path))}")
+    assert result.error_in_exec is None, result.error_in_exec
+    shell.run_line_magic("distributed", "stop")
+    done = sorted(p.name for p in tmp_path.glob("atexit-*"))
+    assert done == [f"atexit-{r}" for r in range(4)], "a rank was killed while leaving"

@@ -8,6 +8,7 @@ allocator keeps more than that, which the allocator margin covers.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -60,7 +61,9 @@ def _step_of(module: Any, batch: Any, optimizer: str) -> Parts:
         out = module(batch)
         boundary = out.numel() * out.element_size()
         saved = _live(tracker) - before - boundary  # (the output is the boundary)
-        loss_of(out).backward()
+        with warnings.catch_warnings():  # the hook fires alike when its input needs no grad
+            warnings.filterwarnings("ignore", "Full backward hook is firing", UserWarning)
+            loss_of(out).backward()
         opt.step()
     peak = next(iter(tracker.get_tracker_snapshot("peak").values()))
     by = {getattr(k, "value", k): v for k, v in peak.items()}
@@ -214,16 +217,20 @@ def layout_memory(
             # one microbatch's whole step (its temporaries too), and what the others in flight
             # keep from their forwards until their backwards
             acts = part.activations + (in_flight - 1) * part.saved
-            m = _with_margin(part.params, part.grads, part.optim, acts, buffers, margin)
+            # a microbatch after the first runs its backward with the gradients of the ones
+            # before already accumulated: the traced peak of one microbatch may predate them
+            grads = part.params if microbatches > 1 else part.grads
+            m = _with_margin(part.params, max(part.grads, grads), part.optim, acts, buffers, margin)
             best = m if best is None or m.total > best.total else best
         assert best is not None  # noqa: S101 (a layout has at least one stage)
         return best
     (whole,) = stages
     if strategy == "fsdp" and dp > 1:
         return fsdp_memory(whole, layer_params, parameters, dp, optimizer_states, margin)
-    # DDP: the reducer's gradient buckets and, on rank 0, the coalesced broadcast of the
-    # parameters at wrap time, each the size of the parameters (measured on CPU)
-    buckets = 2 * whole.params if strategy == "ddp" and dp > 1 else 0
+    # DDP: the reducer's gradient buckets, the size of the parameters (measured on gloo ranks
+    # with the allocator's own count; the second copy counted before, rank 0's broadcast at
+    # wrap time, was a free on gloo's thread that the profiler missed)
+    buckets = whole.params if strategy == "ddp" and dp > 1 else 0
     return _with_margin(whole.params, whole.grads, whole.optim, whole.activations, buckets, margin)
 
 

@@ -256,3 +256,18 @@ def test_fsdp_does_not_count_the_head_gathered_while_the_loss_runs_backward() ->
     got = fsdp_memory(whole, (), 0, 4, 2, 0.0)
     shard = -(-whole.params // 4)
     assert got.total == shard + 2 * shard + whole.activations + -(-head // 4)
+
+
+def test_ddp_and_pipeline_memory_count_what_gloo_ranks_hold() -> None:
+    """Measured with the allocator's own count: DDP holds one parameter-sized set of buckets
+    (not two), and a pipeline stage with 2 microbatches runs the second one's backward with the
+    first one's gradients already accumulated, so its whole gradient is counted."""
+    from jupyter_distributed.advise.memory import layout_memory, trace
+
+    (whole,) = trace(_logits, 8, 32, "adamw", 1)
+    ddp = layout_memory((whole,), (), 0, "ddp", 2, 1, False, 0.0)
+    assert ddp.buffers == whole.params
+    stages = trace(_logits, 2, 32, "adamw", 2)
+    assert stages[1].grads < stages[1].params  # one microbatch's peak predates its gradient
+    pipe = layout_memory(stages, (), 0, "model-parallel", 1, 2, True, 0.0)
+    assert pipe.grads == pipe.params

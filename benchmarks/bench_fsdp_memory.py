@@ -1,12 +1,15 @@
-"""FSDP's predicted memory per rank against gloo ranks, run after run, and what is live at the
-peak (issue 25). The same models as ``bench_advise.py``; each run is a fresh group of local
-gloo processes that builds the model, ``shard_model`` s it (FSDP2), and runs 2 AdamW steps
-under torch's profiler, as ``%distributed advise --verify`` measures.
+"""The predicted memory per rank of FSDP, DDP and the pipeline (GPipe, 1F1B) against gloo
+ranks, run after run, and what is live at the peak (issue 25). The same models as
+``bench_advise.py``; each run is a fresh group of local gloo processes that builds the model,
+wraps it as the layout's launch line does (``shard_model``, ``wrap_ddp`` or the ``pipeline``
+helper) and runs 2 AdamW steps under torch's profiler with the CPU allocator counting every
+thread, as ``%distributed advise --verify`` measures.
 
-Run: ``python benchmarks/bench_fsdp_memory.py [--runs 3] [--why] mlp:4:8 deep:2:8 ...``
-(``model:ranks:global_batch``). Prints the prediction, each run's peak (the largest rank's
-live tensor bytes) and the error; ``--why``: the live tensors at the largest rank's peak by
-the op that made them.
+Run: ``python benchmarks/bench_fsdp_memory.py [--runs 3] [--why] mlp:4:8 tfm:4:8:1f1b-2-4 ...``
+(``model:ranks:global_batch[:layout]``, layout ``fsdp`` (the default), ``ddp``, or
+``gpipe-P-M`` / ``1f1b-P-M``: P stages, M microbatches, the rest data parallel). Prints the
+prediction, each run's peak (the largest rank's live tensor bytes) and the error; ``--why``:
+the live tensors at the largest rank's peak by the op that made them.
 """
 
 from __future__ import annotations
@@ -51,7 +54,39 @@ def _live_at_peak(prof: Any) -> list[tuple[int, int, str]]:
     return sorted(((b, n, w) for w, (b, n) in by.items()), reverse=True)
 
 
-def _rank(rank: int, world: int, name: str, batch: int, port: int, out: Any) -> None:
+def _layout(spec: str, world: int) -> tuple[str, int, int, bool]:
+    """(strategy, stages, microbatches, 1F1B) of a scenario's layout field."""
+    if spec in ("fsdp", "ddp"):
+        return spec, 1, 1, False
+    kind, p, m = spec.split("-")
+    if kind not in ("gpipe", "1f1b") or world % int(p):
+        raise SystemExit(f"bad layout {spec!r}: fsdp, ddp, gpipe-P-M or 1f1b-P-M (P divides ranks)")
+    # the pipeline helper runs GPipe when 1F1B has fewer microbatches than stages
+    return "model-parallel", int(p), int(m), kind == "1f1b" and int(m) >= int(p)
+
+
+def _wrapped(layout: str, world: int, model: Any) -> Any:
+    """``model`` as the layout's launch line wraps it on this rank."""
+    from jupyter_distributed.layout import Layout, ModelParallel, Pipeline
+    from jupyter_distributed.modelshapes import loss_of
+    from jupyter_distributed.worker.pipeline import PipelineRunner, build_mesh
+    from jupyter_distributed.worker.torch_helpers import shard_model, wrap_ddp
+
+    strategy, pp, m, one_f_one_b = _layout(layout, world)
+    if strategy == "fsdp":
+        return shard_model(model)
+    if strategy == "ddp":
+        return wrap_ddp(model)
+    kind = Pipeline.INTERLEAVED if one_f_one_b else Pipeline.SIMPLE
+    mp = ModelParallel(partitions=pp, microbatches=m, pipeline=kind)
+    spec = Layout(procs_per_node=world, strategy="model-parallel", model_parallel=mp)
+    import torch
+
+    device = torch.device("cpu")
+    return PipelineRunner(model, build_mesh(spec, device), mp, lambda o, _t: loss_of(o), device)
+
+
+def _rank(rank: int, world: int, name: str, batch: int, layout: str, port: int, out: Any) -> None:
     import torch
     import torch.distributed as dist
     from torch.profiler import ProfilerActivity, profile
@@ -59,39 +94,40 @@ def _rank(rank: int, world: int, name: str, batch: int, port: int, out: Any) -> 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
     dist.init_process_group("gloo", rank=rank, world_size=world)
-    from jupyter_distributed.modelshapes import loss_of, sample_input
+    from jupyter_distributed.modelshapes import sample_input
     from jupyter_distributed.worker.measure import (
+        _default_step,
         every_thread_counted,
         make_optimizer,
         peak_live_bytes,
     )
-    from jupyter_distributed.worker.torch_helpers import shard_model
 
+    _, pp, _, _ = _layout(layout, world)
     with (
         every_thread_counted(),
         profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof,
     ):
         model = _models()[name]()
-        x = sample_input(model, batch // world, SEQ[name])
-        model = shard_model(model)
+        x = sample_input(model, batch // (world // pp), SEQ[name])
+        model = _wrapped(layout, world, model)
         opt = make_optimizer("adamw", model.parameters())
         for _ in range(2):
-            opt.zero_grad()
-            loss_of(model(x)).backward()
-            opt.step()
+            _default_step(model, opt, x)
     out.put((rank, peak_live_bytes(prof), _live_at_peak(prof)[:14]))
     dist.destroy_process_group()
 
 
-def predicted(name: str, world: int, batch: int) -> int:
+def predicted(name: str, world: int, batch: int, layout: str = "fsdp") -> int:
     from jupyter_distributed.advise.intake import from_factory
     from jupyter_distributed.advise.memory import layout_memory, trace
 
+    strategy, pp, m, one_f_one_b = _layout(layout, world)
     factory = _models()[name]
     info = from_factory(factory, SEQ[name])
-    (whole,) = trace(factory, batch // world, SEQ[name], "adamw", 1)
-    fsdp = layout_memory((whole,), info.layer_params, info.parameters, "fsdp", world, 1, False, 0)
-    return fsdp.total
+    dp = world // pp
+    stages = trace(factory, batch // dp // m, SEQ[name], "adamw", pp)
+    got = layout_memory(stages, info.layer_params, info.parameters, strategy, dp, m, one_f_one_b, 0)
+    return got.total
 
 
 def main() -> None:
@@ -105,14 +141,14 @@ def main() -> None:
 
     port = 29600
     for spec in args.scenarios:
-        name, ranks, batch = spec.split(":")
-        world, samples = int(ranks), int(batch)
-        pred = predicted(name, world, samples)
+        name, ranks, batch, *rest = spec.split(":")
+        world, samples, layout = int(ranks), int(batch), (rest or ["fsdp"])[0]
+        pred = predicted(name, world, samples, layout)
         got = []
         for _ in range(args.runs):
             port += 1
             queue = mp.get_context("spawn").SimpleQueue()
-            mp.spawn(_rank, args=(world, name, samples, port, queue), nprocs=world)
+            mp.spawn(_rank, args=(world, name, samples, layout, port, queue), nprocs=world)
             rows = sorted((queue.get() for _ in range(world)), key=lambda r: -r[1])
             got.append(rows[0][1])
             if args.why:
@@ -120,7 +156,7 @@ def main() -> None:
                 for size, n, where in rows[0][2]:
                     print(f"    {size:>10} {n:>4}  {where}")
         errs = " ".join(f"{pred / g - 1:+.1%}" for g in got)
-        print(f"{spec:<10} predicted {pred:>10} measured {' '.join(map(str, got))}  error {errs}")
+        print(f"{spec:<18} predicted {pred:>10} measured {' '.join(map(str, got))}  error {errs}")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ allocator keeps more than that, which the allocator margin covers.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ class Parts:
     saved: int = 0  # bytes a forward leaves live for its backward, less its output
     unit_saved: tuple[int, ...] = ()  # each top-level child's, its output included
     unit_bytes: tuple[int, ...] = ()  # each top-level child's parameter bytes (FSDP's units)
+    loss_peak: int = -1  # activations and temporaries at most before the last child's backward
 
     @property
     def total(self) -> int:
@@ -51,12 +53,17 @@ def _step_of(module: Any, batch: Any, optimizer: str) -> Parts:
     children = list(module.children())
     units = [0] * len(children)
     hooks = [_saved_by(c, units, i, tracker) for i, c in enumerate(children)]
+    loss = [-1]
+    if children:  # the loss's backward ends where the last child's backward begins
+        hooks.append(children[-1].register_full_backward_pre_hook(_peak_into(loss, tracker)).remove)
     with tracker:
         before = _live(tracker)
         out = module(batch)
         boundary = out.numel() * out.element_size()
         saved = _live(tracker) - before - boundary  # (the output is the boundary)
-        loss_of(out).backward()
+        with warnings.catch_warnings():  # the hook fires alike when its input needs no grad
+            warnings.filterwarnings("ignore", "Full backward hook is firing", UserWarning)
+            loss_of(out).backward()
         opt.step()
     peak = next(iter(tracker.get_tracker_snapshot("peak").values()))
     by = {getattr(k, "value", k): v for k, v in peak.items()}
@@ -65,7 +72,22 @@ def _step_of(module: Any, batch: Any, optimizer: str) -> Parts:
         hook()
     held = tuple(sum(t.numel() * t.element_size() for t in c.parameters()) for c in children)
     saved_units = tuple(max(0, u) for u in units)
-    return Parts(p, g, o, by["Total"] - p - g - o, boundary, max(0, saved), saved_units, held)
+    acts = by["Total"] - p - g - o
+    return Parts(p, g, o, acts, boundary, max(0, saved), saved_units, held, min(loss[0], acts))
+
+
+def _peak_into(into: list[int], tracker: Any) -> Callable[..., None]:
+    """A hook that sets ``into[0]`` to the activations and temporaries of the peak so far."""
+
+    def hook(*_: Any) -> None:
+        peak = next(iter(tracker.get_tracker_snapshot("peak").values()))
+        by = {getattr(k, "value", k): v for k, v in peak.items()}
+        into[0] = max(into[0], by["Total"] - sum(by[k] for k in _HELD))
+
+    return hook
+
+
+_HELD = ("Parameter", "Buffer", "Gradient", "Optstate")
 
 
 def _one_step(module: Any, batch: Any, opt: Any) -> None:
@@ -195,16 +217,20 @@ def layout_memory(
             # one microbatch's whole step (its temporaries too), and what the others in flight
             # keep from their forwards until their backwards
             acts = part.activations + (in_flight - 1) * part.saved
-            m = _with_margin(part.params, part.grads, part.optim, acts, buffers, margin)
+            # a microbatch after the first runs its backward with the gradients of the ones
+            # before already accumulated: the traced peak of one microbatch may predate them
+            grads = part.params if microbatches > 1 else part.grads
+            m = _with_margin(part.params, max(part.grads, grads), part.optim, acts, buffers, margin)
             best = m if best is None or m.total > best.total else best
         assert best is not None  # noqa: S101 (a layout has at least one stage)
         return best
     (whole,) = stages
     if strategy == "fsdp" and dp > 1:
         return fsdp_memory(whole, layer_params, parameters, dp, optimizer_states, margin)
-    # DDP: the reducer's gradient buckets and, on rank 0, the coalesced broadcast of the
-    # parameters at wrap time, each the size of the parameters (measured on CPU)
-    buckets = 2 * whole.params if strategy == "ddp" and dp > 1 else 0
+    # DDP: the reducer's gradient buckets, the size of the parameters (measured on gloo ranks
+    # with the allocator's own count; the second copy counted before, rank 0's broadcast at
+    # wrap time, was a free on gloo's thread that the profiler missed)
+    buckets = whole.params if strategy == "ddp" and dp > 1 else 0
     return _with_margin(whole.params, whole.grads, whole.optim, whole.activations, buckets, margin)
 
 
@@ -240,10 +266,16 @@ def fsdp_memory(
     root = max(0, whole.params - sum(units))  # the root's own parameters stay gathered
     shard = -(-whole.params // dp)
     states = optimizer_states * shard
-    # when its head's backward begins: every activation, the head gathered and its gradient
     last = units[-1] if units else 0
     acts = max(whole.activations, whole.saved)
-    backward = _with_margin(shard, 0, states, acts, root + 2 * last, margin)
+    # the loss's backward, before the head's pre-backward gathers it: no unit gathered; gloo's
+    # copy of the head's shard from the forward's last all-gather may still be live (freed on
+    # its own thread; seen in 1 of 3 runs of mlp × 2), so it is counted
+    at_loss = whole.loss_peak if whole.loss_peak >= 0 else acts
+    backward = _with_margin(shard, 0, states, at_loss, root + -(-last // dp), margin)
+    if acts > at_loss:  # the traced peak comes later: count the head gathered and its gradient
+        later = _with_margin(shard, 0, states, acts, root + 2 * last, margin)
+        backward = later if later.total > backward.total else backward
     for i, unit in enumerate(units[:-1]):  # deeper in: a reduce-scatter in flight
         after, before = units[i + 1], units[i - 1] if i > 0 else 0
         earlier = units[i + 2] if i + 2 < len(units) else 0  # gloo's copy, not yet freed

@@ -96,5 +96,6 @@ def _between(a: Parts, b: Parts, w: float) -> Parts:
         activations=at(a.activations, b.activations),
         boundary=at(a.boundary, b.boundary),
         saved=at(a.saved, b.saved),
+        loss_peak=at(a.loss_peak, b.loss_peak),
         unit_saved=tuple(at(x, y) for x, y in zip(a.unit_saved, b.unit_saved, strict=True)),
     )

@@ -201,6 +201,7 @@ export function Figure(props: IFigureProps): JSX.Element {
         // Only the points changed, inside the axes drawn: moved without a plot pass.
         const points = bound ? livePoints(shape, { data, layout }, drawnYRange(node), zoomed !== null) : null;
         if (points) {
+          node.dataset.moves = String(Number(node.dataset.moves ?? 0) + 1);
           p.animate(node, points, ANIMATE_NOW).catch(() => {
             drawn = '';
             shape = '';
@@ -208,6 +209,8 @@ export function Figure(props: IFigureProps): JSX.Element {
           return;
         }
         shape = shapeOf({ data, layout });
+        // How each figure was drawn (`bench_panel.spec.ts` reports it): plot passes and moves.
+        node.dataset.reacts = String(Number(node.dataset.reacts ?? 0) + 1);
         p.react(node, data, layout, config).then(
           () => {
             bind(p);

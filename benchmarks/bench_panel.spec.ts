@@ -62,6 +62,8 @@ interface IPhase {
   busy: Record<string, number>;
   profile: string[];
   trace: string[];
+  /** Each figure's draws: "plot passes/points moved without one". */
+  draws: string[];
 }
 
 type ProfileNode = { id: number; callFrame: { functionName: string; url: string; lineNumber: number } };
@@ -222,6 +224,12 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
       (window as unknown as { __watchLogs(on: boolean): void }).__watchLogs(false);
       return performance.now();
     });
+    // Each figure's draws so far: full plot passes (react) / points moved without one (animate).
+    const draws = await page.evaluate(() =>
+      [...document.querySelectorAll<HTMLElement>('.jp-Distributed-figure')].map(
+        n => `${n.dataset.reacts ?? 0}/${n.dataset.moves ?? 0}`
+      )
+    );
     const after = await mainThreadTimes();
     const busy = Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]));
     const profile = PROFILE ? topFunctions((await cdp.send('Profiler.stop')).profile) : [];
@@ -237,7 +245,7 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
         ...work.slice(0, 15).map(([k, ms]) => `${ms.toFixed(0).padStart(7)} ms  ${k}`)
       ];
     }
-    phases.push({ tab, from, to, busy, profile, trace });
+    phases.push({ tab, from, to, busy, profile, trace, draws });
     await page.screenshot({ path: test.info().outputPath(`bench-${tab.toLowerCase()}.png`) });
   }
   if (THROTTLE > 1) {
@@ -253,7 +261,7 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
     return { seen: [...bench.seen.values()], longTasks: bench.longTasks, frames: bench.frames };
   });
   const done = messages.find(m => 'done' in m) ?? {};
-  const rows = phases.map(({ tab, from, to, busy, profile, trace }) => {
+  const rows = phases.map(({ tab, from, to, busy, profile, trace, draws }) => {
     const tasks = result.longTasks.filter(([start]) => start >= from && start <= to);
     const atSwitch = tasks.filter(([start]) => start < from + SWITCH_MS);
     const frames = result.frames.filter(([asked]) => asked >= from && asked <= to).map(([, ms]) => ms);
@@ -275,6 +283,7 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
       frame_delay_max_ms: Math.max(0, ...frames),
       event_to_screen_p95_ms: latency.length ? percentile(latency, 95) : null,
       event_to_screen_median_ms: latency.length ? percentile(latency, 50) : null,
+      figure_draws: draws,
       profile,
       trace
     };

@@ -11,6 +11,7 @@
 import * as React from 'react';
 
 import { fileName, type IFigureTheme } from './figures';
+import { livePoints, shapeOf } from './livepoints';
 import { type IGraphDiv, type IPlotly, loadPlotly } from './plotly';
 import { RedrawGate, XLink } from './redraw';
 import { useTrans } from './translate';
@@ -43,6 +44,17 @@ const PNG_ICON = { width: 16, height: 16, path: 'M1 2h14v12H1zM3 4v8h10V4zm1 7 3
 
 /** The modebar's CSV button's icon (a sheet with rows). */
 const CSV_ICON = { width: 16, height: 16, path: 'M2 1h12v14H2zM4 4v2h8V4zm0 3v2h8V7zm0 3v2h8v-2z' };
+
+/** `Plotly.animate`'s options for points moved at once: no transition, no plot pass. */
+const ANIMATE_NOW = { transition: { duration: 0 }, frame: { duration: 0, redraw: false }, mode: 'immediate' };
+
+/** The y range plotly drew (its full layout's), or null before the first draw. */
+function drawnYRange(node: IGraphDiv): [number, number] | null {
+  const range = (node._fullLayout?.yaxis as { range?: unknown } | undefined)?.range;
+  return Array.isArray(range) && typeof range[0] === 'number' && typeof range[1] === 'number'
+    ? [range[0], range[1]]
+    : null;
+}
 
 /** The theme's colours: JupyterLab's CSS variables, plotly's defaults outside JupyterLab. */
 function themeOf(node: HTMLElement): IFigureTheme {
@@ -105,6 +117,8 @@ export function Figure(props: IFigureProps): JSX.Element {
     // What was last given to plotly: a redraw of the same figure (new lines came, no new
     // point) is skipped, since each costs plotly a full layout pass.
     let drawn = '';
+    // The shape (all but the points) of what the last `react` drew.
+    let shape = '';
     // Scrolled out of view (a tab's lower plots), a figure waits like a hidden one.
     let inView = true;
     const visible = (): boolean =>
@@ -184,6 +198,19 @@ export function Figure(props: IFigureProps): JSX.Element {
         }
         drawn = key;
         const p = plotly;
+        // Only the points changed, inside the axes drawn: moved without a plot pass.
+        const points = bound ? livePoints(shape, { data, layout }, drawnYRange(node), zoomed !== null) : null;
+        if (points) {
+          node.dataset.moves = String(Number(node.dataset.moves ?? 0) + 1);
+          p.animate(node, points, ANIMATE_NOW).catch(() => {
+            drawn = '';
+            shape = '';
+          });
+          return;
+        }
+        shape = shapeOf({ data, layout });
+        // How each figure was drawn (`bench_panel.spec.ts` reports it): plot passes and moves.
+        node.dataset.reacts = String(Number(node.dataset.reacts ?? 0) + 1);
         p.react(node, data, layout, config).then(
           () => {
             bind(p);
@@ -192,6 +219,7 @@ export function Figure(props: IFigureProps): JSX.Element {
           },
           (e: unknown) => {
             drawn = '';
+            shape = '';
             setError(trans.__('cannot draw the plot: %1', String(e)));
           }
         );

@@ -9,6 +9,8 @@
 export interface IGraphDiv extends HTMLDivElement {
   data?: unknown[];
   layout?: Record<string, unknown>;
+  /** plotly's layout as drawn (with the axes' computed ranges). */
+  _fullLayout?: { yaxis?: unknown };
   on?(event: string, handler: (event: Record<string, unknown>) => void): void;
   removeAllListeners?(event: string): void;
 }
@@ -21,6 +23,7 @@ export interface IPlotly {
     layout: Record<string, unknown>,
     config: Record<string, unknown>
   ): Promise<unknown>;
+  animate(div: HTMLElement, frame: object, options: Record<string, unknown>): Promise<unknown>;
   relayout(div: HTMLElement, update: Record<string, unknown>): Promise<unknown>;
   downloadImage(div: HTMLElement, options: Record<string, unknown>): Promise<unknown>;
   purge(div: HTMLElement): void;

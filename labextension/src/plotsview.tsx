@@ -13,6 +13,7 @@ import { LabelledInput } from './field';
 import { BAND_RANKS, figureCsv, type IPlotTrace, lineLayout, scatterData, type XScale } from './figures';
 import { Figure } from './figureview';
 import { extent, formatBytes, logAxis } from './lineplot';
+import { roundedEnd } from './livepoints';
 import { metricReady, metricTraces, metricUnit, runEnd, samplesReady, samplesTraces } from './plotdata';
 import { RankPicker } from './rankpicker';
 import { STRAGGLER_THRESHOLD, stragglers } from './rates';
@@ -139,7 +140,10 @@ export function ThroughputView(props: {
   // One link per run: its stacked plots zoom together.
   const link = React.useMemo(() => new XLink(), [live.runId]);
   const end = runEnd(live, origin);
-  const range: [number, number] | null = end === null ? null : [window > 0 ? Math.max(0, end - window) : 0, end];
+  const start = end === null ? 0 : window > 0 ? Math.max(0, end - window) : 0;
+  // The end rounded up to a step of the span: the axis changes once a step, and the new points
+  // in between are drawn without plotly's plot pass (`livepoints.ts`).
+  const range: [number, number] | null = end === null ? null : [start, roundedEnd(start, end)];
   const slow = stragglers(rankRates(live), props.stragglerThreshold ?? STRAGGLER_THRESHOLD);
   // Above BAND_RANKS ranks the plots show the band and the stragglers, and the ranks asked for.
   const picked = props.shownRanks;

@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+
+import { livePoints, roundedEnd, shapeOf } from '../../labextension/src/livepoints';
+
+const layout = { xaxis: { range: [0, 30] }, uirevision: 'keep' };
+const line = (name: string, y: number[], extra: Record<string, unknown> = {}) => ({
+  type: 'scatter',
+  name,
+  x: y.map((_, i) => i),
+  y,
+  ...extra
+});
+
+describe('live points drawn without a plot pass', () => {
+  const drawn = { data: [line('rank 0', [10, 12]), line('rank 1', [9, 11])], layout };
+
+  it('moves the new points of every trace when only the points changed, inside the drawn y range', () => {
+    const next = { data: [line('rank 0', [10, 12, 13]), line('rank 1', [9, 11, 12])], layout };
+    expect(livePoints(shapeOf(drawn), next, [0, 20], false)).toEqual({
+      data: [
+        { x: [0, 1, 2], y: [10, 12, 13] },
+        { x: [0, 1, 2], y: [9, 11, 12] }
+      ],
+      traces: [0, 1]
+    });
+  });
+
+  it('needs a full redraw when a point leaves the drawn y range', () => {
+    const next = { data: [line('rank 0', [10, 12, 25]), line('rank 1', [9, 11, 12])], layout };
+    expect(livePoints(shapeOf(drawn), next, [0, 20], false)).toBeNull();
+  });
+
+  it('needs a full redraw when the x range, a trace or its style changed', () => {
+    const wider = { data: drawn.data, layout: { ...layout, xaxis: { range: [0, 40] } } };
+    const added = { data: [...drawn.data, line('rank 2', [1, 2])], layout };
+    const styled = { data: [line('rank 0', [10, 12], { mode: 'lines+markers' }), drawn.data[1]], layout };
+    for (const next of [wider, added, styled]) {
+      expect(livePoints(shapeOf(drawn), next, [0, 20], false)).toBeNull();
+    }
+  });
+
+  it('needs a full redraw while zoomed, or before plotly drew a y range', () => {
+    expect(livePoints(shapeOf(drawn), drawn, [0, 20], true)).toBeNull();
+    expect(livePoints(shapeOf(drawn), drawn, null, false)).toBeNull();
+  });
+
+  it('ignores gaps (null) in a trace', () => {
+    const next = { data: [line('rank 0', [10, NaN]), { ...line('rank 1', [9]), y: [9, null] }], layout };
+    expect(livePoints(shapeOf(drawn), next, [0, 20], false)).not.toBeNull();
+  });
+});
+
+describe("a live plot's x end", () => {
+  it('is rounded up to a step of about a fifth of the span, so it changes once a step', () => {
+    expect(roundedEnd(0, 23)).toBe(25);
+    expect(roundedEnd(0, 25)).toBe(25);
+    expect(roundedEnd(0, 26)).toBe(30);
+    expect(roundedEnd(0, 3.2)).toBe(4);
+    expect(roundedEnd(540, 600.5)).toBe(610);
+  });
+
+  it('never lies before the end', () => {
+    for (let end = 0.5; end < 700; end += 7.3) {
+      expect(roundedEnd(0, end)).toBeGreaterThanOrEqual(end);
+      expect(roundedEnd(Math.max(0, end - 60), end)).toBeGreaterThanOrEqual(end);
+    }
+  });
+});

@@ -8,18 +8,14 @@ batch, so a dying kernel loses nothing) and then hands the main thread typed ite
 fails (a full or locked history store, a ZeroMQ error), the owner learns the cause; what could
 not be recorded is still handed over (shown) and counted.
 
-Who sent a message is the ``src`` in its signed header, never the ZeroMQ identity a peer picks
-for itself: the ROUTER gives every connection a random routing id, and the kernel routes to
-rank N through the connection its last verified message from N arrived on. A rank has two: its
-control channel (``rN``) and its main thread's cell socket (``cN``, cells in and their ends
-out, see ``worker/cellsocket.py``); a message of the second waits for the control messages it
-follows (:mod:`.cellorder`). A peer that connects first under any name cannot take a rank's
-place (it cannot sign as that rank; a replay is refused by the counters of
-:mod:`~..protocol.signing`). Where ranks connect, and how the socket keeps others out, is the
-:mod:`.transport`'s business. Where every rank is on this machine, the cell sockets are Unix
-connections the I/O thread reads beside the ROUTER (:mod:`.cellpeers`), and a cell is written
-to them by the thread that sends it, not handed to the I/O thread. Rejected messages are logged
-at most a few times a minute, then counted (:mod:`.throttle`).
+What comes in is verified, ordered and decoded by :mod:`.intake`, which also knows through
+which connection each rank is reached (the one its last verified message came on): a rank has
+two, its control channel (``rN``) and its main thread's cell socket (``cN``, cells in and their
+ends out, see ``worker/cellsocket.py``). Where ranks connect, and how the socket keeps others
+out, is the :mod:`.transport`'s business. Where every rank is on this machine, the cell sockets
+are Unix connections the I/O thread reads beside the ROUTER (:mod:`.cellpeers`), and a cell is
+written to them by the thread that sends it, not handed to the I/O thread. Rejected messages
+are logged at most a few times a minute, then counted (:mod:`.throttle`).
 
 No message may pass the cap on a whole message that the last cell sent its ranks
 (``Distributed.max_message_mb``; ZeroMQ's ``MAXMSGSIZE`` bounds only each frame). A rank checks
@@ -35,8 +31,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 import zmq
 
@@ -46,29 +40,15 @@ from ..history.store import Store
 from ..interface import RankInfo, RunWriter
 from ..ioloop import Batch, IoLoop
 from ..protocol.commands import MAIN_THREAD, Execute, Ping
-from ..protocol.frames import MAX_MESSAGE, join_parts, too_large
-from ..protocol.header import BadHeader, Message
-from ..protocol.messages import parse
+from ..protocol.frames import MAX_MESSAGE, too_large
+from ..protocol.header import Message
 from ..protocol.packets import BadPacket, TooLarge
-from ..protocol.signing import (
-    KERNEL,
-    BadMessage,
-    Buffer,
-    Signer,
-    cell_name,
-    digest,
-    rank_name,
-    sender,
-)
-from .cellorder import CellOrder, after
+from ..protocol.signing import KERNEL, Buffer, Signer, cell_name, digest, rank_name
 from .cellpeers import CellPeer, CellServer
 from .cellrun import RECORD_AFTER, CellRun
-from .decode import Ranks, decode
-from .fanbatch import relayed
-from .fancompact import Compacting
-from .fanin import REDUCED, relay_node
-from .inbox import ChannelLost, Exited, Finished, Item, Show, StacksReply
-from .stackboard import StackBoard
+from .decode import Ranks
+from .inbox import ChannelLost, Item, Show
+from .intake import Intake, Peer, Taken
 from .throttle import Throttled
 from .transport import Transport, listen
 
@@ -90,16 +70,12 @@ class Router:
         self.inbox: queue.SimpleQueue[Item] = queue.SimpleQueue()
         self.ranks = Ranks(info)
         self.unrecorded = 0  # events of the current run the store could not keep
-        self.reduced_ends = 0  # ranks' ends of cells that came in relays' reductions (I/O thread)
-        self.batched = 0  # ranks' output messages that came in relays' batches (I/O thread)
-        self.board = StackBoard()  # stack answers go here, to whichever thread asked
         self._signer = Signer(key, KERNEL)
         self._tick, self._on_lost = tick, on_lost
         self._last_ping = 0.0
-        self._peers: dict[int, bytes] = {}  # rank -> routing id of its control channel
-        self._cell_peers: dict[int, bytes | CellPeer] = {}  # rank -> its cell socket
-        self._order = CellOrder()  # (I/O thread) cell-socket messages ahead of their turn
         self.cell = CellRun()  # (I/O thread) the cell being run
+        self.intake = Intake(self.ranks, self.cell, self._signer, self._rejected_from)
+        self.board = self.intake.board  # stack answers go here, to whichever thread asked
         self._send_lock = threading.Lock()
         self.rejected = Throttled()
         self.max_message = MAX_MESSAGE  # bytes of one message from a peer (the last cell's cap)
@@ -121,7 +97,7 @@ class Router:
         if self.listener.directory is not None and CellServer.supported():
             try:
                 self._cells = CellServer(
-                    self.listener.directory, self._loop, self._take_batch, self._gone,
+                    self.listener.directory, self._loop, self._take_batch, self.intake.gone,
                     self._cell_rejected, lambda: self.max_message,
                 )  # fmt: skip
             except BaseException:
@@ -141,10 +117,10 @@ class Router:
         header = message.to_header()
         digests = [digest(b) for b in buffers]
         if isinstance(message, MAIN_THREAD):  # to the rank's main thread, directly
-            peers = [(r, p) for r in ranks if (p := self._cell_peers.get(r)) is not None]
+            peers = [(r, p) for r in ranks if (p := self.intake.cell_peers.get(r)) is not None]
             names = [cell_name(r) for r, _ in peers]
         else:
-            peers = [(r, p) for r in ranks if (p := self._peers.get(r)) is not None]
+            peers = [(r, p) for r in ranks if (p := self.intake.peers.get(r)) is not None]
             names = [rank_name(r) for r, _ in peers]
         if isinstance(message, Execute):  # (before the cell leaves: its answers are awaited)
             self.max_message = message.max_message or self.max_message
@@ -182,7 +158,7 @@ class Router:
     def peer_count(self) -> int:
         """The connections the kernel holds to its ranks (to their relays, where they have
         them): the ranks' two each, or one per relay."""
-        peers = [*self._peers.values(), *self._cell_peers.values()]
+        peers = [*self.intake.peers.values(), *self.intake.cell_peers.values()]
         return len({p if isinstance(p, bytes) else id(p) for p in peers})
 
     def watch(self, fd: int, fn: Callable[[], None]) -> None:
@@ -242,6 +218,19 @@ class Router:
     def _reject(self, where: str | None, cause: object) -> None:
         self.rejected.warning("jupyter-distributed: rejected a message on %s: %s", where, cause)
 
+    def _rejected_from(self, peer: Peer, cause: object) -> None:
+        self._reject(self.address if isinstance(peer, bytes) else self.cells_address, cause)
+
+    @property
+    def reduced_ends(self) -> int:
+        """Ranks' ends of cells that came in relays' reductions (I/O thread's count)."""
+        return self.intake.reduced_ends
+
+    @property
+    def batched(self) -> int:
+        """Ranks' output messages that came in relays' batches (I/O thread's count)."""
+        return self.intake.batched
+
     def _cell_rejected(self, peer: CellPeer, exc: BadPacket) -> None:
         if isinstance(exc, TooLarge):
             self._oversized(peer, exc.size)
@@ -251,8 +240,7 @@ class Router:
     def _oversized(self, peer: bytes | CellPeer, size: int) -> None:
         """(I/O thread) ``peer`` sent a message over the cap: refused and named; if the
         connection is a rank's, the cluster is lost with that cause."""
-        ranks = [r for r, p in self._peers.items() if p == peer]
-        ranks += [r for r, p in self._cell_peers.items() if p is peer]
+        ranks = self.intake.ranks_of(peer)
         who = f"rank {min(ranks)}" if ranks else "a peer that is no rank"
         cause = too_large(f"a message from {who}", size, self.max_message)
         if not ranks:
@@ -260,11 +248,6 @@ class Router:
             return
         log.error("jupyter-distributed: %s", cause)
         self._on_lost(cause)
-
-    def _gone(self, peer: CellPeer) -> None:
-        """(I/O thread) A rank closed its cell connection: nothing more is sent on it."""
-        for rank in [r for r, p in self._cell_peers.items() if p is peer]:
-            del self._cell_peers[rank]
 
     def _failed(self, exc: BaseException) -> None:
         if isinstance(exc, StoreError):
@@ -309,81 +292,12 @@ class Router:
                 taken.append((frames[0].bytes, [f.buffer for f in frames[1:]]))
         self._take_batch(taken)
 
-    def _take_batch(self, batch: Sequence[tuple[bytes | CellPeer, list[Buffer]]]) -> None:
-        """Verify, order, decode and record a batch of messages, each with who it came from
-        (a ZeroMQ routing id, or a Unix cell connection)."""
-        taken, awaited = _Taken(), bool(self.cell.awaited)
-        for peer, frames in batch:
-            try:
-                header, buffers = self._signer.unpack(frames)
-                if relay_node(str(header["src"])) is not None:  # a relay's own message
-                    self._take_relayed(taken, peer, header)
-                    continue
-                rank, cell = sender(str(header["src"]))
-                if not cell and isinstance(peer, CellPeer):
-                    raise BadMessage(f"{header['src']} on a cell socket")
-                if "parts" in header:  # a buffer the rank cut into frames
-                    buffers = join_parts(buffers, header["parts"])
-                message = parse(header)
-                wait = after(header) if cell else 0
-            except (BadMessage, BadHeader, ValueError) as exc:
-                self._reject(self.address if isinstance(peer, bytes) else self.cells_address, exc)
-                continue
-            self._route(taken, peer, rank, cell, message, buffers, wait)
-        self._finish_batch(taken, awaited)
+    def _take_batch(self, batch: Sequence[tuple[Peer, list[Buffer]]]) -> None:
+        """Verify, order, decode (:mod:`.intake`) and record a batch of messages."""
+        awaited = bool(self.cell.awaited)
+        self._finish_batch(self.intake.take(batch), awaited)
 
-    def _take_relayed(self, taken: _Taken, peer: bytes | CellPeer, header: dict[str, Any]) -> None:
-        """Each rank's message in a relay's verified reduction (its ranks' ``Done``) or batch
-        (their output), taken as if it had come from the rank: its counter checked, in the
-        order its ``after`` asks (see :mod:`.fanin`, :mod:`.fanbatch`)."""
-        if not isinstance(peer, bytes):
-            raise BadMessage(f"{header['src']} on a cell socket")
-        info = self.ranks.info
-        parsed = relayed(header, lambda r: info[r].coords.node_rank if r in info else None)
-        if header.get("type") == REDUCED:  # its ranks' states: one event (see .fancompact)
-            taken.compacting = Compacting()
-        try:
-            for rank, src, seq, wait, message in parsed:
-                if not self._signer.vouched(src, seq):
-                    self._reject(self.address, f"replayed message {src}#{seq}")
-                    continue
-                cell = src[0] == "c"
-                self.reduced_ends += cell
-                self.batched += not cell
-                self._route(taken, peer, rank, cell, message, [], wait)
-        finally:
-            if taken.compacting is not None:
-                taken.shown = taken.compacting.close(taken.events, taken.items, taken.shown)
-                taken.compacting = None
-
-    def _route(
-        self,
-        taken: _Taken,
-        peer: bytes | CellPeer,
-        rank: int,
-        cell: bool,
-        message: Message | None,
-        buffers: list[Buffer],
-        wait: int,
-    ) -> None:
-        """Take a verified message of ``rank`` now, or once the control messages it follows
-        are in (``cell``: from its cell socket, ``wait`` its ``after``)."""
-        if rank in self.ranks.info:  # verified: this connection is rank's
-            if cell:
-                self._cell_peers[rank] = peer
-            elif isinstance(peer, bytes):  # (always: refused above on a cell socket)
-                self._peers[rank] = peer
-        accepted = self._signer.accepted(rank_name(rank))
-        if cell and message is not None and not self._order.ready(rank, wait, accepted):
-            self._order.wait(rank, (wait, message, buffers))  # its output is on the way
-            return
-        if message is not None:
-            self._take(taken, rank, message, buffers)
-        if not cell:
-            for _, waited, waited_buffers in self._order.release(rank, accepted):
-                self._take(taken, rank, waited, waited_buffers)
-
-    def _finish_batch(self, taken: _Taken, awaited: bool) -> None:
+    def _finish_batch(self, taken: Taken, awaited: bool) -> None:
         """Record what a batch gave and hand it over (or hold it back, see :mod:`.cellrun`)."""
         events, items = taken.events, taken.items
         end = None if self.unrecorded else self.cell.end_if_complete(self.ranks.run_id, awaited)
@@ -401,40 +315,10 @@ class Router:
             if taken.lost:
                 self._on_lost(taken.lost)
 
-    def _take(self, taken: _Taken, rank: int, message: Message, buffers: list[Buffer]) -> None:
-        """Decode a verified message of ``rank`` into the batch's events and items."""
-        decoded = decode(self.ranks, rank, message, buffers)
-        events, items = taken.events, taken.items
-        self.cell.took(decoded.events, decoded.item)
-        if taken.compacting is not None and isinstance(decoded.item, Finished):
-            taken.compacting.took(events, decoded.events, decoded.item)
-            return
-        events.extend(decoded.events)
-        if isinstance(decoded.item, StacksReply):
-            self.board.put(decoded.item)
-        elif decoded.item is not None:  # in order: the events before it are shown first
-            if len(events) > taken.shown:
-                items.append(Show(tuple(events[taken.shown :])))
-                taken.shown = len(events)
-            items.append(decoded.item)
-        if isinstance(decoded.item, Exited):  # a rank restarted: the cluster is lost
-            taken.lost = taken.lost or decoded.item.failure.summary
 
-
-def _shared(peers: Sequence[tuple[int, bytes | CellPeer]]) -> list[bytes]:
+def _shared(peers: Sequence[tuple[int, Peer]]) -> list[bytes]:
     """The relays' connections, where ``peers`` go through relays (several ranks on one
     ZeroMQ connection: a relay's); [] where each rank has its own connection (no relays)."""
     ids = [p for _, p in peers if isinstance(p, bytes)]
     distinct = list(dict.fromkeys(ids))
     return distinct if len(ids) == len(peers) and len(distinct) < len(ids) else []
-
-
-@dataclass
-class _Taken:
-    """What one batch of messages gave: events to record, items for the main thread."""
-
-    events: list[Recorded] = field(default_factory=list)
-    items: list[Item] = field(default_factory=list)
-    shown: int = 0  # events[shown:] are not in an item yet
-    lost: str = ""
-    compacting: Compacting | None = None  # while a relay's reduction is taken

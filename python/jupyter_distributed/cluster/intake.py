@@ -1,0 +1,168 @@
+"""What the kernel's I/O thread takes from its peers (:mod:`.router`'s inbound half).
+
+A batch of messages, each with who it came from (a ZeroMQ routing id, or a Unix cell
+connection), is verified (the signature before anything is unpickled), put in the order the
+ranks sent it and decoded into events and the main thread's items; the router records them and
+hands them over. Who sent a message is the ``src`` in its signed header, never the ZeroMQ
+identity a peer picks for itself: the kernel routes to rank N through the connection its last
+verified message from N arrived on (:attr:`Intake.peers`, :attr:`Intake.cell_peers`). A
+message of a rank's cell socket waits for the control messages it follows (:mod:`.cellorder`).
+A relay's reduction or batch (:mod:`.fanin`, :mod:`.fanbatch`) is taken rank by rank, each
+rank's counter checked as if its message had come alone; a reduction's rank states become one
+event (:mod:`.fancompact`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..events import Recorded
+from ..protocol.frames import join_parts
+from ..protocol.header import BadHeader, Message
+from ..protocol.messages import parse
+from ..protocol.signing import BadMessage, Buffer, Signer, rank_name, sender
+from .cellorder import CellOrder, after
+from .cellpeers import CellPeer
+from .cellrun import CellRun
+from .decode import Ranks, decode
+from .fanbatch import relayed
+from .fancompact import Compacting
+from .fanin import REDUCED, relay_node
+from .inbox import Exited, Finished, Item, Show, StacksReply
+from .stackboard import StackBoard
+
+Peer = bytes | CellPeer
+
+
+@dataclass
+class Taken:
+    """What one batch of messages gave: events to record, items for the main thread."""
+
+    events: list[Recorded] = field(default_factory=list)
+    items: list[Item] = field(default_factory=list)
+    shown: int = 0  # events[shown:] are not in an item yet
+    lost: str = ""
+    compacting: Compacting | None = None  # while a relay's reduction is taken
+
+
+class Intake:
+    """(I/O thread) Verifies, orders and decodes what the ranks and relays send."""
+
+    def __init__(
+        self,
+        ranks: Ranks,
+        cell: CellRun,
+        signer: Signer,
+        reject: Callable[[Peer, object], None],
+    ) -> None:
+        self.ranks, self.cell, self._signer, self._reject = ranks, cell, signer, reject
+        self.board = StackBoard()  # stack answers go here, to whichever thread asked
+        self.peers: dict[int, bytes] = {}  # rank -> routing id of its control channel
+        self.cell_peers: dict[int, Peer] = {}  # rank -> its cell socket
+        self.reduced_ends = 0  # ranks' ends of cells that came in relays' reductions
+        self.batched = 0  # ranks' output messages that came in relays' batches
+        self._order = CellOrder()  # cell-socket messages ahead of their turn
+
+    def take(self, batch: Sequence[tuple[Peer, list[Buffer]]]) -> Taken:
+        """Verify, order and decode a batch of messages, each with who it came from."""
+        taken = Taken()
+        for peer, frames in batch:
+            try:
+                header, buffers = self._signer.unpack(frames)
+                if relay_node(str(header["src"])) is not None:  # a relay's own message
+                    self._take_relayed(taken, peer, header)
+                    continue
+                rank, cell = sender(str(header["src"]))
+                if not cell and isinstance(peer, CellPeer):
+                    raise BadMessage(f"{header['src']} on a cell socket")
+                if "parts" in header:  # a buffer the rank cut into frames
+                    buffers = join_parts(buffers, header["parts"])
+                message = parse(header)
+                wait = after(header) if cell else 0
+            except (BadMessage, BadHeader, ValueError) as exc:
+                self._reject(peer, exc)
+                continue
+            self._route(taken, peer, rank, cell, message, buffers, wait)
+        return taken
+
+    def gone(self, peer: CellPeer) -> None:
+        """A rank closed its cell connection: nothing more is sent on it."""
+        for rank in [r for r, p in self.cell_peers.items() if p is peer]:
+            del self.cell_peers[rank]
+
+    def ranks_of(self, peer: Peer) -> list[int]:
+        """The ranks whose messages came on ``peer`` last."""
+        ranks = [r for r, p in self.peers.items() if p == peer]
+        return ranks + [r for r, p in self.cell_peers.items() if p is peer]
+
+    def _take_relayed(self, taken: Taken, peer: Peer, header: dict[str, Any]) -> None:
+        """Each rank's message in a relay's verified reduction (its ranks' ``Done``) or batch
+        (their output), taken as if it had come from the rank: its counter checked, in the
+        order its ``after`` asks (see :mod:`.fanin`, :mod:`.fanbatch`)."""
+        if not isinstance(peer, bytes):
+            raise BadMessage(f"{header['src']} on a cell socket")
+        info = self.ranks.info
+        parsed = relayed(header, lambda r: info[r].coords.node_rank if r in info else None)
+        if header.get("type") == REDUCED:  # its ranks' states: one event (see .fancompact)
+            taken.compacting = Compacting()
+        try:
+            for rank, src, seq, wait, message in parsed:
+                if not self._signer.vouched(src, seq):
+                    self._reject(peer, f"replayed message {src}#{seq}")
+                    continue
+                cell = src[0] == "c"
+                self.reduced_ends += cell
+                self.batched += not cell
+                self._route(taken, peer, rank, cell, message, [], wait)
+        finally:
+            if taken.compacting is not None:
+                taken.shown = taken.compacting.close(taken.events, taken.items, taken.shown)
+                taken.compacting = None
+
+    def _route(
+        self,
+        taken: Taken,
+        peer: Peer,
+        rank: int,
+        cell: bool,
+        message: Message | None,
+        buffers: list[Buffer],
+        wait: int,
+    ) -> None:
+        """Take a verified message of ``rank`` now, or once the control messages it follows
+        are in (``cell``: from its cell socket, ``wait`` its ``after``)."""
+        if rank in self.ranks.info:  # verified: this connection is rank's
+            if cell:
+                self.cell_peers[rank] = peer
+            elif isinstance(peer, bytes):  # (always: refused above on a cell socket)
+                self.peers[rank] = peer
+        accepted = self._signer.accepted(rank_name(rank))
+        if cell and message is not None and not self._order.ready(rank, wait, accepted):
+            self._order.wait(rank, (wait, message, buffers))  # its output is on the way
+            return
+        if message is not None:
+            self._take(taken, rank, message, buffers)
+        if not cell:
+            for _, waited, waited_buffers in self._order.release(rank, accepted):
+                self._take(taken, rank, waited, waited_buffers)
+
+    def _take(self, taken: Taken, rank: int, message: Message, buffers: list[Buffer]) -> None:
+        """Decode a verified message of ``rank`` into the batch's events and items."""
+        decoded = decode(self.ranks, rank, message, buffers)
+        events, items = taken.events, taken.items
+        self.cell.took(decoded.events, decoded.item)
+        if taken.compacting is not None and isinstance(decoded.item, Finished):
+            taken.compacting.took(events, decoded.events, decoded.item)
+            return
+        events.extend(decoded.events)
+        if isinstance(decoded.item, StacksReply):
+            self.board.put(decoded.item)
+        elif decoded.item is not None:  # in order: the events before it are shown first
+            if len(events) > taken.shown:
+                items.append(Show(tuple(events[taken.shown :])))
+                taken.shown = len(events)
+            items.append(decoded.item)
+        if isinstance(decoded.item, Exited):  # a rank restarted: the cluster is lost
+            taken.lost = taken.lost or decoded.item.failure.summary

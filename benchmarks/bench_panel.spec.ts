@@ -14,6 +14,7 @@
  *   the frame in which it is on screen, p95.
  *
  * Run: make bench-panel. Environment: BENCH_LINES_PER_SECOND (10000), BENCH_RANKS (256),
+ * BENCH_HOSTS (8: the ranks are spread over that many hosts, e.g. 125 for 1,000 ranks of 8 a node),
  * BENCH_SECONDS_PER_TAB (8), BENCH_TABS (Runs,Ranks,Logs,Throughput), BENCH_CPU_THROTTLE
  * (1: none; 4 makes Chromium's main thread 4x slower, as DevTools does), BENCH_PROFILE=1
  * (the top functions by own time, per tab), BENCH_HISTORY_SECONDS=600 (the run has been going
@@ -36,6 +37,7 @@ import { type ITraceEvent, longTaskBreakdown, TRACE_CATEGORIES } from './trace_t
 
 const LINES = Number(process.env.BENCH_LINES_PER_SECOND ?? '10000');
 const RANKS = Number(process.env.BENCH_RANKS ?? '256');
+const HOSTS = Number(process.env.BENCH_HOSTS ?? '8');
 const PER_TAB = Number(process.env.BENCH_SECONDS_PER_TAB ?? '8');
 const HISTORY = Number(process.env.BENCH_HISTORY_SECONDS ?? '0');
 const TABS = (process.env.BENCH_TABS ?? 'Runs,Ranks,Logs,Throughput').split(',').map(t => t.trim());
@@ -155,6 +157,8 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
       stopFile,
       '--ranks',
       String(RANKS),
+      '--hosts',
+      String(HOSTS),
       '--lines-per-second',
       String(LINES),
       '--history-seconds',

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # (the rank's process, not the fork server's child: see guard.py)
+    from ..pids import die_with_parent as _die_with_parent
+    from .guard import guard_group as _guard_group
+
+    _die_with_parent()
+    _guard_group()  # before the imports below: the guardian is a small copy of this process
+
 import atexit
 import json
 import os

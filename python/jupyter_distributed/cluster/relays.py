@@ -3,9 +3,12 @@ directory on this machine, in a directory of their own on their node across host
 processes where the backend starts them on this machine, and a dead relay named as a dead node.
 
 ``Distributed.relays`` (``Spec.relays``): ``"auto"`` starts them once the ranks span nodes
-(``slurm``, ``mpi --hosts``); on one machine the kernel is the relay, its ranks connect to it
-directly, as before relays. ``"always"`` starts one per node all the same (so the contract suite
-runs the relay code on every backend that has them); ``"never"`` starts none.
+(``slurm``, ``mpi --hosts``, ``ray`` across Ray nodes); on one machine the kernel is the relay,
+its ranks connect to it directly, as before relays. A rank's relay is its node in the plan
+(``RankPlan.coords``): the layout's block of ``procs_per_node`` ranks, or where the launcher
+really puts it (Slurm's ``-m cyclic``, Ray's placement), then named in the bootstrap's
+``relay_of`` for the ranks and the relays. ``"always"`` starts one per node all the same (so
+the contract suite runs the relay code on every backend that has them); ``"never"`` starts none.
 """
 
 from __future__ import annotations

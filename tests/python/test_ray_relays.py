@@ -1,6 +1,7 @@
 """Node relays on a real Ray head (``Distributed.relays = "always"``): one actor per node beside
 the node's ranks and never one of them; the kernel holds one connection per node, and a relay
-killed mid-cell is named as its dead node."""
+killed mid-cell is named as its dead node. On ``"auto"`` (the default), a relay actor per Ray
+node once the ranks span several (a second Ray node joins the head for that test)."""
 
 from __future__ import annotations
 
@@ -32,15 +33,17 @@ def session(in_ray: RayHead, tmp_path: Path) -> Iterator[Session]:
     yield from session_in(tmp_path)
 
 
-def _run(session: Session, code: str, out: io.StringIO) -> Any:
-    spec = Spec(layout=Layout(nodes=2, procs_per_node=1), backend="ray", relays="always")
+def _run(session: Session, code: str, out: io.StringIO, relays: str = "always") -> Any:
+    nodes = 2 if relays == "always" else 1  # (auto: the Ray nodes decide)
+    spec = Spec(layout=Layout(nodes=nodes, procs_per_node=3 - nodes), backend="ray", relays=relays)
     return session.run_cell(spec, code, {}, view=CellView(out=out, err=out))
 
 
-def _relays(head: RayHead) -> dict[int, int]:
-    """The node relays the Ray head's workers run, by node (their command line's last word)."""
+def _relays(head: RayHead, *more: int) -> dict[int, int]:
+    """The node relays the Ray nodes' workers run (the head's, and those below the processes
+    ``more``), by node (their command line's last word)."""
     out = {}
-    for pid in descendants(head.proc.pid):
+    for pid in {p for root in (head.proc.pid, *more) for p in descendants(root)}:
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
@@ -75,3 +78,30 @@ def test_each_node_reaches_the_kernel_through_its_relay_actor(
     assert len(pids) == 2
     session.stop()  # (the relay actors end with the ranks')
     assert wait_gone(pids, within=30) == set()
+
+
+def test_auto_starts_a_relay_actor_per_ray_node_once_the_ranks_span_several(
+    in_ray: RayHead, session: Session, tmp_path: Path
+) -> None:
+    out = io.StringIO()
+    assert _run(session, "rank", out, relays="auto").values == {0: "0", 1: "1"}
+    (live,) = session.live.values()
+    assert live.cluster.peer_count() == 4  # (one Ray node: no relays, two per rank)
+    assert _relays(in_ray) == {}
+    session.stop()
+    with in_ray.second_node() as second:  # (the ranks spread: one on each Ray node)
+        assert _run(session, "rank", out, relays="auto").values == {0: "0", 1: "1"}
+        (live,) = session.live.values()
+        assert live.cluster.peer_count() == 2
+        assert "kernel connections to the ranks: 2 (through 2 node relay(s))" in status(session)
+        relays = _relays(in_ray, second.pid)
+        assert sorted(relays) == [0, 1]
+        marker = tmp_path / "started"
+        killer = kill_once_started(marker, lambda: relays[1])
+        with pytest.raises(RunFailed) as info:
+            _run(session, started_cell(marker), out, relays="auto")
+        killer.join()
+        assert info.value.root.kind == "relay"
+        assert info.value.root.summary.endswith("died (killed by signal 9): its rank 1 is gone")
+        session.stop()
+        assert wait_gone(set(relays.values()), within=30) == set()

@@ -28,11 +28,13 @@ import zmq
 from jupyter_distributed.backends.mpi.backend import descendants
 from jupyter_distributed.backends.mpi.options import MpiOptions
 from jupyter_distributed.backends.ray.relays import check_nodes
+from jupyter_distributed.backends.slurm.backend import SlurmBackend
+from jupyter_distributed.backends.slurm.options import SlurmOptions
 from jupyter_distributed.cluster import fanbatch, fanin
 from jupyter_distributed.cluster.fanbatch import unbatch
 from jupyter_distributed.cluster.fanin import BadReduction, expand
 from jupyter_distributed.cluster.process import ProcessCluster
-from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_addresses
+from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_addresses, relay_map
 from jupyter_distributed.cluster.router import Router
 from jupyter_distributed.cluster.stackboard import StackBoard, collect
 from jupyter_distributed.display import CellView
@@ -374,13 +376,35 @@ def test_relays_on_a_backend_without_them_are_refused_in_one_line(session: Sessi
 
 
 def test_ray_relays_refuse_a_node_whose_ranks_ray_placed_on_several_nodes() -> None:
-    check_nodes(["10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.2"], 2)  # (each node on one)
+    check_nodes(["10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.2"], [0, 0, 1, 1])  # (one each)
     with pytest.raises(
         LaunchError,
         match=r"^node relays on ray: node 1's ranks were placed on "
         r"several Ray nodes \(10.0.0.1, 10.0.0.2\), so no one relay can reach",
     ):
-        check_nodes(["10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.1"], 2)
+        check_nodes(["10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.1"], [0, 0, 1, 1])
+
+
+def test_slurm_plans_each_ranks_node_as_srun_distributes_them() -> None:
+    """srun's ``-m cyclic`` puts rank r on node r % nodes: the plan says so, and the relays
+    follow it; block (the default) keeps the layout's nodes; a distribution that does not say
+    where each rank is refused in one line where relays need it."""
+
+    def plan(slurm_options: str, relays: str = "auto") -> list[tuple[int, int]]:
+        options = SlurmOptions(slurm_options=slurm_options)
+        spec = Spec(Layout(nodes=2, procs_per_node=2), "slurm", options=options, relays=relays)
+        ranks = SlurmBackend().plan(spec).ranks
+        return [(r.coords.node_rank, r.coords.local_rank) for r in ranks]
+
+    assert (
+        plan("-m cyclic") == plan("--distribution=cyclic:block") == [(0, 0), (1, 0), (0, 1), (1, 1)]
+    )
+    assert relay_map([0, 1, 0, 1], Layout(nodes=2, procs_per_node=2)) == [0, 1, 0, 1]
+    assert plan("") == plan("-m block") == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert relay_map([0, 0, 1, 1], Layout(nodes=2, procs_per_node=2)) is None
+    with pytest.raises(SpecError, match=r"^--slurm-options: --distribution arbitrary does not"):
+        plan("-m arbitrary")
+    assert plan("-m arbitrary", relays="never") == [(0, 0), (0, 1), (1, 0), (1, 1)]
 
 
 def test_the_ranks_behind_a_dead_relay_are_not_asked_for_their_stacks() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_distributed.backends.slurm.options import SlurmOptions
 from jupyter_distributed.cluster.relays import NODE_LOCAL_DIR
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
@@ -47,6 +48,12 @@ def _node_of(pid: int) -> str:
         if item.startswith(b"SLURMD_NODENAME="):
             return item.split(b"=", 1)[1].decode()
     return ""
+
+
+def _relay_on(cluster: SlurmCluster, node: str) -> int:
+    """The pid of the node relay on Slurm node ``node``."""
+    (pid,) = [p for p in cluster.relay_pids() if _node_of(p) == node]
+    return pid
 
 
 def _present() -> set[Path]:
@@ -109,12 +116,7 @@ def test_a_relay_killed_mid_cell_names_its_node(
     before = _present()
     _run(session, "pass", out)
     marker = tmp_path / "started"
-
-    def node_2() -> int:
-        (pid,) = [p for p in in_slurm.relay_pids() if _node_of(p) == "node2"]
-        return pid
-
-    killer = kill_once_started(marker, node_2)
+    killer = kill_once_started(marker, lambda: _relay_on(in_slurm, "node2"))
     with pytest.raises(RunFailed) as info:
         _run(session, started_cell(marker), out)
     killer.join()
@@ -128,3 +130,30 @@ def test_a_relay_killed_mid_cell_names_its_node(
     assert wait_gone(in_slurm.task_pids(), within=10) == set()
     # the killed relay could not remove its directory; the kernel did, on its own host
     assert _relay_directories(before) == set()
+
+
+def test_cyclic_ranks_reach_their_own_nodes_relay_and_a_dead_relay_names_them(
+    in_slurm: SlurmCluster, session: Session, tmp_path: Path
+) -> None:
+    """srun's ``-m cyclic`` puts ranks 0 and 2 on the first node, 1 and 3 on the second: each
+    rank goes through its own node's relay, and a dead relay names that node's ranks."""
+    out = io.StringIO()
+    cyclic = SlurmOptions(slurm_options="-m cyclic")
+    where = "import os\nprint(f'hello from {rank}')\nos.environ['SLURMD_NODENAME']"
+    outcome = _run(session, where, out, options=cyclic)
+    assert outcome.values == {0: "'node1'", 1: "'node2'", 2: "'node1'", 3: "'node2'"}
+    for r in range(4):
+        assert f"hello from {r}" in out.getvalue()
+    (live,) = session.live.values()
+    assert live.cluster.peer_count() == 2  # (through the two relays)
+    assert sorted(map(_node_of, in_slurm.relay_pids())) == ["node1", "node2"]
+    marker = tmp_path / "started"
+    killer = kill_once_started(marker, lambda: _relay_on(in_slurm, "node2"))
+    with pytest.raises(RunFailed) as info:
+        _run(session, started_cell(marker), out, options=cyclic)
+    killer.join()
+    assert info.value.root.summary == (
+        "relay of node 1 on host node2 died (killed by signal 9): its ranks 1,3 are gone"
+    )
+    session.stop()
+    assert wait_gone(in_slurm.task_pids(), within=10) == set()

@@ -98,3 +98,28 @@ def test_a_stop_waits_while_ranks_are_still_leaving(shell: Any, tmp_path: Path) 
     shell.run_line_magic("distributed", "stop")
     done = sorted(p.name for p in tmp_path.glob("atexit-*"))
     assert done == [f"atexit-{r}" for r in range(4)], "a rank was killed while leaving"
+
+
+GUARDIANS = """\
+import os
+guardians = [int(c) for t in os.listdir("/proc/self/task")
+    for c in open(f"/proc/self/task/{t}/children").read().split()]
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_ranks_guardian_is_a_small_copy_made_before_the_ranks_imports(
+    shell: Any,  # noqa: F811 (the fixture)
+) -> None:
+    """A spawned rank forks its guardian before it imports ZeroMQ and the rest: the guardian
+    holds none of it, so the rank copies few pages on write after the fork, and a stop of
+    hundreds of ranks does not free a full copy of each rank twice."""
+    result = shell.run_cell(f"%%distributed -n 2 --pull guardians\n{GUARDIANS}")
+    assert result.error_in_exec is None, result.error_in_exec
+    guardians = [pid for family in shell.user_ns["guardians"] for pid in family]
+    assert len(guardians) == 2
+    for pid in guardians:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+        assert "zmq" not in maps, f"guardian {pid} is a copy of the rank after its imports"
+    shell.run_line_magic("distributed", "stop")
+    assert not left(set(guardians)), "a guardian is left after stop"

@@ -18,7 +18,7 @@ dropped: the history keeps every line.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..protocol.frames import MAX_HEADER
@@ -36,7 +36,7 @@ MAX_BATCH_BYTES = MAX_HEADER  # their headers' bytes at most (the kernel's cap o
 class Batcher:
     """The relay's side: the output kept for the next batch."""
 
-    def __init__(self, ranks: range) -> None:
+    def __init__(self, ranks: Iterable[int]) -> None:
         self._mine = {rank_name(r) for r in ranks}
         self._kept: list[list[Any]] = []
         self._since = 0.0

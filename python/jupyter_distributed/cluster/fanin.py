@@ -21,7 +21,7 @@ each rank's states back as without relays.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +56,7 @@ class _Cell:
 class Reducer:
     """The relay's side: which ends to hold, and the reduced message once they are all in."""
 
-    def __init__(self, ranks: range, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, ranks: Iterable[int], clock: Callable[[], float] = time.monotonic) -> None:
         self._mine = {cell_name(r): r for r in ranks}
         self._clock = clock
         self._cells: dict[str, _Cell] = {}

@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import zmq
 
@@ -38,7 +39,7 @@ from .hang import diagnose
 from .hangflight import ranks_text
 from .inbox import CancelRequested, Exited, Item
 from .liveness import StartProcesses, exit_failures, silent_ranks, wait_leaving
-from .relays import node_local_addresses, relay_addresses, relay_failure
+from .relays import node_local_addresses, relay_addresses, relay_failure, relay_map
 from .router import Router
 from .stackboard import collect
 from .startup import wait_ready
@@ -101,7 +102,7 @@ class ProcessCluster(Cluster):
         self.address = self.router.address
         self.inbox: queue.SimpleQueue[Item] = self.router.inbox
         self.router.start()
-        boot = {
+        boot: dict[str, Any] = {
             "address": self.address,
             "key": key.hex(),
             "curve": self.router.curve,
@@ -112,11 +113,16 @@ class ProcessCluster(Cluster):
             "kernel_host": socket.gethostname(),
             "stacks_dir": self.stacks_dir,
         }
-        directory, nodes = self.router.listener.directory, plan.spec.layout.nodes
+        # each rank's relay: its node in the plan (Slurm's -m cyclic, Ray's placement)
+        relay_of = relay_map([r.coords.node_rank for r in plan.ranks], plan.spec.layout)
+        directory = self.router.listener.directory
+        nodes = max(relay_of) + 1 if relay_of else plan.spec.layout.nodes
         if relays and directory is not None:
             boot["relays"] = relay_addresses(directory, nodes)
         elif relays and zmq.has("ipc"):  # ranks on other hosts: a Unix socket on their node
             boot["relays"] = node_local_addresses(nodes, leftover_prefix())
+        if "relays" in boot and relay_of is not None:
+            boot["relay_of"] = relay_of
         self.relays = nodes if "relays" in boot else 0
         try:
             self.processes = start({BOOTSTRAP_ENV: json.dumps(boot)})
@@ -272,11 +278,10 @@ class ProcessCluster(Cluster):
     def _dead_nodes(self, now: float) -> list[RankFailure]:
         """A relay that ended is a dead node: its ranks are gone (failed) with it."""
         out = []
-        layout = self.plan.spec.layout
         for node, code in getattr(self.processes, "dead_relays", list)():
-            hosts = (i.host for i in self.info.values() if i.coords.node_rank == node)
-            host = next(hosts, "")  # (the node's name its ranks said hello from)
-            out.append(relay_failure(layout, node, host or socket.gethostname(), code, now))
+            ranks = sorted(r for r, i in self.info.items() if i.coords.node_rank == node)
+            host = self.info[ranks[0]].host if ranks else ""  # (its ranks' hello named it)
+            out.append(relay_failure(ranks, node, host or socket.gethostname(), code, now))
             for info in self.info.values():
                 if info.coords.node_rank == node:
                     self._unreachable.add(info.rank)

@@ -43,7 +43,7 @@ from ..protocol.frames import MAX_FRAME, MAX_HEADER
 from ..protocol.signing import BOOTSTRAP_ENV, BadMessage, Signer, cell_name, rank_name
 from .fanbatch import Batcher
 from .fanin import Reducer, relay_name
-from .relays import listen_directory, remove_directory
+from .relays import listen_directory, node_ranks, remove_directory
 
 ORPHAN_CHECK_MS = 1000  # how often a relay looks whether its kernel is alive (on its host)
 RELAY_NAME = "relay"  # the name its checking signers go by (it signs as relay_name(node))
@@ -51,9 +51,7 @@ RELAY_NAME = "relay"  # the name its checking signers go by (it signs as relay_n
 
 class Relay:
     def __init__(self, boot: dict[str, Any], node: int) -> None:
-        layout = Layout.from_json(boot["layout"])
-        per = layout.procs_per_node
-        self.ranks = range(node * per, (node + 1) * per)
+        self.ranks = node_ranks(Layout.from_json(boot["layout"]), node, boot.get("relay_of"))
         self.names = {rank_name(r) for r in self.ranks} | {cell_name(r) for r in self.ranks}
         key = bytes.fromhex(boot["key"])
         self._down_signer = Signer(key, RELAY_NAME)  # counters of the ranks' messages

@@ -3,9 +3,12 @@ directory on this machine, in a directory of their own on their node across host
 processes where the backend starts them on this machine, and a dead relay named as a dead node.
 
 ``Distributed.relays`` (``Spec.relays``): ``"auto"`` starts them once the ranks span nodes
-(``slurm``, ``mpi --hosts``); on one machine the kernel is the relay, its ranks connect to it
-directly, as before relays. ``"always"`` starts one per node all the same (so the contract suite
-runs the relay code on every backend that has them); ``"never"`` starts none.
+(``slurm``, ``mpi --hosts``, ``ray`` across Ray nodes); on one machine the kernel is the relay,
+its ranks connect to it directly, as before relays. A rank's relay is its node in the plan
+(``RankPlan.coords``): the layout's block of ``procs_per_node`` ranks, or where the launcher
+really puts it (Slurm's ``-m cyclic``, Ray's placement), then named in the bootstrap's
+``relay_of`` for the ranks and the relays. ``"always"`` starts one per node all the same (so
+the contract suite runs the relay code on every backend that has them); ``"never"`` starts none.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..collapse import ranks_text
 from ..errors import RankFailure
 from ..layout import Layout
 from ..pids import newly_ended, pidfds
@@ -102,16 +106,28 @@ def relay_nodes(boot_env: Mapping[str, str]) -> int:
     return len(json.loads(boot).get("relays") or {}) if boot else 0
 
 
-def node_ranks(layout: Layout, node: int) -> list[int]:
+def relay_map(ranks: Sequence[int], layout: Layout) -> list[int] | None:
+    """The bootstrap's ``relay_of`` (each rank's relay, by rank), where the ranks' nodes
+    (``ranks``, each rank's node by rank) are not the layout's blocks of ``procs_per_node``
+    (Slurm's ``-m cyclic``, Ray's placement): None where they are."""
+    block = [layout.coords(r).node_rank for r in range(len(ranks))]
+    return None if list(ranks) == block else list(ranks)
+
+
+def node_ranks(layout: Layout, node: int, relay_of: Sequence[int] | None = None) -> list[int]:
+    """The ranks behind node ``node``'s relay: the bootstrap's ``relay_of`` where it has one,
+    else the layout's block."""
+    if relay_of is not None:
+        return [r for r, n in enumerate(relay_of) if n == node]
     per = layout.procs_per_node
     return list(range(node * per, (node + 1) * per))
 
 
-def relay_failure(layout: Layout, node: int, host: str, code: int, now: float) -> RankFailure:
-    """A dead relay is a dead node: "relay of node 1 on host h died: its ranks 4-7 are gone"."""
+def relay_failure(ranks: Sequence[int], node: int, host: str, code: int, now: float) -> RankFailure:
+    """A dead relay is a dead node: "relay of node 1 on host h died: its ranks 4-7 are gone"
+    (``ranks``: the node's)."""
     how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-    ranks = node_ranks(layout, node)
-    gone = f"rank {ranks[0]} is" if len(ranks) == 1 else f"ranks {ranks[0]}-{ranks[-1]} are"
+    gone = f"rank {ranks[0]} is" if len(ranks) == 1 else f"ranks {ranks_text(ranks)} are"
     return RankFailure(
         rank=-1, t=now, host=host, kind="relay",
         evalue=f"relay of node {node} on host {host} died ({how}): its {gone} gone",

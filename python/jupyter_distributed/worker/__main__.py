@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # (the rank's process, not the fork server's child: see guard.py)
+    from ..pids import die_with_parent as _die_with_parent
+    from .guard import guard_group as _guard_group
+
+    _die_with_parent()
+    _guard_group()  # before the imports below: the guardian is a small copy of this process
+
 import atexit
 import json
 import os
@@ -88,11 +95,14 @@ def _kernel_address(
     """Where this rank's two connections go, and the CurveZMQ keys they use: its node's relay
     where the cluster has relays (both over ZeroMQ, see ``cluster/relay.py``; a Unix socket on
     this host in a directory of mode 0700, so without CurveZMQ, which the relay uses upward),
-    else the kernel's address and cell socket (CurveZMQ where the kernel is over TCP)."""
+    else the kernel's address and cell socket (CurveZMQ where the kernel is over TCP). Its
+    relay is the bootstrap's ``relay_of`` where the ranks' nodes are not the layout's blocks
+    (Slurm's ``-m cyclic``, Ray's placement), else its block's."""
     relays = boot.get("relays")
     if not relays:
         return str(boot["address"]), boot.get("cells"), boot.get("curve")
-    node = Layout.from_json(boot["layout"]).coords(rank).node_rank
+    relay_of = boot.get("relay_of")
+    node = relay_of[rank] if relay_of else Layout.from_json(boot["layout"]).coords(rank).node_rank
     return str(relays[str(node)]), None, None
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -85,15 +86,36 @@ class RayBackend(Backend):
     def launch(self, plan: Plan, store: Store, view: RunView) -> ProcessCluster:
         ray = connect(_options(plan.spec))
         bind = ray.util.get_node_ip_address()
-        return ProcessCluster(
-            plan,
-            store,
-            lambda boot: RayProcesses(plan, boot, view),
-            view,
-            transport=Transport.tcp(bind),  # ranks on other nodes: TCP with CurveZMQ
-            silence_limit=REMOTE_SILENCE_LIMIT,
-            relays=plan.spec.relays == "always",
-        )
+        placed = RayPlacement(plan)  # (first: where the ranks are decides the relays)
+        try:
+            relays = plan.spec.relays == "always"
+            if plan.spec.relays == "auto" and len(set(placed.nodes)) > 1:
+                plan, relays = by_ray_node(plan, placed.nodes), True
+            return ProcessCluster(
+                plan,
+                store,
+                lambda boot: RayProcesses(placed, plan, boot),
+                view,
+                transport=Transport.tcp(bind),  # ranks on other nodes: TCP with CurveZMQ
+                silence_limit=REMOTE_SILENCE_LIMIT,
+                relays=relays,
+            )
+        except BaseException:
+            placed.remove()  # (where the cluster did not stop its processes itself)
+            raise
+
+
+def by_ray_node(plan: Plan, nodes: list[str]) -> Plan:
+    """The plan with each rank's node its Ray node (numbered in the order of their first
+    rank) and its local rank its place there: each rank's relay is its own Ray node's."""
+    number: dict[str, int] = {}
+    seen: dict[int, int] = {}
+    ranks = []
+    for r, node_id in zip(plan.ranks, nodes, strict=True):
+        node = number.setdefault(node_id, len(number))
+        local = seen[node] = seen.get(node, -1) + 1
+        ranks.append(replace(r, coords=replace(r.coords, node_rank=node, local_rank=local)))
+    return replace(plan, ranks=tuple(ranks))
 
 
 def connect(options: RayOptions) -> Any:
@@ -119,17 +141,17 @@ def connect(options: RayOptions) -> Any:
     return ray
 
 
-class RayProcesses:
-    """The actors of one placement group, each running one rank's worker."""
+class RayPlacement:
+    """One placement group and an actor per rank in it, placed; ``nodes``: each rank's Ray
+    node (its id)."""
 
-    def __init__(self, plan: Plan, boot_env: dict[str, str], view: RunView) -> None:
-        from ray.util.placement_group import placement_group, remove_placement_group
+    def __init__(self, plan: Plan) -> None:
+        from ray.util.placement_group import placement_group, placement_group_table
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         from .actor import RankActor
 
-        self._ray = ray = _ray()
-        self._remove_pg = remove_placement_group
+        self.ray = ray = _ray()
         options = _options(plan.spec)
         n = len(plan.ranks)
         self.actors: list[Any] = []
@@ -138,13 +160,13 @@ class RayProcesses:
         )
         ready, _ = ray.wait([self.pg.ready()], timeout=READY_TIMEOUT)
         if not ready:
-            self.terminate(0)
+            self.remove()
             raise LaunchError(
                 f"Ray could not place {n} rank(s) of {options.bundle()} within "
                 f"{READY_TIMEOUT:.0f}s ({PLACEMENTS[options.placement_strategy]}); the cluster has "
                 f"{ray.available_resources()}: lower the ranks or the resources per rank"
             )
-        remote = ray.remote(RankActor)
+        self.remote = remote = ray.remote(RankActor)
         for i in range(n):
             self.actors.append(
                 remote.options(
@@ -156,9 +178,9 @@ class RayProcesses:
                 ).remote()
             )
         try:
-            where = ray.get([a.where.remote() for a in self.actors], timeout=READY_TIMEOUT)
+            self.where = ray.get([a.where.remote() for a in self.actors], timeout=READY_TIMEOUT)
         except Exception as exc:  # noqa: BLE001 (a runtime_env or scheduling failure)
-            self.terminate(0)
+            self.remove()
             hint = ""
             if "jupyter_distributed" in str(exc):
                 hint = (
@@ -166,6 +188,27 @@ class RayProcesses:
                     'runtime_env={"py_modules": [jupyter_distributed]} to your ray.init()'
                 )
             raise LaunchError(f"the Ray actors did not start: {exc}{hint}") from None
+        bundles = placement_group_table(self.pg).get("bundles_to_node_id") or {}
+        self.nodes = [str(bundles.get(i, address)) for i, (_, address, _) in enumerate(self.where)]
+
+    def remove(self) -> None:
+        """Kill the actors and remove the placement group (again: nothing)."""
+        from ray.util.placement_group import remove_placement_group
+
+        for actor in self.actors:
+            with contextlib.suppress(Exception):
+                self.ray.kill(actor)
+        with contextlib.suppress(Exception):
+            remove_placement_group(self.pg)
+
+
+class RayProcesses:
+    """The placed actors, each running one rank's worker (and the node relays' actors)."""
+
+    def __init__(self, placed: RayPlacement, plan: Plan, boot_env: dict[str, str]) -> None:
+        self._ray = ray = placed.ray
+        self.placed, self.actors, self.pg = placed, placed.actors, placed.pg
+        where = placed.where
         self.hosts = [host for host, _, _ in where]
         _, master_addr, master_port = where[0]
         base = {**dict(plan.env), **boot_env, "MASTER_ADDR": master_addr}
@@ -173,12 +216,14 @@ class RayProcesses:
         base["JD_RANK_HOSTS"] = ",".join(address for _, address, _ in where)
         self.relays: RelayActors | None = None
         if nodes := relay_nodes(boot_env):
+            node_of = [r.coords.node_rank for r in plan.ranks]
             try:
-                check_nodes([address for _, address, _ in where], nodes)
+                check_nodes(placed.nodes, node_of)
             except LaunchError:
                 self.terminate(0)
                 raise
-            self.relays = RelayActors(ray, remote, self.pg, nodes, n // nodes)
+            first = {node: rank for rank, node in reversed(list(enumerate(node_of)))}
+            self.relays = RelayActors(ray, placed.remote, self.pg, [first[k] for k in range(nodes)])
             self.relays.start(base, READY_TIMEOUT)
         starts = []
         for r, actor in zip(plan.ranks, self.actors, strict=True):
@@ -224,8 +269,7 @@ class RayProcesses:
         relays: RelayActors | None = getattr(self, "relays", None)  # (None: before them)
         if relays is not None:  # (after their ranks)
             relays.terminate(grace)
-        with contextlib.suppress(Exception):
-            self._remove_pg(self.pg)
+        self.placed.remove()
         self.waits = {}
 
     def log_tail(self, rank: int | None) -> str:

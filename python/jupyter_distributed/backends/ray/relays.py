@@ -1,6 +1,7 @@
-"""A Ray cluster's node relays: one actor per node, in the placement group bundle of the node's
-first rank (so on that rank's Ray node, with no resources of its own), running the relay as
-the rank actors run the worker; never one of the ranks. A relay actor that ends is a dead node.
+"""A Ray cluster's node relays: one actor per node (on ``auto``, per Ray node the ranks were
+placed on, once they span several), in the placement group bundle of the node's first rank (so
+on that rank's Ray node, with no resources of its own), running the relay as the rank actors run
+the worker; never one of the ranks. A relay actor that ends is a dead node.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from ...errors import LaunchError
 RELAY_MODULE = "jupyter_distributed.cluster.relay"
 
 
-def check_nodes(addresses: list[str], nodes: int) -> None:
-    """Each node's ranks must share a Ray node (their relay's Unix socket is on one host)."""
-    per = len(addresses) // nodes
-    for node in range(nodes):
-        where = sorted(set(addresses[node * per : (node + 1) * per]))
+def check_nodes(ray_nodes: list[str], node_of: list[int]) -> None:
+    """Each node's ranks (``node_of``: each rank's node in the plan) must share a Ray node
+    (``ray_nodes``: each rank's), as their relay's Unix socket is on one host."""
+    for node in sorted(set(node_of)):
+        where = sorted({ray_nodes[r] for r, n in enumerate(node_of) if n == node})
         if len(where) > 1:
             raise LaunchError(
                 f"node relays on ray: node {node}'s ranks were placed on several Ray nodes "
@@ -29,7 +30,8 @@ def check_nodes(addresses: list[str], nodes: int) -> None:
 class RelayActors:
     """The relays' actors of one cluster (started by :class:`~.backend.RayProcesses`)."""
 
-    def __init__(self, ray: Any, remote: Any, pg: Any, nodes: int, per: int) -> None:
+    def __init__(self, ray: Any, remote: Any, pg: Any, firsts: list[int]) -> None:
+        """``firsts``: each node's first rank (whose bundle its relay joins), by node."""
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         self._ray = ray
@@ -38,10 +40,10 @@ class RelayActors:
                 num_cpus=0,  # (the node's first rank's bundle: it takes none of its own)
                 max_concurrency=4,
                 scheduling_strategy=PlacementGroupSchedulingStrategy(
-                    pg, placement_group_bundle_index=node * per
+                    pg, placement_group_bundle_index=first
                 ),
             ).remote()
-            for node in range(nodes)
+            for first in firsts
         ]
         self.waits: dict[Any, int] = {}
 

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import time
+from dataclasses import replace
 from typing import ClassVar
 
 from ...cluster.launch import WORKER_COMMAND, control_host, free_port
@@ -24,12 +25,13 @@ from ...cluster.liveness import REMOTE_SILENCE_LIMIT
 from ...cluster.process import ProcessCluster
 from ...cluster.relays import relay_nodes
 from ...cluster.transport import Transport
-from ...errors import LaunchError
+from ...errors import LaunchError, SpecError
 from ...history.store import Store
 from ...interface import Backend, Plan, RankPlan, RunView
+from ...layout import RankCoords
 from ...spec import Spec
 from .log import SrunLog
-from .options import SlurmOptions, default_options, merge_options, user_options
+from .options import SlurmOptions, default_options, merge_options, rank_nodes, user_options
 from .relays import RelayStep
 
 FREE_PORT = "<free port>"
@@ -45,6 +47,24 @@ def wants_relays(spec: Spec) -> bool:
     """Node relays (:mod:`.relays`) on ``auto`` once the ranks span nodes (the kernel then holds
     one connection per node, not two per rank), on ``always`` for one node as well."""
     return spec.relays == "always" or (spec.relays == "auto" and spec.layout.nodes > 1)
+
+
+def _placed(spec: Spec, slurm_options: str) -> list[tuple[int, int, RankCoords]]:
+    """(rank, node, coordinates) as srun's ``--distribution`` places the ranks (its node and its
+    local rank there: each rank joins its own node's relay), where the ranks' nodes are known."""
+    layout = spec.layout
+    try:
+        nodes = rank_nodes(slurm_options, layout.nodes, layout.procs_per_node)
+    except SpecError:
+        if wants_relays(spec):
+            raise
+        nodes = [r // layout.procs_per_node for r in range(layout.world_size)]
+    seen: dict[int, int] = {}
+    out = []
+    for rank, node in enumerate(nodes):
+        local = seen[node] = seen.get(node, -1) + 1
+        out.append((rank, node, replace(layout.coords(rank), node_rank=node, local_rank=local)))
+    return out
 
 
 class SlurmBackend(Backend):
@@ -68,8 +88,8 @@ class SlurmBackend(Backend):
             *WORKER_COMMAND,
         )
         ranks = tuple(
-            RankPlan(rank, f"slurm node {rank // layout.procs_per_node}", layout.coords(rank))
-            for rank in range(layout.world_size)
+            RankPlan(rank, f"slurm node {node}", coords)
+            for rank, node, coords in _placed(spec, options.slurm_options)
         )
         job = os.environ.get("SLURM_JOB_ID")
         where = (
@@ -149,6 +169,7 @@ class SrunProcesses:
         nodes = relay_nodes(boot_env)
         self.relays = RelayStep(srun, nodes, env) if nodes else None
         self._world = len(plan.ranks)
+        self._plan = plan
         self._reported: set[int] = set()
         self._ended = False
         self._reason = ("", 0.0)
@@ -176,9 +197,11 @@ class SrunProcesses:
         if self.relays.launcher is None and self.proc.poll() is None:
             hosts = dict(self.log.hosts)
             if self.log.job_id and self.log.step and len(hosts) >= self._world:
-                per = self._world // self.relays.nodes
+                first = {}  # each node's first rank (srun's --distribution placed them)
+                for r in reversed(self._plan.ranks):
+                    first[r.coords.node_rank] = r.rank
                 self.relays.start(
-                    self.log.job_id, [hosts[n * per] for n in range(self.relays.nodes)]
+                    self.log.job_id, [hosts[first[n]] for n in range(self.relays.nodes)]
                 )
         ended = self.relays.exited()
         return ended if self.proc.poll() is None else []

@@ -38,6 +38,7 @@ SHORT = {
     "o": "output",
     "e": "error",
     "K": "kill-on-bad-exit",
+    "m": "distribution",
 }
 # srun options whose value our settings decide; the message says what to use instead.
 RESERVED = {
@@ -183,3 +184,29 @@ def default_options(nodes: int, procs_per_node: int) -> list[Option]:
         ("--label",),
         ("--job-name=jupyter-distributed",),
     ]
+
+
+def rank_nodes(slurm_options: str, nodes: int, procs_per_node: int) -> list[int]:
+    """Each rank's node (by rank), as srun's ``--distribution`` (``-m``) places the tasks
+    across the nodes: ``block`` (the default: node n holds ranks n*per..), ``cyclic`` (node n
+    holds ranks n, n+nodes, ..) or ``plane=SIZE`` (blocks of SIZE dealt round the nodes); only
+    its first part (how tasks go to nodes) matters here."""
+    world = nodes * procs_per_node
+    value = "block"
+    for option in user_options(slurm_options):
+        if option_key(option) == ("distribution",):
+            head = option[0]
+            text = head.partition("=")[2] if head.startswith("--") else head[2:]  # (-mcyclic)
+            text = option[1] if len(option) > 1 else text
+            value = text.split(":", 1)[0] or "block"
+    if value in ("block", "*"):
+        return [r // procs_per_node for r in range(world)]
+    if value == "cyclic":
+        return [r % nodes for r in range(world)]
+    size = value.removeprefix("plane=")
+    if value.startswith("plane=") and size.isdigit() and int(size) > 0:
+        return [(r // int(size)) % nodes for r in range(world)]
+    raise SpecError(
+        f"--slurm-options: --distribution {value} does not say which node each rank is on; "
+        "use block, cyclic or plane=SIZE (or Distributed.relays = 'never')"
+    )

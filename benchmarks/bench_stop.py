@@ -1,0 +1,174 @@
+"""Where ``%distributed stop`` spends its time on hundreds of real idle ranks (issue 26).
+
+    python benchmarks/bench_stop.py [--ranks 100 300] [--repeat 1]
+
+Per run: N real ranks of the local backend (no torch strategy) start, idle for 2 s, then
+``%distributed stop``. It prints, per run:
+
+- **stop, gone**: from the stop to ``stop()`` returning, and to no rank process left in the
+  process table (a zombie counts, as in ``bench_real_ranks.py``);
+- **kernel CPU**: this process's CPU (every thread) during ``stop()``;
+- **ranks' CPU**: each rank's CPU from the stop to its end, its exit included, and its
+  guardian's (this process is a child subreaper, so the guardians come back here and are
+  reaped here: their CPU counts too), per rank: what the ranks ask of the cores;
+- **atexit / ended**: when the ranks' ``atexit`` handlers ran (a user handler stamps the time)
+  and when their pidfds fired (first, median, last), after the stop began.
+
+To compare two versions, run it alternately with each one first on ``PYTHONPATH``, on the same
+load: on 2 shared cores the wall times are shapes, the CPU per rank is what carries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import os
+import resource
+import select
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from common import bench_shell  # noqa: E402
+
+PR_SET_CHILD_SUBREAPER = 36
+STAMP = """\
+import atexit, os, time
+pid = os.getpid()
+def _stamp(folder={folder!r}):
+    with open(os.path.join(folder, str(os.getpid())), "w") as f:
+        f.write(repr(time.monotonic()))
+atexit.register(_stamp)
+"""
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def spent(pid: int) -> float:
+    """CPU seconds of every thread of ``pid`` so far (0 once it is gone)."""
+    total = 0
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                total += int((task / "schedstat").read_text().split()[0])
+    return total / 1e9
+
+
+def guardians(pids: list[int]) -> list[int]:
+    out = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                out += map(int, (task / "children").read_text().split())
+    return out
+
+
+def watch(pids: list[int], ended: dict[int, float]) -> threading.Thread:
+    """A thread noting when each pid ends (its pidfd fires)."""
+    fds = {os.pidfd_open(p): p for p in pids}
+
+    def run() -> None:
+        poll = select.poll()
+        for fd in fds:
+            poll.register(fd, select.POLLIN)
+        deadline = time.monotonic() + 60
+        while len(ended) < len(fds) and time.monotonic() < deadline:
+            for fd, _ in poll.poll(1000):
+                ended[fds[fd]] = time.monotonic()
+                poll.unregister(fd)
+                os.close(fd)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def reap_orphans() -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
+def spread(values: list[float]) -> str:
+    values = sorted(values)
+    if not values:
+        return "none"
+    mid = statistics.median(values)
+    return f"{values[0] * 1e3:.0f} / {mid * 1e3:.0f} / {values[-1] * 1e3:.0f} ms"
+
+
+def one(ip: Any, n: int, folder: Path) -> dict[str, str]:
+    folder.mkdir()
+    line = f"%%distributed -n {n} --oversubscribe --quiet --pull pid"
+    cell = f"{line}\n{STAMP.format(folder=str(folder))}"
+    if not ip.run_cell(cell).success:
+        raise RuntimeError(f"{n} ranks did not start")
+    pids = [int(p) for p in ip.user_ns["pid"]]
+    time.sleep(2)
+    kin = guardians(pids)
+    before = sum(spent(p) for p in (*pids, *kin))
+    ended: dict[int, float] = {}
+    thread = watch(pids, ended)
+    load = os.getloadavg()[0]
+    reap_orphans()
+    c0, k0, t0 = children_cpu(), own_cpu(), time.monotonic()
+    ip.run_line_magic("distributed", "stop")
+    stop, kernel = time.monotonic() - t0, own_cpu() - k0
+    while any(Path(f"/proc/{p}").exists() for p in pids) and time.monotonic() - t0 < 30:
+        time.sleep(0.005)
+    gone = time.monotonic() - t0
+    thread.join(5)
+    deadline = time.monotonic() + 5  # the guardians end after their ranks
+    while any(Path(f"/proc/{g}/stat").exists() for g in kin) and time.monotonic() < deadline:
+        reap_orphans()
+        time.sleep(0.01)
+    reap_orphans()
+    ranks_cpu = (children_cpu() - c0 - before) / n
+    stamps = [float(f.read_text()) - t0 for f in folder.iterdir()]
+    return {
+        "load average at the stop": f"{load:.0f}",
+        "stop() returned": f"{stop * 1e3:.0f} ms",
+        "no rank process left": f"{gone * 1e3:.0f} ms",
+        "kernel CPU in stop()": f"{kernel * 1e3:.0f} ms",
+        "ranks' CPU from the stop to their end (guardians included), per rank": (
+            f"{ranks_cpu * 1e3:.1f} ms"
+        ),
+        "atexit handlers ran (first / median / last)": spread(stamps),
+        "ranks ended (first / median / last)": spread([t - t0 for t in ended.values()]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ranks", type=int, nargs="+", default=[100, 300])
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+    # the ranks' guardians outlive their ranks a moment: adopted (and reaped) here, not by init
+    ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    ip, tmp = bench_shell("jd-stop-")
+    runs = [(n, i) for n in args.ranks for i in range(args.repeat)]
+    rows = {run: one(ip, run[0], tmp / f"{run[0]}-{run[1]}") for run in runs}
+    code = Path(sys.modules["jupyter_distributed"].__file__ or "").parent
+    print(f"2 CPUs; real idle ranks (local backend); the code in {code}")
+    print("| metric | " + " | ".join(f"{n:,} ranks" for n, _ in runs) + " |")
+    print("|---|" + "---|" * len(runs))
+    for label in rows[runs[0]]:
+        print(f"| {label} | " + " | ".join(rows[run][label] for run in runs) + " |")
+
+
+if __name__ == "__main__":
+    main()

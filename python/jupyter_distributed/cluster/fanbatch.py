@@ -69,6 +69,11 @@ class Batcher:
         self._since = self._since or time.monotonic()
         return True
 
+    def holds(self, src: str) -> bool:
+        """Whether the batch holds a message of the rank that ``src`` names (then the batch
+        goes before that rank's next message that is sent as it is)."""
+        return self.alike.holds(int(src[1:]))
+
     def due(self) -> tuple[bool, float | None]:
         """Whether the batch is due now; else in how many seconds it will be (None: empty)."""
         if not self._kept:
@@ -106,7 +111,7 @@ def unbatch(header: dict[str, Any], node_of: Callable[[int], int | None]) -> lis
             rank = int(str(src)[1:]) if str(src)[:1] == "r" else -1
             if rank < 0 or node_of(rank) != node:
                 raise BadReduction(f"relay {header['src']} spoke for {src} of another node")
-            if not isinstance(fields, dict) or fields.get("type") != "output":
+            if not isinstance(fields, dict) or fields.get("type") not in ("output", "stacks"):
                 raise BadReduction(f"relay {header['src']} batched a message that is no output")
             out.append((rank, int(seq), fields))
     except (TypeError, ValueError, KeyError) as exc:

@@ -119,6 +119,10 @@ class Alike:
                 self._lines_at = at
         self._answered(header, rank)
 
+    def holds(self, rank: int) -> bool:
+        """Whether the batch holds a message of ``rank``."""
+        return rank in self._last
+
     def waits(self, kept: list[list[Any]]) -> float | None:
         """How long the batch may still wait for ranks to send alike (None: it need not)."""
         if not self._since:

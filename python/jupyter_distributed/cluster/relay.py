@@ -139,7 +139,8 @@ class Relay:
                 continue
             if self._batcher.keep(header, len(message) - 2, len(message[1])):
                 continue
-            self._send_batch()  # (what a rank sent before this goes first)
+            if self._batcher.holds(src):
+                self._send_batch()  # (what this rank sent before this goes first)
             self.up.send_multipart(message, copy=False)
 
     def _from_kernel(self) -> None:

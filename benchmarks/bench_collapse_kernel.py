@@ -75,7 +75,9 @@ def main() -> None:
         store = Store(Path(folder.name) / "history.sqlite")
         layout = Layout(nodes=nodes, procs_per_node=per)
         info = {r: RankInfo(r, "here", 100 + r, "running", layout.coords(r)) for r in range(n)}
-        router = Router("jd-bench", store, info, key, lambda: None, lambda why: None, Transport.ipc())
+        router = Router(
+            "jd-bench", store, info, key, lambda: None, lambda why: None, Transport.ipc()
+        )
         run = "run-1"
         store.create_run(RunRecord(run, "local", n, list(range(n))), {r: {} for r in range(n)})
         router.ranks.begin(run)

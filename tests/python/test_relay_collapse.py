@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from jupyter_distributed.cluster.fanbatch import Batcher, relayed, unbatch
-from jupyter_distributed.cluster.fancollapse import Shared
+from jupyter_distributed.cluster.fancollapse import STACKS_WAIT_S, Alike, Shared
 from jupyter_distributed.cluster.fanin import BadReduction
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
@@ -130,16 +130,30 @@ def test_a_relay_shares_lines_only_for_its_own_nodes_ranks_with_each_ranks_times
 def test_the_same_stacks_of_a_nodes_ranks_go_up_once(wire: Wire) -> None:
     signers = {r: Signer(KEY, rank_name(r)) for r in NODE_RANKS}
     _start(wire, signers, "stack_request", {"request_id": "q1"})
-    frames = [{"file": "<cell>", "line": 3, "func": "<module>", "module": "", "text": "x()"}]
+    frames = [["<cell 1>", 3, "<module>", "", "x()"]]
     threads = [{"name": "MainThread", "main": True, "frames": frames}]
     for r in NODE_RANKS:  # rank 7 stands elsewhere
         stacks = {"type": "stacks", "request_id": "q1", "stage": "", "threads": threads}
         if r == 7:
-            stacks["threads"] = [{**threads[0], "frames": [{**frames[0], "line": 4}]}]
+            stacks["threads"] = [{**threads[0], "frames": [["<cell 1>", 4, "<module>", "", "y()"]]}]
         wire.ranks[r].send_multipart([bytes(f) for f in signers[r].pack(stacks)])
     header = _batch(wire)
     assert [e[0] for e in header["each"]] == [["r4", "r5", "r6"], "r7"]
     assert header["each"][0][3] is None  # (no times: stacks)
+
+
+def test_a_stack_request_some_ranks_never_answer_keeps_no_batch_waiting() -> None:
+    now = [100.0]
+    alike = Alike(range(4), clock=lambda: now[0])
+    alike.sent({"type": "stack_request", "request_id": "q", "dst": ["r0", "r1"]})
+    answer = {"type": "stacks", "src": "r0", "seq": 1, "request_id": "q", "threads": []}
+    alike.kept(0, 0, answer)
+    assert alike.waits([["r0", 1, answer]]) == pytest.approx(STACKS_WAIT_S)  # (for rank 1)
+    now[0] += STACKS_WAIT_S  # rank 1 never answers (its GIL is held)
+    assert alike.waits([["r0", 1, answer]]) is None
+    alike.clear()
+    alike.kept(0, 0, {**answer, "seq": 2})
+    assert alike.waits([["r0", 2, answer]]) is None  # (nor any batch after)
 
 
 # -- through a Session: real ranks, a real relay ------------------------------------------

@@ -60,7 +60,7 @@ class Alike:
         self._clock = clock
         self._node = set(ranks)
         self._running: set[int] = set()  # ranks that got the current cell and did not end it
-        self._asked: dict[str, set[int]] = {}  # stack request -> ranks asked, not answered
+        self._asked: dict[str, tuple[set[int], float]] = {}  # request -> (not answered, asked at)
         self._keys: dict[tuple[Any, ...], list[int]] = {}  # key -> positions in the batch
         self._last: dict[int, int] = {}  # rank -> position of its last kept message
         self._lines_at = -1  # position of the last output entry (-1: none)
@@ -78,7 +78,7 @@ class Alike:
         if kind == "execute":
             self._running = ranks & self._node
         else:
-            self._asked[str(header.get("request_id"))] = ranks & self._node
+            self._asked[str(header.get("request_id"))] = (ranks & self._node, self._clock())
 
     def seen(self, header: dict[str, Any]) -> None:
         """A rank's message came up: one that ended its cell writes no more lines."""
@@ -127,14 +127,15 @@ class Alike:
         """How long the batch may still wait for ranks to send alike (None: it need not)."""
         if not self._since:
             return None
-        stacks = any(self._asked.values())
+        now = self._clock()
+        stacks = any(ranks and now - at < STACKS_WAIT_S for ranks, at in self._asked.values())
         lines = self._lines_at >= 0 and any(
             self._last.get(r, -1) < self._lines_at and not self._in(kept[self._lines_at], r)
             for r in self._running
         )
         if not (stacks or lines):
             return None
-        left = (STACKS_WAIT_S if stacks else LINES_WAIT_S) - (self._clock() - self._since)
+        left = (STACKS_WAIT_S if stacks else LINES_WAIT_S) - (now - self._since)
         return left if left > 0 else None
 
     def clear(self) -> None:
@@ -142,13 +143,15 @@ class Alike:
         self._keys.clear()
         self._last.clear()
         self._lines_at, self._since = -1, 0.0
+        now = self._clock()  # (a request some ranks never answer is waited for no more)
+        self._asked = {q: a for q, a in self._asked.items() if now - a[1] < STACKS_WAIT_S}
 
     def _answered(self, header: dict[str, Any], rank: int) -> None:
         if header["type"] == "stacks":
             asked = self._asked.get(str(header.get("request_id")))
             if asked is not None:
-                asked.discard(rank)
-                if not asked:
+                asked[0].discard(rank)
+                if not asked[0]:
                     del self._asked[str(header.get("request_id"))]
 
     @staticmethod

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import argparse
 import io
-import secrets
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+HERE = Path(__file__).resolve().parent
+RUN = "run-1"
 
 
 def stream(kind: str, ranks: range, rounds: int, lines: int, t0: float) -> list[list[Any]]:
@@ -49,93 +50,89 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--lines", type=int, default=10)
     parser.add_argument("--kind", nargs="+", default=["identical", "distinct"])
-    parser.add_argument("--tree", default=str(Path(__file__).resolve().parent.parent))
+    parser.add_argument("--tree", default=str(HERE.parent))
     args = parser.parse_args()
     sys.path.insert(0, str(Path(args.tree, "python")))
-    import zmq
+    sys.path.insert(1, str(HERE))
+    from common import kernel_router
 
-    from jupyter_distributed.cluster.fanbatch import Batcher
-    from jupyter_distributed.cluster.router import Router
-    from jupyter_distributed.cluster.transport import Transport
-    from jupyter_distributed.display import CellView
-    from jupyter_distributed.history.store import RunRecord, Store
-    from jupyter_distributed.interface import RankInfo
-    from jupyter_distributed.layout import Layout
-    from jupyter_distributed.protocol.signing import Signer
-
-    nodes = args.nodes
-    n = args.ranks // nodes * nodes
-    per = n // nodes
-    print(f"{n:,} ranks behind {nodes} relays, {args.rounds} messages of {args.lines} lines each")
+    n = args.ranks // args.nodes * args.nodes
+    print(f"{n:,} ranks behind {args.nodes} relays, {args.rounds} messages of {args.lines} lines")
     print("| lines | kernel CPU µs/line | of which the view | lines/s of kernel CPU | recorded |")
     print("|---|---|---|---|---|")
     for kind in args.kind:
-        key = secrets.token_bytes(32)
-        folder = tempfile.TemporaryDirectory(prefix="jd-bench-collapse-")
-        store = Store(Path(folder.name) / "history.sqlite")
-        layout = Layout(nodes=nodes, procs_per_node=per)
-        info = {r: RankInfo(r, "here", 100 + r, "running", layout.coords(r)) for r in range(n)}
-        router = Router(
-            "jd-bench", store, info, key, lambda: None, lambda why: None, Transport.ipc()
-        )
-        run = "run-1"
-        store.create_run(RunRecord(run, "local", n, list(range(n))), {r: {} for r in range(n)})
-        router.ranks.begin(run)
-        view = CellView(run, out=io.StringIO(), err=io.StringIO(), ranks=range(n))
-        relays = [Signer(key, f"n{i}") for i in range(nodes)]
-        batchers = [Batcher(range(i * per, (i + 1) * per)) for i in range(nodes)]
-        cell = {"type": "execute", "run_id": run, "dst": [f"c{r}" for r in range(n)]}
-        for b in batchers:
-            alike = getattr(b, "alike", None)
-            if alike is not None:  # (a relay sees the cell go down: which ranks run it)
-                alike.sent(cell)
-        seq = dict.fromkeys(range(n), 0)
-        batches = []  # the relays' signed batches, made before timing (the relays' work)
-        for msgs in stream(kind, range(n), args.rounds, args.lines, time.time()):
-            for r, lines in msgs:
-                seq[r] += 1
-                header = {"type": "output", "src": f"r{r}", "seq": seq[r], "run_id": run,
-                          "stream": "stdout", "lines": lines}  # fmt: skip
-                b = batchers[r // per]
-                if not b.keep(header, 0, 40 * len(lines) + 80):
-                    raise SystemExit("a message did not fit a batch: lower --lines")
-            for i, b in enumerate(batchers):
-                fields = b.take()
-                if fields is not None:
-                    frames = relays[i].pack(fields)
-                    batches.append([zmq.Frame(f"relay{i}".encode()), *map(zmq.Frame, frames)])
-        io_cpu = view_cpu = 0.0
-        for frames in batches:
-            t0 = time.thread_time()
-            router._on_batch([frames])
-            t1 = time.thread_time()
-            while not router.inbox.empty():
-                item = router.inbox.get_nowait()
-                events = getattr(item, "events", None)
-                if events is not None:
-                    view.on_events(events)
-            view.maybe_flush()
-            t2 = time.thread_time()
-            io_cpu, view_cpu = io_cpu + t1 - t0, view_cpu + t2 - t1
-        t0 = time.thread_time()
-        view.finish()
-        view_cpu += time.thread_time() - t0
+        with kernel_router(n, args.nodes, "running") as (router, store, key):
+            batches = relayed(key, kind, n, args)
+            recorded, cpu, view_cpu = replay(router, store, batches, n)
         total = n * args.rounds * args.lines
-        kept, after = 0, 0
-        while page := store.events_after(after, run, limit=20_000):  # (every line recorded?)
-            kept += sum(1 for _, e in page if e.get("kind") == "output")
-            after = page[-1][0]
-        router.listener.close()
-        router._loop.sock.close(linger=0)
-        router._ctx.term()
-        store.close()
-        folder.cleanup()
-        cpu = (io_cpu + view_cpu) / total
         print(
-            f"| {kind} | {cpu * 1e6:.2f} | {view_cpu / total * 1e6:.2f} | {1 / cpu:,.0f} | "
-            f"{kept:,} of {total:,} |",
+            f"| {kind} | {cpu / total * 1e6:.2f} | {view_cpu / total * 1e6:.2f} | "
+            f"{total / cpu:,.0f} | {recorded:,} of {total:,} |",
             flush=True,
         )
+
+
+def relayed(key: bytes, kind: str, n: int, args: Any) -> list[list[Any]]:
+    """The stream as the relays send it: each node's ranks' messages through its batching (a
+    batch per round), signed by the relay (made before timing: the relays' work)."""
+    import zmq
+
+    from jupyter_distributed.cluster.fanbatch import Batcher
+    from jupyter_distributed.protocol.signing import Signer
+
+    per = n // args.nodes
+    relays = [Signer(key, f"n{i}") for i in range(args.nodes)]
+    batchers = [Batcher(range(i * per, (i + 1) * per)) for i in range(args.nodes)]
+    cell = {"type": "execute", "run_id": RUN, "dst": [f"c{r}" for r in range(n)]}
+    for b in batchers:
+        alike = getattr(b, "alike", None)
+        if alike is not None:  # (a relay sees the cell go down: which ranks run it)
+            alike.sent(cell)
+    seq = dict.fromkeys(range(n), 0)
+    batches = []
+    for msgs in stream(kind, range(n), args.rounds, args.lines, time.time()):
+        for r, lines in msgs:
+            seq[r] += 1
+            header = {"type": "output", "src": f"r{r}", "seq": seq[r], "run_id": RUN,
+                      "stream": "stdout", "lines": lines}  # fmt: skip
+            if not batchers[r // per].keep(header, 0, 40 * len(lines) + 80):
+                raise SystemExit("a message did not fit a batch: lower --lines")
+        for i, b in enumerate(batchers):
+            fields = b.take()
+            if fields is not None:
+                frames = relays[i].pack(fields)
+                batches.append([zmq.Frame(f"relay{i}".encode()), *map(zmq.Frame, frames)])
+    return batches
+
+
+def replay(router: Any, store: Any, batches: list[list[Any]], n: int) -> tuple[int, float, float]:
+    """The batches into the kernel: lines recorded, its CPU (all, and the view's part)."""
+    from jupyter_distributed.display import CellView
+    from jupyter_distributed.history.store import RunRecord
+
+    store.create_run(RunRecord(RUN, "local", n, list(range(n))), {r: {} for r in range(n)})
+    router.ranks.begin(RUN)
+    view = CellView(RUN, out=io.StringIO(), err=io.StringIO(), ranks=range(n))
+    io_cpu = view_cpu = 0.0
+    for frames in batches:
+        t0 = time.thread_time()
+        router._on_batch([frames])
+        t1 = time.thread_time()
+        while not router.inbox.empty():
+            events = getattr(router.inbox.get_nowait(), "events", None)
+            if events is not None:
+                view.on_events(events)
+        view.maybe_flush()
+        t2 = time.thread_time()
+        io_cpu, view_cpu = io_cpu + t1 - t0, view_cpu + t2 - t1
+    t0 = time.thread_time()
+    view.finish()
+    view_cpu += time.thread_time() - t0
+    kept, after = 0, 0
+    while page := store.events_after(after, RUN, limit=20_000):  # (every line recorded?)
+        kept += sum(1 for _, e in page if e.get("kind") == "output")
+        after = page[-1][0]
+    return kept, io_cpu + view_cpu, view_cpu
 
 
 if __name__ == "__main__":

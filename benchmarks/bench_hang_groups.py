@@ -19,17 +19,15 @@ claim.
 from __future__ import annotations
 
 import argparse
-import secrets
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from common import use_checkout  # noqa: E402
+from common import kernel_router, use_checkout  # noqa: E402
 
 BARRIER = [
     ["/usr/lib/python3/site-packages/torch/distributed/c10d_logger.py", 83, "wrapper",
@@ -66,24 +64,11 @@ def main() -> None:
 
     from jupyter_distributed.cluster.fanbatch import Batcher
     from jupyter_distributed.cluster.hang import diagnose
-    from jupyter_distributed.cluster.router import Router
-    from jupyter_distributed.cluster.transport import Transport
-    from jupyter_distributed.history.store import Store
-    from jupyter_distributed.interface import RankInfo
-    from jupyter_distributed.layout import Layout
     from jupyter_distributed.protocol.signing import Signer
 
     nodes = args.nodes
     n = args.ranks // nodes * nodes
     per = n // nodes
-    key = secrets.token_bytes(32)
-    folder = tempfile.TemporaryDirectory(prefix="jd-bench-hang-")
-    store = Store(Path(folder.name) / "history.sqlite")
-    layout = Layout(nodes=nodes, procs_per_node=per)
-    info = {r: RankInfo(r, "here", 100 + r, "running", layout.coords(r)) for r in range(n)}
-    router = Router("jd-bench", store, info, key, lambda: None, lambda why: None, Transport.ipc())
-    ranks = [Signer(key, f"r{r}") for r in range(n)]
-    relays = [Signer(key, f"n{i}") for i in range(nodes)]
     answers = {r: threads(r) for r in range(n)}
     results: dict[str, list[tuple[float, float, int]]] = {"each": [], "grouped": []}
     texts: dict[str, str] = {}
@@ -91,44 +76,28 @@ def main() -> None:
     def frames_of(peer: str, signed: list[Any]) -> list[Any]:
         return [zmq.Frame(peer.encode()), *(zmq.Frame(bytes(f)) for f in signed)]
 
-    try:
+    def node(i: int, mode: str, request: str, key: bytes) -> list[list[Any]]:
+        """Node ``i``'s answers as they reach the kernel: one message per rank (``each``), or
+        the relay's batch, its ranks' answers put through its batching (``grouped``)."""
+        mine = range(i * per, (i + 1) * per)
+        fields = {r: {"type": "stacks", "request_id": request, "threads": answers[r]} for r in mine}
+        signed = {r: Signer(key, f"r{r}").pack(f) for r, f in fields.items()}
+        if mode == "each":
+            return [frames_of(f"n{i}", signed[r]) for r in mine]
+        batcher = Batcher(mine)
+        batcher.alike.sent(
+            {"type": "stack_request", "request_id": request, "dst": [f"r{r}" for r in mine]}
+        )
+        for r in mine:
+            if not batcher.keep(Signer(key, "relay").check(signed[r]), 0, 2000):  # (as it reads)
+                raise SystemExit("a rank's stacks did not fit the batch")
+        return [frames_of(f"n{i}", Signer(key, f"n{i}").pack(batcher.take() or {}))]
+
+    with kernel_router(n, nodes, "running") as (router, _store, key):
         for repeat in range(args.repeats):
             for mode in ("each", "grouped"):
                 request = f"q{repeat}{mode}"
-                messages: list[list[Any]] = []
-                for i in range(nodes):
-                    mine = range(i * per, (i + 1) * per)
-                    fields = [
-                        {
-                            "type": "stacks",
-                            "request_id": request,
-                            "stage": "",
-                            "threads": answers[r],
-                        }
-                        for r in mine
-                    ]
-                    if mode == "each":
-                        messages += [
-                            frames_of(f"n{i}", ranks[r].pack(f))
-                            for r, f in zip(mine, fields, strict=True)
-                        ]
-                        continue
-                    batcher = Batcher(mine)
-                    ask = {
-                        "type": "stack_request",
-                        "request_id": request,
-                        "dst": [f"r{r}" for r in range(n)],
-                    }
-                    batcher.alike.sent(ask)
-                    for r, f in zip(mine, fields, strict=True):
-                        checked = Signer(key, "relay").check(
-                            ranks[r].pack(f)
-                        )  # (as the relay reads it)
-                        if not batcher.keep(checked, 0, 2000):
-                            raise SystemExit("a rank's stacks did not fit the batch")
-                    taken = batcher.take()
-                    assert taken is not None
-                    messages.append(frames_of(f"n{i}", relays[i].pack(taken)))
+                messages = [m for i in range(nodes) for m in node(i, mode, request, key)]
                 size = sum(len(f.bytes) for m in messages for f in m[1:])
                 router.board.open(request)
                 t0 = time.thread_time()
@@ -143,12 +112,6 @@ def main() -> None:
                     raise SystemExit(f"{mode}: {len(stacks)} of {n} ranks' stacks taken")
                 texts.setdefault(mode, text)
                 results[mode].append((t1 - t0, t2 - t1, size))
-    finally:
-        router.listener.close()
-        router._loop.sock.close(linger=0)
-        router._ctx.term()
-        store.close()
-        folder.cleanup()
     same = "same" if texts["each"] == texts["grouped"] else "DIFFERENT"
     print(f"{n:,} ranks behind {nodes} relays, {args.repeats} repeats (medians); diagnoses: {same}")
     print("| stacks | kernel CPU: taking the answers | the diagnosis | bytes to the kernel |")

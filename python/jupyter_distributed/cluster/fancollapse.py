@@ -73,7 +73,7 @@ class Alike:
             return
         dst = header["dst"]
         ranks = {
-            int(d[1:]) for d in (dst if isinstance(dst, list) else [dst]) if str(d)[1:].isdigit()
+            int(str(d)[1:]) for d in (dst if isinstance(dst, list) else [dst]) if str(d)[1:].isdigit()
         }
         if kind == "execute":
             self._running = ranks & self._node

@@ -72,9 +72,8 @@ class Alike:
         if kind not in ("execute", "stack_request"):
             return
         dst = header["dst"]
-        ranks = {
-            int(str(d)[1:]) for d in (dst if isinstance(dst, list) else [dst]) if str(d)[1:].isdigit()
-        }
+        names = [str(d) for d in (dst if isinstance(dst, list) else [dst])]
+        ranks = {int(d[1:]) for d in names if d[1:].isdigit()}
         if kind == "execute":
             self._running = ranks & self._node
         else:

@@ -171,7 +171,9 @@ class Collapser:
         """:meth:`add`, line by line: lines join others' while they can; from the first line
         that does not, the rest are this rank's own (numbered after every held line, they
         could join nothing before them)."""
-        last = max(self._last.get(r, -1) for r in (rank, *also))
+        ranks = (rank, *also)
+        last = self._last.get(rank, -1) if not also else max(self._last.get(r, -1) for r in ranks)
+        joined = False
         fresh: list[str] = []  # this rank's own lines: a run of their own
         fresh_times: list[float] = []
         dropped = 0
@@ -190,10 +192,12 @@ class Collapser:
                 except ValueError:
                     at = -1
                 if at >= 0:
-                    run.joined.setdefault(at, []).extend((rank, *also))
-                    last = run.first + at
-                    for r in (rank, *also):
-                        self._last[r] = last
+                    others = run.joined.get(at)
+                    if others is None:
+                        run.joined[at] = list(ranks)
+                    else:
+                        others.extend(ranks)
+                    last, joined = run.first + at, True
                     continue
             if len(text) + cost > budget:
                 dropped += 1
@@ -205,6 +209,9 @@ class Collapser:
         if fresh:
             written = (fresh_times[0], fresh_times[-1]) if fresh_times else None
             self._run(rank, stream, fresh, now, False, written, also)
+        elif joined:  # (each rank's latest line: the last one it joined)
+            for r in ranks:
+                self._last[r] = last
         return budget, dropped
 
     def _run(

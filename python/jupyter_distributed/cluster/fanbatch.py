@@ -1,13 +1,14 @@
 """Output batched per node: a relay sends its ranks' output as one message it signs itself.
 
 A node's relay (:mod:`.relay`) keeps its ranks' verified ``output`` messages (each a rank's lines
-on one stream, without buffers) for at most :data:`WINDOW_S`, or until :data:`MAX_BATCH` are
+on one stream, without buffers) and ``stacks`` answers for at most :data:`WINDOW_S` (longer while
+its ranks may still send the same, see :mod:`.fancollapse`), or until :data:`MAX_BATCH` are
 kept (or :data:`MAX_BATCH_BYTES`, the kernel's cap on a header), and sends them as one message
 signed under its own name (:func:`~.fanin.relay_name`):
 ``{"type": "batch", "each": [[src, seq, fields], ...]}``, each rank's message as the rank signed
-it (its name, counter and fields), in the order they came. Anything else a rank sends
-goes after the batch kept before it (so each rank's messages keep their order, whatever their
-kind), and so does a reduction (:mod:`.fanin`).
+it (its name, counter and fields), in the order they came. Anything else a rank sends goes
+after the batch kept before it where that batch holds the rank's own messages (so each rank's
+messages keep their order, whatever their kind), and a reduction (:mod:`.fanin`) always does.
 
 Lines that several ranks wrote alike, and stack dumps that are alike, are kept once with
 each rank's name and counter (:mod:`.fancollapse`): ``[[src, ...], [seq, ...], fields,

@@ -60,6 +60,7 @@ class Alike:
         self._clock = clock
         self._node = set(ranks)
         self._running: set[int] = set()  # ranks that got the current cell and did not end it
+        self._cell = ""  # the current cell's run
         self._asked: dict[str, tuple[set[int], float]] = {}  # request -> (not answered, asked at)
         self._keys: dict[tuple[Any, ...], list[int]] = {}  # key -> positions in the batch
         self._last: dict[int, int] = {}  # rank -> position of its last kept message
@@ -74,10 +75,14 @@ class Alike:
         dst = header["dst"]
         names = [str(d) for d in (dst if isinstance(dst, list) else [dst])]
         ranks = {int(d[1:]) for d in names if d[1:].isdigit()}
-        if kind == "execute":
-            self._running = ranks & self._node
-        else:
-            self._asked[str(header.get("request_id"))] = (ranks & self._node, self._clock())
+        mine = ranks & self._node
+        key = str(header.get("run_id" if kind == "execute" else "request_id"))
+        if kind == "execute":  # (a cell signed once per rank comes in as many messages)
+            self._running = mine | self._running if key == self._cell else mine
+            self._cell = key
+        elif mine:
+            asked = self._asked.get(key)
+            self._asked[key] = (mine | asked[0], asked[1]) if asked else (mine, self._clock())
 
     def seen(self, header: dict[str, Any]) -> None:
         """A rank's message came up: one that ended its cell writes no more lines."""

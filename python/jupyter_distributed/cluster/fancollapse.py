@@ -11,7 +11,8 @@ order (its other messages flush the batch first, as before). The batch's entry t
 ``[[src, ...], [seq, ...], fields, times]``: each rank's signed name and counter, the first
 rank's fields, and, for lines, each other rank's times of its lines (None for stacks). While
 ranks that run the cell may still write the same lines, or ranks asked for their stacks have
-not answered, the batch waits for them, at most :data:`LINES_WAIT_S` / :data:`STACKS_WAIT_S`.
+not answered, the batch waits for them, at most :data:`LINES_WAIT_S` (from the first line
+kept) or :data:`STACKS_WAIT_S` (from the request).
 
 **At the kernel** (:func:`take_shared`): each rank's counter is checked as if its message had
 come alone (see :mod:`.intake`); the lines become ONE :class:`~..events.SharedLines` (the
@@ -39,7 +40,7 @@ from .fanin import BadReduction
 from .inbox import StacksReply
 
 LINES_WAIT_S = 0.05  # the longest a batch waits for the same lines from the node's ranks
-STACKS_WAIT_S = 0.2  # ... for the stacks of the ranks asked (the kernel waits 0.5 s)
+STACKS_WAIT_S = 0.3  # ... for the stacks of the ranks asked, from the request (the kernel: 0.5 s)
 
 
 def _texts(fields: dict[str, Any]) -> list[str] | None:
@@ -132,15 +133,17 @@ class Alike:
         if not self._since:
             return None
         now = self._clock()
-        stacks = any(ranks and now - at < STACKS_WAIT_S for ranks, at in self._asked.values())
+        stacks = max(
+            (at + STACKS_WAIT_S - now for ranks, at in self._asked.values() if ranks), default=0.0
+        )
+        if stacks > 0:  # (answers to a stack request: until its wait from the request is over)
+            return stacks
         lines = self._lines_at >= 0 and any(
             self._last.get(r, -1) < self._lines_at and not self._in(kept[self._lines_at], r)
             for r in self._running
         )
-        if not (stacks or lines):
-            return None
-        left = (STACKS_WAIT_S if stacks else LINES_WAIT_S) - (now - self._since)
-        return left if left > 0 else None
+        left = LINES_WAIT_S - (now - self._since)
+        return left if lines and left > 0 else None
 
     def clear(self) -> None:
         """The batch was sent: nothing kept to join."""

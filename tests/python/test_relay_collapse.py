@@ -19,6 +19,7 @@ import pytest
 from jupyter_distributed.cluster.fanbatch import Batcher, relayed, unbatch
 from jupyter_distributed.cluster.fancollapse import STACKS_WAIT_S, Alike, Shared
 from jupyter_distributed.cluster.fanin import BadReduction
+from jupyter_distributed.collapse import WINDOW
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
 from jupyter_distributed.layout import Layout
@@ -48,18 +49,18 @@ def _start(wire: Wire, signers: dict[int, Signer], kind: str, fields: dict[str, 
     relay = b""
     for r in NODE_RANKS:
         wire.ranks[r].send_multipart([bytes(f) for f in signers[r].pack({"type": "x"})])
-        got = wire.at_kernel()
+        got = wire.at_kernel(timeout=30)  # (the relay process may start slowly when loaded)
         assert got is not None
         relay = got[0]
     names = [rank_name(r) for r in range(8)]  # (ranks 0-3 are another node's)
     message = wire.signer.pack_all({"type": kind, **fields}, names)
     wire.kernel.send_multipart([relay, *[bytes(f) for f in message]])
     for r in NODE_RANKS:
-        assert wire.at_rank(r) is not None
+        assert wire.at_rank(r, timeout=30) is not None
 
 
 def _batch(wire: Wire) -> dict[str, Any]:
-    got = wire.at_kernel()
+    got = wire.at_kernel(timeout=30)
     assert got is not None
     header, _ = wire.signer.unpack(got[1:])
     assert (header["src"], header["type"]) == ("n1", "batch")
@@ -166,12 +167,13 @@ def session(tmp_path: Path) -> Iterator[Session]:
     yield from session_in(tmp_path)
 
 
-def test_eight_ranks_printing_the_same_line_show_it_once_and_the_history_keeps_eight(
-    session: Session, tmp_path: Path
-) -> None:
+def _same_line(session: Session, folder: Path) -> tuple[list[str], list[tuple[Any, ...]], float]:
+    """8 ranks behind one relay print the same line at about the same time, then their own
+    lines: what the cell showed, the history, and how far apart (by the ranks' own clocks)
+    the ranks wrote the line."""
     code = f"""
 import pathlib, time
-here = pathlib.Path({str(tmp_path / "at")!r})
+here = pathlib.Path({str(folder)!r})
 here.mkdir(exist_ok=True)
 (here / str(rank)).touch()
 while len(list(here.iterdir())) < 8:  # (the ranks write the line at about the same time)
@@ -184,14 +186,29 @@ for i in range(40):
     out = io.StringIO()
     spec = Spec(layout=Layout(nodes=1, procs_per_node=8), relays="always")
     session.run_cell(spec, code, {}, view=CellView(out=out, err=out))
-    shown = out.getvalue().splitlines()
+    run_id = session.store.runs(limit=1)[0].id
+    times = [e["t"] for _, e in session.store.events_after(0, run_id) if e.get("text") == LINE]
+    spread = max(times) - min(times) if times else 0.0
+    return out.getvalue().splitlines(), _history(session.store, run_id), spread
+
+
+def test_eight_ranks_printing_the_same_line_show_it_once_and_the_history_keeps_eight(
+    session: Session, tmp_path: Path
+) -> None:
+    spreads = []
+    for attempt in range(3):  # (a loaded machine may wake a rank late: the line is then its own)
+        shown, history, spread = _same_line(session, tmp_path / f"at{attempt}")
+        spreads.append(spread)
+        if spread <= WINDOW / 2:
+            break
+    else:
+        pytest.skip(f"the ranks never wrote the line within {WINDOW / 2}s: {spreads}")
     assert shown.count(f"[ranks 0-7] {LINE}") == 1
     assert not [line for line in shown if LINE in line and not line.startswith("[ranks 0-7]")]
     for r in range(8):  # distinct lines: each rank's own, in its order
         assert [s for s in shown if s.startswith(f"[rank {r}] ")] == [
             f"[rank {r}] {r} {i}" for i in range(40)
         ]
-    history = _history(session.store, session.store.runs(limit=1)[0].id)
     assert [e[1] for e in history if e[3] == LINE] == list(range(8))  # every rank's line
     for r in range(8):
         mine = [e[3] for e in history if e[1] == r and e[0] == "output"]

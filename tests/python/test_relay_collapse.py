@@ -22,6 +22,8 @@ from jupyter_distributed.cluster.fanin import BadReduction
 from jupyter_distributed.collapse import WINDOW
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
+from jupyter_distributed.events import SharedLines, Stream
+from jupyter_distributed.history.store import RunRecord, Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.protocol.signing import Signer, rank_name
 from jupyter_distributed.session import Session
@@ -157,6 +159,30 @@ def test_a_stack_request_some_ranks_never_answer_keeps_no_batch_waiting() -> Non
     alike.clear()
     alike.kept(0, 0, {**answer, "seq": 2})
     assert alike.waits([["r0", 2, answer]]) is None  # (nor any batch after)
+
+
+def test_two_relays_lines_alike_show_once_and_each_rank_is_recorded(tmp_path: Path) -> None:
+    store = Store(tmp_path / "history.sqlite")
+    try:
+        store.create_run(RunRecord("r", "local", 8, list(range(8))), {r: {} for r in range(8)})
+        out = io.StringIO()
+        view = CellView("r", out=out, err=out, ranks=range(8))
+        nodes = [  # (each node's relay sent its ranks' line once; their clocks differ a little)
+            SharedLines("r", Stream.STDOUT, (0, 1, 2, 3), (LINE,), [[5.0], [5.01], [5.0], [5.02]]),
+            SharedLines("r", Stream.STDOUT, (4, 5, 6, 7), (LINE,), [[5.03]] * 4),
+        ]
+        for events in nodes:
+            store.append(events=[events])
+            view.on_events([events])
+        view.finish()
+        assert out.getvalue().splitlines() == [f"[ranks 0-7] {LINE}"]
+        events = store.events_after(0, "r")
+        lines = [(e["rank"], e["t"], e["text"]) for _, e in events if e["kind"] == "output"]
+        assert sorted(lines) == sorted(
+            [(r, t[0], LINE) for n in nodes for r, t in zip(n.ranks, n.times, strict=True)]
+        )
+    finally:
+        store.close()
 
 
 # -- through a Session: real ranks, a real relay ------------------------------------------

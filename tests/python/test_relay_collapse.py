@@ -171,13 +171,13 @@ def test_two_relays_lines_alike_show_once_and_each_rank_is_recorded(tmp_path: Pa
             SharedLines("r", Stream.STDOUT, (0, 1, 2, 3), (LINE,), [[5.0], [5.01], [5.0], [5.02]]),
             SharedLines("r", Stream.STDOUT, (4, 5, 6, 7), (LINE,), [[5.03]] * 4),
         ]
-        for events in nodes:
-            store.append(events=[events])
-            view.on_events([events])
+        for shared in nodes:
+            store.append(events=[shared])
+            view.on_events([shared])
         view.finish()
         assert out.getvalue().splitlines() == [f"[ranks 0-7] {LINE}"]
-        events = store.events_after(0, "r")
-        lines = [(e["rank"], e["t"], e["text"]) for _, e in events if e["kind"] == "output"]
+        stored = store.events_after(0, "r")
+        lines = [(e["rank"], e["t"], e["text"]) for _, e in stored if e["kind"] == "output"]
         assert sorted(lines) == sorted(
             [(r, t[0], LINE) for n in nodes for r, t in zip(n.ranks, n.times, strict=True)]
         )

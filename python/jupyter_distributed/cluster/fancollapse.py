@@ -48,10 +48,14 @@ def _texts(fields: dict[str, Any]) -> list[str] | None:
     lines = fields.get("lines")
     if not isinstance(lines, list) or not lines:
         return None
-    texts = [
-        line[1] if isinstance(line, list | tuple) and len(line) == 2 else None for line in lines
-    ]
-    return None if None in texts else texts  # type: ignore[return-value]
+    texts = []
+    for line in lines:
+        if not (isinstance(line, list) and len(line) == 2 and isinstance(line[1], str)):
+            return None
+        if not isinstance(line[0], int | float):
+            return None
+        texts.append(line[1])
+    return texts
 
 
 class Alike:
@@ -67,6 +71,7 @@ class Alike:
         self._last: dict[int, int] = {}  # rank -> position of its last kept message
         self._lines_at = -1  # position of the last output entry (-1: none)
         self._since = 0.0
+        self._keyed: tuple[dict[str, Any] | None, tuple[Any, ...] | None] = (None, None)
 
     def sent(self, header: dict[str, Any]) -> None:
         """A message from the kernel went down: a cell, or a stack request, for some ranks."""
@@ -94,6 +99,7 @@ class Alike:
         """Whether ``rank``'s verified message joined a kept entry (else the caller keeps it,
         then calls :meth:`kept`)."""
         key = self._key(header)
+        self._keyed = (header, key)  # (for kept(), when it does not join)
         if key is None:
             return False
         after = self._last.get(rank, -1)
@@ -116,7 +122,8 @@ class Alike:
     def kept(self, at: int, rank: int, header: dict[str, Any]) -> None:
         """``rank``'s message was kept at position ``at`` of the batch."""
         self._last[rank] = at
-        key = self._key(header)
+        keyed, key = self._keyed
+        key = key if keyed is header else self._key(header)
         if key is not None:
             self._keys.setdefault(key, []).append(at)
             self._since = self._since or self._clock()

@@ -22,7 +22,7 @@ from jupyter_distributed.cluster.fanin import BadReduction
 from jupyter_distributed.collapse import WINDOW
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
-from jupyter_distributed.events import SharedLines, Stream
+from jupyter_distributed.events import OutputLines, SharedLines, Stream
 from jupyter_distributed.history.store import RunRecord, Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.protocol.signing import Signer, rank_name
@@ -183,6 +183,35 @@ def test_two_relays_lines_alike_show_once_and_each_rank_is_recorded(tmp_path: Pa
         )
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    "times",
+    [
+        [[1.0] * 3, [1.5] * 3, [1.25] * 3],  # (each rank's lines of one read: one time)
+        [[1.0, 1.1, 1.2], [1.5] * 3, [1.25, 1.25, 1.3]],  # (some read apart)
+    ],
+)
+def test_shared_lines_read_back_as_each_ranks_own_lines(
+    tmp_path: Path, times: list[list[float]]
+) -> None:
+    texts = ("a", "b b", "c")
+    shared = SharedLines("r", Stream.STDOUT, (2, 0, 1), texts, times)
+    read: list[list[tuple[Any, ...]]] = []
+    for name, events in (("shared", [shared]), ("each", shared.per_rank())):
+        store = Store(tmp_path / f"{name}.sqlite")
+        try:
+            store.create_run(RunRecord("r", "local", 3, [0, 1, 2]), {r: {} for r in range(3)})
+            mine = OutputLines("r", 1, Stream.STDOUT, [(0.5, "before")])
+            assert store.append([mine, *events, mine]) == 2 + 9
+            got = store.events_after(0, "r")
+            read.append(
+                [(q, e["rank"], e["t"], e["text"]) for q, e in got if e["kind"] == "output"]
+            )
+            assert [e[3] for e in read[-1] if e[1] == 1] == ["before", *texts, "before"]
+        finally:
+            store.close()
+    assert read[0] == read[1]  # (the same seqs, ranks, times and texts)
 
 
 # -- through a Session: real ranks, a real relay ------------------------------------------

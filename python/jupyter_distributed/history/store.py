@@ -288,11 +288,9 @@ class Store(Queries, Coordination, Bounds):
                     count += len(ev.lines)
                     continue
                 if isinstance(ev, SharedLines):  # a relay's collapsed lines: each rank's
-                    for lines in ev.per_rank():
-                        items.append(
-                            eventrows.Lines(ev.run_id, lines.rank, lines.stream.value, lines.lines)
-                        )
-                        count += len(lines.lines)
+                    stream = ev.stream.value
+                    items.append(eventrows.Shared(ev.run_id, ev.ranks, stream, ev.texts, ev.times))
+                    count += len(ev.ranks) * len(ev.texts)
                     continue
                 if isinstance(ev, RankStates):  # a relay's reduction: one row
                     items.append(eventrows.States(ev.run_id, ev.t, ev.rows()))

@@ -4,7 +4,8 @@ ranks' output), alternated.
 
     python benchmarks/bench_relay_flood.py [--lines 20000] [--rounds 2] [--tree CHECKOUT]
 
-2 nodes × 2 real ranks each print ``--lines`` lines (flushed every 100). ``--tree`` runs another
+2 nodes × 2 real ranks each print ``--lines`` lines (flushed every 100; ``--same``: the
+same lines on every rank, each flushed, which their relay sends up once). ``--tree`` runs another
 checkout's code (e.g. an export of an older commit), for a before/after on the same machine.
 Kernel CPU is this process's (every thread). Wall times share the cores with the ranks: shapes.
 """
@@ -22,6 +23,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 CODE = "import sys\nfor i in range({n}):\n    print(rank, i)\n    i % 100 or sys.stdout.flush()"
+# --same: every rank prints the same lines, one flush each (a training loop's log line)
+SAME = "import sys\nfor i in range({n}):\n    print('step', i, 'loss 0.25', flush=True)"
 
 
 def main() -> None:
@@ -29,6 +32,7 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--tree", default=str(HERE.parent))
+    parser.add_argument("--same", action="store_true", help="the ranks print the same lines")
     args = parser.parse_args()
     source = str(Path(args.tree, "python"))
     sys.path.insert(0, source)
@@ -49,7 +53,8 @@ def main() -> None:
             view = CellView(out=io.StringIO(), err=io.StringIO())
             session.run_cell(spec, "pass", {}, view=view)
             c0, w0 = time.process_time(), time.perf_counter()
-            session.run_cell(spec, CODE.format(n=args.lines), {}, view=view)
+            code = SAME if args.same else CODE
+            session.run_cell(spec, code.format(n=args.lines), {}, view=view)
             cpu, wall = time.process_time() - c0, time.perf_counter() - w0
             print(f"| {relays} | {cpu / lines * 1e6:.2f} | {lines / wall:,.0f} |", flush=True)
             session.stop()

@@ -157,3 +157,31 @@ def ms(x: float) -> str:
 
 def fmt_rate(x: float) -> str:
     return f"{x:,.0f}"
+
+
+@contextmanager
+def kernel_router(ranks: int, nodes: int, state: str = "idle") -> Iterator[tuple[Any, Any, bytes]]:
+    """A real router and history store for ``ranks`` fake ranks on ``nodes`` nodes, driven on
+    the caller's thread (no I/O thread, as the tests drive it), with the cluster's key; closed
+    after use. Imports the package wherever ``sys.path`` finds it (a ``--tree``'s first)."""
+    import contextlib
+    import secrets
+
+    from jupyter_distributed.cluster.router import Router
+    from jupyter_distributed.cluster.transport import Transport
+    from jupyter_distributed.history.store import Store
+    from jupyter_distributed.interface import RankInfo
+    from jupyter_distributed.layout import Layout
+
+    key = secrets.token_bytes(32)
+    layout = Layout(nodes=nodes, procs_per_node=ranks // nodes)
+    info = {r: RankInfo(r, "here", 100 + r, state, layout.coords(r)) for r in range(ranks)}
+    with contextlib.ExitStack() as stack:  # (closed in the reverse order)
+        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="jd-bench-router-"))
+        store = Store(Path(folder) / "history.sqlite")
+        stack.callback(store.close)
+        router = Router("jd-bench", store, info, key, lambda: None, print, Transport.ipc())
+        stack.callback(router._ctx.term)
+        stack.callback(router._loop.sock.close, linger=0)
+        stack.callback(router.listener.close)
+        yield router, store, key

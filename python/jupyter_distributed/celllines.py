@@ -75,12 +75,18 @@ class ShownLines:
         return out is not None and rank not in out and stream is not Stream.RESULT
 
     def add(
-        self, rank: int, stream: Stream, lines: Sequence[tuple[float, str]], tokens: float
+        self,
+        rank: int,
+        stream: Stream,
+        lines: Sequence[tuple[float, str]],
+        tokens: float,
+        also: Sequence[int] = (),
     ) -> tuple[float, int]:
         """A rank's lines (time, text) into the collapser, each new line paid from
         ``tokens`` with its label (one that joins another rank's is free; a result is always
         shown, in its rank's order). Returns the tokens left and how many lines the tokens
-        could not pay; :meth:`due` gives what is to be shown."""
+        could not pay; :meth:`due` gives what is to be shown. ``also``: other ranks that wrote
+        the same lines (a relay sent them once)."""
         assert self.held is not None  # noqa: S101 (only called with collapsing on)
         cost = len(str(rank)) + 10  # (the label's and the newline's)
         result = stream is Stream.RESULT
@@ -97,6 +103,7 @@ class ShownLines:
             cost,
             result,
             [t for t, _text in lines],
+            also,
         )
         return tokens if result else left, dropped
 

@@ -68,7 +68,9 @@ class Run:
     """Lines one rank wrote together (``texts``, numbered from ``first``), with the other
     ranks that joined each (``joined``: index in ``texts`` -> ranks)."""
 
-    __slots__ = ("alone", "first", "joined", "last", "rank", "stream", "texts", "until", "written")
+    __slots__ = (
+        "alone", "also", "first", "joined", "last", "rank", "stream", "texts", "until", "written"
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -79,8 +81,10 @@ class Run:
         until: float,
         alone: bool,
         written: tuple[float, float] | None = None,
+        also: Sequence[int] = (),
     ) -> None:
         self.rank, self.stream, self.texts = rank, stream, texts
+        self.also = also  # other ranks that wrote every line alike (a relay sent them once)
         self.first, self.until, self.alone = first, until, alone
         self.written = written  # when the rank wrote its first and last line (None: unknown)
         self.last = first + len(texts) - 1  # the number of its last line
@@ -94,12 +98,12 @@ class Run:
     def lines(self) -> Iterator[tuple[list[int], str]]:
         """Each line with the ranks that wrote it (its own rank first)."""
         for i, text in enumerate(self.texts):
-            yield [self.rank, *self.joined.get(i, ())], text
+            yield [self.rank, *self.also, *self.joined.get(i, ())], text
 
     def render(self) -> str:
         """As shown: each line labelled (:func:`label`), with its newline."""
         if not self.joined:  # (a run no one joined: one string, as fast as it came)
-            prefix = f"[rank {self.rank}] "
+            prefix = f"{label([self.rank, *self.also])} " if self.also else f"[rank {self.rank}] "
             return prefix + f"\n{prefix}".join(self.texts) + "\n"
         return "".join(f"{label(ranks)} {text}\n" for ranks, text in self.lines())
 
@@ -133,8 +137,10 @@ class Collapser:
         cost: int = 0,
         alone: bool = False,
         times: Sequence[float] | None = None,
+        also: Sequence[int] = (),
     ) -> tuple[float, int]:
-        """One rank's lines, in order (``times``: when the rank wrote each). A line shown anew
+        """One rank's lines, in order (``times``: when the rank wrote each; ``also``: other
+        ranks that wrote the same lines, as a relay collapsed them). A line shown anew
         spends ``len(text) + cost`` of ``budget`` (joining another rank's is free); one the
         budget cannot pay is dropped.
         Returns the budget left and how many lines were dropped. ``alone``: lines that
@@ -147,9 +153,9 @@ class Collapser:
         if index is None or index.keys().isdisjoint(texts):  # (a flood: nothing to join)
             kept, budget, dropped = affordable(texts, budget, cost)
             if kept:
-                self._run(rank, stream, kept, now, False, written)
+                self._run(rank, stream, kept, now, False, written, also)
             return budget, dropped
-        return self._one_by_one(rank, stream, texts, now, budget, cost, times)
+        return self._one_by_one(rank, stream, texts, now, budget, cost, times, also)
 
     def _one_by_one(
         self,
@@ -160,11 +166,14 @@ class Collapser:
         budget: float,
         cost: int,
         times: Sequence[float] | None,
+        also: Sequence[int] = (),
     ) -> tuple[float, int]:
         """:meth:`add`, line by line: lines join others' while they can; from the first line
         that does not, the rest are this rank's own (numbered after every held line, they
         could join nothing before them)."""
-        last = self._last.get(rank, -1)
+        ranks = (rank, *also)
+        last = self._last.get(rank, -1) if not also else max(self._last.get(r, -1) for r in ranks)
+        joined = False
         fresh: list[str] = []  # this rank's own lines: a run of their own
         fresh_times: list[float] = []
         dropped = 0
@@ -183,8 +192,12 @@ class Collapser:
                 except ValueError:
                     at = -1
                 if at >= 0:
-                    run.joined.setdefault(at, []).append(rank)
-                    last = self._last[rank] = run.first + at
+                    others = run.joined.get(at)
+                    if others is None:
+                        run.joined[at] = list(ranks)
+                    else:
+                        others.extend(ranks)
+                    last, joined = run.first + at, True
                     continue
             if len(text) + cost > budget:
                 dropped += 1
@@ -195,7 +208,10 @@ class Collapser:
                 fresh_times.append(t)
         if fresh:
             written = (fresh_times[0], fresh_times[-1]) if fresh_times else None
-            self._run(rank, stream, fresh, now, False, written)
+            self._run(rank, stream, fresh, now, False, written, also)
+        elif joined:  # (each rank's latest line: the last one it joined)
+            for r in ranks:
+                self._last[r] = last
         return budget, dropped
 
     def _run(
@@ -206,8 +222,9 @@ class Collapser:
         now: float,
         alone: bool,
         written: tuple[float, float] | None = None,
+        also: Sequence[int] = (),
     ) -> None:
-        run = Run(rank, stream, texts, self._next, now + self.window, alone, written)
+        run = Run(rank, stream, texts, self._next, now + self.window, alone, written, also)
         self._next += len(texts)
         self._queue.append(run)
         self._held += len(texts)
@@ -221,6 +238,8 @@ class Collapser:
             else:
                 index.update(dict.fromkeys(texts, run))
         self._last[rank] = run.last
+        for other in also:
+            self._last[other] = run.last
 
     def done(self, rank: int) -> None:
         """``rank`` writes no more lines (its cell ended): no line waits for it."""

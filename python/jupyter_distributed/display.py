@@ -37,6 +37,7 @@ from .events import (
     RankEvent,
     RankStates,
     Recorded,
+    SharedLines,
     StacksEvent,
     Stream,
     each,
@@ -246,6 +247,8 @@ class CellView:
             if isinstance(event, RankStates):  # a relay's reduction: each rank's end, at once
                 for rank, state, _host, _pid in event.states:
                     self.lines.ended(rank, state)
+            elif isinstance(event, SharedLines):
+                self._shared(event)
             elif not isinstance(event, OutputLines):
                 self.on_event(event)
             elif self._live or self._waiting:  # (a line redrawn in place ends through on_event)
@@ -268,6 +271,30 @@ class CellView:
             self._lines(event, self._err if event.stream is Stream.STDERR else self._out)
         if self.suppressed > suppressed:
             self.tails.cut(event.rank)
+
+    def _shared(self, event: SharedLines) -> None:
+        """Lines several ranks wrote alike, as their relay sent them once: held once for them
+        all (each rank's lines one by one where some do not show, or are not collapsed)."""
+        ranks, stream = event.ranks, event.stream
+        if (
+            self._held is None
+            or self._quiet
+            or self._live
+            or self._waiting
+            or any(self.lines.hides(rank, stream) for rank in ranks)
+        ):
+            self.on_events(event.per_rank())
+            return
+        for rank in ranks:
+            self.tails.add(rank, stream, event.texts)
+        suppressed = self.suppressed
+        lines = list(zip(event.times[0], event.texts, strict=True))
+        self._refill()
+        self._tokens, dropped = self.lines.add(ranks[0], stream, lines, self._tokens, ranks[1:])
+        self.suppressed += dropped
+        if self.suppressed > suppressed:
+            for rank in ranks:
+                self.tails.cut(rank)
 
     def _lines(self, event: OutputLines, target: TextIO) -> None:
         """A message's lines, each shown while the tokens last."""

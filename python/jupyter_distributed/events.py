@@ -192,6 +192,38 @@ class OutputLines:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class SharedLines:
+    """Lines that several ranks wrote alike to one stream, as their node's relay sent them up
+    once (issue 26): each rank's lines are its own in the history (with its own times); the
+    cell's view shows them once, ``[ranks 4-7] text``. Not a kind of its own: readers see each
+    rank's output lines; :meth:`per_rank` and :meth:`events` give them back."""
+
+    kind: ClassVar[str] = "output"
+    run_id: str
+    stream: Stream
+    ranks: Sequence[int]  # never empty
+    texts: Sequence[str]  # never empty
+    times: Sequence[Sequence[float]]  # each rank's times of its lines, in the order of ranks
+
+    @property
+    def t(self) -> float:
+        """The first rank's first line's time."""
+        return float(self.times[0][0])
+
+    def per_rank(self) -> list[OutputLines]:
+        """Each rank's lines, as its own message would have brought them."""
+        run_id, stream, texts = self.run_id, self.stream, self.texts
+        return [
+            OutputLines(run_id, rank, stream, list(zip(times, texts, strict=True)))
+            for rank, times in zip(self.ranks, self.times, strict=True)
+        ]
+
+    def events(self) -> list[OutputEvent]:
+        """Each rank's lines as :class:`OutputEvent`\\ s, rank by rank."""
+        return [event for lines in self.per_rank() for event in lines.events()]
+
+
 @dataclass(frozen=True)
 class MetricEvent(JsonEvent):
     """One ``report(**values)`` call, or one system sample (names starting with ``sys.``)."""
@@ -260,7 +292,7 @@ Event = RunEvent | RankEvent | OutputEvent | MetricEvent | ErrorEvent | DisplayE
 
 #: What the kernel records and shows: an event, or a message's lines of output (expanded into
 #: :class:`OutputEvent`\ s where one line at a time is needed).
-Recorded = Event | OutputLines | RankStates
+Recorded = Event | OutputLines | RankStates | SharedLines
 
 
 def count(events: Iterable[Recorded]) -> int:
@@ -268,6 +300,8 @@ def count(events: Iterable[Recorded]) -> int:
     return sum(
         len(e.lines)
         if isinstance(e, OutputLines)
+        else len(e.ranks) * len(e.texts)
+        if isinstance(e, SharedLines)
         else len(e.states)
         if isinstance(e, RankStates)
         else 1
@@ -279,7 +313,7 @@ def each(events: Iterable[Recorded]) -> list[Event]:
     """``events`` one at a time: an :class:`OutputLines`' lines as :class:`OutputEvent`\\ s."""
     out: list[Event] = []
     for event in events:
-        if isinstance(event, OutputLines | RankStates):
+        if isinstance(event, OutputLines | RankStates | SharedLines):
             out.extend(event.events())
         else:
             out.append(event)

@@ -28,6 +28,7 @@ from .cellpeers import CellPeer
 from .cellrun import CellRun
 from .decode import Ranks, decode
 from .fanbatch import relayed
+from .fancollapse import Shared, take_shared
 from .fancompact import Compacting
 from .fanin import REDUCED, relay_node
 from .inbox import Exited, Finished, Item, Show, StacksReply
@@ -63,6 +64,7 @@ class Intake:
         self.cell_peers: dict[int, Peer] = {}  # rank -> its cell socket
         self.reduced_ends = 0  # ranks' ends of cells that came in relays' reductions
         self.batched = 0  # ranks' output messages that came in relays' batches
+        self.shared = 0  # ... of them sent alike by several ranks, sent up once
         self._order = CellOrder()  # cell-socket messages ahead of their turn
 
     def take(self, batch: Sequence[tuple[Peer, list[Buffer]]]) -> Taken:
@@ -109,6 +111,9 @@ class Intake:
             taken.compacting = Compacting()
         try:
             for rank, src, seq, wait, message in parsed:
+                if isinstance(message, Shared):  # several ranks' alike (see .fancollapse)
+                    self._take_shared(taken, peer, message)
+                    continue
                 if not self._signer.vouched(src, seq):
                     self._reject(peer, f"replayed message {src}#{seq}")
                     continue
@@ -120,6 +125,30 @@ class Intake:
             if taken.compacting is not None:
                 taken.shown = taken.compacting.close(taken.events, taken.items, taken.shown)
                 taken.compacting = None
+
+    def _take_shared(self, taken: Taken, peer: bytes, shared: Shared) -> None:
+        """Lines or stacks that several ranks of a relay's node sent alike: each rank's counter
+        checked, the message decoded once for them all, then what waits for each rank's
+        output released (as :meth:`_route` does for one rank's message)."""
+        ranks = []
+        for rank, seq in zip(shared.ranks, shared.seqs, strict=True):
+            if self._signer.vouched(rank_name(rank), seq):
+                ranks.append(rank)
+            else:
+                self._reject(peer, f"replayed message {rank_name(rank)}#{seq}")
+        alike = take_shared(self.ranks, ranks, shared)
+        self.batched += len(ranks)
+        self.shared += len(ranks)
+        taken.events.extend(alike.events)
+        for reply in alike.replies:
+            self.board.put(reply)
+        for rank in ranks:
+            if rank in self.ranks.info:
+                self.peers[rank] = peer
+            for _, waited, buffers in self._order.release(
+                rank, self._signer.accepted(rank_name(rank))
+            ):
+                self._take(taken, rank, waited, buffers)
 
     def _route(
         self,

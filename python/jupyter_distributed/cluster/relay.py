@@ -18,7 +18,8 @@ ranks' keys). So the kernel holds one connection per node, not two per rank.
 
 - **Fan-in:** its ranks' ends of a cell are answered in one message the relay signs itself
   (:mod:`.fanin`); an error is forwarded at once. Their output goes up in batches it signs
-  itself too, each rank's lines in order (:mod:`.fanbatch`).
+  itself too, each rank's lines in order (:mod:`.fanbatch`); lines and stack dumps that
+  several ranks sent alike go up once, with each rank's name and counter (:mod:`.fancollapse`).
 
 Anything unsigned, replayed, or from a rank of another node is dropped. The relay dies with
 its parent (Linux) and ends once it finds the kernel dead (on the kernel's host, as a rank
@@ -131,11 +132,13 @@ class Relay:
             if src not in self.names:
                 continue  # (a rank of another node signs as itself: not through this relay)
             self._routes[src] = peer
+            self._batcher.alike.seen(header)
             if self._reducer.hold(header, len(message) - 2):
                 continue
             if self._batcher.keep(header, len(message) - 2, len(message[1])):
                 continue
-            self._send_batch()  # (what a rank sent before this goes first)
+            if self._batcher.holds(src):
+                self._send_batch()  # (what this rank sent before this goes first)
             self.up.send_multipart(message, copy=False)
 
     def _from_kernel(self) -> None:
@@ -149,6 +152,7 @@ class Relay:
             except BadMessage:
                 continue
             self._reducer.sent(header)
+            self._batcher.alike.sent(header)
             dst = header["dst"]
             for name in dst if isinstance(dst, list) else [dst]:
                 peer = self._routes.get(str(name))

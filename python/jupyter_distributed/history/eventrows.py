@@ -93,7 +93,19 @@ class States(NamedTuple):
     events: Sequence[tuple[int, str, str, int | None]]  # (rank, state, host, pid)
 
 
-Written = Item | Lines | States
+class Shared(NamedTuple):
+    """The same lines of several ranks of one run and stream (a relay sent them once): each
+    rank's lines, with its own times, written as :class:`Lines` would write them, one rank
+    after the other; the common case (a rank's lines at one time, in one row) made once."""
+
+    run_id: str
+    ranks: Sequence[int]
+    stream: str
+    texts: Sequence[str]
+    times: Sequence[Sequence[float]]  # each rank's times of its lines
+
+
+Written = Item | Lines | States | Shared
 
 
 def append(db: sqlite3.Connection, items: Iterable[Written], keys: Keys | None = None) -> None:
@@ -110,6 +122,8 @@ def _numbered(seq: int, items: Iterable[Written]) -> Iterator[tuple[int, Written
             if isinstance(it, Lines)
             else len(it.events)
             if isinstance(it, States)
+            else len(it.ranks) * len(it.texts)
+            if isinstance(it, Shared)
             else 1
         )
 
@@ -129,6 +143,9 @@ def write(
             continue
         if isinstance(it, States):
             start = _write_states(db, seq, it, start, groups, rows, codes)
+            continue
+        if isinstance(it, Shared):
+            start = _write_shared(db, seq, it, start, groups, rows, codes)
             continue
         if seq - start >= SPAN:
             _flush(db, groups, rows, codes)
@@ -180,6 +197,45 @@ def _write_lines(
         else:
             groups[key] = _Group(seq + i, line)
         i += 1
+    return start
+
+
+def _write_shared(
+    db: sqlite3.Connection,
+    seq: int,
+    it: Shared,
+    start: int,
+    groups: dict[Any, _Group],
+    rows: list[tuple[Any, ...]],
+    codes: _Codes,
+) -> int:
+    """:func:`write`'s work for ``it``: each rank's lines as :func:`_write_lines` writes them;
+    where a rank's lines are at one time, fit one row and start it, that row is made from the
+    text joined once for every rank. Returns where the current span starts."""
+    texts, n = it.texts, len(it.texts)
+    size = sum(len(t) if t.isascii() else len(t.encode()) for t in texts) + 3 * (n - 1)
+    joined = "\n".join(texts) if size <= ROW_BYTES - 16 and "\n" not in "".join(texts) else None
+    run, kind, stream = codes.run(it.run_id), codes.code("output"), codes.code(it.stream)
+    for i, (rank, times) in enumerate(zip(it.ranks, it.times, strict=True)):
+        first = seq + i * n
+        key = (it.run_id, "output", rank, it.stream)
+        if (
+            joined is None
+            or key in groups
+            or n < 2
+            or times[0] != times[-1]
+            or min(times) != max(times)
+        ):
+            lines = list(zip(times, texts, strict=True))
+            start = _write_lines(
+                db, first, Lines(it.run_id, rank, it.stream, lines), start, groups, rows, codes
+            )
+            continue
+        if first + n - 1 - start >= SPAN:
+            _flush(db, groups, rows, codes)
+            start = first
+        gaps = bytes(2 * (n - 1))  # (the next seq, the same time: zeros)
+        rows.append((first + n - 1, n - 1, run, kind, rank, stream, times[0], gaps, joined, None))
     return start
 
 

@@ -26,6 +26,7 @@ from ..events import (
     RankStates,
     Recorded,
     RunEvent,
+    SharedLines,
 )
 from ..pids import pid_alive
 from . import eventrows, migrate, probestore, reaper, storefile
@@ -285,6 +286,11 @@ class Store(Queries, Coordination, Bounds):
                 if isinstance(ev, OutputLines):  # a flood's bulk: straight into rows
                     items.append(eventrows.Lines(ev.run_id, ev.rank, ev.stream.value, ev.lines))
                     count += len(ev.lines)
+                    continue
+                if isinstance(ev, SharedLines):  # a relay's collapsed lines: each rank's
+                    stream = ev.stream.value
+                    items.append(eventrows.Shared(ev.run_id, ev.ranks, stream, ev.texts, ev.times))
+                    count += len(ev.ranks) * len(ev.texts)
                     continue
                 if isinstance(ev, RankStates):  # a relay's reduction: one row
                     items.append(eventrows.States(ev.run_id, ev.t, ev.rows()))

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -61,7 +61,7 @@ def _texts(fields: dict[str, Any]) -> list[str] | None:
 class Alike:
     """The relay's side: which kept entry of the batch a rank's message may join."""
 
-    def __init__(self, ranks: range, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, ranks: Iterable[int], clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._node = set(ranks)
         self._running: set[int] = set()  # ranks that got the current cell and did not end it

@@ -24,10 +24,10 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Collection, Sequence
-from typing import Any, TextIO
+from typing import TextIO
 
 from .celllines import ShownLines, Tails, closing_notes, stacks_text, tagged
-from .displayarea import Area, in_place, rich
+from .displayarea import Areas
 from .events import (
     DisplayEvent,
     ErrorEvent,
@@ -63,17 +63,14 @@ class CellView:
     ) -> None:
         """``progress``: with ``quiet``, the start-up line and the lines redrawn in place still
         show (a probe's progress), each emptied once it ends."""
-        self.run_id = run_id
         self._progress = progress
-        self.display_ranks = None if display_ranks is None else frozenset(display_ranks)
         # --output and the collapsed lines (with --quiet, nothing shows: nothing to say)
         self.lines = ShownLines(None if quiet else output_ranks, collapse and not quiet, ranks)
         self._held = self.lines.held
-        self._live: dict[tuple[int, str], str] = {}  # (rank, stream) -> its display id
-        self._lives = 0
-        self._rich_results: set[int] = set()
-        self._areas: dict[int, Area] = {}  # rank -> the displays it shows
-        self._waiting: set[int] = set()  # ranks whose clear_output(wait=True) is pending
+        self.areas = Areas(
+            run_id, quiet, progress, display_ranks,
+            lambda text: self._write(self._out, text, force=True), self.release,
+        )  # fmt: skip
         self._out = out or sys.stdout
         self._err = err or sys.stderr
         self._quiet = quiet
@@ -83,11 +80,18 @@ class CellView:
         self._refilled = time.monotonic()
         self.suppressed = 0
         self.tails = Tails()  # each rank's last lines, shown at the end if the limit cut them
-        self._starting = False  # whether the cluster's start-up line is shown
+
+    @property
+    def run_id(self) -> str:
+        return self.areas.run_id
+
+    @run_id.setter
+    def run_id(self, run_id: str) -> None:  # (the session names the run once it starts)
+        self.areas.run_id = run_id
 
     def on_event(self, event: Event) -> None:
-        if self._waiting and isinstance(event, OutputEvent | DisplayEvent):
-            self._clear_waiting(event.rank)
+        if self.areas.waiting and isinstance(event, OutputEvent | DisplayEvent):
+            self.areas.clear_waiting(event.rank)
         if isinstance(event, OutputEvent):
             if self.lines.hides(event.rank, event.stream):
                 self.lines.hidden += 1
@@ -103,7 +107,7 @@ class CellView:
             self.flush()  # a failure is shown at once
             return
         elif isinstance(event, DisplayEvent):
-            self._display(event)
+            self.areas.display(event)
         elif isinstance(event, StacksEvent):
             self._write(self._err, f"[jupyter-distributed] {stacks_text(event)}\n", force=True)
         elif isinstance(event, RankEvent):
@@ -113,15 +117,12 @@ class CellView:
 
     def _output(self, event: OutputEvent) -> None:
         """A line of a rank whose lines show."""
-        live = self._live.pop((event.rank, event.stream.value), None)
-        if live is not None and not self._quiet:  # the line's final state
-            self._publish(self._labelled(event.rank, event.text), {}, live, update=True)
-        elif live and self._progress:  # (quiet: progress goes once it is over)
-            self._publish({}, {}, live, update=True)
-        elif event.stream is Stream.RESULT:
-            if self._held is not None and event.rank not in self._rich_results:
+        if self.areas.ended_live(event.rank, event.stream.value, event.text):
+            return  # (its final state, shown in its place)
+        if event.stream is Stream.RESULT:
+            if self._held is not None and event.rank not in self.areas.rich_results:
                 self._collapse(event.rank, event.stream, [(event.t, event.text)])
-            elif event.rank not in self._rich_results:
+            elif event.rank not in self.areas.rich_results:
                 self._write(self._out, f"Out[rank {event.rank}]: {event.text}\n", force=True)
         elif self._held is not None and not self._quiet:
             self._collapse(event.rank, event.stream, [(event.t, event.text)])
@@ -133,106 +134,15 @@ class CellView:
         """A rank's line redrawn in place: one display per rank and stream, updated."""
         if (self._quiet and not self._progress) or self.lines.hides(rank, Stream(stream)):
             return
-        key = (rank, stream)
-        self._clear_waiting(rank)
-        if not rich():  # as text, only the final state is shown
-            self._live.setdefault(key, "")
-            return
-        display_id = self._live.get(key)
-        if display_id is None:
-            self._lives += 1
-            display_id = self._live[key] = f"jd-{self.run_id}-{rank}-{stream}-{self._lives}"
-            self._area(rank).lives.append(display_id)
-            self._publish(self._labelled(rank, text), {}, display_id, update=False)
-        else:
-            self._publish(self._labelled(rank, text), {}, display_id, update=True)
+        self.areas.live(rank, stream, text)
 
     def starting(self, text: str) -> None:
-        """The cluster's start-up line, redrawn in place; emptied once ``text`` is empty (only
-        a notebook shows it: as text, or in a terminal, it would print every stage again)."""
-        if (self._quiet and not self._progress) or not in_place() or not (text or self._starting):
-            return
-        data = {"text/plain": f"[jupyter-distributed] {text}"} if text else {}
-        metadata = {"jupyter_distributed": {"startup": True}}  # no rank's: the cluster's
-        self._publish(data, metadata, f"jd-{self.run_id}-start", update=self._starting)
-        self._starting = bool(text)
-
-    def _display(self, event: DisplayEvent) -> None:
-        if self.display_ranks is not None and event.rank not in self.display_ranks:
-            return
-        metadata = {**event.metadata, "jupyter_distributed": {"rank": event.rank}}
-        named = f"jd-{event.rank}-{event.display_id}" if event.display_id else None
-        if event.update:
-            self._publish(event.data, metadata, named, True)
-            return
-        area = self._area(event.rank)
-        if named is not None:  # shown again after a clear: in its emptied place
-            reused = named if named in area.cleared else None
-            area.cleared.discard(named)
-            area.named.append(named)
-        else:
-            reused = area.free.pop(0) if area.free and not event.result else None
-        if reused is None:  # (a reused place keeps the label written above it)
-            if event.result:
-                self._rich_results.add(event.rank)
-                self._write(self._out, f"Out[rank {event.rank}]:\n", force=True)
-            elif not self._quiet:
-                self._write(self._out, f"[rank {event.rank}] {event.mark}\n", force=True)
-        display_id = named or reused
-        if display_id is None:
-            self._lives += 1
-            display_id = f"jd-{self.run_id}-{event.rank}-d{self._lives}"
-        if named is None:
-            area.shown.append(display_id)
-        self._publish(event.data, metadata, display_id, reused is not None)
+        """The cluster's start-up line (:meth:`.Areas.starting`)."""
+        self.areas.starting(text)
 
     def clear(self, rank: int, wait: bool = False) -> None:
-        """A rank's ``clear_output(wait)``: empty its displays and live line (see the module
-        docstring); with ``wait``, once the rank next shows something."""
-        if wait:
-            self._waiting.add(rank)
-            return
-        self._waiting.discard(rank)
-        area = self._areas.get(rank)
-        if area is None or not rich():
-            return
-        for key in [k for k in self._live if k[0] == rank]:
-            del self._live[key]  # (a later redraw starts a new live line)
-        for display_id in [*area.lives, *area.shown, *area.named]:
-            self._publish({}, {}, display_id, update=True)
-        area.free = [*area.shown, *area.free]
-        area.cleared.update(area.named)
-        area.lives, area.shown, area.named = [], [], []
-
-    def _clear_waiting(self, rank: int) -> None:
-        if rank in self._waiting:
-            self.clear(rank)
-
-    def _area(self, rank: int) -> Area:
-        area = self._areas.get(rank)
-        if area is None:
-            area = self._areas[rank] = Area()
-        return area
-
-    @staticmethod
-    def _labelled(rank: int, text: str) -> dict[str, Any]:
-        return {"text/plain": f"[rank {rank}] {text}"}
-
-    def _publish(
-        self, data: dict[str, Any], metadata: dict[str, Any], display_id: str | None, update: bool
-    ) -> None:
-        """Through IPython's display publisher under a kernel; as text elsewhere."""
-        if self._held:
-            self._release(everything=True)
-        self.flush()
-        if not rich():
-            text = str(data.get("text/plain", ""))
-            self._write(self._out, f"{text}\n", force=True)
-            return
-        from IPython.display import publish_display_data
-
-        transient = {"display_id": display_id} if display_id else None
-        publish_display_data(data, metadata, transient=transient, update=update)  # type: ignore[no-untyped-call]
+        """A rank's ``clear_output(wait)`` (:meth:`.Areas.clear`)."""
+        self.areas.clear(rank, wait)
 
     def on_events(self, events: Sequence[Recorded]) -> None:
         """:meth:`on_event` for each, with a message's output lines (the bulk of a flood)
@@ -251,7 +161,7 @@ class CellView:
                 self._shared(event)
             elif not isinstance(event, OutputLines):
                 self.on_event(event)
-            elif self._live or self._waiting:  # (a line redrawn in place ends through on_event)
+            elif self.areas.live_ids or self.areas.waiting:  # (a live line ends in on_event)
                 for line in event.events():
                     self.on_event(line)
             elif self.lines.hides(event.rank, event.stream):
@@ -279,8 +189,8 @@ class CellView:
         if (
             self._held is None
             or self._quiet
-            or self._live
-            or self._waiting
+            or self.areas.live_ids
+            or self.areas.waiting
             or any(self.lines.hides(rank, stream) for rank in ranks)
         ):
             self.on_events(event.per_rank())

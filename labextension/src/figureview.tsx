@@ -11,6 +11,7 @@
 import * as React from 'react';
 
 import { fileName, type IFigureTheme } from './figures';
+import { frameOf } from './firstdraw';
 import { livePoints, shapeOf } from './livepoints';
 import { type IGraphDiv, type IPlotly, loadPlotly } from './plotly';
 import { RedrawGate, XLink } from './redraw';
@@ -119,6 +120,9 @@ export function Figure(props: IFigureProps): JSX.Element {
     let drawn = '';
     // The shape (all but the points) of what the last `react` drew.
     let shape = '';
+    // The first draw is the figure's frame alone (no data, legend or automargin), the figure
+    // itself the next task's: plotly's first draw of a whole figure is one long task.
+    let framed = false;
     // Scrolled out of view (a tab's lower plots), a figure waits like a hidden one.
     let inView = true;
     const visible = (): boolean =>
@@ -196,8 +200,17 @@ export function Figure(props: IFigureProps): JSX.Element {
         if (key === drawn) {
           return;
         }
-        drawn = key;
         const p = plotly;
+        if (!framed) {
+          framed = true;
+          gate.current?.partial();
+          p.react(node, [], frameOf(layout), config).then(
+            () => bind(p),
+            () => undefined // the figure's own draw, next, says what failed
+          );
+          return;
+        }
+        drawn = key;
         // Only the points changed, inside the axes drawn: moved without a plot pass.
         const points = bound ? livePoints(shape, { data, layout }, drawnYRange(node), zoomed !== null) : null;
         if (points) {

@@ -160,15 +160,16 @@ const { chromium } = require(process.argv[1]);
     args: ['--no-sandbox', '--disable-gpu'] });
   const page = await browser.newPage({ viewport: { width: 600, height: 900 } });
   await page.goto(process.argv[3]);
-  await page.waitForSelector('body[data-result]', { timeout: 170000 });
+  await page.waitForSelector('body[data-result]', { timeout: 170000, state: 'attached' });
   console.log(await page.getAttribute('body', 'data-result'));
   await browser.close();
 })();
 """
 
 
-def run_page(way: str, updates: int, points: int) -> dict[str, object] | None:
-    """One page's result: first draws and each update's ms; None without Chromium or
+def open_page(html: str, name: str = "page.html") -> dict[str, object] | None:
+    """Open `html` (next to a copy of plotly.js' bundle, as ``plotly.min.js``) in headless
+    Chromium and return the JSON its body's ``data-result`` holds; None without Chromium or
     Playwright (ui-tests/node_modules)."""
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     node = shutil.which("node")
@@ -176,8 +177,8 @@ def run_page(way: str, updates: int, points: int) -> dict[str, object] | None:
         return None
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copy(BUNDLE, Path(tmp) / "plotly.min.js")
-        page = Path(tmp) / "live.html"
-        page.write_text(PAGE % {"way": way, "updates": updates, "points": points}, encoding="utf-8")
+        page = Path(tmp) / name
+        page.write_text(html, encoding="utf-8")
         out = subprocess.run(  # noqa: S603 - our page, the browser on the PATH
             [node, "-e", OPEN, str(PLAYWRIGHT), browser, page.as_uri()],
             capture_output=True,
@@ -189,6 +190,11 @@ def run_page(way: str, updates: int, points: int) -> dict[str, object] | None:
         return None
     result: dict[str, object] = json.loads(out)
     return result
+
+
+def run_page(way: str, updates: int, points: int) -> dict[str, object] | None:
+    """One page's result: first draws and each update's ms; None without a browser."""
+    return open_page(PAGE % {"way": way, "updates": updates, "points": points}, "live.html")
 
 
 def pct(values: list[float], q: float) -> float:

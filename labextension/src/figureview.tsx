@@ -9,7 +9,7 @@
  */
 
 import * as React from 'react';
-
+import { download, drawnYRange, near, rangeOf, themeOf, timed } from './figureparts';
 import { fileName, type IFigureTheme } from './figures';
 import { frameOf } from './firstdraw';
 import { livePoints, shapeOf } from './livepoints';
@@ -49,53 +49,6 @@ const CSV_ICON = { width: 16, height: 16, path: 'M2 1h12v14H2zM4 4v2h8V4zm0 3v2h
 /** `Plotly.animate`'s options for points moved at once: no transition, no plot pass. */
 const ANIMATE_NOW = { transition: { duration: 0 }, frame: { duration: 0, redraw: false }, mode: 'immediate' };
 
-/** The y range plotly drew (its full layout's), or null before the first draw. */
-function drawnYRange(node: IGraphDiv): [number, number] | null {
-  const range = (node._fullLayout?.yaxis as { range?: unknown } | undefined)?.range;
-  return Array.isArray(range) && typeof range[0] === 'number' && typeof range[1] === 'number'
-    ? [range[0], range[1]]
-    : null;
-}
-
-/** The theme's colours: JupyterLab's CSS variables, plotly's defaults outside JupyterLab. */
-function themeOf(node: HTMLElement): IFigureTheme {
-  const style = getComputedStyle(node);
-  const read = (name: string, fallback: string): string => style.getPropertyValue(name).trim() || fallback;
-  return {
-    font: read('--jp-ui-font-color1', '#444'),
-    grid: read('--jp-border-color2', '#e5e5e5'),
-    background: read('--jp-layout-color1', '#fff')
-  };
-}
-
-function download(name: string, text: string): void {
-  const url = URL.createObjectURL(new Blob([text], { type: 'text/csv' }));
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(url), 1000);
-}
-
-function near(a: [number, number], b: [number, number] | null | undefined): boolean {
-  const span = Math.abs(a[1] - a[0]) || 1;
-  return !!b && Math.abs(a[0] - b[0]) <= span * 1e-6 && Math.abs(a[1] - b[1]) <= span * 1e-6;
-}
-
-/** The x range a relayout event set, null for a reset, undefined when it set no x range. */
-function rangeOf(event: Record<string, unknown>): [number, number] | null | undefined {
-  const lo = event['xaxis.range[0]'];
-  const hi = event['xaxis.range[1]'];
-  if (typeof lo === 'number' && typeof hi === 'number') {
-    return [lo, hi];
-  }
-  const both = event['xaxis.range'];
-  if (Array.isArray(both) && typeof both[0] === 'number' && typeof both[1] === 'number') {
-    return [both[0], both[1]];
-  }
-  return event['xaxis.autorange'] === true ? null : undefined;
-}
-
 export function Figure(props: IFigureProps): JSX.Element {
   const div = React.useRef<IGraphDiv>(null);
   const latest = React.useRef(props);
@@ -120,7 +73,7 @@ export function Figure(props: IFigureProps): JSX.Element {
     let drawn = '';
     // The shape (all but the points) of what the last `react` drew.
     let shape = '';
-    // The first draw is the figure's frame alone (no data, legend or automargin), the figure
+    // The first draw is the figure's frame (its layout and legend, no trace drawn), the figure
     // itself the next task's: plotly's first draw of a whole figure is one long task.
     let framed = false;
     // Scrolled out of view (a tab's lower plots), a figure waits like a hidden one.
@@ -204,10 +157,13 @@ export function Figure(props: IFigureProps): JSX.Element {
         if (!framed) {
           framed = true;
           gate.current?.partial();
-          p.react(node, [], frameOf(layout), config).then(
+          const frame = frameOf({ data, layout });
+          const start = performance.now();
+          p.react(node, frame.data, frame.layout, config).then(
             () => bind(p),
             () => undefined // the figure's own draw, next, says what failed
           );
+          timed('frame', title, start);
           return;
         }
         drawn = key;
@@ -215,15 +171,18 @@ export function Figure(props: IFigureProps): JSX.Element {
         const points = bound ? livePoints(shape, { data, layout }, drawnYRange(node), zoomed !== null) : null;
         if (points) {
           node.dataset.moves = String(Number(node.dataset.moves ?? 0) + 1);
+          const start = performance.now();
           p.animate(node, points, ANIMATE_NOW).catch(() => {
             drawn = '';
             shape = '';
           });
+          timed('move', title, start);
           return;
         }
         shape = shapeOf({ data, layout });
         // How each figure was drawn (`bench_panel.spec.ts` reports it): plot passes and moves.
         node.dataset.reacts = String(Number(node.dataset.reacts ?? 0) + 1);
+        const start = performance.now();
         p.react(node, data, layout, config).then(
           () => {
             bind(p);
@@ -236,6 +195,7 @@ export function Figure(props: IFigureProps): JSX.Element {
             setError(trans.__('cannot draw the plot: %1', String(e)));
           }
         );
+        timed('draw', title, start);
         setError('');
       } catch (e) {
         setError(trans.__('cannot draw the plot: %1', String(e)));

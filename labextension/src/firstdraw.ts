@@ -1,26 +1,22 @@
 /**
- * A figure's first draw in two tasks. plotly's first `react` of a figure creates all of its
- * DOM (the SVG layers, the axes, the modebar, the drag areas) and then lays out the data,
- * the legend and the automargins, often twice: 50–200 ms in one task under load
- * (benchmarks/RESULTS.md, "First draws in two tasks"). The frame alone (the layout without
- * data, legend or automargin) is about half of that; the figure, drawn in the next task over
- * that frame, is a redraw. Pure: the layout is given.
+ * A figure's first draw in two tasks. plotly's first `react` of a whole figure creates its DOM
+ * (the SVG layers, the axes, the modebar, the legend), lays it out, and lays it out again once
+ * the automargins and the legend have pushed its margins: one task of 50–200 ms under load
+ * (benchmarks/RESULTS.md, "First draws in two tasks"). Drawn first with every trace
+ * `legendonly` (the DOM, the axes, the legend and the margins, no trace drawn), the figure in
+ * the next task is a redraw of the traces over the same frame. Pure: the figure is given.
  */
 
-/** The layout's axes: `xaxis`, `yaxis`, `xaxis2`, ... */
-const AXIS = /^[xy]axis\d*$/;
+/** A built figure: plotly's data and layout. */
+export interface IFigure {
+  data: unknown[];
+  layout: Record<string, unknown>;
+}
 
-/**
- * The frame of a figure's `layout`: the same size, axes and titles, with no legend and no
- * automargin (each of which makes plotly measure text and lay the figure out again). Drawn
- * with no data, before the figure itself.
- */
-export function frameOf(layout: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  const frame: Record<string, unknown> = { ...layout, showlegend: false };
-  for (const [key, value] of Object.entries(layout)) {
-    if (AXIS.test(key) && value && typeof value === 'object') {
-      frame[key] = { ...(value as Record<string, unknown>), automargin: false };
-    }
-  }
-  return frame;
+/** The frame of a figure, drawn before it: the same layout and legend, no trace drawn. */
+export function frameOf(figure: IFigure): IFigure {
+  return {
+    data: figure.data.map(trace => ({ ...(trace as object), visible: 'legendonly' })),
+    layout: figure.layout
+  };
 }

@@ -33,7 +33,7 @@ import argparse
 import os
 import statistics
 
-from bench_live_redraw import open_page
+from bench_live_redraw import TRACES_JS, open_page
 
 WAYS = ("before", "warm", "empty-frame", "three", "after")
 
@@ -41,29 +41,7 @@ PAGE = """<!doctype html><html><body style="width:560px"><div id="figs"></div>
 <script src="plotly.min.js"></script>
 <script>
 const WAY = '%(way)s', N = %(ranks)d, POINTS = 30;
-const COLORS = ['#444', '#444', '#444', '#444', '#e6194b', '#3cb44b'];
-const NAMES = [['total', 'min rank', 'min – max rank', 'median rank', 'rank 17 (straggler)',
-  'rank 200 (straggler)'], ['rank 0', 'rank 1', 'rank 2', 'rank 3'], ['rank 0', 'rank 1',
-  'rank 2', 'rank 3']];
-const config = {displaylogo: false, showTips: false, responsive: true, doubleClick: 'reset',
-  modeBarButtonsToRemove: ['select2d', 'lasso2d', 'toImage']};
-function traces(f) {
-  return NAMES[f].map((name, i) => {
-    const x = [], y = [];
-    for (let k = 0; k < POINTS; k++) {
-      x.push(k); y.push((f + 1) * 100 * (1 + i) + 30 * Math.sin(k / 3 + i));
-    }
-    const t = {type: 'scatter', uid: 't' + i, name, x, y, mode: 'lines',
-      line: {width: name.includes('straggler') ? 3 : 1.5, color: COLORS[i]},
-      hovertemplate: '%%{y:.4~g}'};
-    if (f === 0 && i === 1) { t.showlegend = false; t.line.width = 0; }
-    if (f === 0 && i === 2) {
-      t.fill = 'tonexty'; t.fillcolor = 'rgba(68,68,68,0.18)'; t.line.width = 0;
-    }
-    if (f === 0 && i === 3) { t.line.dash = 'dot'; }
-    return t;
-  });
-}
+%(traces)s
 // lineLayout() of figures.ts, and the heatmap view's layout.
 function layout(title) {
   const axis = {color: '#444', gridcolor: '#e5e5e5', zerolinecolor: '#e5e5e5', automargin: true};
@@ -130,7 +108,7 @@ async function draw(div, data, l) {
     warm.push(await task(() => Plotly.react(w, [{type: 'scatter', x: [0], y: [0]}],
       {width: 200, height: 100}, {staticPlot: true})));
   } else {
-    const small = traces(0).map(t => ({...t, x: t.x.slice(0, 3), y: t.y.slice(0, 3)}));
+    const small = traces(0, 3);
     warm.push(await task(() => Plotly.react(w, small, layout('n'), config)));
     Plotly.purge(w);
     warm.push(await task(() => Plotly.react(w, heatmap([[null, 1], [2, null]]),
@@ -147,7 +125,7 @@ async function draw(div, data, l) {
   for (let f = 0; f < 3; f++) {
     const div = document.createElement('div');
     figs.appendChild(div);
-    lines.push(await draw(div, traces(f), layout(['samples/s', '%%', 'MiB'][f])));
+    lines.push(await draw(div, traces(f, POINTS), layout(['samples/s', '%%', 'MiB'][f])));
   }
   await sleep(100);
   figs.innerHTML = '';
@@ -177,7 +155,9 @@ def main() -> None:
     for r in range(args.rounds):
         for way in ways[r % len(ways) :] + ways[: r % len(ways)]:
             load = os.getloadavg()[0]
-            result = open_page(PAGE % {"way": way, "ranks": args.ranks}, "first.html")
+            result = open_page(
+                PAGE % {"way": way, "ranks": args.ranks, "traces": TRACES_JS}, "first.html"
+            )
             if result is None:
                 print(f"| {way} | {r + 1} | {load:.1f} | no result (no browser) ||||")
                 continue

@@ -37,6 +37,9 @@ export interface IFigureProps {
   style?: string;
 }
 
+/** When a figure looks at the theme's colours again after JupyterLab named a new theme, in ms. */
+const THEME_SETTLE_MS = [300, 1000, 3000];
+
 /** The longest slice of a figure's `ready` work, in ms, so that a frame's task stays short. */
 const SLICE_MS = 8;
 
@@ -235,7 +238,13 @@ export function Figure(props: IFigureProps): JSX.Element {
           });
     seen?.observe(node);
     // Drawn in the new colours when the user switches theme (JupyterLab names it on <body>).
-    const themes = new MutationObserver(() => g.request());
+    // JupyterLab may name the new theme before its CSS applies: a draw at once can read the old
+    // colours, so the figure looks again a little later (an unchanged figure is not redrawn).
+    const settling: ReturnType<typeof setTimeout>[] = [];
+    const themes = new MutationObserver(() => {
+      g.request();
+      settling.push(...THEME_SETTLE_MS.map(ms => setTimeout(() => g.request(), ms)));
+    });
     themes.observe(document.body, { attributes: true, attributeFilter: ['data-jp-theme-name'] });
     loadPlotly().then(
       p => {
@@ -254,6 +263,7 @@ export function Figure(props: IFigureProps): JSX.Element {
       observer?.disconnect();
       seen?.disconnect();
       themes.disconnect();
+      settling.forEach(clearTimeout);
       document.removeEventListener('visibilitychange', shown);
       plotly?.purge(node);
     };

@@ -55,7 +55,8 @@ export class RedrawGate {
 
   /**
    * Called by a draw that drew only a part (a figure's frame before its data): the rest is
-   * drawn in the next task, not an interval later, and the part is not counted as a draw.
+   * drawn in the next task, not an interval later, even if the figure was scrolled out of view
+   * meanwhile (a frame is never left without its figure); the part is not counted as a draw.
    */
   partial(): void {
     this._partial = true;
@@ -73,8 +74,9 @@ export class RedrawGate {
     return this._pending;
   }
 
-  private _try(): void {
-    if (this._stopped || !this._pending || this._cancel || !this.host.visible()) {
+  /** `rest`: the rest of a partial draw, drawn even if the figure is no longer seen. */
+  private _try(rest = false): void {
+    if (this._stopped || !this._pending || this._cancel || !(rest || this.host.visible())) {
       return;
     }
     const wait = this._last + Math.max(this.interval, DRAW_COST_FACTOR * this._cost) - this.host.now();
@@ -88,7 +90,7 @@ export class RedrawGate {
     this.draw();
     if (this._partial) {
       this._pending = true;
-      this._tryIn(0);
+      this._tryIn(0, true);
       return;
     }
     this._last = start;
@@ -97,10 +99,10 @@ export class RedrawGate {
     this._drawn = true;
   }
 
-  private _tryIn(ms: number): void {
+  private _tryIn(ms: number, rest = false): void {
     this._cancel = this.host.later(() => {
       this._cancel = null;
-      this._try();
+      this._try(rest);
     }, ms);
   }
 

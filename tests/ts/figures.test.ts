@@ -302,7 +302,7 @@ describe('live redraws', () => {
   });
 
   it('a figure whose first draw is its frame draws the figure in the next task, not an interval later', () => {
-    const { host, advance } = fakeHost();
+    const { host, advance, setVisible } = fakeHost();
     const draws: string[] = [];
     let framed = false;
     const gate: RedrawGate = new RedrawGate(() => {
@@ -317,7 +317,9 @@ describe('live redraws', () => {
     gate.request();
     expect(draws).toEqual(['frame at 0']); // the figure is not in the frame's task
     expect(gate.pending).toBe(true);
+    setVisible(false); // scrolled out of view meanwhile: the frame still gets its figure
     advance(0);
+    setVisible(true);
     expect(draws).toEqual(['frame at 0', 'figure at 0']);
     expect(gate.pending).toBe(false);
     // The frame is not counted as a draw: the next redraw is an interval after the figure's.

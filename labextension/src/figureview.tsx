@@ -12,7 +12,7 @@ import * as React from 'react';
 import { download, drawnYRange, near, rangeOf, themeOf, timed } from './figureparts';
 import { fileName, type IFigureTheme } from './figures';
 import { frameOf } from './firstdraw';
-import { livePoints, shapeOf } from './livepoints';
+import { figureKey, livePoints, shapeOf } from './livepoints';
 import { type IGraphDiv, type IPlotly, loadPlotly } from './plotly';
 import { RedrawGate, XLink } from './redraw';
 import { useTrans } from './translate';
@@ -152,10 +152,6 @@ export function Figure(props: IFigureProps): JSX.Element {
         if (zoomed) {
           layout.xaxis = { ...(layout.xaxis as object), range: [...zoomed], autorange: false };
         }
-        const key = JSON.stringify([data, layout]);
-        if (key === drawn) {
-          return;
-        }
         const p = plotly;
         if (!framed) {
           framed = true;
@@ -169,9 +165,16 @@ export function Figure(props: IFigureProps): JSX.Element {
           timed('frame', title, start);
           return;
         }
+        const nextShape = shapeOf({ data, layout });
+        const key = figureKey(nextShape, { data, layout });
+        if (key === drawn) {
+          return;
+        }
         drawn = key;
         // Only the points changed, inside the axes drawn: moved without a plot pass.
-        const points = bound ? livePoints(shape, { data, layout }, drawnYRange(node), zoomed !== null) : null;
+        const points = bound
+          ? livePoints(shape, { data, layout }, drawnYRange(node), zoomed !== null, nextShape)
+          : null;
         if (points) {
           node.dataset.moves = String(Number(node.dataset.moves ?? 0) + 1);
           const start = performance.now();
@@ -182,7 +185,7 @@ export function Figure(props: IFigureProps): JSX.Element {
           timed('move', title, start);
           return;
         }
-        shape = shapeOf({ data, layout });
+        shape = nextShape;
         // How each figure was drawn (`bench_panel.spec.ts` reports it): plot passes and moves.
         node.dataset.reacts = String(Number(node.dataset.reacts ?? 0) + 1);
         const start = performance.now();

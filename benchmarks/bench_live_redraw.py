@@ -44,6 +44,33 @@ WAYS = {
     "react-nice": "as react-fixed, the x range's end rounded up to 10 s (changes rarely)",
 }
 
+# The Throughput tab's figures at 256 ranks, as plotly traces: samples/s (the total, the min–max
+# band, the median, 2 stragglers) and two system plots (4 ranks). `traces(f, n)`: figure f's, of
+# n points. bench_first_draw.py draws them too.
+TRACES_JS = """const COLORS = ['#444', '#444', '#444', '#444', '#e6194b', '#3cb44b'];
+const NAMES = [['total', 'min rank', 'min – max rank', 'median rank', 'rank 17 (straggler)',
+  'rank 200 (straggler)'], ['rank 0', 'rank 1', 'rank 2', 'rank 3'], ['rank 0', 'rank 1',
+  'rank 2', 'rank 3']];
+const config = {displaylogo: false, showTips: false, responsive: true, doubleClick: 'reset',
+  modeBarButtonsToRemove: ['select2d', 'lasso2d', 'toImage']};
+function value(f, i, k) { return (f + 1) * 100 * (1 + i) + 30 * Math.sin(k / 3 + i); }
+function traces(f, n) {
+  return NAMES[f].map((name, i) => {
+    const x = [], y = [];
+    for (let k = 0; k < n; k++) { x.push(k * 0.5); y.push(value(f, i, k)); }
+    const t = {type: 'scatter', uid: 't' + i, name, x, y, mode: 'lines',
+      line: {width: name.includes('straggler') ? 3 : 1.5, color: COLORS[i]},
+      hovertemplate: '%{y:.4~g}'};
+    if (f === 0 && i === 1) { t.showlegend = false; t.line.width = 0; }
+    if (f === 0 && i === 2) {
+      t.fill = 'tonexty'; t.fillcolor = 'rgba(68,68,68,0.18)'; t.line.width = 0;
+    }
+    if (f === 0 && i === 3) { t.line.dash = 'dot'; }
+    return t;
+  });
+}
+"""
+
 PAGE = """<!doctype html><html><body style="width:560px">
 <div id="f0"></div><div id="f1"></div><div id="f2"></div>
 <script>
@@ -59,28 +86,7 @@ window.setTimeout = (fn, ms, ...a) => timeout(typeof fn === 'function' ? timed(f
 <script src="plotly.min.js"></script>
 <script>
 const WAY = '%(way)s', UPDATES = %(updates)d, POINTS = %(points)d;
-const COLORS = ['#444', '#444', '#444', '#444', '#e6194b', '#3cb44b'];
-const NAMES = [['total', 'min rank', 'min – max rank', 'median rank', 'rank 17 (straggler)',
-  'rank 200 (straggler)'], ['rank 0', 'rank 1', 'rank 2', 'rank 3'], ['rank 0', 'rank 1',
-  'rank 2', 'rank 3']];
-const config = {displaylogo: false, showTips: false, responsive: true, doubleClick: 'reset',
-  modeBarButtonsToRemove: ['select2d', 'lasso2d', 'toImage']};
-function value(f, i, k) { return (f + 1) * 100 * (1 + i) + 30 * Math.sin(k / 3 + i); }
-function traces(f, n) {
-  return NAMES[f].map((name, i) => {
-    const x = [], y = [];
-    for (let k = 0; k < n; k++) { x.push(k * 0.5); y.push(value(f, i, k)); }
-    const t = {type: 'scatter', uid: 't' + i, name, x, y, mode: 'lines',
-      line: {width: name.includes('straggler') ? 3 : 1.5, color: COLORS[i]},
-      hovertemplate: '%%{y:.4~g}'};
-    if (f === 0 && i === 1) { t.showlegend = false; t.line.width = 0; }
-    if (f === 0 && i === 2) {
-      t.fill = 'tonexty'; t.fillcolor = 'rgba(68,68,68,0.18)'; t.line.width = 0;
-    }
-    if (f === 0 && i === 3) { t.line.dash = 'dot'; }
-    return t;
-  });
-}
+%(traces)s
 function layout(f, n, fixed) {
   const axis = {color: '#444', gridcolor: '#e5e5e5', zerolinecolor: '#e5e5e5', automargin: true};
   const l = {height: 220, margin: {l: 48, r: 12, t: 8, b: 36}, paper_bgcolor: 'rgba(0,0,0,0)',
@@ -160,15 +166,16 @@ const { chromium } = require(process.argv[1]);
     args: ['--no-sandbox', '--disable-gpu'] });
   const page = await browser.newPage({ viewport: { width: 600, height: 900 } });
   await page.goto(process.argv[3]);
-  await page.waitForSelector('body[data-result]', { timeout: 170000 });
+  await page.waitForSelector('body[data-result]', { timeout: 170000, state: 'attached' });
   console.log(await page.getAttribute('body', 'data-result'));
   await browser.close();
 })();
 """
 
 
-def run_page(way: str, updates: int, points: int) -> dict[str, object] | None:
-    """One page's result: first draws and each update's ms; None without Chromium or
+def open_page(html: str, name: str = "page.html") -> dict[str, object] | None:
+    """Open `html` (next to a copy of plotly.js' bundle, as ``plotly.min.js``) in headless
+    Chromium and return the JSON its body's ``data-result`` holds; None without Chromium or
     Playwright (ui-tests/node_modules)."""
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     node = shutil.which("node")
@@ -176,8 +183,8 @@ def run_page(way: str, updates: int, points: int) -> dict[str, object] | None:
         return None
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copy(BUNDLE, Path(tmp) / "plotly.min.js")
-        page = Path(tmp) / "live.html"
-        page.write_text(PAGE % {"way": way, "updates": updates, "points": points}, encoding="utf-8")
+        page = Path(tmp) / name
+        page.write_text(html, encoding="utf-8")
         out = subprocess.run(  # noqa: S603 - our page, the browser on the PATH
             [node, "-e", OPEN, str(PLAYWRIGHT), browser, page.as_uri()],
             capture_output=True,
@@ -189,6 +196,13 @@ def run_page(way: str, updates: int, points: int) -> dict[str, object] | None:
         return None
     result: dict[str, object] = json.loads(out)
     return result
+
+
+def run_page(way: str, updates: int, points: int) -> dict[str, object] | None:
+    """One page's result: first draws and each update's ms; None without a browser."""
+    return open_page(
+        PAGE % {"way": way, "updates": updates, "points": points, "traces": TRACES_JS}, "live.html"
+    )
 
 
 def pct(values: list[float], q: float) -> float:

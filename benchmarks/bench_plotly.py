@@ -51,8 +51,9 @@ async function once() {
 }
 (async () => {
   if (%(warm)s) {
-    // What the panel does once plotly.js is loaded: a one-point plot off screen, so that
-    // plotly's one-time set-up (style sheet, font measurements) is not the first figure's.
+    // The panel's first warm-up: a one-point plot off screen, so that plotly's one-time set-up
+    // (style sheet, font measurements) is not the first figure's. The panel now warms up with
+    // a line plot and a small heatmap, and draws a figure's frame first: bench_first_draw.py.
     const w = document.createElement('div');
     w.style.cssText = 'position:absolute;left:-10000px;width:200px;height:100px';
     document.body.appendChild(w);

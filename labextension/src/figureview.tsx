@@ -9,9 +9,10 @@
  */
 
 import * as React from 'react';
-
+import { download, drawnYRange, near, rangeOf, themeOf, timed } from './figureparts';
 import { fileName, type IFigureTheme } from './figures';
-import { livePoints, shapeOf } from './livepoints';
+import { frameOf } from './firstdraw';
+import { figureKey, livePoints, shapeOf } from './livepoints';
 import { type IGraphDiv, type IPlotly, loadPlotly } from './plotly';
 import { RedrawGate, XLink } from './redraw';
 import { useTrans } from './translate';
@@ -36,6 +37,9 @@ export interface IFigureProps {
   style?: string;
 }
 
+/** When a figure looks at the theme's colours again after JupyterLab named a new theme, in ms. */
+const THEME_SETTLE_MS = [300, 1000, 3000];
+
 /** The longest slice of a figure's `ready` work, in ms, so that a frame's task stays short. */
 const SLICE_MS = 8;
 
@@ -47,53 +51,6 @@ const CSV_ICON = { width: 16, height: 16, path: 'M2 1h12v14H2zM4 4v2h8V4zm0 3v2h
 
 /** `Plotly.animate`'s options for points moved at once: no transition, no plot pass. */
 const ANIMATE_NOW = { transition: { duration: 0 }, frame: { duration: 0, redraw: false }, mode: 'immediate' };
-
-/** The y range plotly drew (its full layout's), or null before the first draw. */
-function drawnYRange(node: IGraphDiv): [number, number] | null {
-  const range = (node._fullLayout?.yaxis as { range?: unknown } | undefined)?.range;
-  return Array.isArray(range) && typeof range[0] === 'number' && typeof range[1] === 'number'
-    ? [range[0], range[1]]
-    : null;
-}
-
-/** The theme's colours: JupyterLab's CSS variables, plotly's defaults outside JupyterLab. */
-function themeOf(node: HTMLElement): IFigureTheme {
-  const style = getComputedStyle(node);
-  const read = (name: string, fallback: string): string => style.getPropertyValue(name).trim() || fallback;
-  return {
-    font: read('--jp-ui-font-color1', '#444'),
-    grid: read('--jp-border-color2', '#e5e5e5'),
-    background: read('--jp-layout-color1', '#fff')
-  };
-}
-
-function download(name: string, text: string): void {
-  const url = URL.createObjectURL(new Blob([text], { type: 'text/csv' }));
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(url), 1000);
-}
-
-function near(a: [number, number], b: [number, number] | null | undefined): boolean {
-  const span = Math.abs(a[1] - a[0]) || 1;
-  return !!b && Math.abs(a[0] - b[0]) <= span * 1e-6 && Math.abs(a[1] - b[1]) <= span * 1e-6;
-}
-
-/** The x range a relayout event set, null for a reset, undefined when it set no x range. */
-function rangeOf(event: Record<string, unknown>): [number, number] | null | undefined {
-  const lo = event['xaxis.range[0]'];
-  const hi = event['xaxis.range[1]'];
-  if (typeof lo === 'number' && typeof hi === 'number') {
-    return [lo, hi];
-  }
-  const both = event['xaxis.range'];
-  if (Array.isArray(both) && typeof both[0] === 'number' && typeof both[1] === 'number') {
-    return [both[0], both[1]];
-  }
-  return event['xaxis.autorange'] === true ? null : undefined;
-}
 
 export function Figure(props: IFigureProps): JSX.Element {
   const div = React.useRef<IGraphDiv>(null);
@@ -119,6 +76,9 @@ export function Figure(props: IFigureProps): JSX.Element {
     let drawn = '';
     // The shape (all but the points) of what the last `react` drew.
     let shape = '';
+    // The first draw is the figure's frame (its layout and legend, no trace drawn), the figure
+    // itself the next task's: plotly's first draw of a whole figure is one long task.
+    let framed = false;
     // Scrolled out of view (a tab's lower plots), a figure waits like a hidden one.
     let inView = true;
     const visible = (): boolean =>
@@ -192,25 +152,43 @@ export function Figure(props: IFigureProps): JSX.Element {
         if (zoomed) {
           layout.xaxis = { ...(layout.xaxis as object), range: [...zoomed], autorange: false };
         }
-        const key = JSON.stringify([data, layout]);
+        const p = plotly;
+        if (!framed) {
+          framed = true;
+          gate.current?.partial();
+          const frame = frameOf({ data, layout });
+          const start = performance.now();
+          p.react(node, frame.data, frame.layout, config).then(
+            () => bind(p),
+            () => undefined // the figure's own draw, next, says what failed
+          );
+          timed('frame', title, start);
+          return;
+        }
+        const nextShape = shapeOf({ data, layout });
+        const key = figureKey(nextShape, { data, layout });
         if (key === drawn) {
           return;
         }
         drawn = key;
-        const p = plotly;
         // Only the points changed, inside the axes drawn: moved without a plot pass.
-        const points = bound ? livePoints(shape, { data, layout }, drawnYRange(node), zoomed !== null) : null;
+        const points = bound
+          ? livePoints(shape, { data, layout }, drawnYRange(node), zoomed !== null, nextShape)
+          : null;
         if (points) {
           node.dataset.moves = String(Number(node.dataset.moves ?? 0) + 1);
+          const start = performance.now();
           p.animate(node, points, ANIMATE_NOW).catch(() => {
             drawn = '';
             shape = '';
           });
+          timed('move', title, start);
           return;
         }
-        shape = shapeOf({ data, layout });
+        shape = nextShape;
         // How each figure was drawn (`bench_panel.spec.ts` reports it): plot passes and moves.
         node.dataset.reacts = String(Number(node.dataset.reacts ?? 0) + 1);
+        const start = performance.now();
         p.react(node, data, layout, config).then(
           () => {
             bind(p);
@@ -223,6 +201,7 @@ export function Figure(props: IFigureProps): JSX.Element {
             setError(trans.__('cannot draw the plot: %1', String(e)));
           }
         );
+        timed('draw', title, start);
         setError('');
       } catch (e) {
         setError(trans.__('cannot draw the plot: %1', String(e)));
@@ -262,7 +241,13 @@ export function Figure(props: IFigureProps): JSX.Element {
           });
     seen?.observe(node);
     // Drawn in the new colours when the user switches theme (JupyterLab names it on <body>).
-    const themes = new MutationObserver(() => g.request());
+    // JupyterLab may name the new theme before its CSS applies: a draw at once can read the old
+    // colours, so the figure looks again a little later (an unchanged figure is not redrawn).
+    const settling: ReturnType<typeof setTimeout>[] = [];
+    const themes = new MutationObserver(() => {
+      g.request();
+      settling.push(...THEME_SETTLE_MS.map(ms => setTimeout(() => g.request(), ms)));
+    });
     themes.observe(document.body, { attributes: true, attributeFilter: ['data-jp-theme-name'] });
     loadPlotly().then(
       p => {
@@ -281,6 +266,7 @@ export function Figure(props: IFigureProps): JSX.Element {
       observer?.disconnect();
       seen?.disconnect();
       themes.disconnect();
+      settling.forEach(clearTimeout);
       document.removeEventListener('visibilitychange', shown);
       plotly?.purge(node);
     };

@@ -44,16 +44,22 @@ export class RedrawGate {
   requestSoon(): void {
     this._pending = true;
     if (!this._cancel && !this._stopped) {
-      this._cancel = this.host.later(() => {
-        this._cancel = null;
-        this._try();
-      }, 0);
+      this._tryIn(0);
     }
   }
 
   /** The figure may have become visible (a tab shown, the page shown): draw what is pending. */
   shown(): void {
     this._try();
+  }
+
+  /**
+   * Called by a draw that drew only a part (a figure's frame before its data): the rest is
+   * drawn in the next task, not an interval later, even if the figure was scrolled out of view
+   * meanwhile (a frame is never left without its figure); the part is not counted as a draw.
+   */
+  partial(): void {
+    this._partial = true;
   }
 
   /** Never draw again. */
@@ -68,27 +74,40 @@ export class RedrawGate {
     return this._pending;
   }
 
-  private _try(): void {
-    if (this._stopped || !this._pending || this._cancel || !this.host.visible()) {
+  /** `rest`: the rest of a partial draw, drawn even if the figure is no longer seen. */
+  private _try(rest = false): void {
+    if (this._stopped || !this._pending || this._cancel || !(rest || this.host.visible())) {
       return;
     }
     const wait = this._last + Math.max(this.interval, DRAW_COST_FACTOR * this._cost) - this.host.now();
     if (wait > 0) {
-      this._cancel = this.host.later(() => {
-        this._cancel = null;
-        this._try();
-      }, wait);
+      this._tryIn(wait);
       return;
     }
     this._pending = false;
-    this._last = this.host.now();
+    const start = this.host.now();
+    this._partial = false;
     this.draw();
+    if (this._partial) {
+      this._pending = true;
+      this._tryIn(0, true);
+      return;
+    }
+    this._last = start;
     // The first draw creates the figure (plotly's DOM): not what a live update costs.
     this._cost = this._drawn ? this.host.now() - this._last : 0;
     this._drawn = true;
   }
 
+  private _tryIn(ms: number, rest = false): void {
+    this._cancel = this.host.later(() => {
+      this._cancel = null;
+      this._try(rest);
+    }, ms);
+  }
+
   private _pending = false;
+  private _partial = false;
   private _stopped = false;
   private _last = -Infinity;
   /** How long the last draw took (its synchronous part: most of plotly's work), in ms. */

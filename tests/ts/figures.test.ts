@@ -301,6 +301,35 @@ describe('live redraws', () => {
     expect(draws).toBe(1);
   });
 
+  it('a figure whose first draw is its frame draws the figure in the next task, not an interval later', () => {
+    const { host, advance, setVisible } = fakeHost();
+    const draws: string[] = [];
+    let framed = false;
+    const gate: RedrawGate = new RedrawGate(() => {
+      if (!framed) {
+        framed = true;
+        gate.partial();
+        draws.push(`frame at ${host.now()}`);
+        return;
+      }
+      draws.push(`figure at ${host.now()}`);
+    }, host);
+    gate.request();
+    expect(draws).toEqual(['frame at 0']); // the figure is not in the frame's task
+    expect(gate.pending).toBe(true);
+    setVisible(false); // scrolled out of view meanwhile: the frame still gets its figure
+    advance(0);
+    setVisible(true);
+    expect(draws).toEqual(['frame at 0', 'figure at 0']);
+    expect(gate.pending).toBe(false);
+    // The frame is not counted as a draw: the next redraw is an interval after the figure's.
+    gate.request();
+    advance(499);
+    expect(draws).toHaveLength(2);
+    advance(1);
+    expect(draws).toEqual(['frame at 0', 'figure at 0', 'figure at 500']);
+  });
+
   it('links the zoom of the stacked plots of one run', () => {
     const link = new XLink();
     const a = {};

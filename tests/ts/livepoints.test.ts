@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { livePoints, roundedEnd, shapeOf } from '../../labextension/src/livepoints';
+import { figureKey, livePoints, roundedEnd, shapeOf } from '../../labextension/src/livepoints';
 
 const layout = { xaxis: { range: [0, 30] }, uirevision: 'keep' };
 const line = (name: string, y: number[], extra: Record<string, unknown> = {}) => ({
@@ -64,5 +64,50 @@ describe("a live plot's x end", () => {
       expect(roundedEnd(0, end)).toBeGreaterThanOrEqual(end);
       expect(roundedEnd(Math.max(0, end - 60), end)).toBeGreaterThanOrEqual(end);
     }
+  });
+});
+
+describe('what tells two figures apart', () => {
+  const figure = (y: number[], color = 'red'): { data: unknown[]; layout: Record<string, unknown> } => ({
+    data: [{ type: 'scatter', x: y.map((_, i) => i), y, line: { color } }],
+    layout: { height: 240 }
+  });
+  const key = (f: ReturnType<typeof figure>): string => figureKey(shapeOf(f), f);
+
+  it('is the same for the same figure, and differs when a point, a style or the layout does', () => {
+    expect(key(figure([1, 2]))).toBe(key(figure([1, 2])));
+    expect(key(figure([1, 2]))).not.toBe(key(figure([1, 3])));
+    expect(key(figure([1, 2]))).not.toBe(key(figure([1, 2, 3])));
+    expect(key(figure([1, 2]))).not.toBe(key(figure([1, 2], 'blue')));
+    expect(key(figure([1, 2]))).not.toBe(key({ ...figure([1, 2]), layout: { height: 320 } }));
+  });
+
+  it('tells heatmaps apart by their z (in the shape), reading the matrix once', () => {
+    const heat = (v: number): { data: unknown[]; layout: Record<string, unknown> } => ({
+      data: [
+        {
+          type: 'heatmap',
+          z: [
+            [null, v],
+            [v, null]
+          ]
+        }
+      ],
+      layout: {}
+    });
+    expect(key(heat(1))).toBe(key(heat(1)));
+    expect(key(heat(1))).not.toBe(key(heat(2)));
+    const f = heat(1);
+    const z = (f.data[0] as { z: unknown[] }).z;
+    let reads = 0;
+    const counted = {
+      toJSON: (): unknown[] => {
+        reads++;
+        return z;
+      }
+    };
+    (f.data[0] as { z: unknown }).z = counted;
+    figureKey(shapeOf(f), f);
+    expect(reads).toBe(1);
   });
 });

@@ -1,0 +1,66 @@
+/**
+ * What the panel's figure (`figureview.tsx`) needs around plotly: the theme's colours, the y
+ * range plotly drew, the x range a zoom set, the CSV download and the draws' User Timing.
+ */
+
+import type { IFigureTheme } from './figures';
+import type { IGraphDiv } from './plotly';
+
+/**
+ * A User Timing entry for a draw's synchronous part, `jupyter-distributed:<what> <title>`:
+ * `bench_panel.spec.ts` tells the figures' long tasks from the panel's others by them. Only
+ * observers see it (a PerformanceObserver gets it all the same): it is not kept in the page's
+ * timeline, which would grow by two entries a second per figure.
+ */
+export function timed(what: string, title: string, start: number): void {
+  const name = `jupyter-distributed:${what} ${title}`;
+  performance.measure(name, { start, end: performance.now() });
+  performance.clearMeasures(name);
+}
+
+/** The y range plotly drew (its full layout's), or null before the first draw. */
+export function drawnYRange(node: IGraphDiv): [number, number] | null {
+  const range = (node._fullLayout?.yaxis as { range?: unknown } | undefined)?.range;
+  return Array.isArray(range) && typeof range[0] === 'number' && typeof range[1] === 'number'
+    ? [range[0], range[1]]
+    : null;
+}
+
+/** The theme's colours: JupyterLab's CSS variables, plotly's defaults outside JupyterLab. */
+export function themeOf(node: HTMLElement): IFigureTheme {
+  const style = getComputedStyle(node);
+  const read = (name: string, fallback: string): string => style.getPropertyValue(name).trim() || fallback;
+  return {
+    font: read('--jp-ui-font-color1', '#444'),
+    grid: read('--jp-border-color2', '#e5e5e5'),
+    background: read('--jp-layout-color1', '#fff')
+  };
+}
+
+export function download(name: string, text: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type: 'text/csv' }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+export function near(a: [number, number], b: [number, number] | null | undefined): boolean {
+  const span = Math.abs(a[1] - a[0]) || 1;
+  return !!b && Math.abs(a[0] - b[0]) <= span * 1e-6 && Math.abs(a[1] - b[1]) <= span * 1e-6;
+}
+
+/** The x range a relayout event set, null for a reset, undefined when it set no x range. */
+export function rangeOf(event: Record<string, unknown>): [number, number] | null | undefined {
+  const lo = event['xaxis.range[0]'];
+  const hi = event['xaxis.range[1]'];
+  if (typeof lo === 'number' && typeof hi === 'number') {
+    return [lo, hi];
+  }
+  const both = event['xaxis.range'];
+  if (Array.isArray(both) && typeof both[0] === 'number' && typeof both[1] === 'number') {
+    return [both[0], both[1]];
+  }
+  return event['xaxis.autorange'] === true ? null : undefined;
+}

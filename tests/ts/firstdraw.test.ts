@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+
+import { heatmapData, lineLayout, scatterData } from '../../labextension/src/figures';
+import { frameOf } from '../../labextension/src/firstdraw';
+
+const theme = { font: '#444', grid: '#e5e5e5', background: '#fff' };
+
+describe("a figure's first draw in two tasks", () => {
+  it('draws the frame with the layout and the legend, and no trace drawn', () => {
+    const layout = lineLayout(theme, { title: 's since start', range: [0, 20] }, 240, 'samples/s');
+    const series = { x: [0, 1, 2], y: [3, 4, 5] };
+    const data = scatterData(
+      [
+        { name: 'total', series },
+        { name: 'rank 3 (straggler)', series, highlight: true }
+      ],
+      theme
+    );
+    const frame = frameOf({ data, layout });
+    expect(frame.layout).toEqual(layout);
+    expect(frame.data.map(t => (t as { visible: unknown }).visible)).toEqual(['legendonly', 'legendonly']);
+    // The same traces otherwise (names, colours, points): the legend is the figure's.
+    expect(frame.data.map(t => ({ ...(t as object), visible: undefined }))).toEqual(
+      data.map(t => ({ ...t, visible: undefined }))
+    );
+    // The figure itself is left as it is: drawn next, every trace shown.
+    expect(data.every(t => !('visible' in t))).toBe(true);
+  });
+
+  it('frames a heatmap the same way', () => {
+    const [trace] = frameOf({
+      data: heatmapData(
+        [
+          [null, 1],
+          [2, null]
+        ],
+        'GB/s'
+      ),
+      layout: {}
+    }).data;
+    expect(trace).toMatchObject({ type: 'heatmap', visible: 'legendonly' });
+  });
+});

@@ -111,6 +111,7 @@ class ProcessCluster(Cluster):
             "kernel_pid": os.getpid(),
             "kernel_host": socket.gethostname(),
             "stacks_dir": self.stacks_dir,
+            "ranges": 1,  # a relay may send its ranks' plain ends as ranges (see .fanin)
         }
         directory, nodes = self.router.listener.directory, plan.spec.layout.nodes
         if relays and directory is not None:

@@ -182,6 +182,8 @@ def main() -> None:
     FakeRanks.nodes = args.nodes
     FakeRanks.helpers = args.helpers
     ip, tmp = bench_shell("jd-bench-scale-")
+    if max(args.ranks) > 1024:  # (the default cap on a cluster's size)
+        ip.run_line_magic("config", f"Distributed.max_world_size = {max(args.ranks)}")
     print(
         f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, {args.helpers} helper processes "
         f"of fake ranks, {args.cells} trivial cells ({args.code!r}) per row; kernel "

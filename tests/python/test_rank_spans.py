@@ -150,3 +150,20 @@ def test_a_store_of_layout_5_gains_the_columns_and_reads_its_ranks_as_before(
         assert store._query("PRAGMA user_version") == [(storefile.SCHEMA_VERSION,)]
     finally:
         store.close()
+
+
+def test_a_span_another_writer_split_is_read_again(tmp_path: Path) -> None:
+    kernel, other = Store(tmp_path / "h.sqlite"), Store(tmp_path / "h.sqlite")
+    try:
+        kernel.create_run(RunRecord("r", "local", N, list(range(N))), COORDS)
+        other.append([MetricEvent("r", 5, 2.0, {"loss": 1.0})])  # splits node 0's span there
+        kernel.append([MetricEvent("r", 6, 3.0, {"loss": 1.0})])  # (its spans as it kept them)
+        kernel.append([ends("r", range(0, 125), 4.0)])
+        beats = {r.rank: (r.heartbeat, r.state, r.coords) for r in kernel.ranks("r")}
+        assert beats[5] == (2.0, "done", COORDS[5]) and beats[6] == (3.0, "done", COORDS[6])
+        assert [r for r, b in beats.items() if b[0] is not None] == [5, 6]
+        assert {b[1] for r, b in beats.items() if r < 125} == {"done"}
+        assert {b[1] for r, b in beats.items() if r >= 125} == {"starting"}
+    finally:
+        kernel.close()
+        other.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from typing import Any
 
@@ -33,9 +34,11 @@ class Sets:
     def __init__(self) -> None:
         self._last: tuple[object, int] | None = None
         self._each: tuple[int, dict[int, tuple[str, Any, str]]] | None = None
+        self.bounds: dict[str, list[tuple[int, int]]] = {}  # a run's spans' (first, last)
 
-    def clear(self) -> None:  # (a transaction rolled back: the row may be gone)
+    def clear(self) -> None:  # (a transaction rolled back: the rows may be gone)
         self._last = self._each = None
+        self.bounds.clear()
 
     def of(self, db: sqlite3.Connection, coords: dict[int, dict[str, Any]]) -> int:
         if self._last is not None and self._last[0] is coords:
@@ -94,6 +97,7 @@ def create(
         group.append(rank)
     flush()
     db.executemany(_INSERT, rows)
+    sets.bounds[run_id] = [(r[1], r[8]) for r in rows if r[8] is not None]
 
 
 def _of(c: dict[str, Any]) -> tuple[str, Any, str]:
@@ -108,26 +112,33 @@ def _own(
     return (run_id, rank, own[0], own[1], state, own[2], updated, heartbeat, None, None)
 
 
-def _spans(db: sqlite3.Connection, run_id: str) -> list[tuple[Any, ...]]:
-    return db.execute(
-        "SELECT rank, last, host, state, updated, heartbeat, set_id FROM ranks"
-        " WHERE run_id=? AND last IS NOT NULL ORDER BY rank",
-        (run_id,),
-    ).fetchall()
+def _spans(db: sqlite3.Connection, sets: Sets, run_id: str) -> list[tuple[int, int]]:
+    """The run's spans' (first, last), in order (kept by the writer once read)."""
+    bounds = sets.bounds.get(run_id)
+    if bounds is None:
+        sql = "SELECT rank, last FROM ranks WHERE run_id=? AND last IS NOT NULL ORDER BY rank"
+        bounds = sets.bounds[run_id] = [(r[0], r[1]) for r in db.execute(sql, (run_id,))]
+    return bounds
 
 
 def _split(
     db: sqlite3.Connection,
     sets: Sets,
     run_id: str,
-    span: tuple[Any, ...],
+    bounds: tuple[int, int],
     alone: set[int],
     starts: tuple[int, ...] = (),
-) -> None:
+) -> bool:
     """Replace ``span`` by a row of its own for each of ``alone`` and the pieces between them
     (a new piece also at each of ``starts``): spans, or rows of their own where shorter than
-    :data:`SPAN_MIN`."""
-    first, last, host, state, updated, heartbeat, set_id = span
+    :data:`SPAN_MIN`. False where the span is no longer there as kept (another writer
+    split it): the run's spans are read again."""
+    sql = "SELECT rank, last, host, state, updated, heartbeat, set_id FROM ranks"
+    row = db.execute(sql + " WHERE run_id=? AND rank=?", (run_id, bounds[0])).fetchone()
+    if row is None or row[1] != bounds[1]:
+        sets.bounds.pop(run_id, None)
+        return False
+    first, last, host, state, updated, heartbeat, set_id = row
     rows: list[tuple[Any, ...]] = []
     piece: list[int] = []
     none = ("", None, "{}")
@@ -155,6 +166,11 @@ def _split(
     flush()
     db.execute("DELETE FROM ranks WHERE run_id=? AND rank=?", (run_id, first))
     db.executemany(_INSERT, rows)
+    kept = sets.bounds.get(run_id, [])
+    kept.remove(bounds)
+    kept.extend((r[1], r[8]) for r in rows if r[8] is not None)
+    kept.sort()
+    return True
 
 
 def single(db: sqlite3.Connection, sets: Sets, run_ranks: Iterable[tuple[str, int]]) -> None:
@@ -163,10 +179,14 @@ def single(db: sqlite3.Connection, sets: Sets, run_ranks: Iterable[tuple[str, in
     for run_id, rank in run_ranks:
         by_run.setdefault(run_id, set()).add(rank)
     for run_id, ranks in by_run.items():
-        for span in _spans(db, run_id):
-            alone = {r for r in ranks if span[0] <= r <= span[1]}
-            if alone:
+        order = sorted(ranks)
+        for _ in range(2):  # (again where a span was not as kept)
+            if all(
                 _split(db, sets, run_id, span, alone)
+                for span in list(_spans(db, sets, run_id))
+                if (alone := set(order[bisect_left(order, span[0]) : bisect_right(order, span[1])]))
+            ):
+                break
 
 
 def set_range(
@@ -182,10 +202,13 @@ def set_range(
     """Set the state of the spans within ``first..last`` on ``host``, after splitting any span
     that crosses either end; returns how many ranks they hold (the others in the range have
     rows of their own, or are on another host)."""
-    for span in _spans(db, run_id):
-        lo, hi = span[0], span[1]
-        if lo <= last and hi >= first and (lo < first or hi > last):
+    for _ in range(2):  # (again where a span was not as kept)
+        if all(
             _split(db, sets, run_id, span, set(), (first, last + 1))
+            for span in list(_spans(db, sets, run_id))
+            if span[0] <= last and span[1] >= first and (span[0] < first or span[1] > last)
+        ):
+            break
     args = (run_id, first, last, host)
     ((held,),) = db.execute(_HELD, args)
     if held:

@@ -27,6 +27,7 @@ benchmarks/bench_scale.py [--ranks 100 300 1000] [--cells 30] [--helpers 4] [--n
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import signal
@@ -92,7 +93,8 @@ class FakeRanks:
             time.sleep(0.01)
         for proc in self.procs:
             if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):  # (it ended meanwhile)
+                    os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         if self.relays is not None:
             self.relays.terminate(grace)

@@ -1,16 +1,17 @@
 """The kernel's own work for a cell's ends arriving as relays' reductions (issue 26).
 
     PYTHONPATH=python python benchmarks/bench_fanin_kernel.py [--ranks 1000] [--nodes 4]
-                                                         [--cells 15] [--no-value]
+                                                         [--cells 15] [--no-value] [--ranges]
 
 A real router and history store, driven on this thread without its I/O thread (as the tests
 drive it): per cell, each of ``--nodes`` relays' signed reductions of its ranks' ``Done`` (ok,
 with a value, as ``bench_scale.py``'s fake ranks answer) is verified, expanded, decoded and
 recorded, and the inbox drained (``--no-value``: the ranks' ``Done`` carry no value, as a real
-rank's trivial cell, ``pass``, ends). Prints the I/O thread's CPU time per cell
-(``time.thread_time``) and the part of it in ``Store.append``, medians over the cells after the
-first. No relay or rank process runs, so this is the kernel's share alone, steadier than
-``bench_scale.py`` on a shared machine.
+rank's trivial cell, ``pass``, ends; ``--ranges``: and they come as a relay sends such plain
+ends to a kernel that takes them, as spans of ranks with their counters). Prints the I/O
+thread's CPU time per cell (``time.thread_time``) and the part of it in ``Store.append``,
+medians over the cells after the first. No relay or rank process runs, so this is the
+kernel's share alone, steadier than ``bench_scale.py`` on a shared machine.
 """
 
 from __future__ import annotations
@@ -29,8 +30,17 @@ sys.path.insert(0, str(HERE))
 from common import use_checkout  # noqa: E402
 
 
-def reduction(run: str, ranks: range, seq: int, value: bool = True) -> dict[str, Any]:
+def reduction(
+    run: str, ranks: range, seq: int, value: bool = True, ranged: bool = False
+) -> dict[str, Any]:
     done = {"type": "done", "run_id": run, "status": "ok", **({"value": "x"} if value else {})}
+    if ranged and not value:
+        return {
+            "type": "dones", "run_id": run, "done": len(ranks), "of": len(ranks),
+            "statuses": {"ok": len(ranks)}, "errors": 0, "slowest_rank": ranks[0],
+            "slowest_ms": 1.0, "each": [], "ranges": [[ranks[0], ranks[-1]]],
+            "seqs": [seq] * len(ranks),
+        }  # fmt: skip
     return {
         "type": "dones", "run_id": run, "done": len(ranks), "of": len(ranks),
         "statuses": {"ok": len(ranks)}, "errors": 0, "slowest_rank": ranks[0],
@@ -44,6 +54,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=4)
     parser.add_argument("--cells", type=int, default=15)
     parser.add_argument("--no-value", action="store_true", help="ends without a value")
+    parser.add_argument("--ranges", action="store_true", help="with --no-value: as ranges")
     args = parser.parse_args()
     use_checkout()
     import zmq
@@ -85,7 +96,11 @@ def main() -> None:
             for i in range(nodes):
                 frames = signers[i].pack(
                     reduction(
-                        run, range(i * n // nodes, (i + 1) * n // nodes), cell, not args.no_value
+                        run,
+                        range(i * n // nodes, (i + 1) * n // nodes),
+                        cell,
+                        not args.no_value,
+                        args.ranges,
                     )
                 )
                 messages.append(
@@ -110,7 +125,7 @@ def main() -> None:
     print("| ranks | relays | values | I/O thread CPU per cell's ends | of which Store.append |")
     print("|---|---|---|---|---|")
     total, stored = statistics.median(spent[1:]), statistics.median(appended[1:])
-    value = "none" if args.no_value else "one per rank"
+    value = ("none, as ranges" if args.ranges else "none") if args.no_value else "one per rank"
     print(f"| {n:,} | {nodes} | {value} | {total * 1e3:.1f} ms | {stored * 1e3:.1f} ms |")
 
 

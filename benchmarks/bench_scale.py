@@ -27,6 +27,7 @@ benchmarks/bench_scale.py [--ranks 100 300 1000] [--cells 30] [--helpers 4] [--n
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import signal
@@ -92,7 +93,8 @@ class FakeRanks:
             time.sleep(0.01)
         for proc in self.procs:
             if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):  # (it ended meanwhile)
+                    os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         if self.relays is not None:
             self.relays.terminate(grace)
@@ -182,6 +184,8 @@ def main() -> None:
     FakeRanks.nodes = args.nodes
     FakeRanks.helpers = args.helpers
     ip, tmp = bench_shell("jd-bench-scale-")
+    if max(args.ranks) > 1024:  # (the default cap on a cluster's size)
+        ip.run_line_magic("config", f"Distributed.max_world_size = {max(args.ranks)}")
     print(
         f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, {args.helpers} helper processes "
         f"of fake ranks, {args.cells} trivial cells ({args.code!r}) per row; kernel "

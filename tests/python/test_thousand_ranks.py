@@ -119,6 +119,11 @@ def recorded(session: Session, run_id: str) -> tuple[int, dict[int, list[str]]]:
     return rows, states
 
 
+def rank_rows(session: Session, run_id: str) -> int:
+    ((count,),) = session.store._query("SELECT COUNT(*) FROM ranks WHERE run_id=?", (run_id,))
+    return int(count)
+
+
 def test_a_trivial_cell_through_relays_is_recorded_in_rows_per_node(
     session: Session, topology: str
 ) -> None:
@@ -132,6 +137,7 @@ def test_a_trivial_cell_through_relays_is_recorded_in_rows_per_node(
     assert {r.state for r in session.store.ranks(last.id)} == {"done"}
     if topology == "relays":  # a node's reduction may come in parts: within 4 per node
         assert rows <= 4 * NODES + 4
+        assert rank_rows(session, last.id) <= 4 * NODES  # the ranks' rows: spans, per node
     else:
         assert rows >= 2 * N
 
@@ -159,3 +165,4 @@ def test_one_failing_rank_among_a_thousand_is_its_own(session: Session, topology
     assert "failed" in textviews.runs(session.store, 1).splitlines()[1]
     if topology == "relays":
         assert rows <= 4 * NODES + 10
+        assert rank_rows(session, last.id) <= 4 * NODES + 3  # rank 637 alone

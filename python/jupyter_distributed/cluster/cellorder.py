@@ -9,6 +9,7 @@ it is taken only once that message arrived, so a cell's output always precedes i
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 from ..protocol.header import Message
@@ -39,6 +40,12 @@ class CellOrder:
         """Whether a message that names ``after`` may be taken now (``accepted``: the
         highest control counter taken from the rank), behind none that still waits."""
         return after <= accepted and rank not in self._waiting
+
+    def waiting(self, ranks: Sequence[int]) -> set[int]:
+        """Which of ``ranks`` have messages waiting (what comes from them now waits too)."""
+        if not self._waiting:
+            return set()
+        return self._waiting.keys() & set(ranks)
 
     def release(self, rank: int, accepted: int) -> list[Waiting]:
         """The waiting messages of ``rank`` that may now be taken, in the order they came."""

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from ..events import ErrorEvent, MetricEvent, RankEvent, RankStates, Recorded, RunEvent, RunState
 from ..interface import RunWriter
-from .inbox import Exited, Finished, Item, SetupFailed, Show
+from .inbox import Ended, Exited, Finished, Item, SetupFailed, Show
 
 # seconds a rank's quiet reply to a cell (its state and end, nothing to show) waits for the
 # other ranks' before it is recorded: a cell's replies in one transaction, not one per rank
@@ -55,7 +55,9 @@ class CellRun:
 
     def took(self, events: Sequence[Recorded], item: Item | None) -> None:
         """A rank's message gave ``events`` and ``item``: note answers and failures."""
-        if isinstance(item, Finished):
+        if isinstance(item, Ended):
+            self.awaited.difference_update(item.ranks)
+        elif isinstance(item, Finished):
             self.awaited.discard(item.rank)
             self.clean = self.clean and item.done.status == "ok"
         if isinstance(item, Exited | SetupFailed) or any(isinstance(e, ErrorEvent) for e in events):
@@ -77,7 +79,7 @@ class CellRun:
             isinstance(e, RankEvent | RankStates | MetricEvent) for e in events
         ):
             return None
-        if not all(isinstance(i, Show | Finished) for i in items):
+        if not all(isinstance(i, Show | Finished | Ended) for i in items):
             return None
         first = (events or items) and not (self.held[0] or self.held[1])
         if first:

@@ -12,10 +12,12 @@ in the same order; the ``ranks`` table's rows are updated as before.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..events import RankEvent, RankState, RankStates, Recorded
-from .inbox import Item, Show
+from ..interface import RankInfo
+from .inbox import Ended, Item, Show
 
 
 @dataclass
@@ -37,6 +39,26 @@ class Compacting:
             else:
                 events.append(event)
         self.finished.append(item)
+
+    def ended(
+        self, info: dict[int, RankInfo], run_id: str, ranks: Sequence[int], now: float
+    ) -> Ended:
+        """Plain ``ok`` ends of ``ranks`` that came as ranges: the states and the rank views'
+        changes a ``Done`` each would have given (as :func:`~.decode.decode` makes them), and
+        one :class:`~.inbox.Ended` for them all."""
+        states = self.states.setdefault(run_id, [])
+        running, done = RankState.RUNNING, RankState.DONE
+        for rank in ranks:
+            i = info[rank]
+            i.last_seen = now
+            if i.state != "running":  # a short cell's end says it ran
+                states.append((rank, running, i.host, i.pid))
+            i.state = "idle"
+            states.append((rank, done, i.host, i.pid))
+        self.t = max(self.t, now)
+        ended = Ended(run_id, tuple(ranks))
+        self.finished.append(ended)
+        return ended
 
     def close(self, events: list[Recorded], items: list[Item], shown: int) -> int:
         """The reduction is taken: its states as one event per run, the events not shown yet

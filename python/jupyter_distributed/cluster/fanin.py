@@ -9,6 +9,15 @@ fields, its cell-socket counter and its ``after``). A ``Done`` that is an error,
 carries pulled values, is never held: it is forwarded unchanged at once (the first error
 reaches the notebook while the other ranks still run).
 
+**Plain ends as ranges.** Where the kernel takes them (its bootstrap's ``ranges``), the ends
+that say nothing but ``ok`` (no value, no error, no pulled values, and no output of the rank
+still on its way: the rank's ``after`` names a control message the relay has already passed
+on, so it reaches the kernel before the reduction) travel as spans of ranks,
+``"ranges": [[first, last], ...]``, with each one's cell counter in ``"seqs"``, instead of one
+``Done`` each: "done on ranks 0-124". The relay's own signed counter protects the message; the
+kernel still advances, and checks, each rank's counter from ``seqs`` (:func:`ranged`), so a
+replay of the reduction or of a rank's end is refused as before.
+
 Trust: a relay holds the cluster's key and is trusted as a rank is, for its own node's ranks
 only. The kernel (:func:`expand`) refuses a reduction that speaks for a rank of another node,
 and each rank's counter is checked as if its ``Done`` had come directly (a replay is refused).
@@ -25,10 +34,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..protocol.signing import cell_name
+from ..protocol.signing import cell_name, rank_name
 
 REDUCED = "dones"  # the type of a relay's reduced message (the kernel expands it)
 HOLD_S = 0.5  # the longest a relay holds a rank's Done while its other ranks run on
+PLAIN = frozenset(("type", "run_id", "status", "pull_errors"))  # a plain end's only fields
 
 
 def relay_name(node: int) -> str:
@@ -56,9 +66,17 @@ class _Cell:
 class Reducer:
     """The relay's side: which ends to hold, and the reduced message once they are all in."""
 
-    def __init__(self, ranks: Iterable[int], clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        ranks: Iterable[int],
+        clock: Callable[[], float] = time.monotonic,
+        accepted: Callable[[str], int] | None = None,
+    ) -> None:
         self._mine = {cell_name(r): r for r in ranks}
         self._clock = clock
+        # the highest control counter the relay passed on from a rank (None: the kernel takes
+        # no ranges, e.g. an older one; every end goes as the rank signed it)
+        self._accepted = accepted
         self._cells: dict[str, _Cell] = {}
 
     def sent(self, header: dict[str, Any]) -> None:
@@ -108,18 +126,48 @@ class Reducer:
                 wait = left if wait is None else min(wait, left)
         return out, wait
 
-    @staticmethod
-    def _reduce(run_id: str, cell: _Cell) -> dict[str, Any]:
+    def _reduce(self, run_id: str, cell: _Cell) -> dict[str, Any]:
         statuses: dict[str, int] = {}
         for _, _, fields in cell.held.values():
             statuses[str(fields.get("status"))] = statuses.get(str(fields.get("status")), 0) + 1
         rank, slowest = cell.slowest
-        return {
+        each, plain, seqs = [], [], []
+        for r, (seq, after, fields) in sorted(cell.held.items()):
+            if self._plain(r, run_id, after, fields):
+                plain.append(r)
+                seqs.append(seq)
+            else:
+                each.append([r, seq, after, fields])
+        out = {
             "type": REDUCED, "run_id": run_id, "done": len(cell.held), "of": len(cell.ranks),
             "statuses": statuses, "errors": cell.errors, "slowest_rank": rank,
-            "slowest_ms": round(slowest * 1000, 3),
-            "each": [[r, *held] for r, held in sorted(cell.held.items())],
+            "slowest_ms": round(slowest * 1000, 3), "each": each,
         }  # fmt: skip
+        if plain:
+            out["ranges"], out["seqs"] = spans(plain), seqs
+        return out
+
+    def _plain(self, rank: int, run_id: str, after: int, fields: dict[str, Any]) -> bool:
+        """Whether a held end may go as part of a range (see the module's text)."""
+        return (
+            self._accepted is not None
+            and fields.get("status") == "ok"
+            and fields.get("run_id") == run_id
+            and not fields.get("pull_errors")
+            and fields.keys() <= PLAIN
+            and after <= self._accepted(rank_name(rank))
+        )
+
+
+def spans(ranks: list[int]) -> list[list[int]]:
+    """Sorted ranks as ``[first, last]`` spans of consecutive ranks."""
+    out: list[list[int]] = []
+    for r in ranks:
+        if out and out[-1][1] == r - 1:
+            out[-1][1] = r
+        else:
+            out.append([r, r])
+    return out
 
 
 class BadReduction(ValueError):
@@ -146,3 +194,28 @@ def expand(
             raise
         raise BadReduction(f"an unreadable reduction from {header['src']}: {exc!r}") from None
     return out
+
+
+def ranged(
+    header: dict[str, Any], node_of: Callable[[int], int | None]
+) -> tuple[list[int], list[int]]:
+    """The kernel's side of a reduction's plain ends (``ranges``): the ranks, in order, and
+    each one's cell counter. Refused whole, with the cause, where a span is unreadable, holds
+    a rank that is not the relay's node's (a node's ranks are consecutive: its ends are
+    checked), or the counters do not match the ranks."""
+    node = relay_node(str(header["src"]))
+    ranks: list[int] = []
+    try:
+        for first, last in header.get("ranges") or ():
+            first, last = int(first), int(last)
+            if first > last or node_of(first) != node or node_of(last) != node:
+                raise BadReduction(f"relay {header['src']} spoke for ranks {first}-{last}")
+            ranks.extend(range(first, last + 1))
+        seqs = [int(s) for s in header.get("seqs") or ()]
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, BadReduction):
+            raise
+        raise BadReduction(f"unreadable ranges from {header['src']}: {exc!r}") from None
+    if len(seqs) != len(ranks):
+        raise BadReduction(f"relay {header['src']}: {len(seqs)} counters, {len(ranks)} ranks")
+    return ranks, seqs

@@ -65,6 +65,16 @@ class Finished:
 
 
 @dataclass(frozen=True)
+class Ended:
+    """Several ranks' cells ended plainly (``ok``, no value, nothing pulled): the ends a
+    relay sent as ranges (:mod:`.fanin`), one item for them all instead of a
+    :class:`Finished` each."""
+
+    run_id: str
+    ranks: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Exited:
     """A process of the cluster ended on its own (a rank, or a launcher with ``rank`` -1)."""
 
@@ -121,6 +131,6 @@ class LeftDebugger:
 
 
 Item = (
-    Show | LiveLine | Cleared | Ready | SetupFailed | Finished | Exited | CancelRequested
+    Show | LiveLine | Cleared | Ready | SetupFailed | Finished | Ended | Exited | CancelRequested
     | ChannelLost | StageReached | StacksReply | Prompted | LeftDebugger
 )  # fmt: skip

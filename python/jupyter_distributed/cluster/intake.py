@@ -14,6 +14,7 @@ event (:mod:`.fancompact`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,8 @@ from ..events import Recorded
 from ..protocol.frames import join_parts
 from ..protocol.header import BadHeader, Message
 from ..protocol.messages import parse
-from ..protocol.signing import BadMessage, Buffer, Signer, rank_name, sender
+from ..protocol.reports import Done
+from ..protocol.signing import BadMessage, Buffer, Signer, cell_name, rank_name, sender
 from .cellorder import CellOrder, after
 from .cellpeers import CellPeer
 from .cellrun import CellRun
@@ -30,7 +32,7 @@ from .decode import Ranks, decode
 from .fanbatch import relayed
 from .fancollapse import Shared, take_shared
 from .fancompact import Compacting
-from .fanin import REDUCED, relay_node
+from .fanin import REDUCED, ranged, relay_node
 from .inbox import Exited, Finished, Item, Show, StacksReply
 from .stackboard import StackBoard
 
@@ -106,10 +108,14 @@ class Intake:
         if not isinstance(peer, bytes):
             raise BadMessage(f"{header['src']} on a cell socket")
         info = self.ranks.info
-        parsed = relayed(header, lambda r: info[r].coords.node_rank if r in info else None)
-        if header.get("type") == REDUCED:  # its ranks' states: one event (see .fancompact)
+        node_of = lambda r: info[r].coords.node_rank if r in info else None  # noqa: E731
+        parsed = relayed(header, node_of)
+        plain = ranged(header, node_of) if header.get("type") == REDUCED else None
+        if plain is not None:  # its ranks' states: one event (see .fancompact)
             taken.compacting = Compacting()
         try:
+            if plain is not None and plain[0]:
+                self._take_plain(taken, peer, str(header["run_id"]), *plain)
             for rank, src, seq, wait, message in parsed:
                 if isinstance(message, Shared):  # several ranks' alike (see .fancollapse)
                     self._take_shared(taken, peer, message)
@@ -149,6 +155,31 @@ class Intake:
                 rank, self._signer.accepted(rank_name(rank))
             ):
                 self._take(taken, rank, waited, buffers)
+
+    def _take_plain(
+        self, taken: Taken, peer: bytes, run_id: str, ranks: list[int], seqs: list[int]
+    ) -> None:
+        """Plain ``ok`` ends a relay sent as ranges (see :mod:`.fanin`): each rank's counter
+        checked (in bulk) as if its ``Done`` had come alone, no message made per rank. A rank
+        whose earlier messages still wait for their turn (:mod:`.cellorder`) takes its end
+        alone, after them."""
+        vouched = self._signer.vouched_each([cell_name(r) for r in ranks], seqs)
+        behind = self._order.waiting(ranks)
+        plain = ranks
+        if behind or not all(vouched):
+            plain = []
+            for rank, seq, ok in zip(ranks, seqs, vouched, strict=True):
+                if not ok:
+                    self._reject(peer, f"replayed message {cell_name(rank)}#{seq}")
+                elif rank in behind:
+                    self._route(taken, peer, rank, True, Done(run_id, "ok"), [], 0)
+                else:
+                    plain.append(rank)
+        self.reduced_ends += sum(vouched)
+        if plain and taken.compacting is not None:
+            self.cell_peers.update(dict.fromkeys(plain, peer))
+            ended = taken.compacting.ended(self.ranks.info, run_id, plain, time.time())
+            self.cell.took([], ended)
 
     def _route(
         self,

@@ -112,6 +112,7 @@ class ProcessCluster(Cluster):
             "kernel_pid": os.getpid(),
             "kernel_host": socket.gethostname(),
             "stacks_dir": self.stacks_dir,
+            "ranges": 1,  # a relay may send its ranks' plain ends as ranges (see .fanin)
         }
         # each rank's relay: its node in the plan (Slurm's -m cyclic, Ray's placement)
         relay_of = relay_map([r.coords.node_rank for r in plan.ranks], plan.spec.layout)

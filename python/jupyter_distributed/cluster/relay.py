@@ -58,7 +58,8 @@ class Relay:
         self._down_signer = Signer(key, RELAY_NAME)  # counters of the ranks' messages
         self._up_signer = Signer(key, RELAY_NAME)  # counters of the kernel's messages
         self._signer = Signer(key, relay_name(node))  # what it writes itself (reductions)
-        self._reducer = Reducer(self.ranks)
+        ranges = self._down_signer.accepted if boot.get("ranges") else None  # (the kernel's)
+        self._reducer = Reducer(self.ranks, accepted=ranges)
         self._batcher = Batcher(self.ranks)
         self._routes: dict[str, bytes] = {}  # "r3"/"c3" -> its connection's routing id
         self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()

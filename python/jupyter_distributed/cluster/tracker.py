@@ -28,6 +28,7 @@ from .hangflight import ranks_text
 from .inbox import (
     CancelRequested,
     Cleared,
+    Ended,
     Exited,
     Finished,
     Item,
@@ -132,6 +133,12 @@ class RunTracker:
             self.prompts.take(item, getattr(self.view, "release", self.view.flush))
         elif isinstance(item, Finished):
             self._finished(item)
+        elif isinstance(item, Ended):
+            if item.run_id == self.request.run_id:  # (no value, nothing pulled)
+                self.pending.difference_update(item.ranks)
+                self.finished.update(item.ranks)
+                if self.prompts.serving is not None and self.prompts.serving in item.ranks:
+                    self.prompts.left(self.prompts.serving, self.view.flush)
         elif isinstance(item, CancelRequested):
             if item.run_id == self.request.run_id:
                 raise Cancelled(CANCELLED)

@@ -68,6 +68,9 @@ def _remove(db: sqlite3.Connection, run_id: str) -> None:
         db.execute(f"DELETE FROM {table} WHERE {column}=?", (run_id,))  # noqa: S608 - ours
     db.execute("DELETE FROM controls WHERE target=?", (run_id,))
     db.execute("DELETE FROM runs WHERE id=?", (run_id,))
+    db.execute(  # its ranks' coordinates, where no other run's spans name them
+        "DELETE FROM rank_sets WHERE id NOT IN (SELECT set_id FROM ranks WHERE set_id IS NOT NULL)"
+    )
     # (its run_keys row stays: keys are never reused, and writers keep them in memory)
 
 

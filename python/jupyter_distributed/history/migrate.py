@@ -9,6 +9,8 @@ given back afterwards (``VACUUM``), where no other connection is reading. Column
 lacks them; a jupyter-distributed of layout 2 then refuses the file as newer, not misreading it.
 Version 4 keeps a probe's pairs apart from its run's summary (:mod:`.probestore`). Version 5 adds
 the ``notices`` of what the size budget pruned (:mod:`.budget`), which the schema creates.
+Version 6 records a run's ranks as spans (:mod:`.rankspans`): ``ranks`` gains ``last`` and
+``set_id`` (NULL in every older row: a rank's own row, as before).
 """
 
 from __future__ import annotations
@@ -43,6 +45,10 @@ def upgrade(db: sqlite3.Connection) -> bool:
         db.execute("ALTER TABLE runs ADD COLUMN sweep_id TEXT")
     if runs and "kernel_id" not in runs:  # a history written before runs named their kernel
         db.execute("ALTER TABLE runs ADD COLUMN kernel_id TEXT")
+    ranks = {row[1] for row in db.execute("PRAGMA table_info(ranks)")}
+    for column in ("last", "set_id"):  # before a run's ranks were recorded as spans
+        if ranks and column not in ranks:
+            db.execute(f"ALTER TABLE ranks ADD COLUMN {column} INTEGER")
     controls = {row[1] for row in db.execute("PRAGMA table_info(controls)")}
     if controls and "rank" not in controls:  # before the stacks of one rank could be asked
         db.execute("ALTER TABLE controls ADD COLUMN rank INTEGER")

@@ -8,12 +8,13 @@ How the events lie in their table: :mod:`.eventrows`; how they are read back in 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ..events import MetricEvent, StacksEvent
-from . import eventrows, probestore
+from . import eventrows, probestore, rankspans
 from .eventmerge import FOLD, Stored, merged
 from .records import LogLine, RankRecord, RunRecord, _run, loads
 
@@ -68,10 +69,19 @@ class Queries:
 
     def ranks(self, run_id: str) -> list[RankRecord]:
         rows = self._query(
-            "SELECT rank, host, pid, state, coords, updated, heartbeat FROM ranks"
+            "SELECT rank, host, pid, state, coords, updated, heartbeat, last, set_id FROM ranks"
             " WHERE run_id=? ORDER BY rank",
             (run_id,),
         )
+        ids = {r[8] for r in rows if r[7] is not None}
+        sets = {
+            i: json.loads(data)
+            for i, data in self._query(
+                f"SELECT id, data FROM rank_sets WHERE id IN ({','.join('?' * len(ids))})",  # noqa: S608
+                ids,
+            )
+        }
+        rows = rankspans.expand(rows, sets) if ids else [r[:7] for r in rows]
         return [
             RankRecord(r[0], r[1] or "", r[2], r[3], loads(r[4], {}, [], "coords"), r[5], r[6])
             for r in rows

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..events import ErrorEvent, Event, RankEvent, RankStates, RunEvent
+from . import rankspans
 
 _RUN = "UPDATE runs SET state=?, ended=COALESCE(?, ended), message=? WHERE id=?"
 _RANK = (
@@ -24,7 +25,7 @@ _FAILED = "UPDATE ranks SET state='failed', updated=? WHERE run_id=? AND rank=?"
 #: A run of ranks' rows whose host and pid are known (see RowUpdates._states).
 _RANGE = (
     "UPDATE ranks SET state=?, updated=? WHERE run_id=? AND rank BETWEEN ? AND ?"
-    " AND host=? AND pid IS NOT NULL"
+    " AND host=? AND pid IS NOT NULL AND last IS NULL"
 )
 RANGE_MIN = 8  # the fewest ranks set by one range statement
 
@@ -55,13 +56,19 @@ class RowUpdates:
         elif isinstance(ev, ErrorEvent):
             self._op(_FAILED, (ev.t, ev.run_id, ev.rank))
 
-    def apply(self, db: sqlite3.Connection) -> None:
+    def apply(self, db: sqlite3.Connection, sets: rankspans.Sets) -> None:
+        """Apply the changes; a rank set alone is first split out of its span, if in one
+        (see :mod:`.rankspans`)."""
         for sql, rows in self._ops:
             if sql != _RANGE:
+                if sql != _RUN:
+                    rankspans.single(db, sets, ((row[-2], row[-1]) for row in rows))
                 db.executemany(sql, rows)
                 continue
             for *args, count, each in rows:  # a range's rows as one statement, where it can
-                if db.execute(_RANGE, args).rowcount != count:
+                held = rankspans.set_range(db, sets, *args)
+                if held + db.execute(_RANGE, args).rowcount != count:
+                    rankspans.single(db, sets, ((row[-2], row[-1]) for row in each))
                     db.executemany(_RANK, each)
 
     def _states(self, ev: RankStates) -> None:

@@ -29,7 +29,7 @@ from ..events import (
     SharedLines,
 )
 from ..pids import pid_alive
-from . import eventrows, migrate, probestore, reaper, storefile
+from . import eventrows, migrate, probestore, rankspans, reaper, storefile
 from .budget import Bounds
 from .coordination import Coordination
 from .queries import Queries
@@ -84,6 +84,7 @@ class Store(Queries, Coordination, Bounds):
         self._lock = threading.Lock()
         self._keys = eventrows.Keys()  # run and name keys this writer knows (see Keys)
         self._json = JsonMemo()  # (writer only) a run's spec and coords as the last run's
+        self._sets = rankspans.Sets()  # (writer only) the rank_sets row of the last coords
         self._local = threading.local()
         self._readers_lock = threading.Lock()  # never the writer's: readers do not wait for it
         self._readers: list[tuple[threading.Thread, sqlite3.Connection]] = []
@@ -146,12 +147,14 @@ class Store(Queries, Coordination, Bounds):
                     yield db
                 except BaseException:
                     self._keys.clear()  # (keys made in it are gone with it)
+                    self._sets.clear()
                     if db.in_transaction:  # a failed COMMIT may have ended it already
                         db.execute("ROLLBACK")
                     raise
                 db.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._keys.clear()
+                self._sets.clear()
                 if db.in_transaction:
                     with contextlib.suppress(sqlite3.Error):
                         db.execute("ROLLBACK")
@@ -228,14 +231,7 @@ class Store(Queries, Coordination, Bounds):
                 run.kernel_id,
             ),
         )
-        rows = []
-        for rank in run.ranks:
-            c = (coords or {}).get(rank, {})
-            rows.append(
-                (run.id, rank, c.get("host", ""), c.get("pid"), "starting", dumps(rank, c),
-                 run.started, None)
-            )  # fmt: skip
-        db.executemany("INSERT INTO ranks VALUES (?,?,?,?,?,?,?,?)", rows)
+        rankspans.create(db, run.id, run.ranks, coords, run.started, self._sets)
         eventrows.new_run_key(db, run.id, self._keys)
         return eventrows.item(RunEvent(run.id, run.started, run.state))
 
@@ -243,6 +239,7 @@ class Store(Queries, Coordination, Bounds):
         """Where a run's ranks are once its cluster runs (the run is recorded before launch)."""
         with self._tx() as db:
             db.execute("UPDATE runs SET cluster_id=? WHERE id=?", (cluster_id, run_id))
+            rankspans.single(db, self._sets, ((run_id, rank) for rank in coords))
             db.executemany(
                 "UPDATE ranks SET host=?, pid=?, coords=? WHERE run_id=? AND rank=?",
                 [
@@ -306,9 +303,10 @@ class Store(Queries, Coordination, Bounds):
                     beats[key] = max(ev.t, beats.get(key, ev.t))
                 else:
                     updates.add(ev)
-            updates.apply(db)
+            updates.apply(db, self._sets)
             eventrows.append(db, items, self._keys)
             if beats:
+                rankspans.single(db, self._sets, beats)
                 db.executemany(
                     "UPDATE ranks SET heartbeat=? WHERE run_id=? AND rank=?",
                     [(t, run_id, rank) for (run_id, rank), t in beats.items()],

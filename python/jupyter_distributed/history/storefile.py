@@ -44,7 +44,7 @@ _BROKEN_CODES = {11, _NOTADB}  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
 #: The layout of the tables; an older store is migrated on open (:mod:`.migrate`).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: The history's tables; run on every open, so an older store gains what it lacks.
 SCHEMA = """
@@ -55,10 +55,13 @@ CREATE TABLE IF NOT EXISTS runs (
     summary TEXT, sweep_id TEXT, kernel_id TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
+-- A row per rank, or per span of ranks rank..last (see rankspans.py): their host, pid and
+-- coordinates are then in the rank_sets row set_id, written once per cluster.
 CREATE TABLE IF NOT EXISTS ranks (
     run_id TEXT, rank INTEGER, host TEXT, pid INTEGER, state TEXT, coords TEXT,
-    updated REAL, heartbeat REAL, PRIMARY KEY (run_id, rank)
+    updated REAL, heartbeat REAL, last INTEGER, set_id INTEGER, PRIMARY KEY (run_id, rank)
 );
+CREATE TABLE IF NOT EXISTS rank_sets (id INTEGER PRIMARY KEY, data TEXT);
 -- The events, output lines and metric samples grouped (see eventrows.py): run, kind and stream
 -- are integer codes of run_keys and codes.
 CREATE TABLE IF NOT EXISTS events (

@@ -153,6 +153,15 @@ class Signer:
         self._last[src] = seq
         return True
 
+    def vouched_each(self, srcs: Sequence[str], seqs: Sequence[int]) -> list[bool]:
+        """:meth:`vouched` for each of ``srcs`` with its counter in ``seqs`` (a relay's range
+        of ranks' ends), in bulk where none is a replay."""
+        last = self._last
+        if all(seq > last.get(src, 0) for src, seq in zip(srcs, seqs, strict=True)):
+            last.update(zip(srcs, seqs, strict=True))
+            return [True] * len(srcs)
+        return [self.vouched(src, seq) for src, seq in zip(srcs, seqs, strict=True)]
+
     def unpack(self, frames: Sequence[Buffer]) -> tuple[dict[str, Any], list[Buffer]]:
         """The verified header (its ``src`` says who sent it) and buffers of ``frames``."""
         header = self.check(frames)

@@ -1,0 +1,235 @@
+"""A run's ``ranks`` rows as spans (issue 26): a cell on 1,000 ranks writes a row per node, not
+one per rank.
+
+A run's ranks are recorded, when it is created, as one row per span of consecutive ranks on
+one host (``rank`` the first, ``last`` the last), in the same state; each rank's own host, pid
+and coordinates are in a ``rank_sets`` row written once per cluster (its coordinates, which the
+session makes once per cluster) and named by the span's ``set_id``. A rank whose row must
+differ from its span's (its own state, a heartbeat, its coordinates set) is split out of the
+span first, into a row of its own as it was always written (:func:`single`); a state set on a
+whole span is one update (:func:`cut`). Readers get each rank's row back (:func:`expand`), the
+same as when each rank had its own.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
+from typing import Any
+
+SPAN_MIN = 8  # the fewest ranks recorded as one span
+_WITHIN = " WHERE run_id=? AND rank BETWEEN ? AND ? AND last IS NOT NULL AND host=?"
+_HELD = "SELECT COALESCE(SUM(last - rank + 1), 0) FROM ranks" + _WITHIN  # noqa: S608 - ours
+_SET = "UPDATE ranks SET state=?, updated=?" + _WITHIN  # noqa: S608 - ours
+_COLUMNS = "run_id, rank, host, pid, state, coords, updated, heartbeat, last, set_id"
+_INSERT = f"INSERT INTO ranks ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"  # noqa: S608 - ours
+
+
+class Sets:
+    """(writer only) The ``rank_sets`` row of the coordinates given last (by identity: the
+    session makes them once per cluster), and each rank's row of its own from it, kept."""
+
+    def __init__(self) -> None:
+        self._last: tuple[object, int] | None = None
+        self._each: tuple[int, dict[int, tuple[str, Any, str]]] | None = None
+        self.bounds: dict[str, list[tuple[int, int]]] = {}  # a run's spans' (first, last)
+
+    def clear(self) -> None:  # (a transaction rolled back: the rows may be gone)
+        self._last = self._each = None
+        self.bounds.clear()
+
+    def of(self, db: sqlite3.Connection, coords: dict[int, dict[str, Any]]) -> int:
+        if self._last is not None and self._last[0] is coords:
+            return self._last[1]
+        each = {r: _of(c) for r, c in coords.items()}
+        data = "{" + ", ".join(f'"{r}": {e[2]}' for r, e in each.items()) + "}"
+        set_id = int(db.execute("INSERT INTO rank_sets (data) VALUES (?)", (data,)).lastrowid or 0)
+        self._last, self._each = (coords, set_id), (set_id, each)
+        return set_id
+
+    def each(self, db: sqlite3.Connection, set_id: int) -> dict[int, tuple[str, Any, str]]:
+        """Each rank's (host, pid, coordinates' JSON) in the set ``set_id``."""
+        if self._each is None or self._each[0] != set_id:
+            row = db.execute("SELECT data FROM rank_sets WHERE id=?", (set_id,)).fetchone()
+            data = json.loads(row[0]) if row else {}
+            each = {
+                int(r): (c.get("host", ""), c.get("pid"), json.dumps(c)) for r, c in data.items()
+            }
+            self._each = (set_id, each)
+        return self._each[1]
+
+
+def create(
+    db: sqlite3.Connection,
+    run_id: str,
+    ranks: list[int],
+    coords: dict[int, dict[str, Any]] | None,
+    started: float | None,
+    sets: Sets,
+) -> None:
+    """Insert a new run's ``ranks`` rows: spans where :data:`SPAN_MIN` or more consecutive
+    ranks share a host and a node, a row of its own for any other rank."""
+    coords = coords or {}
+    set_id = sets.of(db, coords) if coords and len(ranks) >= SPAN_MIN else None
+    rows: list[tuple[Any, ...]] = []
+    group: list[int] = []
+
+    def flush() -> None:
+        if len(group) >= SPAN_MIN and set_id is not None:
+            host = coords.get(group[0], {}).get("host", "")
+            rows.append((run_id, group[0], host, None, "starting", None, started, None,
+                         group[-1], set_id))  # fmt: skip
+        else:
+            rows.extend(
+                _own(run_id, r, _of(coords.get(r, {})), "starting", started, None) for r in group
+            )
+
+    def where(rank: int) -> tuple[Any, Any]:  # (a node's ranks are one span: its relay's)
+        c = coords.get(rank, {})
+        return c.get("host", ""), c.get("node_rank")
+
+    for rank in ranks:
+        if group and (rank != group[-1] + 1 or where(group[-1]) != where(rank)):
+            flush()
+            group = []
+        group.append(rank)
+    flush()
+    db.executemany(_INSERT, rows)
+    sets.bounds[run_id] = [(r[1], r[8]) for r in rows if r[8] is not None]
+
+
+def _of(c: dict[str, Any]) -> tuple[str, Any, str]:
+    return c.get("host", ""), c.get("pid"), json.dumps(c)
+
+
+def _own(
+    run_id: str, rank: int, own: tuple[str, Any, str], state: str, updated: Any, heartbeat: Any
+) -> tuple[Any, ...]:
+    """A rank's row of its own, as every rank's was written before spans (``own``: its host,
+    pid and coordinates' JSON)."""
+    return (run_id, rank, own[0], own[1], state, own[2], updated, heartbeat, None, None)
+
+
+def _spans(db: sqlite3.Connection, sets: Sets, run_id: str) -> list[tuple[int, int]]:
+    """The run's spans' (first, last), in order (kept by the writer once read)."""
+    bounds = sets.bounds.get(run_id)
+    if bounds is None:
+        sql = "SELECT rank, last FROM ranks WHERE run_id=? AND last IS NOT NULL ORDER BY rank"
+        bounds = sets.bounds[run_id] = [(r[0], r[1]) for r in db.execute(sql, (run_id,))]
+    return bounds
+
+
+def _split(
+    db: sqlite3.Connection,
+    sets: Sets,
+    run_id: str,
+    bounds: tuple[int, int],
+    alone: set[int],
+    starts: tuple[int, ...] = (),
+) -> bool:
+    """Replace ``span`` by a row of its own for each of ``alone`` and the pieces between them
+    (a new piece also at each of ``starts``): spans, or rows of their own where shorter than
+    :data:`SPAN_MIN`. False where the span is no longer there as kept (another writer
+    split it): the run's spans are read again."""
+    sql = "SELECT rank, last, host, state, updated, heartbeat, set_id FROM ranks"
+    row = db.execute(sql + " WHERE run_id=? AND rank=?", (run_id, bounds[0])).fetchone()
+    if row is None or row[1] != bounds[1]:
+        sets.bounds.pop(run_id, None)
+        return False
+    first, last, host, state, updated, heartbeat, set_id = row
+    rows: list[tuple[Any, ...]] = []
+    piece: list[int] = []
+    none = ("", None, "{}")
+
+    def coords_of(rank: int) -> tuple[str, Any, str]:
+        return sets.each(db, set_id).get(rank, none)
+
+    def flush() -> None:
+        if len(piece) >= SPAN_MIN:
+            rows.append((run_id, piece[0], host, None, state, None, updated, heartbeat,
+                         piece[-1], set_id))  # fmt: skip
+        else:
+            rows.extend(_own(run_id, r, coords_of(r), state, updated, heartbeat)
+                        for r in piece)  # fmt: skip
+        piece.clear()
+
+    for rank in range(first, last + 1):
+        if rank in alone:
+            flush()
+            rows.append(_own(run_id, rank, coords_of(rank), state, updated, heartbeat))
+            continue
+        if rank in starts:
+            flush()
+        piece.append(rank)
+    flush()
+    db.execute("DELETE FROM ranks WHERE run_id=? AND rank=?", (run_id, first))
+    db.executemany(_INSERT, rows)
+    kept = sets.bounds.get(run_id, [])
+    kept.remove(bounds)
+    kept.extend((r[1], r[8]) for r in rows if r[8] is not None)
+    kept.sort()
+    return True
+
+
+def single(db: sqlite3.Connection, sets: Sets, run_ranks: Iterable[tuple[str, int]]) -> None:
+    """Give each of these (run, rank) a row of its own, split out of its span if in one."""
+    by_run: dict[str, set[int]] = {}
+    for run_id, rank in run_ranks:
+        by_run.setdefault(run_id, set()).add(rank)
+    for run_id, ranks in by_run.items():
+        order = sorted(ranks)
+        for _ in range(2):  # (again where a span was not as kept)
+            if all(
+                _split(db, sets, run_id, span, alone)
+                for span in list(_spans(db, sets, run_id))
+                if (alone := set(order[bisect_left(order, span[0]) : bisect_right(order, span[1])]))
+            ):
+                break
+
+
+def set_range(
+    db: sqlite3.Connection,
+    sets: Sets,
+    state: str,
+    t: float,
+    run_id: str,
+    first: int,
+    last: int,
+    host: str,
+) -> int:
+    """Set the state of the spans within ``first..last`` on ``host``, after splitting any span
+    that crosses either end; returns how many ranks they hold (the others in the range have
+    rows of their own, or are on another host)."""
+    for _ in range(2):  # (again where a span was not as kept)
+        if all(
+            _split(db, sets, run_id, span, set(), (first, last + 1))
+            for span in list(_spans(db, sets, run_id))
+            if span[0] <= last and span[1] >= first and (span[0] < first or span[1] > last)
+        ):
+            break
+    args = (run_id, first, last, host)
+    ((held,),) = db.execute(_HELD, args)
+    if held:
+        db.execute(_SET, (state, t, *args))
+    return int(held)
+
+
+def expand(
+    rows: Iterable[tuple[Any, ...]], sets: dict[int, dict[str, Any]]
+) -> list[tuple[Any, ...]]:
+    """Each rank's ``(rank, host, pid, state, coords, updated, heartbeat)`` from rows of
+    ``(rank, host, pid, state, coords, updated, heartbeat, last, set_id)``; ``sets``: the
+    ``rank_sets`` rows' data by id."""
+    out: list[tuple[Any, ...]] = []
+    for rank, host, pid, state, coords, updated, heartbeat, last, set_id in rows:
+        if last is None:
+            out.append((rank, host, pid, state, coords, updated, heartbeat))
+            continue
+        data = sets.get(set_id, {})
+        for r in range(rank, last + 1):
+            c = data.get(str(r), {})
+            out.append((r, c.get("host", ""), c.get("pid"), state, json.dumps(c), updated,
+                        heartbeat))  # fmt: skip
+    return out

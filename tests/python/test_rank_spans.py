@@ -1,0 +1,169 @@
+"""A run's ranks recorded as spans (issue 26): a cell on 1,000 ranks behind 8 relays writes a
+``ranks`` row per node, and every reader gets each rank's row back as when each rank had its
+own. The same writes go to two stores, one of them recording every rank alone as before
+(``SPAN_MIN`` past the world size); what their readers get must be the same."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_distributed import textviews
+from jupyter_distributed.errors import RankFailure
+from jupyter_distributed.events import (
+    ErrorEvent,
+    MetricEvent,
+    RankEvent,
+    RankState,
+    RankStates,
+    RunEvent,
+    RunState,
+)
+from jupyter_distributed.history import rankspans, storefile
+from jupyter_distributed.history.store import RunRecord, Store
+from jupyter_distributed.layout import Layout
+
+N, NODES = 1000, 8
+LAYOUT = Layout(nodes=NODES, procs_per_node=N // NODES)
+COORDS = {
+    r: {**LAYOUT.coords(r).to_json(), "host": f"node{r // 125}", "pid": 1000 + r} for r in range(N)
+}
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> Iterator[tuple[Store, Store]]:
+    spans, alone = Store(tmp_path / "spans.sqlite"), Store(tmp_path / "alone.sqlite")
+    yield spans, alone
+    spans.close()
+    alone.close()
+
+
+def both(stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch, write: Any) -> None:
+    spans, alone = stores
+    write(spans)
+    with monkeypatch.context() as m:
+        m.setattr(rankspans, "SPAN_MIN", N + 1)  # every rank alone: the rows as before spans
+        write(alone)
+
+
+def ends(run_id: str, ranks: range, t: float, state: RankState = RankState.DONE) -> RankStates:
+    each = [(r, s, COORDS[r]["host"], COORDS[r]["pid"]) for r in ranks for s in ("run", "end")]
+    return RankStates(
+        run_id, t, [(r, RankState.RUNNING if s == "run" else state, h, p) for r, s, h, p in each]
+    )
+
+
+def rows(store: Store, run_id: str) -> int:
+    ((count,),) = store._query("SELECT COUNT(*) FROM ranks WHERE run_id=?", (run_id,))
+    return int(count)
+
+
+def test_a_cell_on_a_thousand_ranks_writes_a_ranks_row_per_node(
+    stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def cell(store: Store, run_id: str, t: float) -> None:
+        store.create_run(RunRecord(run_id, "local", N, list(range(N)), started=t), COORDS)
+        store.append([ends(run_id, range(n * 125, (n + 1) * 125), t + 1) for n in range(NODES)])
+        store.append([RunEvent(run_id, t + 2, RunState.COMPLETED)])
+
+    def cells(store: Store) -> None:
+        for i in range(3):
+            cell(store, f"run-{i}", 10.0 * i)
+
+    both(stores, monkeypatch, cells)
+    spans, alone = stores
+    assert rows(spans, "run-2") == NODES and rows(alone, "run-2") == N
+    assert spans.ranks("run-2") == alone.ranks("run-2")
+    assert {r.state for r in spans.ranks("run-2")} == {"done"}
+    assert [r.coords for r in spans.ranks("run-1")] == [COORDS[r] for r in range(N)]
+    ((sets,),) = spans._query("SELECT COUNT(*) FROM rank_sets")
+    assert sets == 1  # the cluster's coordinates once, for all its runs
+
+
+def test_a_rank_that_differs_gets_its_own_row_and_readers_see_the_same(
+    stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failure = RankFailure(637, 5.0, "node5", 1637, "ValueError", "rank 637 failed")
+
+    def cell(store: Store) -> None:
+        store.create_run(RunRecord("r", "local", N, list(range(N)), started=1.0), COORDS)
+        store.append([MetricEvent("r", 5, 2.0, {"loss": 1.0})])  # a heartbeat of rank 5
+        store.append([RankEvent("r", 3, 2.5, RankState.RUNNING, "node0", 1003)])  # one alone
+        store.append([ends("r", range(130, 141), 3.0)])  # a range across a span's ends
+        store.append([ends("r", range(n * 125, (n + 1) * 125), 4.0) for n in range(NODES)])
+        store.append([ErrorEvent("r", failure), ends("r", range(637, 638), 5.0, RankState.FAILED)])
+        store.append([RunEvent("r", 6.0, RunState.FAILED, "rank 637 failed")])
+        store.set_cluster("r", "c-1", {7: {**COORDS[7], "pid": 99}})  # (one rank's moved)
+
+    both(stores, monkeypatch, cell)
+    spans, alone = stores
+    assert spans.ranks("r") == alone.ranks("r")
+    got = {r.rank: (r.state, r.pid, r.heartbeat) for r in spans.ranks("r")}
+    assert got[637] == ("failed", 1637, None) and got[5] == ("done", 1005, 2.0)
+    assert got[7] == ("done", 99, None) and len(got) == N
+    assert rows(spans, "r") < 40  # spans, and the few ranks that differ
+    assert textviews.runs(spans, 1) == textviews.runs(alone, 1)
+
+
+def test_a_clusters_coordinates_go_with_the_last_run_that_names_them(tmp_path: Path) -> None:
+    store = Store(tmp_path / "h.sqlite")
+    try:
+        for run_id in ("a", "b"):
+            store.create_run(RunRecord(run_id, "local", N, list(range(N))), COORDS)
+            store.append([RunEvent(run_id, 1.0, RunState.COMPLETED)])
+        assert store.delete_run("a")
+        assert store._query("SELECT COUNT(*) FROM rank_sets") == [(1,)]
+        assert [r.coords for r in store.ranks("b")] == [COORDS[r] for r in range(N)]
+        assert store.delete_run("b")
+        assert store._query("SELECT COUNT(*) FROM rank_sets") == [(0,)]
+    finally:
+        store.close()
+
+
+def test_a_store_of_layout_5_gains_the_columns_and_reads_its_ranks_as_before(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "h.sqlite3"
+    old = storefile.SCHEMA.replace(", last INTEGER, set_id INTEGER", "")
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.executescript(old)
+    db.execute("INSERT INTO ranks VALUES ('r', 3, 'h', 7, 'done', '{\"x\": 1}', 2.0, 1.5)")
+    db.execute("PRAGMA user_version=5")
+    db.commit()
+    db.close()
+    store = Store(path)
+    try:
+        (rank,) = store.ranks("r")
+        assert (rank.rank, rank.host, rank.pid, rank.state, rank.coords) == (
+            3,
+            "h",
+            7,
+            "done",
+            {"x": 1},
+        )
+        assert (rank.updated, rank.heartbeat) == (2.0, 1.5)
+        assert store._query("PRAGMA user_version") == [(storefile.SCHEMA_VERSION,)]
+    finally:
+        store.close()
+
+
+def test_a_span_another_writer_split_is_read_again(tmp_path: Path) -> None:
+    kernel, other = Store(tmp_path / "h.sqlite"), Store(tmp_path / "h.sqlite")
+    try:
+        kernel.create_run(RunRecord("r", "local", N, list(range(N))), COORDS)
+        other.append([MetricEvent("r", 5, 2.0, {"loss": 1.0})])  # splits node 0's span there
+        kernel.append([MetricEvent("r", 6, 3.0, {"loss": 1.0})])  # (its spans as it kept them)
+        kernel.append([ends("r", range(0, 125), 4.0)])
+        beats = {r.rank: (r.heartbeat, r.state, r.coords) for r in kernel.ranks("r")}
+        assert beats[5] == (2.0, "done", COORDS[5]) and beats[6] == (3.0, "done", COORDS[6])
+        assert [r for r, b in beats.items() if b[0] is not None] == [5, 6]
+        assert {b[1] for r, b in beats.items() if r < 125} == {"done"}
+        assert {b[1] for r, b in beats.items() if r >= 125} == {"starting"}
+    finally:
+        kernel.close()
+        other.close()

@@ -28,18 +28,29 @@ resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 from IPython.core.interactiveshell import InteractiveShell
 ip = InteractiveShell.instance()
 ip.run_line_magic("load_ext", "jupyter_distributed")
+if sys.argv[4:]:
+    ip.run_line_magic("config", f"Distributed.relays = {sys.argv[4]!r}")
 for word in ("first", "second"):
     ip.run_cell(f"%%distributed -n {ranks} --oversubscribe\\nprint('{word} cell')")
 print("soft limit now", resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 """
 
 
-def kernel(soft: int, hard: int, ranks: int) -> tuple[str, str]:
-    """Run the kernel above; (its output, a marker every process it started carries)."""
+def kernel(soft: int, hard: int, ranks: int, relays: str = "") -> tuple[str, str]:
+    """Run the kernel above (with ``Distributed.relays`` set where given); (its output, a
+    marker every process it started carries)."""
     marker = uuid.uuid4().hex
     env = {**os.environ, "PYTHONPATH": str(SOURCE.parent), "JD_TEST_MARKER": marker}
     done = subprocess.run(
-        [sys.executable, "-c", KERNEL, str(soft), str(hard), str(ranks)],
+        [
+            sys.executable,
+            "-c",
+            KERNEL,
+            str(soft),
+            str(hard),
+            str(ranks),
+            *([relays] * bool(relays)),
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -75,6 +86,20 @@ def test_a_cluster_past_the_hard_limit_is_refused_in_one_line_naming_the_ranks_t
     out, marker = kernel(64, 64, fit)
     assert fit >= 4
     assert f"[ranks 0-{fit - 1}] first cell" in out and f"[ranks 0-{fit - 1}] second cell" in out
+    assert "file descriptors" not in out
+    assert carrying(marker) == []
+
+
+def test_behind_a_relay_a_rank_costs_the_kernel_its_pidfd_alone() -> None:
+    star, _ = kernel(64, 64, 40)
+    out, marker = kernel(64, 64, 40, relays="always")
+    fits = [int(m) for m in re.findall(r"(\d+) rank\(s\) fit", star + out)]
+    assert len(fits) == 4, star + out  # (one refusal per cell, star and relayed)
+    assert fits[2] >= 2 * fits[0]  # 1 descriptor a rank behind a relay, against 3 without
+    assert carrying(marker) == []
+    out, marker = kernel(64, 64, fits[2], relays="always")  # they fit, cell after cell
+    ranks = f"[ranks 0-{fits[2] - 1}]"
+    assert f"{ranks} first cell" in out and f"{ranks} second cell" in out, out
     assert "file descriptors" not in out
     assert carrying(marker) == []
 

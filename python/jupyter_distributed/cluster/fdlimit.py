@@ -3,7 +3,10 @@
 Counted on real local clusters of 4, 8 and 16 ranks (``/proc/self/fd``; see
 benchmarks/RESULTS.md): each rank holds :data:`PER_RANK` in the kernel (its control connection,
 its cell socket and the pidfd that wakes the kernel when it exits), each cluster
-:data:`PER_CLUSTER` more (the ZeroMQ context's and the I/O loop's own, a log). A soft
+:data:`PER_CLUSTER` more (the ZeroMQ context's and the I/O loop's own, a log). Behind node
+relays a rank's two connections are its relay's, not the kernel's: a rank then holds at most
+its pidfd (:data:`PER_RELAYED_RANK`, none where its process is on another host) and each relay
+:data:`PER_RELAY` (its connection and its process's pidfd). A soft
 ``RLIMIT_NOFILE`` too low for that (1,024 is common, so about 330 ranks) is raised towards the
 hard limit, which an unprivileged process may do; past the hard limit, the cluster is refused
 in one line before anything starts, with the number of ranks that fit. (Out of descriptors,
@@ -19,6 +22,8 @@ from pathlib import Path
 from ..errors import LaunchError
 
 PER_RANK = 3
+PER_RELAYED_RANK = 1
+PER_RELAY = 2
 PER_CLUSTER = 11
 SPARE = 16  # the start's own (a spawn's pipes, a log), the store's, what the user's code opens
 
@@ -32,26 +37,30 @@ def open_descriptors() -> int:
         return 0
 
 
-def descriptors_needed(ranks: int, open_now: int) -> int:
-    """What this process needs open at once while a cluster of ``ranks`` runs."""
-    return open_now + PER_CLUSTER + SPARE + PER_RANK * ranks
+def descriptors_needed(ranks: int, open_now: int, relays: int = 0) -> int:
+    """What this process needs open at once while a cluster of ``ranks`` runs (behind
+    ``relays`` node relays, where it has them)."""
+    ranks_own = (PER_RELAYED_RANK if relays else PER_RANK) * ranks
+    return open_now + PER_CLUSTER + SPARE + ranks_own + PER_RELAY * relays
 
 
-def make_room(ranks: int) -> None:
-    """Raise the soft ``RLIMIT_NOFILE`` where a cluster of ``ranks`` needs it (to twice the need,
-    within the hard limit: room for the next); :class:`LaunchError` where the hard limit is too
-    low, naming how many ranks fit and what to do."""
+def make_room(ranks: int, relays: int = 0) -> None:
+    """Raise the soft ``RLIMIT_NOFILE`` where a cluster of ``ranks`` (behind ``relays`` node
+    relays) needs it (to twice the need, within the hard limit: room for the next);
+    :class:`LaunchError` where the hard limit is too low, naming how many ranks fit and what to
+    do."""
     try:
         import resource
     except ImportError:  # pragma: no cover - not POSIX: nothing to raise
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     now = open_descriptors()
-    need = descriptors_needed(ranks, now)
+    need = descriptors_needed(ranks, now, relays)
     if soft == resource.RLIM_INFINITY or need <= soft:
         return
     if hard != resource.RLIM_INFINITY and need > hard:
-        fit = max(0, (hard - descriptors_needed(0, now)) // PER_RANK)
+        per_rank = PER_RELAYED_RANK if relays else PER_RANK
+        fit = max(0, (hard - descriptors_needed(0, now, relays)) // per_rank)
         raise LaunchError(
             f"{ranks} ranks need about {need} file descriptors in this kernel, past its hard "
             f"limit of {hard}: {fit} rank(s) fit; raise the limit where Jupyter starts "

@@ -75,7 +75,8 @@ class ProcessCluster(Cluster):
         for launchers that cannot see their processes. ``relays``: the backend starts a node
         relay per node (:mod:`.relays`), listening in the kernel's directory where the ranks are
         on this machine (``ipc``), else in a directory of its own on its node."""
-        make_room(len(plan.ranks))  # (before anything starts: refused in one line, or room made)
+        # (before anything starts: refused in one line, or room made)
+        make_room(len(plan.ranks), plan.spec.layout.nodes if relays else 0)
         self.plan = plan
         if silence_limit is not None:
             self.silence_limit = silence_limit

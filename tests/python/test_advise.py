@@ -287,7 +287,7 @@ def test_fsdp_moments_are_what_gloo_ranks_hold() -> None:
 
 
 def _outer() -> Any:  # a large temporary (an outer product) in a child without parameters
-    class Outer(torch.nn.Module):  # type: ignore[misc,name-defined]  (torch: importorskip)
+    class Outer(torch.nn.Module):  # type: ignore[misc,name-defined]  # torch: importorskip
         def forward(self, x: Any) -> Any:
             return (x.unsqueeze(-1) * x.unsqueeze(-2)).sum(-1)
 

@@ -13,9 +13,9 @@ gloo frees a collective's buffers when the last of the caller and its own worker
 the work. After a collective the caller waited for at once (every reduce-scatter; the
 forward's all-gathers), that is usually the worker thread, and on cores busier than the ranks'
 threads it may run only after the rank has gone on: the copy of the reduce-scatter's input (or
-the last forward all-gather's output) is then still live at the next moment. Seen in 1 to 2 of
-3-4 runs at a load of 1-10 on 2 cores (``mlp`` × 4, ``temp`` × 2, ``wide`` × 4, ``tfm`` × 2),
-so it is counted: the peak holds it in some runs and not in others.
+the last forward all-gather's output) is then still live at the next moment. Seen on 2 shared
+cores in ``mlp`` × 4 (1 run of 7), ``temp`` × 2 (2 of 7), ``wide`` × 4 (4 of 9), ``tfm`` × 2 (2
+of 5), so it is counted: the peak holds it in some runs and not in others.
 """
 
 from __future__ import annotations

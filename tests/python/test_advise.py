@@ -112,9 +112,10 @@ def test_fsdp_memory_on_four_ranks_is_not_under_predicted(shell: Any) -> None:  
     verify(api, 1, shell, "build", None, "adamw")
     (row,) = api.layouts
     assert row.measured is not None
-    # never short by more than the goal's 3 %; over by at most a fifth (it counts a copy gloo
-    # may free late on its own thread; measured +13 % to +17 % here, as the allocator counts)
-    assert -0.03 <= row.measured["memory_error"] <= 0.20, row.measured
+    # never short by more than the goal's 3 %; over by at most 12 %: it counts the copy of the
+    # head's reduce-scatter input that gloo may free late on its own thread (+10.3 % when gloo
+    # has freed it, 0 % when not; the old prediction was +13 … +17 %)
+    assert -0.03 <= row.measured["memory_error"] <= 0.12, row.measured
 
 
 @pytest.mark.parametrize(
@@ -247,15 +248,81 @@ def _logits() -> Any:
 def test_fsdp_does_not_count_the_head_gathered_while_the_loss_runs_backward() -> None:
     """A model whose peak is the loss's backward (large logits): FSDP2 gathers the head only when
     its own backward begins, after that peak, so the prediction then holds no gathered head and
-    no head gradient (measured on gloo ranks: ``tfm`` was 2 head units, +12 … +23 %, over)."""
-    from jupyter_distributed.advise.memory import fsdp_memory, trace
+    no head gradient (measured on gloo ranks: ``tfm`` was 2 head units, +12 … +23 %, over); on
+    gloo, the output of the forward's last all-gather (the head), which gloo may free late."""
+    from jupyter_distributed.advise.fsdp import fsdp_memory
+    from jupyter_distributed.advise.memory import trace
 
     (whole,) = trace(_logits, 8, 32, "adamw", 1)
     assert whole.loss_peak == whole.activations  # the step's peak is before the head's backward
     head = whole.unit_bytes[-1]
-    got = fsdp_memory(whole, (), 0, 4, 2, 0.0)
     shard = -(-whole.params // 4)
-    assert got.total == shard + 2 * shard + whole.activations + -(-head // 4)
+    assert fsdp_memory(whole, (), 0, 4, 2, 0.0, gloo=False).total == 3 * shard + whole.activations
+    got = fsdp_memory(whole, (), 0, 4, 2, 0.0)
+    assert got.total == 3 * shard + whole.activations + head
+
+
+def _blocks() -> Any:  # the suite's mlp: embedding, 3 MLP blocks, a head (5 FSDP units)
+    lin = torch.nn.Linear
+    blocks = [torch.nn.Sequential(lin(64, 256), torch.nn.GELU(), lin(256, 64)) for _ in range(3)]
+    return torch.nn.Sequential(torch.nn.Embedding(512, 64), *blocks, lin(64, 512))
+
+
+def test_fsdp_moments_are_what_gloo_ranks_hold() -> None:
+    """Measured with the allocator's own count (4 gloo ranks, ``mlp``, 2 samples a rank): the peak
+    is the last block's backward as it prefetches the block before: its shards and optimizer
+    state, the head's gradient shard, every saved activation, the block gathered, the head's
+    reduce-scatter input (FSDP keeps one), the prefetch's output and gloo's buffer: 1,289,172 B;
+    with gloo's copy of the head's reduce-scatter input not yet freed on its thread, 1,422,292 B
+    (1 run in 4). The old prediction (1,512,832 B) held two such copies and no real moment."""
+    from jupyter_distributed.advise.fsdp import fsdp_memory
+    from jupyter_distributed.advise.memory import trace
+
+    (whole,) = trace(_blocks, 2, 16, "adamw", 1)
+    _, _, b2, b3, head = whole.unit_bytes
+    shard = -(-whole.params // 4)
+    held = 3 * shard + -(-head // 4) + sum(whole.unit_saved[:4]) + b3 + head + 2 * b2
+    assert fsdp_memory(whole, (), 0, 4, 2, 0.0, gloo=False).total == held == 1_288_768
+    assert fsdp_memory(whole, (), 0, 4, 2, 0.0).total == held + head
+
+
+def _outer() -> Any:  # a large temporary (an outer product) in a child without parameters
+    class Outer(torch.nn.Module):  # type: ignore[misc,name-defined]  # torch: importorskip
+        def forward(self, x: Any) -> Any:
+            return (x.unsqueeze(-1) * x.unsqueeze(-2)).sum(-1)
+
+    return torch.nn.Sequential(torch.nn.Linear(64, 64), Outer(), torch.nn.Linear(64, 64))
+
+
+def test_fsdp_peak_inside_a_child_without_parameters() -> None:
+    """The outer product's backward peaks between the two units: the head already reduced (its
+    input kept, its gradient shard), the first unit prefetched, nothing gathered. The old
+    prediction held the head gathered and its gradient there instead (−3.7 … −10.3 % short)."""
+    from jupyter_distributed.advise.fsdp import fsdp_memory
+    from jupyter_distributed.advise.memory import trace
+
+    (whole,) = trace(_outer, 4, None, "adamw", 1)
+    first, _, head = whole.unit_bytes
+    shard = -(-whole.params // 2)
+    at = 3 * shard + -(-head // 2) + whole.unit_bw[1] + head + first
+    assert whole.unit_bw[1] > 4 * whole.unit_saved[1]  # the temporary: far above what it saves
+    assert fsdp_memory(whole, (), 0, 2, 2, 0.0, gloo=False).total == at
+    assert fsdp_memory(whole, (), 0, 2, 2, 0.0).total == at + head  # gloo's late copy
+
+
+def test_a_pipeline_stage_that_peaks_in_its_optimizer_step() -> None:
+    """``mlp``'s first of 2 stages, 1F1B with 2 microbatches: the traced peak is AdamW's step (its
+    temporaries), where no microbatch is in flight; the old prediction added the other
+    microbatch's saved activations to that moment (+7.9 % over the measured 1,862,196 B)."""
+    from jupyter_distributed.advise.memory import layout_memory, trace
+
+    stages = trace(_blocks, 2, 16, "adamw", 2)
+    first = stages[0]
+    assert first.optim > 2 * first.params  # the step's temporaries are in the peak
+    got = layout_memory(stages, (), 0, "model-parallel", 2, 2, True, 0.0)
+    step = 2 * first.params + first.optim + first.activations + first.boundary
+    assert step <= got.total < step + first.saved // 8  # the old one: step + saved
+    assert abs(got.total / 1_862_196 - 1) < 0.001
 
 
 def test_ddp_and_pipeline_memory_count_what_gloo_ranks_hold() -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .intake import ModelInfo
-from .memory import Memory
+from .parts import Memory
 
 MAX_MICROBATCHES = 32
 

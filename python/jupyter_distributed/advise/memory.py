@@ -10,32 +10,14 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..modelshapes import cut, loss_of, pieces, sample_input
+from .fsdp import fsdp_memory
 from .intake import DTYPE_BYTES, AdviseError, ModelInfo
+from .parts import Memory, Parts, with_margin
 
 OPTIMIZER_STATES = {"adamw": 2, "sgd": 1}
-
-
-@dataclass(frozen=True)
-class Parts:
-    """One module's training step at one microbatch size, at the step's traced peak."""
-
-    params: int
-    grads: int
-    optim: int
-    activations: int  # everything else live at the peak: saved activations and temporaries
-    boundary: int = 0  # bytes of the module's output (what a pipeline stage sends on)
-    saved: int = 0  # bytes a forward leaves live for its backward, less its output
-    unit_saved: tuple[int, ...] = ()  # each top-level child's, its output included
-    unit_bytes: tuple[int, ...] = ()  # each top-level child's parameter bytes (FSDP's units)
-    loss_peak: int = -1  # activations and temporaries at most before the last child's backward
-
-    @property
-    def total(self) -> int:
-        return self.params + self.grads + self.optim + self.activations
 
 
 def _step_of(module: Any, batch: Any, optimizer: str) -> Parts:
@@ -73,7 +55,27 @@ def _step_of(module: Any, batch: Any, optimizer: str) -> Parts:
     held = tuple(sum(t.numel() * t.element_size() for t in c.parameters()) for c in children)
     saved_units = tuple(max(0, u) for u in units)
     acts = by["Total"] - p - g - o
-    return Parts(p, g, o, acts, boundary, max(0, saved), saved_units, held, min(loss[0], acts))
+    bw = _backward_peaks(tracker, children, held)
+    return Parts(p, g, o, acts, boundary, max(0, saved), saved_units, held, min(loss[0], acts), bw)
+
+
+def _backward_peaks(tracker: Any, children: list[Any], held: tuple[int, ...]) -> tuple[int, ...]:
+    """Each child's backward at its peak (MemTracker's per-module snapshot), less the
+    parameters, buffers, optimizer state and the gradients of the children after it."""
+    from torch.distributed._tools.mem_tracker import _ModState
+
+    out = []
+    for i, child in enumerate(children):
+        stats = tracker.memory_tracking.get(child)
+        snaps = stats.snapshots.get(_ModState.PEAK_BW, []) if stats is not None else []
+        if not snaps:
+            out.append(0)
+            continue
+        by = _by_name(snaps[-1])
+        kept = sum(d.get(k, 0) for d in by for k in ("Parameter", "Buffer", "Optstate"))
+        total = sum(d.get("Total", 0) for d in by)
+        out.append(max(0, total - kept - sum(held[i + 1 :])))
+    return tuple(out)
 
 
 def _peak_into(into: list[int], tracker: Any) -> Callable[..., None]:
@@ -151,32 +153,6 @@ def trace(
         return tuple(out)
 
 
-@dataclass(frozen=True)
-class Memory:
-    """Predicted bytes per rank (the largest rank), by component."""
-
-    params: int
-    grads: int
-    optim: int
-    activations: int
-    buffers: int  # DDP's gradient buckets, FSDP's gathered layers, pipeline receive buffers
-    margin: int
-
-    @property
-    def total(self) -> int:
-        return self.params + self.grads + self.optim + self.activations + self.buffers + self.margin
-
-    def breakdown(self) -> dict[str, int]:
-        return {
-            "params": self.params,
-            "grads": self.grads,
-            "optim": self.optim,
-            "activations": self.activations,
-            "buffers": self.buffers,
-            "margin": self.margin,
-        }
-
-
 def analytic_parts(info: ModelInfo, micro: int, seq: int, optimizer: str) -> Parts:
     """The fallback: parameters × dtype, fp32 gradients... as formulas; activations per layer
     from Korthikanti et al. 2022 (34·s·h + 5·a·s² bytes per sample, 16-bit, no recompute)."""
@@ -201,8 +177,10 @@ def layout_memory(
     interleaved: bool,
     margin: float,
     optimizer_states: int = 2,
+    gloo: bool = True,
 ) -> Memory:
-    """Bytes on the fullest rank of a layout, from its stages' traced steps."""
+    """Bytes on the fullest rank of a layout, from its stages' traced steps. ``gloo``: the ranks
+    reduce over gloo (CPU), whose collectives copy their input and may free it late."""
     if strategy == "model-parallel":
         pp = len(stages)
         best: Memory | None = None
@@ -214,75 +192,51 @@ def layout_memory(
             buffers = 2 * received + (part.boundary if s < pp - 1 else 0)
             if s == pp - 1:  # the schedule keeps every microbatch's output to merge them
                 buffers += (microbatches - in_flight) * part.boundary
-            # one microbatch's whole step (its temporaries too), and what the others in flight
-            # keep from their forwards until their backwards
-            acts = part.activations + (in_flight - 1) * part.saved
-            # a microbatch after the first runs its backward with the gradients of the ones
-            # before already accumulated: the traced peak of one microbatch may predate them
-            grads = part.params if microbatches > 1 else part.grads
-            m = _with_margin(part.params, max(part.grads, grads), part.optim, acts, buffers, margin)
+            m = _stage_memory(part, in_flight, microbatches, buffers, optimizer_states, margin)
             best = m if best is None or m.total > best.total else best
         assert best is not None  # noqa: S101 (a layout has at least one stage)
         return best
     (whole,) = stages
     if strategy == "fsdp" and dp > 1:
-        return fsdp_memory(whole, layer_params, parameters, dp, optimizer_states, margin)
+        return fsdp_memory(whole, layer_params, parameters, dp, optimizer_states, margin, gloo)
     # DDP: the reducer's gradient buckets, the size of the parameters (measured on gloo ranks
     # with the allocator's own count; the second copy counted before, rank 0's broadcast at
     # wrap time, was a free on gloo's thread that the profiler missed)
     buckets = whole.params if strategy == "ddp" and dp > 1 else 0
-    return _with_margin(whole.params, whole.grads, whole.optim, whole.activations, buckets, margin)
+    return with_margin(whole.params, whole.grads, whole.optim, whole.activations, buckets, margin)
 
 
-def _with_margin(p: int, g: int, o: int, a: int, b: int, margin: float) -> Memory:
-    return Memory(p, g, o, a, b, int((p + g + o + a + b) * margin))
-
-
-def fsdp_memory(
-    whole: Parts,
-    layer_params: tuple[int, ...],
-    parameters: int,
-    dp: int,
-    optimizer_states: int,
-    margin: float,
+def _stage_memory(
+    part: Parts, in_flight: int, microbatches: int, buffers: int, states: int, margin: float
 ) -> Memory:
-    """FSDP2 (one unit per child with parameters, then the root) on ``dp`` ranks, at the worst
-    moment of its backward, measured on gloo ranks with torch's profiler: while unit ``i`` runs
-    its backward, the unit after it is still being reduce-scattered (its full gradient as the
-    collective's input, gloo's copy of it, the shard out), unit ``i`` is gathered, and the unit
-    before it is being prefetched (the all-gather's output and gloo's own buffer); the shards,
-    the optimizer's states, the saved activations and the gradient shards reduced so far are
-    live too. gloo frees its copy on its own thread, so the copy of the unit reduced before is
-    counted as well: it was still live in 2 of 3 runs of a 4 MiB unit on 4 ranks, and counting
-    it keeps the prediction on the side that fits. Or the optimizer's step, whichever is
-    larger."""
-    if whole.unit_bytes:  # traced: each child with parameters is a unit
-        at = [c for c, n in enumerate(whole.unit_bytes) if n > 0]
-        units = [whole.unit_bytes[c] for c in at]
-        saved = [sum(whole.unit_saved[: c + 1]) for c in at]  # live when its backward runs
-    else:  # the analytic fallback: one unit per layer, activations all live
-        units = [int(n * whole.params / max(1, parameters)) for n in layer_params if n > 0]
-        saved = [whole.saved] * len(units)
-    root = max(0, whole.params - sum(units))  # the root's own parameters stay gathered
-    shard = -(-whole.params // dp)
-    states = optimizer_states * shard
-    last = units[-1] if units else 0
-    acts = max(whole.activations, whole.saved)
-    # the loss's backward, before the head's pre-backward gathers it: no unit gathered; gloo's
-    # copy of the head's shard from the forward's last all-gather may still be live (freed on
-    # its own thread; seen in 1 of 3 runs of mlp × 2), so it is counted
-    at_loss = whole.loss_peak if whole.loss_peak >= 0 else acts
-    backward = _with_margin(shard, 0, states, at_loss, root + -(-last // dp), margin)
-    if acts > at_loss:  # the traced peak comes later: count the head gathered and its gradient
-        later = _with_margin(shard, 0, states, acts, root + 2 * last, margin)
-        backward = later if later.total > backward.total else backward
-    for i, unit in enumerate(units[:-1]):  # deeper in: a reduce-scatter in flight
-        after, before = units[i + 1], units[i - 1] if i > 0 else 0
-        earlier = units[i + 2] if i + 2 < len(units) else 0  # gloo's copy, not yet freed
-        buffers = root + 2 * after + -(-after // dp) + earlier + unit + 2 * before
-        grads = sum(-(-u // dp) for u in units[i + 2 :])
-        here = _with_margin(shard, grads, states, saved[i], buffers, margin)
-        backward = here if here.total > backward.total else backward
-    grads, optim = -(-whole.grads // dp), -(-whole.optim // dp)
-    step = _with_margin(shard, grads, optim, 0, root, margin)
-    return backward if backward.total >= step.total else step
+    """A pipeline stage's worst moment: its backward, with the other microbatches in flight
+    keeping what their forwards saved, or its optimizer's step."""
+    held = min(part.optim, states * part.params)  # the optimizer's state, no temporaries
+    waiting = (in_flight - 1) * part.saved
+    # at the step's peak the optimizer holds temporaries the size of a parameter, more than its
+    # 4-byte step counters
+    if part.optim - held <= held // 100 or not part.unit_bw:  # the traced peak is in backward
+        # a microbatch after the first runs its backward with the gradients of the ones before
+        # already accumulated (and, on the last stage, the outputs of the others kept): the
+        # traced peak of one microbatch may predate them
+        grads = part.params if microbatches > 1 else part.grads
+        acts = part.activations + waiting
+        return with_margin(part.params, grads, part.optim, acts, buffers, margin)
+    # the traced peak is the optimizer's step (its temporaries in part.optim); the backward's
+    # worst moment is then a child's own peak (its gradients as computed included) or the loss's
+    worst = with_margin(part.params, part.params, part.optim, part.activations, buffers, margin)
+    for c, bw in enumerate((*part.unit_bw, part.loss_peak)):
+        after = sum(part.unit_bytes[c + 1 :])
+        # the first microbatch's backward: no gradient yet, the others in flight keeping what
+        # their forwards saved; a later one's: the whole gradient, one fewer in flight
+        first = with_margin(part.params, after, held, bw + waiting, buffers, margin)
+        worst = _worse(worst, first)
+        if microbatches > 1:
+            later = (min(in_flight, microbatches - 1) - 1) * part.saved
+            rest = with_margin(part.params, part.params, held, bw + later, buffers, margin)
+            worst = _worse(worst, rest)
+    return worst
+
+
+def _worse(a: Memory, b: Memory) -> Memory:
+    return b if b.total > a.total else a

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -12,7 +13,8 @@ from .calibrate import apply, calibrated_note
 from .comm import Links, fit_links
 from .enumerate import Candidate, Row, candidates, dominant
 from .intake import DTYPE_BYTES, AdviseError, Analytic, ModelInfo, from_factory, from_numbers
-from .memory import OPTIMIZER_STATES, Parts, analytic_parts, layout_memory
+from .memory import OPTIMIZER_STATES, analytic_parts, layout_memory
+from .parts import Parts
 from .report import Advice
 from .rules import annotate
 from .sampled import Sampled, sample
@@ -47,6 +49,13 @@ def local_cluster(nodes: int, procs_per_node: int, memory_gib: float | None) -> 
         return Cluster(nodes, procs_per_node, torch.cuda.mem_get_info()[1], "measured: GPU total")
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return Cluster(nodes, procs_per_node, ram // procs_per_node, "measured: RAM ÷ ranks per node")
+
+
+@functools.cache
+def _on_gpu() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
 
 
 def _check(global_batch: int, world: int, optimizer: str, seq: int | None) -> None:
@@ -208,9 +217,10 @@ def _row(
 ) -> Row:  # fmt: skip
     micro = c.micro(global_batch)
     stages = _stage_parts(info, c.pp, micro, seq, optimizer, sampled)
+    gloo = not _on_gpu()  # the ranks' collectives go over gloo, which copies and frees late
     memory = layout_memory(
         stages, info.layer_params, info.parameters, c.strategy, c.dp, c.microbatches,
-        c.interleaved, margin, OPTIMIZER_STATES[optimizer],
+        c.interleaved, margin, OPTIMIZER_STATES[optimizer], gloo,
     )  # fmt: skip
     computes = _compute(info, c.pp, seq, cluster.procs_per_node, micro, sampled)
     parts, comm_name = step_parts(info, c, micro, computes, links, cluster.procs_per_node)
@@ -220,7 +230,7 @@ def _row(
         memory = layout_memory(
             stages, info.layer_params, info.parameters, c.strategy, c.dp, c.microbatches,
             c.interleaved, max(margin, float(calibration["memory"]) - 1),
-            OPTIMIZER_STATES[optimizer],
+            OPTIMIZER_STATES[optimizer], gloo,
         )  # fmt: skip
     step = sum(parts.values())
     return Row(

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .memory import Parts, trace
+from .memory import trace
+from .parts import Parts
 from .timing import Compute, stage_compute
 
 
@@ -98,4 +99,5 @@ def _between(a: Parts, b: Parts, w: float) -> Parts:
         saved=at(a.saved, b.saved),
         loss_peak=at(a.loss_peak, b.loss_peak),
         unit_saved=tuple(at(x, y) for x, y in zip(a.unit_saved, b.unit_saved, strict=True)),
+        unit_bw=tuple(at(x, y) for x, y in zip(a.unit_bw, b.unit_bw, strict=True)),
     )

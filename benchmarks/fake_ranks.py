@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import socket
 import sys
 import time
@@ -115,7 +116,11 @@ def main() -> int:
     first, step = int(sys.argv[1]), int(sys.argv[2])
     boot = json.loads(os.environ[BOOTSTRAP_ENV])
     layout = Layout.from_json(boot["layout"])
+    mine = len(range(first, layout.world_size, step))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # ~4 descriptors a fake rank
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8 * mine + 64)), hard))
     ctx: zmq.Context[Any] = zmq.Context()
+    ctx.set(zmq.MAX_SOCKETS, max(ctx.get(zmq.MAX_SOCKETS), 2 * mine + 16))  # (1,023 by default)
     Path(os.environ["FAKE_DIR"], f"{first}.start").write_text(repr(time.time()))
     ranks = [FakeRank(r, boot, ctx, layout) for r in range(first, layout.world_size, step)]
     poller = zmq.Poller()  # (zmq_poll is poll(2): descriptors past 1024 are fine)

@@ -97,7 +97,7 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BlockingK
     finally:
         kc.execute_interactive("%distributed stop", timeout=120)  # (the last test stopped it)
         kc.stop_channels()
-        km.shutdown_kernel(now=True)
+        km.shutdown_kernel()  # (asked, not killed: TensorFlow removes its autograph files at exit)
 
 
 def test_servers_serve_from_the_first_cell_and_names_are_not_overwritten(

@@ -1,10 +1,13 @@
 """Jupyter server configuration for the panel's browser tests (used by playwright.config.ts).
 
-A throw-away root directory and run store under ``ui-tests/.server`` (git-ignored), a fixed
-token that the tests send in an Authorization header, and Galata's helper set up.
+A throw-away root directory, run store and Galata's scratch directories under
+``ui-tests/.server`` (git-ignored), a fixed token that the tests send in an Authorization
+header, and Galata's helper set up.
 """
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from jupyterlab.galata import configure_jupyter_server
@@ -19,8 +22,18 @@ store = Path(os.environ.setdefault("JUPYTER_DISTRIBUTED_STORE", str(work / "runs
 for old in store.parent.glob(store.name + "*"):
     old.unlink()
 
+# What Galata's helper makes in the temporary directory (a root and a workspaces directory, the
+# terminal's rc file; never removed) goes here instead of /tmp, emptied at each session's start.
+scratch = work / "tmp"
+shutil.rmtree(scratch, ignore_errors=True)
+scratch.mkdir(parents=True)
+
 c = get_config()  # type: ignore[name-defined] # noqa: F821
-configure_jupyter_server(c)
+tempfile.tempdir, default_tmp = str(scratch), tempfile.tempdir
+try:
+    configure_jupyter_server(c)
+finally:
+    tempfile.tempdir = default_tmp
 c.ServerApp.root_dir = str(root)
 c.ServerApp.ip = "127.0.0.1"
 c.ServerApp.port = int(os.environ.get("UI_TEST_PORT", "8931"))

@@ -17,6 +17,7 @@ from .core_helpers import shell  # noqa: E402, F401
 
 # `slurm_cluster`, `in_slurm`, `ray_head`, `in_ray`: real engines in their own network namespaces.
 from .engines.fixtures import in_ray, in_slurm, ray_head, slurm_cluster  # noqa: E402, F401
+from .relay_helpers import wire  # noqa: E402, F401
 
 # `platform`, `configured`: moto's server with the local SageMaker platform (SageMaker tests).
 from .sagemaker_fixtures import configured, platform  # noqa: E402, F401

@@ -7,7 +7,6 @@ protocol code from this process, the last through a Session with real rank proce
 from __future__ import annotations
 
 import io
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -30,19 +29,9 @@ from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
 
 from .core_helpers import session_in
-from .test_relays import KEY, NODE_RANKS, Wire, _history, _router
+from .relay_helpers import KEY, NODE_RANKS, Wire, history_of, router_of
 
 LINE = "epoch 1 done"
-
-
-@pytest.fixture
-def wire() -> Iterator[Wire]:
-    with tempfile.TemporaryDirectory(dir="/tmp") as directory:
-        w = Wire(Path(directory))
-        try:
-            yield w
-        finally:
-            w.close()
 
 
 def _start(wire: Wire, signers: dict[int, Signer], kind: str, fields: dict[str, Any]) -> None:
@@ -244,7 +233,7 @@ for i in range(40):
     run_id = session.store.runs(limit=1)[0].id
     times = [e["t"] for _, e in session.store.events_after(0, run_id) if e.get("text") == LINE]
     spread = max(times) - min(times) if times else 0.0
-    return out.getvalue().splitlines(), _history(session.store, run_id), spread
+    return out.getvalue().splitlines(), history_of(session.store, run_id), spread
 
 
 def test_eight_ranks_printing_the_same_line_show_it_once_and_the_history_keeps_eight(
@@ -268,7 +257,7 @@ def test_eight_ranks_printing_the_same_line_show_it_once_and_the_history_keeps_e
     for r in range(8):
         mine = [e[3] for e in history if e[1] == r and e[0] == "output"]
         assert mine == [LINE, *(f"{r} {i}" for i in range(40))]
-    assert _router(session).intake.shared >= 2  # (some, at least, came up once for several)
+    assert router_of(session).intake.shared >= 2  # (some, at least, came up once for several)
 
 
 def test_a_stacks_request_through_a_relay_groups_the_same_stacks(
@@ -276,7 +265,7 @@ def test_a_stacks_request_through_a_relay_groups_the_same_stacks(
 ) -> None:
     spec = Spec(layout=Layout(nodes=2, procs_per_node=4), relays="always", timeout=60)
     session.run_cell(spec, "pass", {}, view=CellView(out=io.StringIO(), err=io.StringIO()))
-    router = _router(session)
+    router = router_of(session)
     diagnosis: list[str] = []
     marker = tmp_path / "started"
 

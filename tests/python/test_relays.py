@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
 import textwrap
 import threading
 import time
@@ -33,13 +32,10 @@ from jupyter_distributed.backends.slurm.options import SlurmOptions
 from jupyter_distributed.cluster import fanbatch, fanin
 from jupyter_distributed.cluster.fanbatch import unbatch
 from jupyter_distributed.cluster.fanin import BadReduction, expand
-from jupyter_distributed.cluster.process import ProcessCluster
-from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_addresses, relay_map
-from jupyter_distributed.cluster.router import Router
+from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_map
 from jupyter_distributed.cluster.stackboard import StackBoard, collect
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import LaunchError, RunFailed, SpecError
-from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.pids import pid_alive
 from jupyter_distributed.protocol.signing import (
@@ -56,65 +52,7 @@ from jupyter_distributed.textviews import status
 
 from .backend_cases import mpi_missing
 from .core_helpers import session_in
-
-KEY = b"k" * 32
-NODE_RANKS = (4, 5, 6, 7)  # node 1 of 2 nodes × 4
-
-
-class Wire:
-    """A kernel's ROUTER and node 1's ranks (DEALERs), with that node's real relay between."""
-
-    def __init__(self, directory: Path) -> None:
-        self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-        self.kernel = self.ctx.socket(zmq.ROUTER)
-        self.kernel.bind(f"ipc://{directory}/ctl")
-        relays = relay_addresses(directory, 2)
-        boot = {
-            "address": f"ipc://{directory}/ctl",
-            "key": KEY.hex(),
-            "relays": relays,
-            "layout": Layout(nodes=2, procs_per_node=4).to_json(),
-        }
-        self.relay = subprocess.Popen(
-            (*RELAY_COMMAND, "1"), env={**os.environ, BOOTSTRAP_ENV: json.dumps(boot)}
-        )
-        self.ranks: dict[int, zmq.Socket[bytes]] = {}
-        for r in NODE_RANKS:
-            sock = self.ctx.socket(zmq.DEALER)
-            sock.connect(relays["1"])
-            self.ranks[r] = sock
-        self.signer = Signer(KEY, KERNEL)
-
-    def up(self, rank: int, signer: Signer | None = None) -> list[bytes]:
-        """Rank ``rank`` sends a message; the frames it sent."""
-        frames = [bytes(f) for f in (signer or Signer(KEY, rank_name(rank))).pack({"type": "x"})]
-        self.ranks[rank].send_multipart(frames)
-        return frames
-
-    def at_kernel(self, timeout: float = 5.0) -> list[bytes] | None:
-        if not self.kernel.poll(int(timeout * 1000)):
-            return None
-        return self.kernel.recv_multipart()
-
-    def at_rank(self, rank: int, timeout: float = 5.0) -> list[bytes] | None:
-        if not self.ranks[rank].poll(int(timeout * 1000)):
-            return None
-        return self.ranks[rank].recv_multipart()
-
-    def close(self) -> None:
-        self.relay.kill()
-        self.relay.wait()
-        self.ctx.destroy(linger=0)
-
-
-@pytest.fixture
-def wire() -> Iterator[Wire]:
-    with tempfile.TemporaryDirectory(dir="/tmp") as directory:
-        w = Wire(Path(directory))
-        try:
-            yield w
-        finally:
-            w.close()
+from .relay_helpers import KEY, NODE_RANKS, Wire, history_of, router_of
 
 
 def _hello_all(wire: Wire) -> bytes:
@@ -420,23 +358,6 @@ def test_the_ranks_behind_a_dead_relay_are_not_asked_for_their_stacks() -> None:
 # -- fan-in: the ends of a cell as one reduction per relay --------------------------------
 
 
-def _history(store: Store, run_id: str) -> list[tuple[Any, ...]]:
-    """What the history holds of a run, each rank's events in order, without times."""
-    out = []
-    for _, e in store.events_after(0, run_id):
-        if e.get("kind") == "output":
-            out.append(("output", e["rank"], e["stream"], e["text"]))
-        elif e.get("kind") == "rank":
-            out.append(("rank", e["rank"], e.get("state"), e.get("value")))
-    return sorted(out, key=lambda e: e[1])  # (stable: each rank's own order kept)
-
-
-def _router(session: Session) -> Router:
-    (live,) = session.live.values()
-    assert isinstance(live.cluster, ProcessCluster)
-    return live.cluster.router
-
-
 CELL = "print('from', rank)\nrank * 10"
 
 
@@ -444,14 +365,14 @@ def test_a_cell_through_two_relays_records_what_it_records_without_them(
     session: Session,
 ) -> None:
     direct = _run(session, CELL, n=2, nodes=2)
-    direct_history = _history(session.store, session.store.runs(limit=1)[0].id)
-    assert _router(session).reduced_ends == 0
+    direct_history = history_of(session.store, session.store.runs(limit=1)[0].id)
+    assert router_of(session).reduced_ends == 0
     session.stop()
     relayed = _run(session, CELL, n=2, nodes=2, relays="always")
     assert relayed.values == direct.values == {r: str(r * 10) for r in range(4)}
-    assert _history(session.store, session.store.runs(limit=1)[0].id) == direct_history
+    assert history_of(session.store, session.store.runs(limit=1)[0].id) == direct_history
     assert ("output", 3, "stdout", "from 3") in direct_history
-    assert _router(session).reduced_ends == 4  # every rank's end came in its relay's reduction
+    assert router_of(session).reduced_ends == 4  # every rank's end came in its relay's reduction
 
 
 def _rejected(caplog: pytest.LogCaptureFixture, cause: str) -> bool:
@@ -466,9 +387,9 @@ def _rejected(caplog: pytest.LogCaptureFixture, cause: str) -> bool:
 
 def test_a_forged_reduction_is_dropped(session: Session, caplog: pytest.LogCaptureFixture) -> None:
     _run(session, CELL, n=2, nodes=2, relays="always")
-    router = _router(session)
+    router = router_of(session)
     run_id = session.store.runs(limit=1)[0].id
-    before = _history(session.store, run_id)
+    before = history_of(session.store, run_id)
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     sock = ctx.socket(zmq.DEALER)
     sock.connect(router.address)
@@ -480,7 +401,7 @@ def test_a_forged_reduction_is_dropped(session: Session, caplog: pytest.LogCaptu
     finally:
         ctx.destroy(linger=0)
     assert router.reduced_ends == 4
-    assert _history(session.store, run_id) == before
+    assert history_of(session.store, run_id) == before
 
 
 def test_a_relay_speaks_only_for_its_own_nodes_ranks() -> None:
@@ -531,18 +452,20 @@ def test_an_error_arrives_while_the_other_rank_of_its_node_still_runs(
     watcher.join()
     assert seen, "rank 0's error was recorded only after rank 1 ended"
     assert "ValueError: first" in str(info.value)
-    assert _router(session).reduced_ends == 4 + 3  # the first cell's and 3 of these (not the error)
+    assert (
+        router_of(session).reduced_ends == 4 + 3
+    )  # the first cell's and 3 of these (not the error)
 
 
 def test_the_lines_of_two_ranks_through_a_relay_are_all_recorded_in_order(
     session: Session,
 ) -> None:
     _run(session, "for i in range(300):\n    print(rank, i)", n=2, relays="always")
-    lines = _history(session.store, session.store.runs(limit=1)[0].id)
+    lines = history_of(session.store, session.store.runs(limit=1)[0].id)
     for r in (0, 1):
         mine = [text for kind, rank, _, text in lines if kind == "output" and rank == r]
         assert mine == [f"{r} {i}" for i in range(300)]
-    assert _router(session).batched > 0  # (in the relay's batches, not one message per write)
+    assert router_of(session).batched > 0  # (in the relay's batches, not one message per write)
 
 
 def test_a_relay_answers_for_the_ranks_that_ended_once_one_keeps_it_waiting() -> None:

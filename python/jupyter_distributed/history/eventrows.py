@@ -8,7 +8,7 @@ different rows interleave (rank 0's lines and rank 1's alternate), so readers me
 seq order (:mod:`.eventmerge`); no row spans more than :data:`SPAN` seqs, which tells a reader
 when no row it has not read yet can hold an earlier event. Grouping is what keeps the history
 small: the run, kind, rank and stream are written once per row (as integer codes, see
-``run_keys`` and ``codes``) instead of once per line, and one row costs one index entry.
+:mod:`.rowkeys`) instead of once per line, and one row costs one index entry.
 
 In a group row, ``text`` is the lines joined by ``\\n`` (a line holding ``\\n`` gets a row of its
 own), ``data`` a JSON list of the metric samples' values and ``gaps`` one pair of varints per
@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from ..events import DisplayEvent, Event, MetricEvent, OutputEvent, Stream
+from .rowkeys import Codes, Keys
 
 #: The most seqs one row's events span. Readers rely on it: never lower it.
 SPAN = 4096
@@ -133,7 +134,7 @@ def write(
 ) -> None:
     """Write items at the given (increasing) seqs, grouped into rows no wider than SPAN; the
     lines of :class:`Lines` take one seq each from theirs on. ``keys``: those known already."""
-    codes = _Codes(db, keys)
+    codes = Codes(db, keys)
     groups: dict[tuple[str, str, int | None, str | None], _Group] = {}
     rows: list[tuple[Any, ...]] = []
     start = -SPAN
@@ -172,7 +173,7 @@ def _write_lines(
     start: int,
     groups: dict[Any, _Group],
     rows: list[tuple[Any, ...]],
-    codes: _Codes,
+    codes: Codes,
 ) -> int:
     """:func:`write`'s work for the lines of ``it`` (at ``seq`` on), a row at a time: the same
     rows as for one :class:`Item` per line. Returns where the current span starts."""
@@ -207,7 +208,7 @@ def _write_shared(
     start: int,
     groups: dict[Any, _Group],
     rows: list[tuple[Any, ...]],
-    codes: _Codes,
+    codes: Codes,
 ) -> int:
     """:func:`write`'s work for ``it``: each rank's lines as :func:`_write_lines` writes them;
     where a rank's lines are at one time, fit one row and start it, that row is made from the
@@ -246,7 +247,7 @@ def _write_states(
     start: int,
     groups: dict[Any, _Group],
     rows: list[tuple[Any, ...]],
-    codes: _Codes,
+    codes: Codes,
 ) -> int:
     """:func:`write`'s work for ``it``: one row per SPAN of its states (one in practice).
     Returns where the current span starts."""
@@ -272,7 +273,7 @@ def _flush(
     db: sqlite3.Connection,
     groups: dict[Any, _Group],
     rows: list[tuple[Any, ...]],
-    codes: _Codes,
+    codes: Codes,
 ) -> None:
     rows.extend(group.row(codes) for group in groups.values())
     if not rows:
@@ -346,7 +347,7 @@ class _Group:
             self.size, self.last_us, self.last_seq = size, last_us, seq + (j - i) - 1
         return j
 
-    def row(self, codes: _Codes) -> tuple[Any, ...]:
+    def row(self, codes: Codes) -> tuple[Any, ...]:
         first = self.first
         stream = codes.code(first.stream) if first.stream is not None else None
         run, kind = codes.run(first.run_id), codes.code(first.kind)
@@ -368,50 +369,3 @@ def _varint(out: bytearray, value: int) -> None:
         out.append(value & 0x7F | 0x80)
         value >>= 7
     out.append(value)
-
-
-class Keys:
-    """Integer keys already read or made, kept between transactions by one writer (a
-    :class:`~.store.Store`): keys are never changed nor removed, so only a rolled-back
-    transaction can take one back, and the writer then forgets them all (:meth:`clear`)."""
-
-    def __init__(self) -> None:
-        self.runs: dict[str, int] = {}
-        self.names: dict[str, int] = {}
-
-    def clear(self) -> None:
-        self.runs.clear()
-        self.names.clear()
-
-
-def new_run_key(db: sqlite3.Connection, run_id: str, keys: Keys) -> None:
-    """Make the key of a run created in this transaction: one statement, not a look-up first
-    (a key left by an earlier run of the same id is looked up all the same)."""
-    cursor = db.execute("INSERT OR IGNORE INTO run_keys (id) VALUES (?)", (run_id,))
-    if cursor.rowcount == 1 and cursor.lastrowid is not None:
-        keys.runs[run_id] = cursor.lastrowid
-
-
-class _Codes:
-    """The integer keys of run ids and of kind and stream names, made on first use."""
-
-    def __init__(self, db: sqlite3.Connection, keys: Keys | None = None) -> None:
-        self.db = db
-        keys = keys or Keys()
-        self.runs, self.names = keys.runs, keys.names
-
-    def run(self, run_id: str) -> int:
-        return self._key(self.runs, "run_keys", "key", "id", run_id)
-
-    def code(self, name: str) -> int:
-        return self._key(self.names, "codes", "code", "name", name)
-
-    def _key(self, cache: dict[str, int], table: str, key: str, col: str, value: str) -> int:
-        if value not in cache:
-            sql = f"SELECT {key} FROM {table} WHERE {col}=?"  # noqa: S608 - our own names
-            row = self.db.execute(sql, (value,)).fetchone()
-            if row is None:
-                insert = f"INSERT INTO {table} ({col}) VALUES (?)"  # noqa: S608 - our own names
-                row = (self.db.execute(insert, (value,)).lastrowid,)
-            cache[value] = int(row[0])
-        return cache[value]

@@ -29,7 +29,7 @@ from ..events import (
     SharedLines,
 )
 from ..pids import pid_alive
-from . import eventrows, migrate, probestore, rankspans, reaper, storefile
+from . import eventrows, migrate, probestore, rankspans, reaper, rowkeys, storefile
 from .budget import Bounds
 from .coordination import Coordination
 from .queries import Queries
@@ -82,7 +82,7 @@ class Store(Queries, Coordination, Bounds):
         own_dir = path is None and not os.environ.get(STORE_ENV)
         self.path = Path(path) if path is not None else default_store_path()
         self._lock = threading.Lock()
-        self._keys = eventrows.Keys()  # run and name keys this writer knows (see Keys)
+        self._keys = rowkeys.Keys()  # run and name keys this writer knows (see Keys)
         self._json = JsonMemo()  # (writer only) a run's spec and coords as the last run's
         self._sets = rankspans.Sets()  # (writer only) the rank_sets row of the last coords
         self._local = threading.local()
@@ -232,7 +232,7 @@ class Store(Queries, Coordination, Bounds):
             ),
         )
         rankspans.create(db, run.id, run.ranks, coords, run.started, self._sets)
-        eventrows.new_run_key(db, run.id, self._keys)
+        rowkeys.new_run_key(db, run.id, self._keys)
         return eventrows.item(RunEvent(run.id, run.started, run.state))
 
     def set_cluster(self, run_id: str, cluster_id: str, coords: dict[int, dict[str, Any]]) -> None:

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { DEFAULT_CONFIG } from '../../labextension/src/config';
 import { DistributedModel, STATE_KEY } from '../../labextension/src/model';
@@ -172,14 +172,21 @@ describe('DistributedModel', () => {
   });
 
   it('shows a one-line error and backs off when the server fails', async () => {
-    server.failWith = 500;
-    const m = open(new MemoryState(), 10);
-    await until(() => m.error !== '');
-    expect(m.error).toBe('GET runs failed: the store is locked');
-    await sleep(200);
-    // Backoff: far fewer than the 20 requests a fixed 10 ms interval would make.
-    expect(runsRequests()).toBeLessThan(12);
-    server.failWith = null;
+    // Lumino's backoff draws each wait at random between the interval and 3× the last one:
+    // the middle of that range each time, so the count below does not hang on a lucky draw.
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0.5);
+    try {
+      server.failWith = 500;
+      const m = open(new MemoryState(), 10);
+      await until(() => m.error !== '');
+      expect(m.error).toBe('GET runs failed: the store is locked');
+      await sleep(200);
+      // Backoff: far fewer than the 20 requests a fixed 10 ms interval would make.
+      expect(runsRequests()).toBeLessThan(12);
+    } finally {
+      server.failWith = null;
+      random.mockRestore();
+    }
   });
 
   it('refuses a server that speaks another API version', async () => {

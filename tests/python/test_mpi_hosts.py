@@ -18,7 +18,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -351,3 +351,28 @@ def test_each_host_reaches_the_kernel_through_its_relay(
     assert _run(session, spec, "rank") == {0: "0", 1: "1", 2: "2", 3: "3"}
     session.stop()
     assert _relays_by_node() == {}
+
+
+def test_ranks_dealt_round_the_hosts_go_through_their_own_hosts_relay(
+    two_hosts: TwoHosts, session: Session, tmp_path: Path
+) -> None:
+    """``--map-by node`` puts ranks 0, 2 on host 1 and 1, 3 on host 2: each rank joins its own
+    host's relay, and the relay of host 2 dying names ranks 1 and 3 (not the block 2-3)."""
+    base = _spec(two_hosts)
+    assert isinstance(base.options, MpiOptions)
+    options = replace(base.options, mpi_options=base.options.mpi_options + " --map-by node")
+    spec = replace(base, options=options)
+    where = "import os\nos.readlink('/proc/self/ns/net')"
+    spaces = _run(session, spec, where)
+    assert spaces[0] == spaces[2] != spaces[1] == spaces[3]
+    assert spaces[0] == repr(Path("/proc/self/ns/net").readlink().name)  # (host 1: this machine)
+    cluster = session.live["mpi"].cluster
+    assert cluster.peer_count() == 2
+    relays = _relays_by_node()
+    marker = tmp_path / "started"
+    killer = kill_once_started(marker, lambda: relays[1])  # the relay on host 2
+    with pytest.raises(RunFailed) as info:
+        _run(session, spec, started_cell(marker))
+    killer.join()
+    assert info.value.root.summary.endswith("died (killed by signal 9): its ranks 1,3 are gone")
+    session.stop()

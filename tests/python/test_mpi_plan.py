@@ -122,6 +122,46 @@ def test_plan_renders_the_mpirun_line() -> None:
     assert "command:      mpirun " in text and "node 1 (10.0.0.2)" in text
 
 
+@pytest.mark.parametrize(
+    ("mpi_options", "hosts", "local"),
+    [
+        ("", ["a", "a", "a", "b", "b", "b"], [0, 1, 2, 0, 1, 2]),
+        ("--map-by slot", ["a", "a", "a", "b", "b", "b"], [0, 1, 2, 0, 1, 2]),
+        ("--map-by node", ["a", "b", "a", "b", "a", "b"], [0, 0, 1, 1, 2, 2]),
+        ("--map-by=node:PE=1", ["a", "b", "a", "b", "a", "b"], [0, 0, 1, 1, 2, 2]),
+        ("--bynode", ["a", "b", "a", "b", "a", "b"], [0, 0, 1, 1, 2, 2]),
+    ],
+)
+def test_each_rank_is_planned_on_the_host_its_map_by_puts_it(
+    mpi_options: str, hosts: list[str], local: list[int]
+) -> None:
+    """A rank's host and relay follow mpirun's --map-by (node: dealt round the hosts)."""
+    options = MpiOptions(hosts=("a", "b"), mpi_options=mpi_options)
+    spec = Spec(layout=Layout(nodes=2, procs_per_node=3), backend="mpi", options=options)
+    plan = MpiBackend().plan(spec)
+    assert [r.host for r in plan.ranks] == hosts
+    assert [r.coords.node_rank for r in plan.ranks] == [ord(h) - ord("a") for h in hosts]
+    assert [r.coords.local_rank for r in plan.ranks] == local
+
+
+@pytest.mark.parametrize(
+    ("mpi_options", "message"),
+    [
+        ("--map-by core", "--map-by core does not say which host each rank is on"),
+        ("--map-by ppr:1:node", "use node, slot or ppr:3:node"),
+        ("--rank-by node", "--rank-by changes which host each rank is on"),
+    ],
+)
+def test_a_placement_that_hides_the_host_is_one_line_error(mpi_options: str, message: str) -> None:
+    options = MpiOptions(hosts=("a", "b"), mpi_options=mpi_options)
+    spec = Spec(layout=Layout(nodes=2, procs_per_node=3), backend="mpi", options=options)
+    with pytest.raises(SpecError, match=message):
+        MpiBackend().plan(spec)
+    one_host = Spec(layout=Layout(nodes=1, procs_per_node=3), backend="mpi",
+                    options=MpiOptions(mpi_options=mpi_options))  # fmt: skip
+    assert [r.coords.node_rank for r in MpiBackend().plan(one_host).ranks] == [0, 0, 0]
+
+
 def test_dry_run_through_the_magic(shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
     shell.run_cell_magic(
         "distributed", '--backend mpi -n 2 --mpi-options "--bind-to core" --dry-run', "print(rank)"

@@ -13,8 +13,9 @@ import signal
 import socket
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ...cluster.launch import WORKER_COMMAND, check_cores, control_host, free_port, sweep_slots
 from ...cluster.launcher import Launcher
@@ -24,10 +25,14 @@ from ...cluster.transport import Transport
 from ...errors import LaunchError
 from ...history.store import Store
 from ...interface import Backend, Plan, RankPlan, RunView
+from ...layout import Layout, RankCoords
 from ...protocol.signing import BOOTSTRAP_ENV, MPI_FLAG_ENV
 from ...spec import Spec
 from .log import MpirunLog
-from .options import MpiOptions, default_options, merge_options, user_options
+from .options import MpiOptions, default_options, merge_options, rank_nodes, user_options
+
+if TYPE_CHECKING:
+    from ...cluster.cmdline import Option
 
 FREE_PORT = "<free port>"
 # Passed to every rank with -x (values come from mpirun's environment, so secrets stay off the
@@ -47,6 +52,19 @@ def _as_root() -> bool:
 
 def _options(spec: Spec) -> MpiOptions:
     return spec.options if isinstance(spec.options, MpiOptions) else MpiOptions()
+
+
+def _placed(layout: Layout, users: list[Option], hosts: int) -> list[RankCoords]:
+    """Each rank's coordinates with its node and local rank where mpirun's ``--map-by`` puts it
+    (across hosts: each rank joins its own host's relay and is named with its host)."""
+    if hosts < 2:
+        return [layout.coords(rank) for rank in range(layout.world_size)]
+    seen: dict[int, int] = {}
+    out = []
+    for rank, node in enumerate(rank_nodes(users, layout.nodes, layout.procs_per_node)):
+        local = seen[node] = seen.get(node, -1) + 1
+        out.append(replace(layout.coords(rank), node_rank=node, local_rank=local))
+    return out
 
 
 class MpiBackend(Backend):
@@ -72,13 +90,10 @@ class MpiBackend(Backend):
         names = [*FORWARDED, *(k for k, _ in env if k not in FORWARDED)]
         if "PYTHONPATH" in os.environ:
             names.append("PYTHONPATH")
-        configured = user_options(options.default_mpi_options)
+        users = [*user_options(options.default_mpi_options), *user_options(options.mpi_options)]
         command = [
             options.mpirun,
-            *merge_options(
-                default_options(_as_root(), per_node),
-                [*configured, *user_options(options.mpi_options)],
-            ),
+            *merge_options(default_options(_as_root(), per_node), users),
             "-np",
             str(layout.world_size),
         ]
@@ -89,8 +104,8 @@ class MpiBackend(Backend):
         command += WORKER_COMMAND
         here = socket.gethostname()
         ranks = tuple(
-            RankPlan(rank, hosts[rank // per_node] if hosts else here, layout.coords(rank))
-            for rank in range(layout.world_size)
+            RankPlan(rank, hosts[coords.node_rank] if hosts else here, coords)
+            for rank, coords in enumerate(_placed(layout, users, len(hosts)))
         )
         extra = [("hosts", ", ".join(hosts) if hosts else f"{here} (this machine)")]
         if options.hostfile:

@@ -206,3 +206,33 @@ class DistributedMPI(Settings):
     ranks_per_core = Float(
         4.0, min=0.0, help="ranks on this machine per CPU core before --oversubscribe is needed"
     ).tag(config=True)
+
+
+def rank_nodes(options: Sequence[Option], nodes: int, procs_per_node: int) -> list[int]:
+    """Each rank's node (by rank), as mpirun maps the ranks over ``--host h:procs_per_node``:
+    ours, ``ppr:procs_per_node:node`` (and ``slot``) fill one host after the other; ``node``
+    deals the ranks round the hosts (rank r on host r % nodes). The user's ``--map-by`` (the
+    last one given) decides; a policy that does not say which host a rank is on (``core``,
+    ``socket``, a rankfile, ``--rank-by``) is refused, as the ranks' relays and hosts follow
+    from it."""
+    world = nodes * procs_per_node
+    policy = f"ppr:{procs_per_node}:node"
+    for option in options:
+        name, _, value = option[0].lstrip("-").partition("=")
+        value = value or (option[1] if len(option) > 1 else "")
+        if name in ("map-by", "bynode", "byslot"):
+            policy = {"bynode": "node", "byslot": "slot"}.get(name, value)
+        elif name in ("rank-by", "rankfile", "rf", "npersocket"):
+            raise SpecError(
+                f"--mpi-options: --{name} changes which host each rank is on; leave it out "
+                "(--map-by node or ppr:N:node say it)"
+            )
+    head, *rest = policy.lower().split(":")  # (modifiers such as :PE=2 come after)
+    if head == "slot" or (head == "ppr" and rest[:2] == [str(procs_per_node), "node"]):
+        return [r // procs_per_node for r in range(world)]
+    if head == "node":
+        return [r % nodes for r in range(world)]
+    raise SpecError(
+        f"--mpi-options: --map-by {policy} does not say which host each rank is on; use "
+        f"node, slot or ppr:{procs_per_node}:node (-n sets the processes per host)"
+    )

@@ -33,7 +33,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -225,19 +225,59 @@ def measure_cells(cells: Cells, engine: Engine, runs: int, tmp: Path, row: dict[
     row["`%distributed stop` → returned (slurm: → squeue empty)"] = text
 
 
+def shell(tmp: Path) -> Any:
+    """An IPython shell with the extension loaded, its history store in ``tmp``."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    os.environ.setdefault("JUPYTER_DISTRIBUTED_STORE", str(tmp / "h.sqlite3"))
+    ip: Any = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "jupyter_distributed")
+    ip.run_cell("raise KeyboardInterrupt")  # IPython's first traceback costs ~0.7 s: not ours
+    return ip
+
+
+def section(
+    head: str,
+    command: str,
+    began: float,
+    load0: float,
+    note: str,
+    measured: dict[str, dict[str, str]],
+    after: Sequence[str] = (),
+) -> str:
+    """A RESULTS.md section: how it was run, the machine and its load, ``note``, then a table
+    of ``measured`` (column -> metric -> text; a column without a metric shows it empty)."""
+    names = list(measured)
+    table = ["| metric | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    order = max((list(m) for m in measured.values()), key=len, default=[])
+    table += [f"| {m} | " + " | ".join(measured[n].get(m, "") for n in names) + " |" for m in order]
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return "\n".join(
+        [
+            head,
+            "",
+            f"Run `{command}` on {when}, {time.monotonic() - began:.0f} s.",
+            "",
+            f"Machine: {machine()}; load average (1 min) {load0:.1f} at the start, "
+            f"{os.getloadavg()[0]:.1f} at the end.",
+            "",
+            note,
+            *(["", *after] if after else []),
+            "",
+            *table,
+            "",
+        ]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backends", nargs="+", default=["local", "slurm", "ray"])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = parser.parse_args()
-    from IPython.core.interactiveshell import InteractiveShell
-
     tmp = Path(tempfile.mkdtemp(prefix="jd-bench-engines-"))
-    os.environ.setdefault("JUPYTER_DISTRIBUTED_STORE", str(tmp / "h.sqlite3"))
-    ip: Any = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "jupyter_distributed")
-    ip.run_cell("raise KeyboardInterrupt")  # IPython's first traceback costs ~0.7 s: not ours
+    ip = shell(tmp)
     began, load0 = time.monotonic(), os.getloadavg()[0]
     measured: dict[str, dict[str, str]] = {}  # backend -> metric -> text
     skipped: list[str] = []
@@ -258,31 +298,16 @@ def main() -> None:
     finally:
         ip.run_line_magic("distributed", "stop")
         shutil.rmtree(tmp, ignore_errors=True)
-    names = [n for n in args.backends if n in measured]
-    table = ["| metric | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    order = max((list(m) for m in measured.values()), key=len, default=[])  # slurm's has all
-    table += [f"| {m} | " + " | ".join(measured[n].get(m, "") for n in names) + " |" for m in order]
-    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    text = "\n".join(
-        [
-            SECTION,
-            "",
-            f"Run `python benchmarks/bench_engines.py` on {when}, "
-            f"{time.monotonic() - began:.0f} s.",
-            "",
-            f"Machine: {machine()}; load average (1 min) {load0:.1f} at the start, "
-            f"{os.getloadavg()[0]:.1f} at the end.",
-            "",
-            "The test suite's engines (`tests/python/engines`), in network namespaces on "
-            "loopback: munged, slurmctld and two `slurmd -N` nodes; a Ray head (4 CPUs). Cells "
-            "through one IPython shell and `%%distributed --backend NAME` (see the script's "
-            "docstring for each metric).",
-            *([""] + [f"Skipped: {s}." for s in skipped] if skipped else []),
-            "",
-            *table,
-            "",
-        ]
+    note = (
+        "The test suite's engines (`tests/python/engines`), in network namespaces on "
+        "loopback: munged, slurmctld and two `slurmd -N` nodes; a Ray head (4 CPUs). Cells "
+        "through one IPython shell and `%%distributed --backend NAME` (see the script's "
+        "docstring for each metric)."
     )
+    text = section(
+        SECTION, "python benchmarks/bench_engines.py", began, load0, note, measured,
+        [f"Skipped: {s}." for s in skipped],
+    )  # fmt: skip
     print(text)
     write_section(args.out, text)
 

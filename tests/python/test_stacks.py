@@ -106,6 +106,15 @@ def test_start_watch_names_a_slow_stage_once_and_a_rendezvous_that_hangs() -> No
     assert w.stuck_rendezvous(30.0) == [0]
 
 
+def test_start_watch_names_ranks_alike_once() -> None:
+    """At hundreds of ranks the still-starting line names the ranks in one stage as a range."""
+    w = StartWatch(range(300), t0=0.0)
+    w.reached(7, "setup", 2.0)
+    assert w.describe(range(300), 5.2) == (
+        "ranks 0-6,8-299 in process start for 5s; rank 7 in setup for 3s"
+    )
+
+
 def test_start_watch_names_a_slow_stage_then_shows_where_a_stuck_rank_is() -> None:
     w = StartWatch([0], t0=0.0, notice_after=5.0, stacks_after=30.0)
     notices: list[str] = []

@@ -28,7 +28,8 @@ class Processes(Protocol):
         last call. A negative code is the signal that killed it."""
 
     def running(self) -> bool:
-        """Whether any of the processes is still running."""
+        """Whether any rank's process is still running (node relays are not counted: they stay
+        until :meth:`terminate` ends them, after the ranks)."""
 
     def terminate(self, grace: float) -> None:
         """SIGTERM every process (group), then SIGKILL what is left after ``grace`` seconds."""

@@ -94,11 +94,16 @@ class StartWatch:
         return " · ".join(["starting", *parts, f"ready: {ready} of {len(self.stages)}"])
 
     def describe(self, ranks: Iterable[int], now: float) -> str:
-        parts = []
+        """``ranks 0-62 in process start for 5s; rank 63 in setup for 6s``: ranks alike (the
+        same stage, time and detail) once, so a line stays one line at hundreds of ranks."""
+        alike: dict[tuple[str, str, str], list[int]] = {}
         for r in sorted(ranks):
             stage, since, detail = self.stages.get(r, (PROCESS_START, self.t0, ""))
-            more = f", {detail}" if detail else ""
-            parts.append(f"rank {r} in {stage} for {now - since:.0f}s{more}")
+            alike.setdefault((stage, f"{now - since:.0f}", detail), []).append(r)
+        parts = []
+        for (stage, secs, detail), group in alike.items():
+            who = f"rank {group[0]}" if len(group) == 1 else f"ranks {ranks_text(group)}"
+            parts.append(f"{who} in {stage} for {secs}s" + (f", {detail}" if detail else ""))
         return "; ".join(parts)
 
 

@@ -70,8 +70,11 @@ def missing() -> str:
 
 
 class SlurmCluster:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, nodes: int = len(NODES)) -> None:
+        """``nodes`` ``slurmd -N`` daemons (node1, node2, ..): two for the tests, more for
+        ``benchmarks/bench_slurm_nodes.py``."""
         self.dir = root
+        self.nodes = tuple(f"node{i + 1}" for i in range(nodes))
         self.ns = NetNs("slurm", veth=True)
         self.procs: list[subprocess.Popen[bytes]] = []
         try:
@@ -97,7 +100,7 @@ class SlurmCluster:
         nodes = "\n".join(
             f"NodeName={n} NodeAddr=127.0.0.1 NodeHostname={n} Port={17101 + i} "
             f"CPUs={CPUS} State=UNKNOWN"
-            for i, n in enumerate(NODES)
+            for i, n in enumerate(self.nodes)
         )
         self.conf = d / "slurm.conf"
         self.conf.write_text(
@@ -107,8 +110,8 @@ class SlurmCluster:
                 ctld_port=17100,
                 node_port=17101,
                 nodes=nodes,
-                all=",".join(NODES),
-                last=NODES[-1],
+                all=",".join(self.nodes),
+                last=self.nodes[-1],
             )
         )
 
@@ -140,14 +143,14 @@ class SlurmCluster:
         )
         self._wait(lambda: (d / "munge" / "munge.socket.2").exists(), "munged")
         self._spawn("slurmctld", "-D", "-i", "-f", str(self.conf), log="slurmctld.out")
-        for name in NODES:
+        for name in self.nodes:
             self._spawn("slurmd", "-D", "-N", name, "-f", str(self.conf), log=f"slurmd-{name}.out")
-        self._wait(self._nodes_idle, "the slurmd nodes")
+        self._wait(self._nodes_idle, "the slurmd nodes", 30.0 + len(self.nodes))
 
     def _nodes_idle(self) -> bool:
         out = self.run("sinfo", "-h", "-N", "-o", "%N %t", check=False).stdout
         states = dict(line.split() for line in out.splitlines() if line.strip())
-        return all(states.get(n, "").startswith("idle") for n in NODES)
+        return all(states.get(n, "").startswith("idle") for n in self.nodes)
 
     def _wait(self, ready: object, what: str, within: float = 30.0) -> None:
         deadline = time.monotonic() + within

@@ -175,8 +175,8 @@ class MpiProcesses:
         return out
 
     def running(self) -> bool:
-        relays = self.relays is not None and self.relays.proc.poll() is None
-        return self.proc.poll() is None or relays
+        """Whether the ranks' mpirun runs (the relays' is ended by :meth:`terminate`, after it)."""
+        return self.proc.poll() is None
 
     def terminate(self, grace: float) -> None:
         """SIGTERM mpirun's group (mpirun ends its ranks), then SIGKILL it and every process

@@ -222,7 +222,9 @@ class SrunProcesses:
         return out
 
     def running(self) -> bool:
-        return self.proc.poll() is None or (self.relays is not None and self.relays.running())
+        """Whether the ranks' step runs (its relays are ended by :meth:`terminate`, after it:
+        a stop waits for the ranks to leave, not for relays that stay until they are ended)."""
+        return self.proc.poll() is None
 
     def terminate(self, grace: float) -> None:
         """scancel the step (the job too when srun asked for it), then end srun: SIGTERM,

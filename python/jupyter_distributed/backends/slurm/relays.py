@@ -54,9 +54,6 @@ class RelayStep:
     def start(self, job: str, hosts: list[str]) -> None:
         self.launcher = Launcher(relay_argv(self.srun, job, hosts), self.env, self.log.feed)
 
-    def running(self) -> bool:
-        return self.launcher is not None and self.launcher.proc.poll() is None
-
     def exited(self) -> list[tuple[int, int]]:
         """(node, return code) of the relays that ended since the last call: the tasks srun
         named (task N is node N's relay), every other node once srun itself ended."""

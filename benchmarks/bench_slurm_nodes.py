@@ -158,6 +158,8 @@ def main() -> None:
         sys.exit(f"bench_slurm_nodes: {reason}")
     tmp = Path(tempfile.mkdtemp(prefix="jd-bench-slurm-"))
     ip = shell(tmp)
+    ip.run_cell("%%distributed -n 1\npass")  # the session's first cell (its imports): not Slurm's
+    ip.run_line_magic("distributed", "stop")
     began, load0 = time.monotonic(), os.getloadavg()[0]
     measured: dict[str, dict[str, str]] = {}  # column -> metric -> text
     try:

@@ -31,7 +31,7 @@ from .settings import Settings
 
 LINE_COMMANDS = """
 Line magic (%distributed COMMAND):
-  status                      the live cluster(s) and their ranks
+  status [--ranks]            the live cluster(s): each rank, or one line per node above 64 ranks
   stop                        stop every live cluster
   runs [-n N]                 the history of runs, newest first
   runs --delete ID [ID ...]   delete finished runs and all they hold (logs, metrics, ...)
@@ -94,7 +94,7 @@ def line_parser() -> MagicArgumentParser:
     """Every line command, the backends' included (``on``, ``off`` and ``probe`` only by name)."""
     parser = MagicArgumentParser(prog="%distributed", description="Manage clusters and runs.")
     sub = parser.add_subparsers(dest="command")
-    sub.add_parser("status")
+    sub.add_parser("status").add_argument("--ranks", action="store_true")
     sub.add_parser("stop")
     sub.add_parser("config")
     sub.add_parser("on")  # (its settings are the cell magic's; see DistributedMagics._line)
@@ -140,7 +140,7 @@ def run(
     """Do the parsed command and print what it says; a missing run or a bad setting becomes a
     one-line ``UsageError``. ``backend_defaults(name)``: a backend's configured options."""
     if args.command in (None, "status"):
-        print(textviews.status(session))
+        print(textviews.status(session, every=bool(getattr(args, "ranks", False))))
     elif args.command == "stop":
         stopped = session.stop()
         print(f"stopped {', '.join(stopped)}" if stopped else "no cluster was running")

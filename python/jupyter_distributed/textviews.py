@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from .backends import get_backend
+from .collapse import ranks_text
 from .errors import NotFound
 from .events import StacksEvent
 from .global_batch import batch_warning
 from .history.store import Store
+from .interface import RankInfo
 from .protocol.stacks import RankStacks
 from .redact import mask_text
 from .session import Session
@@ -19,6 +23,7 @@ from .spec import Spec
 from .sweeps import label
 
 SHOWN_COMBINATIONS = 20
+RANK_LINES = 64  # ranks listed one per line by status; above, one line per node (as the panel)
 
 
 def _age(t: float | None) -> str:
@@ -27,7 +32,9 @@ def _age(t: float | None) -> str:
     return f"{max(0.0, time.time() - t):.1f}s ago"
 
 
-def status(session: Session) -> str:
+def status(session: Session, every: bool = False) -> str:
+    """The live clusters: each rank's line, or above ``RANK_LINES`` ranks (unless ``every``)
+    one line per node, with the ranks not in its common state named after it."""
     if not session.live:
         return "No cluster is running. A %%distributed cell starts one."
     out: list[str] = []
@@ -43,17 +50,41 @@ def status(session: Session) -> str:
         if peers is not None:
             through = f" (through {c.relays} node relay(s))" if c.relays else ""
             out.append(f"  kernel connections to the ranks: {peers}{through}")
-        out.append(
-            f"  {'rank':>4}  {'host':<16} {'pid':>7}  {'state':<9} dp pp tp  role    last seen"
-        )
-        for r in c.ranks():
-            k = r.coords
-            out.append(
-                f"  {r.rank:>4}  {r.host[:16]:<16} {r.pid or '-':>7}  {r.state:<9} "
-                f"{k.data_parallel:>2} {k.pipeline_stage:>2} {k.tensor_parallel:>2}  "
-                f"{k.role.value:<7} {_age(r.last_seen)}"
-            )
+        ranks = c.ranks()
+        out += rank_lines(ranks) if every or len(ranks) <= RANK_LINES else node_lines(ranks)
     return "\n".join(out)
+
+
+def rank_lines(ranks: Sequence[RankInfo]) -> list[str]:
+    out = [f"  {'rank':>4}  {'host':<16} {'pid':>7}  {'state':<9} dp pp tp  role    last seen"]
+    for r in ranks:
+        k = r.coords
+        out.append(
+            f"  {r.rank:>4}  {r.host[:16]:<16} {r.pid or '-':>7}  {r.state:<9} "
+            f"{k.data_parallel:>2} {k.pipeline_stage:>2} {k.tensor_parallel:>2}  "
+            f"{k.role.value:<7} {_age(r.last_seen)}"
+        )
+    return out
+
+
+def node_lines(ranks: Sequence[RankInfo]) -> list[str]:
+    """``node 3  host-a  ranks 24-31  8 idle  last seen 0.2s ago`` per node (the oldest of its
+    ranks' last words), then its ranks in another state than most of them, each on its own."""
+    nodes: dict[int, list[RankInfo]] = {}
+    for r in ranks:
+        nodes.setdefault(r.coords.node_rank, []).append(r)
+    out = [f"  {'node':>4}  {'host':<16} {'ranks':<12} states (%distributed status --ranks: each)"]
+    for node, members in sorted(nodes.items()):
+        states = Counter(r.state for r in members)
+        common = states.most_common(1)[0][0]
+        seen = [r.last_seen for r in members if r.last_seen is not None]
+        counts = " · ".join(f"{n} {state}" for state, n in states.most_common())
+        out.append(
+            f"  {node:>4}  {members[0].host[:16]:<16} {ranks_text([r.rank for r in members]):<12} "
+            f"{counts}  last seen {_age(min(seen) if seen else None)}"
+        )
+        out += [f"        rank {r.rank}: {r.state}" for r in members if r.state != common]
+    return out
 
 
 def dry_run(session: Session, spec: Spec) -> str:

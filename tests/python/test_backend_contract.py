@@ -151,6 +151,8 @@ def test_error_reports_the_root_cause_first(backend: Harness) -> None:
     assert failed.run_id == backend.store.runs(limit=1)[0].id
     assert backend.store.runs(limit=1)[0].state.value == "failed"
     assert any("bad shard on rank one" in line for line in failed.root.traceback)
+    frames = [line for line in failed.root.traceback if line.lstrip().startswith("File ")]
+    assert frames[0].lstrip().startswith('File "<cell')  # the cell's frame, not the runtime's
     assert [f.rank for f in failed.failures] == [1, 0]
     assert backend.run("rank").values == {0: "0", 1: "1"}  # the ranks survive an exception
 

@@ -23,6 +23,7 @@ import types
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..protocol.commands import Execute, Interrupt, Shutdown
@@ -119,10 +120,14 @@ def run_cell(code: str, namespace: dict[str, Any], filename: str) -> Any:
 
 
 def format_failure(exc: BaseException) -> list[str]:
-    """The traceback without this module's own frames."""
+    """The traceback from the cell's own code on: without the worker's frames that ran it (as
+    IPython shows a cell's traceback without its own)."""
     if isinstance(exc, SyntaxError):
         return traceback.format_exception_only(type(exc), exc)
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+    ours = str(Path(__file__).parent) + os.sep
+    first = next((i for i, f in enumerate(frames) if not f.filename.startswith(ours)), 0)
+    frames = frames[first:]  # (an error of the worker's own: every frame but this module's)
     return [
         "Traceback (most recent call last):\n",
         *traceback.format_list(frames),

@@ -46,6 +46,7 @@ from .events import (
 FLUSH_EVERY = 0.01
 BURST_BYTES = 512 * 1024
 BYTES_PER_SECOND = 256 * 1024  # below jupyter_server's default IOPub data rate limit
+LIVE_FAILURES = 8  # ranks' failures shown as they come; the cell's end lists them all
 
 
 class CellView:
@@ -79,6 +80,7 @@ class CellView:
         self._tokens = float(BURST_BYTES)
         self._refilled = time.monotonic()
         self.suppressed = 0
+        self.failures = 0  # shown as they come up to LIVE_FAILURES, then once counted
         self.tails = Tails()  # each rank's last lines, shown at the end if the limit cut them
 
     @property
@@ -103,7 +105,13 @@ class CellView:
             if self.suppressed > suppressed:
                 self.tails.cut(event.rank)
         elif isinstance(event, ErrorEvent):
-            self._write(self._err, f"[rank {event.rank}] {event.failure.summary}\n", force=True)
+            self.failures += 1
+            if self.failures > LIVE_FAILURES + 1:
+                return  # (the cell's end lists every failure, those alike once)
+            text = f"[rank {event.rank}] {event.failure.summary}"
+            if self.failures > LIVE_FAILURES:
+                text = "[jupyter-distributed] more ranks failed: all are listed when the cell ends"
+            self._write(self._err, text + "\n", force=True)
             self.flush()  # a failure is shown at once
             return
         elif isinstance(event, DisplayEvent):

@@ -21,6 +21,8 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any
 
+from .collapse import ranks_text
+
 
 class DistributedError(Exception):
     """Base class; the message is meant for the user as it is."""
@@ -84,15 +86,28 @@ class RankFailure:
             return self.evalue
         where = f"rank {self.rank}" + (f" on {self.host}" if self.host else "")
         where += f" (pid {self.pid})" if self.pid else ""
+        return f"{where} {self.what}"
+
+    @property
+    def what(self) -> str:
+        """What happened, without which rank: ``raised ValueError: bad``."""
         if self.kind == "exit":
             if self.signal is not None:
-                return f"{where} was killed by {self.cause or signal_name(self.signal)}"
-            return f"{where} exited with code {self.exit_code}"
+                return f"was killed by {self.cause or signal_name(self.signal)}"
+            return f"exited with code {self.exit_code}"
         if self.kind == "timeout":
-            return f"{where} timed out: {self.evalue}"
+            return f"timed out: {self.evalue}"
         if self.kind == "interrupted":
-            return f"{where} was interrupted"
-        return f"{where} raised {self.ename}: {self.evalue}"
+            return "was interrupted"
+        return f"raised {self.ename}: {self.evalue}"
+
+    @property
+    def alike(self) -> tuple[Any, ...]:
+        """What two ranks' failures share when they are the same, whatever rank, host or pid."""
+        if self.kind == "relay":
+            return (self.kind, self.evalue)
+        return (self.kind, self.ename, self.evalue, self.traceback, self.exit_code,
+                self.signal, self.cause, self.notes)  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -169,16 +184,35 @@ class RunFailed(DistributedError):
         lines = [f"RunFailed: {self.headline}", ""]
         if self.cause and self.failures:
             lines += [f"--- also: {self.cause}", ""]
-        for i, f in enumerate(self.failures):
-            label = "root cause" if i == 0 else "also"
-            lines.append(f"--- [rank {f.rank}] {label}: {f.summary}")
-            details = f.details()
+        for i, group in enumerate(self._groups()):
+            f = group[0]
+            if len(group) == 1:
+                label = "root cause" if i == 0 else "also"
+                lines.append(f"--- [rank {f.rank}] {label}: {f.summary}")
+                details = f.details()
+            else:  # ranks that failed alike: once, with its traceback once
+                hosts = len({g.host for g in group})
+                on = f"{len(group)} ranks ({hosts} host{'s' if hosts > 1 else ''})"
+                same = f.alike == self.root.alike
+                lines.append(
+                    f"--- [ranks {ranks_text([g.rank for g in group])}] also: "
+                    + (f"the same on {on}" if same else f"{on} {f.what}")
+                )
+                details = [] if same else f.details()
             lines.extend(details)
             if details:
                 lines.append("")
         if self.run_id:
             lines.append(f"(all output: %distributed logs {self.run_id})")
         return lines
+
+    def _groups(self) -> list[list[RankFailure]]:
+        """The root cause alone, then the other failures, those alike together (in the order
+        of their first)."""
+        groups: dict[tuple[Any, ...], list[RankFailure]] = {}
+        for f in self.failures[1:]:
+            groups.setdefault(f.alike, []).append(f)
+        return [self.failures[:1], *groups.values()] if self.failures else []
 
     def __str__(self) -> str:
         return self.headline

@@ -366,6 +366,8 @@ def test_ranks_dealt_round_the_hosts_go_through_their_own_hosts_relay(
     spaces = _run(session, spec, where)
     assert spaces[0] == spaces[2] != spaces[1] == spaces[3]
     assert spaces[0] == repr(Path("/proc/self/ns/net").readlink().name)  # (host 1: this machine)
+    nodes = _run(session, spec, "os.environ['NODE_RANK'], os.environ['LOCAL_RANK']")
+    assert nodes == {r: repr((str(r % 2), str(r // 2))) for r in range(4)}
     cluster = session.live["mpi"].cluster
     assert cluster.peer_count() == 2
     relays = _relays_by_node()

@@ -123,7 +123,7 @@ class ProcessCluster(Cluster):
             boot["relays"] = relay_addresses(directory, nodes)
         elif relays and zmq.has("ipc"):  # ranks on other hosts: a Unix socket on their node
             boot["relays"] = node_local_addresses(nodes, leftover_prefix())
-        if "relays" in boot and relay_of is not None:
+        if relay_of is not None:  # (each rank's node: its relay's, and its NODE_RANK under mpi)
             boot["relay_of"] = relay_of
         self.relays = nodes if "relays" in boot else 0
         try:

@@ -10,6 +10,7 @@ if __name__ == "__main__":  # (the rank's process, not the fork server's child: 
     _guard_group()  # before the imports below: the guardian is a small copy of this process
 
 import atexit
+import dataclasses
 import json
 import os
 import signal
@@ -116,6 +117,9 @@ def main() -> int:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     export_master_addr()
     env = RankEnv.from_environ()
+    if boot.get("relay_of") and not {"GROUP_RANK", "SLURM_NODEID"} & set(os.environ):
+        # (mpirun's --map-by node: the kernel's plan knows each rank's node, the rank does not)
+        env = dataclasses.replace(env, node_rank=int(boot["relay_of"][env.rank]))
     env.export()
     make_room(env.world_size)
     install_dump(str(boot.get("stacks_dir") or ""), env.rank)

@@ -42,6 +42,7 @@ from .stacks import (
     install_crash,
     install_dump,
     on_stage,
+    remove_files,
     set_stage,
     stage,
 )
@@ -204,7 +205,7 @@ def main() -> int:
     capture.sync()
     cell.close()
     channel.close()
-    leave(0, runtime.namespace)  # (the user's atexit work runs; the modules' teardown does not)
+    leave(0, runtime.namespace, remove_files)  # (the user's atexit work runs; the teardown not)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ def test_an_idle_ranks_guardian_and_io_thread_sleep(shell: Any) -> None:  # noqa
     assert result.error_in_exec is None, result.error_in_exec
     ranks = list(zip(shell.user_ns["pid"], shell.user_ns["io"], shell.user_ns["guardian"]))
     assert all(len(g) == 1 for _, _, g in ranks)
-    time.sleep(1.5)  # (the I/O thread rests once the rank had nothing to do for a second)
+    time.sleep(2.5)  # (the rank rests once it had nothing to do for a second)
     before = [(runs(g[0]), runs(p, t)) for p, t, g in ranks]
     time.sleep(WINDOW)
     after = [(runs(g[0]), runs(p, t)) for p, t, g in ranks]

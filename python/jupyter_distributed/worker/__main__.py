@@ -97,6 +97,9 @@ class _Ticker:
             )  # fmt: skip
         resting = now - self.last_busy >= REST_AFTER
         self.channel.rest(max(0.0, self.last_beat + BEAT - now) if resting else None)
+        if resting:  # (the guardian may sleep too, where nothing of the user's runs)
+            runtime = self.runtime
+            note_idle(REST_AFTER, lambda: runtime.in_cell)
 
 
 def _kernel_address(
@@ -195,10 +198,9 @@ def main() -> int:
     settled()
 
     def receive() -> tuple[Message, list[Buffer]]:
-        note_idle()  # (the guardian may sleep: nothing of the user's can start a process)
         message, buffers = cell.recv()
         if not isinstance(message, Shutdown):
-            note_busy()
+            note_busy()  # (after a rest: the guardian looks again)
         return message, buffers
 
     runtime.serve(capture.sync, receive)

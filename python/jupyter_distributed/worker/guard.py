@@ -18,12 +18,13 @@ can come too late for a child started just before the rank ends, so at its norma
 user's ``atexit`` work) the rank kills its own tree itself, then its guardian
 (:func:`end_descendants`).
 
-The guardian looks only while something may change below the rank: while a cell runs (the rank
-writes ``b`` to the pipe as a cell starts and ``i`` once it is idle again, :func:`note_busy`,
-:func:`note_idle`), while a thread the rank's code started is alive, and while the rank's tree
-holds a process. An idle rank with nothing below it, as hundreds of idle ranks are, has a
-guardian asleep in ``poll`` on the pipe and the rank's pidfd: never woken until the rank ends
-or runs a cell (it looked 4 times a second: 1.4 ms of CPU a second per rank).
+The guardian looks only while something may change below the rank: while the rank runs cells
+(it writes ``b`` to the pipe as a cell starts after a rest, and ``i`` once it rests: no cell
+for a second, see :func:`note_busy`, :func:`note_idle`), while a thread the rank's code started
+is alive, and while the rank's tree holds a process. An idle rank with nothing below it, as
+hundreds of idle ranks are, has a guardian asleep in ``poll`` on the pipe and the rank's pidfd:
+never woken until the rank ends or runs a cell (it looked 4 times a second: 1.4 ms of CPU a
+second per rank). Cells that follow each other closely write nothing to the pipe.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 
 from .descriptors import readable
 from .lineage import descendants, kill_all, subreaper
@@ -43,6 +45,8 @@ POLL = 0.25  # seconds between the guardian's looks at its parent
 _made: list[int | None] = []  # the guardian this process forked (once)
 _pipe: list[int] = []  # the rank's end of the pipe to its guardian
 _told = ["b"]  # what the rank last told its guardian: b(usy) or i(dle)
+_busy_at = [0.0]  # when the rank last started a cell (monotonic)
+_lock = threading.Lock()  # the main thread tells b, the I/O thread i: in the order they decide
 _ours: set[int] = set()  # the rank's own threads (its I/O, its capture): not the user's
 
 
@@ -103,15 +107,22 @@ def settled() -> None:
 
 
 def note_busy() -> None:
-    """(The rank, as a cell starts.) The guardian looks at the tree again, every ``POLL``."""
-    _tell("b")
+    """(The rank's main thread, as a cell starts.) The guardian looks at the tree again, every
+    ``POLL`` (nothing is written where it already does)."""
+    with _lock:
+        _busy_at[0] = time.monotonic()
+        _tell("b")
 
 
-def note_idle() -> None:
-    """(The rank, waiting for a cell.) Where no thread of the user's is alive, the guardian may
-    sleep once it has seen nothing below the rank."""
-    if all(t.ident in _ours for t in threading.enumerate()):
-        _tell("i")
+def note_idle(quiet: float, in_cell: Callable[[], bool]) -> None:
+    """(The rank's I/O thread, resting.) Where no cell started for ``quiet`` seconds, none runs
+    and no thread of the user's is alive, the guardian may sleep once it has seen nothing below
+    the rank."""
+    with _lock:
+        if time.monotonic() - _busy_at[0] < quiet or in_cell():
+            return
+        if all(t.ident in _ours for t in threading.enumerate()):
+            _tell("i")
 
 
 def _tell(what: str) -> None:

@@ -97,3 +97,20 @@ def test_a_process_a_users_thread_starts_while_idle_dies_with_the_rank(
     finally:
         if proc_alive(sleeper):
             os.kill(sleeper, signal.SIGKILL)
+
+
+PDB = """\
+import sys
+before = "pdb" in sys.modules
+import pdb
+redirected = pdb.set_trace.__module__
+"""
+
+
+def test_a_rank_imports_pdb_only_when_its_code_does(shell: Any) -> None:  # noqa: F811
+    """Less to build at a rank's start and to free at its exit; ``pdb.set_trace`` is still the
+    notebook's once a cell imports ``pdb``."""
+    result = shell.run_cell(f"%%distributed -n 1 --pull before,redirected\n{PDB}")
+    assert result.error_in_exec is None, result.error_in_exec
+    assert shell.user_ns["before"] == [False], "an idle rank imported pdb"
+    assert shell.user_ns["redirected"] == ["jupyter_distributed.worker.debugger"]

@@ -133,8 +133,8 @@ def one(ip: Any, n: int, folder: Path) -> dict[str, str]:
     idle0 = [sched(p) for p in (*pids, *kin)]
     time.sleep(IDLE)
     idle1 = [sched(p) for p in (*pids, *kin)]
-    idle_cpu = sum(b[0] - a[0] for a, b in zip(idle0, idle1)) / n / IDLE
-    idle_runs = sum(b[1] - a[1] for a, b in zip(idle0, idle1)) / n / IDLE
+    idle_cpu = sum(b[0] - a[0] for a, b in zip(idle0, idle1, strict=True)) / n / IDLE
+    idle_runs = sum(b[1] - a[1] for a, b in zip(idle0, idle1, strict=True)) / n / IDLE
     before = sum(spent(p) for p in (*pids, *kin))
     ended: dict[int, float] = {}
     thread = watch(pids, ended)

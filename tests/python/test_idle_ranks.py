@@ -18,8 +18,10 @@ from typing import Any
 
 import pytest
 
-from .core_helpers import proc_alive
-from .core_helpers import shell  # noqa: F401 (the fixture)
+from .core_helpers import (
+    proc_alive,
+    shell,  # noqa: F401 (the fixture)
+)
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -46,13 +48,14 @@ def runs(pid: int, tid: int | None = None) -> int:
 def test_an_idle_ranks_guardian_and_io_thread_sleep(shell: Any) -> None:  # noqa: F811
     result = shell.run_cell(f"%%distributed -n 2 --pull pid,io,guardian\n{WHO}")
     assert result.error_in_exec is None, result.error_in_exec
-    ranks = list(zip(shell.user_ns["pid"], shell.user_ns["io"], shell.user_ns["guardian"]))
+    ns = shell.user_ns
+    ranks = list(zip(ns["pid"], ns["io"], ns["guardian"], strict=True))
     assert all(len(g) == 1 for _, _, g in ranks)
     time.sleep(2.5)  # (the rank rests once it had nothing to do for a second)
     before = [(runs(g[0]), runs(p, t)) for p, t, g in ranks]
     time.sleep(WINDOW)
     after = [(runs(g[0]), runs(p, t)) for p, t, g in ranks]
-    for (g0, io0), (g1, io1) in zip(before, after):
+    for (g0, io0), (g1, io1) in zip(before, after, strict=True):
         assert g1 - g0 <= 1, f"an idle rank's guardian woke {g1 - g0} times (it looked 4 a second)"
         # a heartbeat a second, and a run or two more for the scheduler's own reasons
         assert io1 - io0 < 3 * WINDOW, f"an idle rank's I/O thread woke {io1 - io0} times"

@@ -2,9 +2,11 @@
 
     python benchmarks/bench_stop.py [--ranks 100 300] [--repeat 1]
 
-Per run: N real ranks of the local backend (no torch strategy) start, idle for 2 s, then
+Per run: N real ranks of the local backend (no torch strategy) start, idle for 5 s, then
 ``%distributed stop``. It prints, per run:
 
+- **idle**: the CPU the idle ranks and their guardians take, and how often their threads are
+  scheduled in (wake-ups), per rank and second, over the last 3 s before the stop;
 - **stop, gone**: from the stop to ``stop()`` returning, and to no rank process left in the
   process table (a zombie counts, as in ``bench_real_ranks.py``);
 - **kernel CPU**: this process's CPU (every thread) during ``stop()``;
@@ -38,6 +40,7 @@ sys.path.insert(0, str(HERE))
 from common import bench_shell  # noqa: E402
 
 PR_SET_CHILD_SUBREAPER = 36
+IDLE = 3.0  # seconds of idleness measured before the stop
 STAMP = """\
 import atexit, os, time
 pid = os.getpid()
@@ -58,14 +61,21 @@ def own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def spent(pid: int) -> float:
-    """CPU seconds of every thread of ``pid`` so far (0 once it is gone)."""
-    total = 0
+def sched(pid: int) -> tuple[float, int]:
+    """CPU seconds of every thread of ``pid`` so far, and how many times they were scheduled
+    in ((0, 0) once it is gone)."""
+    total = runs = 0
     with contextlib.suppress(OSError):
         for task in Path(f"/proc/{pid}/task").iterdir():
             with contextlib.suppress(OSError):
-                total += int((task / "schedstat").read_text().split()[0])
-    return total / 1e9
+                fields = (task / "schedstat").read_text().split()
+                total, runs = total + int(fields[0]), runs + int(fields[2])
+    return total / 1e9, runs
+
+
+def spent(pid: int) -> float:
+    """CPU seconds of every thread of ``pid`` so far (0 once it is gone)."""
+    return sched(pid)[0]
 
 
 def guardians(pids: list[int]) -> list[int]:
@@ -120,6 +130,11 @@ def one(ip: Any, n: int, folder: Path) -> dict[str, str]:
     pids = [int(p) for p in ip.user_ns["pid"]]
     time.sleep(2)
     kin = guardians(pids)
+    idle0 = [sched(p) for p in (*pids, *kin)]
+    time.sleep(IDLE)
+    idle1 = [sched(p) for p in (*pids, *kin)]
+    idle_cpu = sum(b[0] - a[0] for a, b in zip(idle0, idle1, strict=True)) / n / IDLE
+    idle_runs = sum(b[1] - a[1] for a, b in zip(idle0, idle1, strict=True)) / n / IDLE
     before = sum(spent(p) for p in (*pids, *kin))
     ended: dict[int, float] = {}
     thread = watch(pids, ended)
@@ -141,6 +156,8 @@ def one(ip: Any, n: int, folder: Path) -> dict[str, str]:
     stamps = [float(f.read_text()) - t0 for f in folder.iterdir()]
     return {
         "load average at the stop": f"{load:.0f}",
+        "idle: CPU per rank (guardian included) per second": f"{idle_cpu * 1e3:.2f} ms",
+        "idle: wake-ups per rank (guardian included) per second": f"{idle_runs:.1f}",
         "stop() returned": f"{stop * 1e3:.0f} ms",
         "no rank process left": f"{gone * 1e3:.0f} ms",
         "kernel CPU in stop()": f"{kernel * 1e3:.0f} ms",

@@ -6,8 +6,9 @@ block: a queue keeps their order and a pipe wakes the thread, written only when 
 not already due to look (every ``os.write`` lets go of the GIL, and getting it back behind a
 busy thread can cost a switch interval, 5 ms). Incoming messages are handed to
 ``on_batch`` in batches of up to 1000 (so the kernel records each batch in one transaction);
-``tick`` runs about every ``poll_ms``; :meth:`IoLoop.watch` adds a file descriptor (e.g. a
-process's pidfd) whose readiness runs a function at once, not at the next tick, and
+``tick`` runs about every ``poll_ms`` (:meth:`IoLoop.pace` changes it); :meth:`IoLoop.watch`
+adds a file descriptor (e.g. a process's pidfd) whose readiness runs a function at once, not at
+the next tick, and
 :meth:`IoLoop.serve` one whose every readiness does (a Unix connection the loop reads). An
 exception on the thread ends it and is handed to ``on_error``: nobody waits forever on a
 silently dead loop.
@@ -56,6 +57,7 @@ class IoLoop:
         self._after_serving: list[Callable[[], None]] = []
         self._poller = zmq.Poller()
         self._woken = False  # the pipe holds a wake-up the thread has not read yet
+        self._again = False  # (I/O thread) something was queued on it: look again at once
         self._pipe_lock = threading.Lock()  # held to write or close the pipe
         self._due: float | None = None  # (I/O thread) run ``tick`` again by then (monotonic)
         self._thread = threading.Thread(target=self._run, daemon=True, name=name)
@@ -88,6 +90,11 @@ class IoLoop:
         arrives; only on the I/O thread (from ``on_batch`` or ``tick``), once per need."""
         due = time.monotonic() + seconds
         self._due = due if self._due is None else min(self._due, due)
+
+    def pace(self, poll_ms: int) -> None:
+        """Run ``tick`` about every ``poll_ms`` from the thread's next wait on (any thread; a
+        wait under way ends as it would: call :meth:`wake` to end it now)."""
+        self._poll_ms = poll_ms
 
     def watch(self, fd: int, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the I/O thread as soon as ``fd`` is readable, once; the loop owns
@@ -124,6 +131,9 @@ class IoLoop:
     def _wake(self) -> None:
         if self._woken:  # the thread will drain the queue after this item was put
             return
+        if threading.get_ident() == self._thread.ident:  # (its next wait ends at once: no
+            self._again = True  # write to its own pipe, no wake-up to read)
+            return
         self._woken = True
         # (a full pipe: the thread is awake anyway; a closed one's number may be reused)
         with self._pipe_lock, contextlib.suppress(BlockingIOError, OSError):
@@ -137,7 +147,8 @@ class IoLoop:
         polled: set[int] = set()
         try:
             while True:
-                timeout = self._poll_ms
+                timeout = 0 if self._again else self._poll_ms
+                self._again = False
                 if self._due is not None:
                     left = self._due - time.monotonic()
                     timeout = max(0, min(timeout, int(left * 1000 + 0.999)))

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..layout import Layout
 from ..pids import die_with_parent, pid_alive
-from ..protocol.commands import StackRequest
+from ..protocol.commands import Shutdown, StackRequest
 from ..protocol.header import Message
 from ..protocol.reports import Heartbeat, Hello, Live, Stacks, Stage
 from ..protocol.signing import BOOTSTRAP_ENV, Buffer, Signer, cell_name, rank_name
@@ -30,7 +30,7 @@ from .cellsocket import CellSocket
 from .channel import Channel
 from .debugger import Asker, Debugger
 from .descriptors import make_room
-from .guard import end_descendants, guard_group
+from .guard import end_descendants, guard_group, note_busy, note_idle, settled
 from .leave import leave
 from .mpi import MpiSetupError, setup_comm
 from .report import ChannelReporter
@@ -43,6 +43,7 @@ from .stacks import (
     install_crash,
     install_dump,
     on_stage,
+    remove_files,
     set_stage,
     stage,
 )
@@ -51,16 +52,21 @@ from .strategies import StrategyError, setup
 # seconds a cell's running state is held back before the I/O thread's next look sends it: a
 # cell that ends first says it ran with its end (one message, not two)
 STATE_AFTER = 0.02
+BEAT = 1.0  # seconds between heartbeats, idle or not (the kernel's liveness and memory picture)
+REST_AFTER = 1.0  # seconds without a cell, a held-back state or samples before the I/O rests
 
 
 class _Ticker:
-    """Periodic work on the channel's I/O thread: metrics, heartbeats, orphan checks."""
+    """Periodic work on the channel's I/O thread: metrics, heartbeats, orphan checks. While a
+    cell runs, every 100 ms; once the rank has had nothing to do for ``REST_AFTER``, only at
+    each heartbeat (:meth:`Channel.rest`): an idle rank's I/O thread wakes once a second, not
+    ten times."""
 
     def __init__(self, boot: dict[str, Any]) -> None:
         self.runtime: Runtime | None = None
         self.kernel_pid = int(boot.get("kernel_pid") or 0)
         self.same_host = boot.get("kernel_host") == socket.gethostname()
-        self.last_metrics = self.last_beat = 0.0
+        self.last_metrics = self.last_beat = self.last_busy = 0.0
         self.cpu = (time.monotonic(), sum(os.times()[:2]))
         self.channel: Channel | None = None
 
@@ -72,7 +78,9 @@ class _Ticker:
         if now - self.last_metrics >= 0.1:
             self.last_metrics = now
             self.runtime.flush_metrics()
-        if now - self.last_beat >= 1.0:
+        if self.runtime.in_cell or self.runtime.samples or self.channel.holding():
+            self.last_busy = now
+        if now - self.last_beat >= BEAT - 0.01:  # (a rest's wait may end a little early)
             self.last_beat = now
             if self.same_host and self.kernel_pid and not pid_alive(self.kernel_pid):
                 os._exit(0)
@@ -88,6 +96,11 @@ class _Ticker:
                     gpu.get("gpu_util"), gpu.get("gpu_mem_mb"), **memory,
                 )
             )  # fmt: skip
+        resting = now - self.last_busy >= REST_AFTER
+        self.channel.rest(max(0.0, self.last_beat + BEAT - now) if resting else None)
+        if resting:  # (the guardian may sleep too, where nothing of the user's runs)
+            runtime = self.runtime
+            note_idle(REST_AFTER, lambda: runtime.in_cell)
 
 
 def _kernel_address(
@@ -186,11 +199,19 @@ def main() -> int:
             layout.coords(env.rank).to_json(),
         )
     )
-    runtime.serve(capture.sync, cell.recv)
+    settled()
+
+    def receive() -> tuple[Message, list[Buffer]]:
+        message, buffers = cell.recv()
+        if not isinstance(message, Shutdown):
+            note_busy()  # (after a rest: the guardian looks again)
+        return message, buffers
+
+    runtime.serve(capture.sync, receive)
     capture.sync()
     cell.close()
     channel.close()
-    leave(0, runtime.namespace)  # (the user's atexit work runs; the modules' teardown does not)
+    leave(0, runtime.namespace, remove_files)  # (the user's atexit work runs; the teardown not)
 
 
 if __name__ == "__main__":

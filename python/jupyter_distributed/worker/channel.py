@@ -2,7 +2,10 @@
 
 Other threads call :meth:`Channel.send` with a message, which never blocks. Incoming messages
 are verified (a message without the cluster's secret is dropped before anything is unpickled),
-parsed, and handed to a callback on the I/O thread; ``tick`` runs there about every 100 ms.
+parsed, and handed to a callback on the I/O thread; ``tick`` runs there about every 100 ms, or,
+while the rank rests (:meth:`Channel.rest`: no cell for a while), only when its owner says the
+next thing is due (a heartbeat a second), so that hundreds of idle ranks do not each wake ten
+times a second; a cell's start (:meth:`Channel.send_later`) brings the 100 ms back at once.
 
 The socket has no self-chosen identity: the kernel knows a rank by the signed ``src`` of its
 messages. With ``curve`` (the kernel's public key and this cluster's client keypair, from the
@@ -27,6 +30,8 @@ from ..protocol.messages import parse
 from ..protocol.signing import BadMessage, Buffer, Signer
 
 OnMessage = Callable[[Message, list[Buffer]], None]
+POLL_MS = 100  # the I/O thread's tick while a cell runs
+REST_MS = 1000  # the longest wait of a resting one (the owner's ``rest`` sets when it ticks)
 
 
 def dealer(
@@ -60,9 +65,10 @@ class Channel:
         self._lock = threading.Lock()
         self.context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         sock = dealer(self.context, address, curve)
-        self._loop = IoLoop(sock, self._receive, tick, self._failed, 100, "jd-channel")
+        self._loop = IoLoop(sock, self._receive, tick, self._failed, POLL_MS, "jd-channel")
         self._later: Message | None = None  # held back by send_later, since _later_since
         self._later_since = 0.0
+        self._resting = False  # the I/O thread ticks only when due (see rest)
 
     def start(self) -> None:
         self._loop.start()
@@ -88,11 +94,33 @@ class Channel:
         that thread now (which would take the GIL from the cell as it starts)."""
         with self._lock:
             self._later, self._later_since = message, time.monotonic()
+        if self._resting:  # (a cell starts after a rest: the thread looks within 100 ms again)
+            self._resting = False
+            self._loop.pace(POLL_MS)
+            self._loop.wake()
 
     def drop_later(self) -> None:
         """Forget what :meth:`send_later` holds (a message sent elsewhere says it too)."""
         with self._lock:
             self._later = None
+
+    def holding(self) -> bool:
+        """Whether :meth:`send_later` holds a message back."""
+        return self._later is not None
+
+    def rest(self, due: float | None) -> None:
+        """(I/O thread) ``due``: in how many seconds the owner's next periodic work is due;
+        the thread ticks then (or when something arrives), not every 100 ms. None: every
+        100 ms again."""
+        if due is None:
+            if self._resting:
+                self._resting = False
+                self._loop.pace(POLL_MS)
+            return
+        if not self._resting:
+            self._resting = True
+            self._loop.pace(REST_MS)
+        self._loop.tick_within(due)
 
     def sent(self) -> int:
         """The counter of the last message queued (0: none yet): a message on another

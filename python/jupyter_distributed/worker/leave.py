@@ -7,8 +7,9 @@ two cores spent over a second in it. Nothing a user may rely on happens there (P
 promise that ``__del__`` runs at exit). So a rank leaves as the interpreter would, in its order,
 up to that step: non-daemon threads joined, ``atexit`` handlers run (the user's, then the
 libraries'), the user's namespace dropped (an unclosed file a cell opened is flushed and closed,
-as a normal exit would), the standard streams flushed, then ``os._exit``. Descriptors, sockets
-and memory go with the process, as they do at any exit.
+as a normal exit would), the standard streams flushed, the caller's ``last`` step (the rank's
+stack-dump files removed), then ``os._exit``. Descriptors, sockets and memory go with the
+process, as they do at any exit.
 """
 
 from __future__ import annotations
@@ -18,11 +19,15 @@ import contextlib
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 
-def leave(code: int, namespace: dict[str, Any]) -> NoReturn:
-    """Exit with ``code`` after the threads, the ``atexit`` handlers and the user's objects."""
+def leave(
+    code: int, namespace: dict[str, Any], last: Callable[[], None] = lambda: None
+) -> NoReturn:
+    """Exit with ``code`` after the threads, the ``atexit`` handlers, the user's objects and
+    ``last``."""
     join = getattr(threading, "_shutdown", None)  # what Py_FinalizeEx calls first
     if join is not None:
         with contextlib.suppress(Exception):
@@ -33,4 +38,6 @@ def leave(code: int, namespace: dict[str, Any]) -> NoReturn:
         with contextlib.suppress(Exception):
             if stream is not None:
                 stream.flush()
+    with contextlib.suppress(Exception):
+        last()
     os._exit(code)

@@ -42,11 +42,13 @@ def _started(pid: int) -> bytes | None:
 
 
 def _children(pid: int) -> list[int]:
+    """(Plain ``os`` calls, not ``pathlib``: half the CPU, in the rank's last look at a stop.)"""
     out: list[int] = []
+    tasks = f"/proc/{pid}/task/"
     with contextlib.suppress(OSError):
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            with contextlib.suppress(OSError):
-                out.extend(int(c) for c in (task / "children").read_text().split())
+        for task in os.listdir(tasks):  # noqa: PTH208
+            with contextlib.suppress(OSError), open(f"{tasks}{task}/children", "rb") as f:  # noqa: PTH123
+                out.extend(map(int, f.read().split()))
     return out
 
 

@@ -26,6 +26,7 @@ from ..protocol.commands import NO_PROMPTS
 from ..protocol.figures import MIME, FigureConfig
 from ..protocol.reports import ClearOutput, Display
 from .figures import figure_bundle
+from .pdbhook import redirect_set_trace
 
 NO_STDIN = "ranks have no stdin; pass values with --push"
 BACKEND_MODULE = "jupyter_distributed.worker.mplbackend"
@@ -51,12 +52,10 @@ def guard_stdin() -> None:
     """Make ``input()``, ``getpass()``, ``breakpoint()`` and ``pdb.set_trace()`` fail at once
     with one line: a rank with a channel to the kernel replaces them (``debugger.py``), so these
     stay only where there is none (SageMaker)."""
-    import pdb
-
     builtins.input = _no_channel
     getpass.getpass = _no_channel
     sys.breakpointhook = _no_channel
-    pdb.set_trace = _no_pdb
+    redirect_set_trace(_no_pdb)  # (pdb itself is imported only where a cell does)
 
 
 class Sender(Protocol):

@@ -159,6 +159,7 @@ class Runtime:
         self.run_id = ""
         self.gpu_device: int | None = None  # set once a cell has used CUDA (for heartbeats)
         self._executing = False
+        self.in_cell = False  # from a cell's command to its end (the I/O thread's pace reads it)
         self.debugger: Debugger | None = None  # pdb and input() through the kernel (a channel)
         self._flush_lock = threading.Lock()
         module = types.ModuleType("__main__", "The namespace of a jupyter-distributed rank")
@@ -220,6 +221,7 @@ class Runtime:
         self, command: Execute, buffers: list[Buffer], sync_output: Callable[[], None]
     ) -> None:
         self.run_id = run_id = command.run_id
+        self.in_cell = True
         self.reporter.state(run_id, "running")
         self.displays.begin(run_id, command.display_max, sync_output, command.figures)
         status, value, failure = "ok", None, None
@@ -255,6 +257,7 @@ class Runtime:
         if out_buffers:
             done, out_buffers = self._capped(done, out_buffers, command.max_message)
         self.reporter.done(done, out_buffers)
+        self.in_cell = False
 
     def _run_cell(self, code: str, filename: str) -> Any:
         return run_cell(code, self.namespace, filename)

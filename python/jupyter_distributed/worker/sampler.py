@@ -9,6 +9,7 @@ follows a CUDA out-of-memory error (:mod:`.cudaoom`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import os
 import sys
@@ -32,6 +33,13 @@ def rss_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+@functools.cache
+def _machine_mb() -> float | None:
+    """The machine's memory, read once (a heartbeat a second re-read it; the cgroup is read
+    each time: a rank may be moved to another one)."""
+    return memory_total_mb()
+
+
 def memory_sample() -> dict[str, Any]:
     """RSS, the limit that applies (the memory cgroup's, else the machine's), the cgroup and its
     OOM counters: what the kernel needs to tell an out-of-memory kill when this rank dies."""
@@ -39,7 +47,7 @@ def memory_sample() -> dict[str, Any]:
     c = counters(directory)
     return {
         "rss_mb": rss_mb(),
-        "mem_limit_mb": c.limit_mb or memory_total_mb(),
+        "mem_limit_mb": c.limit_mb or _machine_mb(),
         "cgroup": directory or None,
         "oom_kills": c.oom_kills,
         "failcnt": c.failcnt,

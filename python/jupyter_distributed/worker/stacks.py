@@ -14,6 +14,7 @@ import linecache
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, Any
 
 from ..protocol.flight import summarize
@@ -24,6 +25,7 @@ _FR_DUMPS = ("_dump_fr_trace_json", "_dump_nccl_trace_json")
 MAX_FRAMES = 64
 _stage = ["start"]
 _dump: list[IO[str]] = []
+_files: list[str] = []  # this rank's dump and crash files
 _listeners: list[Callable[[str, str], None]] = []
 
 
@@ -50,6 +52,7 @@ def install_dump(directory: str, rank: int) -> None:
         return
     with contextlib.suppress(OSError):
         f = dump_file(directory, rank).open("a", encoding="utf-8")
+        _files.append(f.name)
         _dump.append(f)  # kept open for the process' life: faulthandler writes to its fd
         faulthandler.register(DUMP_SIGNAL, file=f, all_threads=True, chain=False)
         f.write(f"main 0x{threading.main_thread().ident or 0:x}\n")  # now: registered
@@ -63,8 +66,18 @@ def install_crash(directory: str, rank: int) -> None:
         return
     with contextlib.suppress(OSError):
         f = crash_file(directory, rank).open("w", encoding="utf-8")
+        _files.append(f.name)
         _dump.append(f)  # kept open: faulthandler writes to its fd as the rank dies
         faulthandler.enable(file=f, all_threads=True)
+
+
+def remove_files() -> None:
+    """(At the rank's normal end, after its ``atexit`` work: no fatal signal can come any more.)
+    Remove this rank's dump and crash files, so that the kernel removes an empty directory
+    once the ranks are gone, not hundreds of files while it stops them."""
+    for name in _files:
+        with contextlib.suppress(OSError):
+            Path(name).unlink()
 
 
 def current_stacks() -> list[dict[str, Any]]:

@@ -157,6 +157,8 @@ class CellView:
             if isinstance(event, RankStates):  # a relay's reduction: each rank's end, at once
                 for rank, state, _host, _pid in event.states:
                     self.lines.ended(rank, state)
+                for first, last, states, _host, _pids in event.spans:
+                    self.lines.ended_span(first, last, states[-1])
             elif isinstance(event, SharedLines):
                 self._shared(event)
             elif not isinstance(event, OutputLines):

@@ -82,16 +82,27 @@ class Lines(NamedTuple):
     lines: Sequence[tuple[float, str]]
 
 
+#: A span of rank states as :class:`States` holds it: (first, last, states, host, pids).
+SpanRow = tuple[int, int, list[str], str, list[int | None]]
+
+
 class States(NamedTuple):
     """Rank states of one run at one time, as one relay's reduction brought them (a node's
     ranks' ends of a cell): ONE row of kind ``rank`` whatever their number (up to SPAN), one
     seq each. Its ``rank`` is NULL, ``data`` the JSON list of each state as ``[rank, state,
-    host, pid]`` and ``gaps`` zeros (consecutive seqs, one time); readers make each state's
+    host, pid]``, then of each span as ``{"first": 0, "last": 124, "states": ["running",
+    "done"], "host": ..., "pids": [...]}`` (each of its ranks in turn took those states:
+    layout 7), and ``gaps`` zeros (consecutive seqs, one time); readers make each state's
     :class:`~..events.RankEvent` of it (see ``eventmerge.expand``)."""
 
     run_id: str
     t: float
     events: Sequence[tuple[int, str, str, int | None]]  # (rank, state, host, pid)
+    spans: Sequence[SpanRow] = ()
+
+    def size(self) -> int:
+        """How many seqs (states) these take."""
+        return len(self.events) + sum((s[1] - s[0] + 1) * len(s[2]) for s in self.spans)
 
 
 class Shared(NamedTuple):
@@ -121,7 +132,7 @@ def _numbered(seq: int, items: Iterable[Written]) -> Iterator[tuple[int, Written
         seq += (
             len(it.lines)
             if isinstance(it, Lines)
-            else len(it.events)
+            else it.size()
             if isinstance(it, States)
             else len(it.ranks) * len(it.texts)
             if isinstance(it, Shared)
@@ -266,6 +277,51 @@ def _write_states(
             continue
         gaps, data = bytes(2 * (len(part) - 1)), json.dumps(part)
         rows.append((last, last - first, run, kind, None, None, it.t, gaps, None, data))
+    seq += len(it.events)
+    entries: list[dict[str, Any]] = []
+    size = 0
+    for entry in _span_entries(it.spans):  # as few rows as SPAN seqs allow (one in practice)
+        n = (entry["last"] - entry["first"] + 1) * len(entry["states"])
+        if entries and size + n > SPAN:
+            start = _write_spans(db, seq, it.t, entries, size, start, run, groups, rows, codes)
+            seq, entries, size = seq + size, [], 0
+        entries.append(entry)
+        size += n
+    if entries:
+        start = _write_spans(db, seq, it.t, entries, size, start, run, groups, rows, codes)
+    return start
+
+
+def _span_entries(spans: Sequence[SpanRow]) -> Iterator[dict[str, Any]]:
+    """Each span as a row's entry, cut where one would take more than SPAN seqs."""
+    for first, _last, states, host, pids in spans:
+        step = max(1, SPAN // len(states))
+        for i in range(0, len(pids), step):
+            part = pids[i : i + step]
+            yield {"first": first + i, "last": first + i + len(part) - 1, "states": states,
+                   "host": host, "pids": part}  # fmt: skip
+
+
+def _write_spans(
+    db: sqlite3.Connection,
+    seq: int,
+    t: float,
+    entries: list[dict[str, Any]],
+    size: int,
+    start: int,
+    run: int,
+    groups: dict[Any, _Group],
+    rows: list[tuple[Any, ...]],
+    codes: Codes,
+) -> int:
+    """One row of spans' entries taking ``size`` seqs from ``seq`` on; returns where the
+    current span of rows starts."""
+    last = seq + size - 1
+    if last - start >= SPAN:
+        _flush(db, groups, rows, codes)
+        start = seq
+    gaps, data = bytes(2 * (size - 1)), json.dumps(entries)
+    rows.append((last, size - 1, run, codes.code("rank"), None, None, t, gaps, None, data))
     return start
 
 

@@ -27,25 +27,22 @@ from jupyter_distributed.events import (
 from jupyter_distributed.history import eventrows, storefile
 from jupyter_distributed.history.store import RunRecord, Store
 from jupyter_distributed.interface import RankInfo
-from jupyter_distributed.layout import Layout
 
-N, NODES = 1000, 8
+from .test_rank_spans import COORDS, LAYOUT, NODES, N
+
 PER = N // NODES
-LAYOUT = Layout(nodes=NODES, procs_per_node=PER)
-COORDS = {
-    r: {**LAYOUT.coords(r).to_json(), "host": f"node{r // PER}", "pid": 1000 + r} for r in range(N)
-}
 
 
 @pytest.fixture
 def stores(tmp_path: Path) -> Iterator[tuple[Store, Store]]:
-    spans, alone = Store(tmp_path / "spans.sqlite"), Store(tmp_path / "alone.sqlite")
-    yield spans, alone
-    spans.close()
-    alone.close()
+    """A store written with spans, and one with each state alone."""
+    pair = Store(tmp_path / "spans.sqlite"), Store(tmp_path / "alone.sqlite")
+    yield pair
+    for store in pair:
+        store.close()
 
 
-def infos(running: set[int] = frozenset()) -> dict[int, RankInfo]:  # type: ignore[assignment]
+def infos(running: set[int] | frozenset[int] = frozenset()) -> dict[int, RankInfo]:
     out = {}
     for r in range(N):
         c = COORDS[r]

@@ -237,6 +237,12 @@ class CellView:
             self._release(everything=True)
         self.flush()
 
+    @property
+    def holding(self) -> bool:
+        """Whether lines wait to be shown (held for collapsing, or written but not flushed):
+        while none do, the main thread need not wake to :meth:`flush`."""
+        return bool(self._pending) or bool(self._held)
+
     def maybe_flush(self) -> None:
         if self._held:
             self._release()

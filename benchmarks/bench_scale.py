@@ -84,6 +84,13 @@ class FakeRanks:
     def dead_relays(self) -> list[tuple[int, int]]:
         return self.relays.exited() if self.relays is not None else []
 
+    def sentinels(self) -> list[int]:
+        """A pidfd per helper and relay, as the local backend gives one per rank and relay."""
+        from jupyter_distributed.pids import pidfds
+
+        relays = self.relays.sentinels() if self.relays is not None else []
+        return relays + pidfds(p.pid for p in self.procs)
+
     def running(self) -> bool:
         return any(p.poll() is None for p in self.procs)
 

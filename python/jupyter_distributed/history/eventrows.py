@@ -190,6 +190,11 @@ def _write_lines(
     rows as for one :class:`Item` per line. Returns where the current span starts."""
     i, count = 0, len(it.lines)
     key = (it.run_id, "output", it.rank, it.stream)
+    if count > 1 and key not in groups and seq + count - 1 - start < SPAN:
+        group = _Group.joined(seq, it)  # (one read of a rank's pipe: one time, one row)
+        if group is not None:
+            groups[key] = group
+            return start
     while i < count:  # (a row ends at its size, a span's end, or a line with a \n)
         if seq + i - start >= SPAN:
             _flush(db, groups, rows, codes)
@@ -351,6 +356,24 @@ class _Group:
         self.parts = [it.text or it.data or ""]  # the events' text (output) or values (metric)
         self.gaps = bytearray()
         self.size = len(self.parts[0].encode())
+
+    @classmethod
+    def joined(cls, seq: int, it: Lines) -> _Group | None:
+        """The row :meth:`extend` would make of all of ``it``'s lines (from ``seq`` on), made
+        from their text joined once, where they are at one time and fit one row; else None."""
+        lines, n = it.lines, len(it.lines)
+        t = lines[0][0]
+        if any(line[0] != t for line in lines):
+            return None
+        texts = [text for _t, text in lines]
+        joined = "\n".join(texts)
+        size = (len(joined) if joined.isascii() else len(joined.encode())) + 2 * (n - 1)
+        if size > ROW_BYTES or joined.count("\n") != n - 1:
+            return None
+        group = cls(seq, Item(it.run_id, "output", it.rank, t, it.stream, texts[0]))
+        group.parts, group.gaps, group.size = texts, bytearray(2 * (n - 1)), size
+        group.last_seq = seq + n - 1
+        return group
 
     def add(self, seq: int, it: Item) -> bool:
         """Add ``it`` unless the row would pass ROW_BYTES."""

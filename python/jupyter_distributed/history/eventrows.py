@@ -361,17 +361,17 @@ class _Group:
     def joined(cls, seq: int, it: Lines) -> _Group | None:
         """The row :meth:`extend` would make of all of ``it``'s lines (from ``seq`` on), made
         from their text joined once, where they are at one time and fit one row; else None."""
-        lines, n = it.lines, len(it.lines)
-        t = lines[0][0]
-        if any(line[0] != t for line in lines):
+        n = len(it.lines)
+        times, texts = zip(*it.lines, strict=True)
+        t = times[0]
+        if times.count(t) != n:
             return None
-        texts = [text for _t, text in lines]
         joined = "\n".join(texts)
         size = (len(joined) if joined.isascii() else len(joined.encode())) + 2 * (n - 1)
         if size > ROW_BYTES or joined.count("\n") != n - 1:
             return None
         group = cls(seq, Item(it.run_id, "output", it.rank, t, it.stream, texts[0]))
-        group.parts, group.gaps, group.size = texts, bytearray(2 * (n - 1)), size
+        group.parts, group.gaps, group.size = list(texts), bytearray(2 * (n - 1)), size
         group.last_seq = seq + n - 1
         return group
 

@@ -169,7 +169,7 @@ class RankStates:
         return [(r, s.value, h, p) for r, s, h, p in self.states]
 
     def span_rows(self) -> list[tuple[int, int, list[str], str, list[int | None]]]:
-        """Each of ``spans`` as the history's row keeps it (see ``eventrows.States``)."""
+        """Each of ``spans`` as the history's row keeps it (see ``staterows.States``)."""
         return [(f, la, [s.value for s in ss], h, list(p)) for f, la, ss, h, p in self.spans]
 
 

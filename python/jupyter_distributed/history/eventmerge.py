@@ -92,7 +92,7 @@ def expand(
         datas = _spread(datas)
     if row.data and len(datas) != len(seqs):
         return []  # a damaged group of metric samples
-    if row.rank is None and kind == "rank":  # rank states of several ranks (eventrows.States)
+    if row.rank is None and kind == "rank":  # rank states of several ranks (staterows.States)
         return [_state(seqs[i], row.run, times[i], datas[i]) for i in chosen]
     return [
         Stored(
@@ -110,7 +110,7 @@ def expand(
 
 
 def _spread(states: list[Any]) -> list[Any]:
-    """An ``eventrows.States`` row's states, each span's (``{"first", "last", "states",
+    """An ``staterows.States`` row's states, each span's (``{"first", "last", "states",
     "host", "pids"}``, layout 7) spread into each of its ranks' ``[rank, state, host, pid]``,
     rank by rank; a damaged span is left as it is (read as an event of no rank)."""
     if not any(isinstance(s, dict) for s in states):
@@ -129,7 +129,7 @@ def _spread(states: list[Any]) -> list[Any]:
 
 
 def _state(seq: int, run: int, t: float, state: Any) -> Stored:
-    """One state of an ``eventrows.States`` row, ``[rank, state, host, pid]``, as its rank
+    """One state of an ``staterows.States`` row, ``[rank, state, host, pid]``, as its rank
     event's JSON would be read back (its ``run_id`` left to the reader, who knows the run)."""
     try:
         rank, value, host, pid = state

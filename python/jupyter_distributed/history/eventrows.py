@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from ..events import DisplayEvent, Event, MetricEvent, OutputEvent, Stream
 from .rowkeys import Codes, Keys
+from .staterows import States, write_states
 
 #: The most seqs one row's events span. Readers rely on it: never lower it.
 SPAN = 4096
@@ -82,29 +83,6 @@ class Lines(NamedTuple):
     lines: Sequence[tuple[float, str]]
 
 
-#: A span of rank states as :class:`States` holds it: (first, last, states, host, pids).
-SpanRow = tuple[int, int, list[str], str, list[int | None]]
-
-
-class States(NamedTuple):
-    """Rank states of one run at one time, as one relay's reduction brought them (a node's
-    ranks' ends of a cell): ONE row of kind ``rank`` whatever their number (up to SPAN), one
-    seq each. Its ``rank`` is NULL, ``data`` the JSON list of each state as ``[rank, state,
-    host, pid]``, then of each span as ``{"first": 0, "last": 124, "states": ["running",
-    "done"], "host": ..., "pids": [...]}`` (each of its ranks in turn took those states:
-    layout 7), and ``gaps`` zeros (consecutive seqs, one time); readers make each state's
-    :class:`~..events.RankEvent` of it (see ``eventmerge.expand``)."""
-
-    run_id: str
-    t: float
-    events: Sequence[tuple[int, str, str, int | None]]  # (rank, state, host, pid)
-    spans: Sequence[SpanRow] = ()
-
-    def size(self) -> int:
-        """How many seqs (states) these take."""
-        return len(self.events) + sum((s[1] - s[0] + 1) * len(s[2]) for s in self.spans)
-
-
 class Shared(NamedTuple):
     """The same lines of several ranks of one run and stream (a relay sent them once): each
     rank's lines, with its own times, written as :class:`Lines` would write them, one rank
@@ -154,7 +132,8 @@ def write(
             start = _write_lines(db, seq, it, start, groups, rows, codes)
             continue
         if isinstance(it, States):
-            start = _write_states(db, seq, it, start, groups, rows, codes)
+            flush = lambda: _flush(db, groups, rows, codes)  # noqa: E731
+            start = write_states(seq, it, start, SPAN, flush, rows, codes)
             continue
         if isinstance(it, Shared):
             start = _write_shared(db, seq, it, start, groups, rows, codes)
@@ -253,80 +232,6 @@ def _write_shared(
             start = first
         gaps = bytes(2 * (n - 1))  # (the next seq, the same time: zeros)
         rows.append((first + n - 1, n - 1, run, kind, rank, stream, times[0], gaps, joined, None))
-    return start
-
-
-def _write_states(
-    db: sqlite3.Connection,
-    seq: int,
-    it: States,
-    start: int,
-    groups: dict[Any, _Group],
-    rows: list[tuple[Any, ...]],
-    codes: Codes,
-) -> int:
-    """:func:`write`'s work for ``it``: one row per SPAN of its states (one in practice).
-    Returns where the current span starts."""
-    run, kind = codes.run(it.run_id), codes.code("rank")
-    for i in range(0, len(it.events), SPAN):
-        part = it.events[i : i + SPAN]
-        first, last = seq + i, seq + i + len(part) - 1
-        if last - start >= SPAN:
-            _flush(db, groups, rows, codes)
-            start = first
-        if len(part) == 1:  # as one RankEvent's row
-            (rank, state, host, pid), t = part[0], it.t
-            one = {"kind": "rank", "run_id": it.run_id, "rank": rank, "t": t, "state": state,
-                   "host": host, "pid": pid}  # fmt: skip
-            rows.append((last, 0, run, kind, rank, None, t, None, None, json.dumps(one)))
-            continue
-        gaps, data = bytes(2 * (len(part) - 1)), json.dumps(part)
-        rows.append((last, last - first, run, kind, None, None, it.t, gaps, None, data))
-    seq += len(it.events)
-    entries: list[dict[str, Any]] = []
-    size = 0
-    for entry in _span_entries(it.spans):  # as few rows as SPAN seqs allow (one in practice)
-        n = (entry["last"] - entry["first"] + 1) * len(entry["states"])
-        if entries and size + n > SPAN:
-            start = _write_spans(db, seq, it.t, entries, size, start, run, groups, rows, codes)
-            seq, entries, size = seq + size, [], 0
-        entries.append(entry)
-        size += n
-    if entries:
-        start = _write_spans(db, seq, it.t, entries, size, start, run, groups, rows, codes)
-    return start
-
-
-def _span_entries(spans: Sequence[SpanRow]) -> Iterator[dict[str, Any]]:
-    """Each span as a row's entry, cut where one would take more than SPAN seqs."""
-    for first, _last, states, host, pids in spans:
-        step = max(1, SPAN // len(states))
-        for i in range(0, len(pids), step):
-            part = pids[i : i + step]
-            yield {"first": first + i, "last": first + i + len(part) - 1, "states": states,
-                   "host": host, "pids": part}  # fmt: skip
-
-
-def _write_spans(
-    db: sqlite3.Connection,
-    seq: int,
-    t: float,
-    entries: list[dict[str, Any]],
-    size: int,
-    start: int,
-    run: int,
-    groups: dict[Any, _Group],
-    rows: list[tuple[Any, ...]],
-    codes: Codes,
-) -> int:
-    """One row of spans' entries taking ``size`` seqs from ``seq`` on; returns where the
-    current span of rows starts."""
-    last = seq + size - 1
-    if last - start >= SPAN:
-        _flush(db, groups, rows, codes)
-        start = seq
-    gaps, data = bytes(2 * (size - 1)), json.dumps(entries)
-    rows.append((last, size - 1, run, codes.code("rank"), None, None, t, gaps, None, data))
     return start
 
 

@@ -11,7 +11,7 @@ Version 4 keeps a probe's pairs apart from its run's summary (:mod:`.probestore`
 the ``notices`` of what the size budget pruned (:mod:`.budget`), which the schema creates.
 Version 6 records a run's ranks as spans (:mod:`.rankspans`): ``ranks`` gains ``last`` and
 ``set_id`` (NULL in every older row: a rank's own row, as before). Version 7 lets a row of
-rank states (``eventrows.States``) hold spans, ``ranks 0-124: running, done``, which an older
+rank states (``staterows.States``) hold spans, ``ranks 0-124: running, done``, which an older
 reader would misread: nothing to migrate (older rows read as before), the version refuses
 older readers.
 """

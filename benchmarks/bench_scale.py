@@ -85,11 +85,9 @@ class FakeRanks:
         return self.relays.exited() if self.relays is not None else []
 
     def sentinels(self) -> list[int]:
-        """A pidfd per helper and relay, as the local backend gives one per rank and relay."""
-        from jupyter_distributed.pids import pidfds
-
-        relays = self.relays.sentinels() if self.relays is not None else []
-        return relays + pidfds(p.pid for p in self.procs)
+        """A pidfd per relay, as the local backend gives (and one per rank, which fakes are
+        not: a helper that ends is seen by the kernel's look twice a second)."""
+        return self.relays.sentinels() if self.relays is not None else []
 
     def running(self) -> bool:
         return any(p.poll() is None for p in self.procs)

@@ -84,6 +84,11 @@ class FakeRanks:
     def dead_relays(self) -> list[tuple[int, int]]:
         return self.relays.exited() if self.relays is not None else []
 
+    def sentinels(self) -> list[int]:
+        """A pidfd per relay, as the local backend gives (and one per rank, which fakes are
+        not: a helper that ends is seen by the kernel's look twice a second)."""
+        return self.relays.sentinels() if self.relays is not None else []
+
     def running(self) -> bool:
         return any(p.poll() is None for p in self.procs)
 

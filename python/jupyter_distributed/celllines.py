@@ -112,6 +112,12 @@ class ShownLines:
         if self.held is not None and state not in _RUNNING:
             self.held.done(rank)
 
+    def ended_span(self, first: int, last: int, state: RankState) -> None:
+        """:meth:`ended` for each rank of ``first..last``, its state now ``state``."""
+        if self.held is not None and state not in _RUNNING:
+            for rank in range(first, last + 1):
+                self.held.done(rank)
+
     def due(self) -> list[tuple[bool, str]]:
         """The lines to show now, each ``(to stderr, text with its newline)``, in order."""
         return _shown(self.held.due(time.monotonic())) if self.held else []

@@ -165,6 +165,8 @@ class CellView:
             if isinstance(event, RankStates):  # a relay's reduction: each rank's end, at once
                 for rank, state, _host, _pid in event.states:
                     self.lines.ended(rank, state)
+                for first, last, states, _host, _pids in event.spans:
+                    self.lines.ended_span(first, last, states[-1])
             elif isinstance(event, SharedLines):
                 self._shared(event)
             elif not isinstance(event, OutputLines):
@@ -242,6 +244,12 @@ class CellView:
         if self._held:
             self._release(everything=True)
         self.flush()
+
+    @property
+    def holding(self) -> bool:
+        """Whether lines wait to be shown (held for collapsing, or written but not flushed):
+        while none do, the main thread need not wake to :meth:`flush`."""
+        return bool(self._pending) or bool(self._held)
 
     def maybe_flush(self) -> None:
         if self._held:

@@ -128,25 +128,49 @@ class RankEvent(JsonEvent):
     pid: int | None = None
 
 
+#: Consecutive ranks that took the same states on one host, ``(first, last, states, host,
+#: pids)``: each rank of ``first..last`` in turn took ``states`` in order; ``pids[i]`` is rank
+#: ``first + i``'s pid (a relay's span of plain ends, issue 26: ``ranks 0-124 done``).
+StateSpan = tuple[int, int, tuple["RankState", ...], str, Sequence[int | None]]
+
+
 @dataclass(frozen=True, slots=True)
 class RankStates:
     """Rank states of one run that one relay's reduction brought (its node's ranks' ends of a
     cell, issue 26): recorded as ONE history row and shown in one pass, instead of one
     :class:`RankEvent` per rank. Not a kind of its own: the history gives its readers rank
-    events (each with its own seq); :meth:`events` gives them one by one."""
+    events (each with its own seq); :meth:`events` gives them one by one, ``states`` (one
+    each) first, then each of ``spans``' ranks' states, rank by rank."""
 
     kind: ClassVar[str] = "rank"
     run_id: str
     t: float
-    states: Sequence[tuple[int, RankState, str, int | None]]  # (rank, state, host, pid)
+    states: Sequence[tuple[int, RankState, str, int | None]] = ()  # (rank, state, host, pid)
+    spans: Sequence[StateSpan] = ()
+
+    @property
+    def count(self) -> int:
+        """How many states (events) these are."""
+        return len(self.states) + sum((s[1] - s[0] + 1) * len(s[2]) for s in self.spans)
+
+    def each(self) -> list[tuple[int, RankState, str, int | None]]:
+        """Every state as ``(rank, state, host, pid)``, in order (the spans' spread)."""
+        out = list(self.states)
+        for first, _last, states, host, pids in self.spans:
+            out.extend((first + i, s, host, pid) for i, pid in enumerate(pids) for s in states)
+        return out
 
     def events(self) -> list[RankEvent]:
         run_id, t = self.run_id, self.t
-        return [RankEvent(run_id, r, t, state, host, pid) for r, state, host, pid in self.states]
+        return [RankEvent(run_id, r, t, state, host, pid) for r, state, host, pid in self.each()]
 
     def rows(self) -> list[tuple[int, str, str, int | None]]:
-        """Each state as the history's row keeps it: (rank, state, host, pid)."""
+        """Each of ``states`` as the history's row keeps it: (rank, state, host, pid)."""
         return [(r, s.value, h, p) for r, s, h, p in self.states]
+
+    def span_rows(self) -> list[tuple[int, int, list[str], str, list[int | None]]]:
+        """Each of ``spans`` as the history's row keeps it (see ``staterows.States``)."""
+        return [(f, la, [s.value for s in ss], h, list(p)) for f, la, ss, h, p in self.spans]
 
 
 @dataclass(frozen=True)

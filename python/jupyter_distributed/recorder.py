@@ -175,6 +175,11 @@ class RunRecorder:
     def flush(self) -> None:
         self.view.flush()
 
+    @property
+    def holding(self) -> bool:
+        """Whether the view holds lines to flush (a view that does not say: it may)."""
+        return bool(getattr(self.view, "holding", True))
+
     def release(self) -> None:
         """Show every line now, lines held for collapsing too (before a prompt)."""
         release = getattr(self.view, "release", None)  # (views that hold lines)

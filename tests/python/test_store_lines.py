@@ -101,3 +101,24 @@ def test_lines_read_back_as_the_same_events_written_one_by_one(tmp_path: Path) -
     for store in (fast, slow):  # rows of several lines are never wider than ROW_BYTES
         span, widest = store._query(f"SELECT MAX(span), MAX({size}) FROM events")[0]  # noqa: S608
         assert span < eventrows.SPAN and widest <= eventrows.ROW_BYTES
+
+
+def test_a_messages_lines_at_one_time_make_the_same_rows_as_one_by_one(tmp_path: Path) -> None:
+    """A read of a rank's pipe (its lines at one time, issue 26: the row is made from their
+    text joined once) gives the same rows as the lines written one by one: a message that
+    fills a row, passes it, holds a line with a newline or non-ASCII text, or follows another
+    message of the same rank in the batch."""
+    texts = ["step 1 loss 0.25", "ü€ 𝄞 caf\u00e9", "a\nb", "x" * 190, ""]
+    batch: list[Recorded] = []
+    t = 2000.0
+    for i, (n, text) in enumerate(
+        [(10, texts[0]), (10, texts[0]), (5, texts[1]), (3, texts[2]), (10, texts[3]),
+         (11, texts[3]), (40, texts[0]), (2, texts[4]), (1, texts[0]), (4, texts[0])]
+    ):  # fmt: skip
+        t += 0.001
+        lines = [(t, f"{text} {j}") for j in range(n)]
+        batch.append(OutputLines("a", i % 9, Stream.STDOUT, lines))  # (the last: rank 0 again)
+    fast, slow = _store(tmp_path / "fast.sqlite3", 9), _store(tmp_path / "slow.sqlite3", 9)
+    assert fast.append(batch) == slow.append(each(batch)) == count(batch)
+    rows = "SELECT seq, span, run, kind, rank, stream, t, gaps, text, data FROM events"
+    assert fast._query(rows) == slow._query(rows)

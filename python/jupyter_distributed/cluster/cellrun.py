@@ -24,6 +24,10 @@ from .inbox import Ended, Exited, Finished, Item, SetupFailed, Show
 # seconds a rank's quiet reply to a cell (its state and end, nothing to show) waits for the
 # other ranks' before it is recorded: a cell's replies in one transaction, not one per rank
 HOLD = 0.005
+# ... where they are relays' reductions (a node's ranks' ends each): the nodes' reductions of
+# one cell come over tens of ms where relays share cores with their ranks, and each one alone
+# costs a store transaction (~0.3 ms); the last awaited one is recorded at once all the same
+HOLD_RELAYED = 0.05
 # seconds a cell on a live cluster may run before its run's record is written, if nothing of
 # the run was recorded before (checked when the I/O thread next wakes: a cell sent over the
 # local cell sockets does not wake it, so at its next tick, at most 50 ms after the send)
@@ -83,10 +87,11 @@ class CellRun:
             return None
         first = (events or items) and not (self.held[0] or self.held[1])
         if first:
-            self.held_until = time.monotonic() + HOLD
+            relayed = any(isinstance(e, RankStates) for e in events)
+            self.held_until = time.monotonic() + (HOLD_RELAYED if relayed else HOLD)
         self.held[0].extend(events)
         self.held[1].extend(items)
-        return HOLD if first else max(0.0, self.held_until - time.monotonic())
+        return max(0.0, self.held_until - time.monotonic())
 
     def take_held(
         self, events: Sequence[Recorded], items: list[Item]

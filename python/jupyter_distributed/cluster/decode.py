@@ -13,6 +13,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from ..errors import RankFailure
@@ -51,6 +52,7 @@ from .inbox import (
 )
 
 log = logging.getLogger("jupyter_distributed")
+_TEXT = itemgetter(1)  # a line's text, of its (time, text)
 EARLY_LINES = 2000  # lines kept per message that arrive before the run began
 _PERCENT = re.compile(r"(\d{1,3})%\|")  # tqdm's " 42%|####  |"
 
@@ -85,7 +87,7 @@ def decode(ranks: Ranks, rank: int, message: Message, buffers: list[Buffer]) -> 
     info.last_seen = now
     run_id = str(getattr(message, "run_id", "") or ranks.run_id)
     if isinstance(message, r.Output):
-        info.lines.extend(text for _, text in message.lines[-LAST_LINES:])
+        info.lines.extend(map(_TEXT, message.lines[-LAST_LINES:]))
         stream = Stream(message.stream)
         if not run_id:
             lines = message.lines[:EARLY_LINES]

@@ -5,9 +5,10 @@ is still verified, ordered and decoded as if it had come directly (its counter, 
 its value, any failure: an error is its own event, named with its rank, host and cause), but
 the rank states the ends give (``running`` where the rank had not said so, then ``done``) are
 gathered into ONE :class:`~..events.RankStates`, which the history keeps as one row and the
-cell's view takes in one pass; the ranks' ``Finished`` items follow it. Readers of the history
-(the live stream, ``%distributed runs``, the panel) get each rank's events back from that row,
-in the same order; the ``ranks`` table's rows are updated as before.
+cell's view takes in one pass; the ranks' ``Finished`` items follow it. Plain ends that came
+as ranges are kept as spans (``ranks 0-124: running, done``), never one tuple per state.
+Readers of the history (the live stream, ``%distributed runs``, the panel) get each rank's
+events back from that row, in the same order; the ``ranks`` table's rows are updated as before.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..events import RankEvent, RankState, RankStates, Recorded
+from ..events import RankEvent, RankState, RankStates, Recorded, StateSpan
 from ..interface import RankInfo
 from .inbox import Ended, Item, Show
+
+_RAN = (RankState.RUNNING, RankState.DONE)  # a short cell's end says it ran
+_DONE = (RankState.DONE,)
 
 
 @dataclass
@@ -25,6 +29,7 @@ class Compacting:
     """What the ranks' ends in one reduction gave, while it is taken."""
 
     states: dict[str, list[tuple[int, RankState, str, int | None]]] = field(default_factory=dict)
+    spans: dict[str, list[StateSpan]] = field(default_factory=dict)
     t: float = 0.0
     finished: list[Item] = field(default_factory=list)
 
@@ -44,17 +49,25 @@ class Compacting:
         self, info: dict[int, RankInfo], run_id: str, ranks: Sequence[int], now: float
     ) -> Ended:
         """Plain ``ok`` ends of ``ranks`` that came as ranges: the states and the rank views'
-        changes a ``Done`` each would have given (as :func:`~.decode.decode` makes them), and
-        one :class:`~.inbox.Ended` for them all."""
-        states = self.states.setdefault(run_id, [])
-        running, done = RankState.RUNNING, RankState.DONE
+        changes a ``Done`` each would have given (as :func:`~.decode.decode` makes them), as
+        spans of consecutive ranks on one host, and one :class:`~.inbox.Ended` for them all."""
+        spans = self.spans.setdefault(run_id, [])
+        first = prev = -2
+        key: tuple[tuple[RankState, ...], str] = ((), "")
+        pids: list[int | None] = []
         for rank in ranks:
             i = info[rank]
             i.last_seen = now
-            if i.state != "running":  # a short cell's end says it ran
-                states.append((rank, running, i.host, i.pid))
+            this = (_DONE if i.state == "running" else _RAN, i.host)
             i.state = "idle"
-            states.append((rank, done, i.host, i.pid))
+            if rank != prev + 1 or this != key:
+                if pids:
+                    spans.append((first, prev, key[0], key[1], pids))
+                first, key, pids = rank, this, []
+            pids.append(i.pid)
+            prev = rank
+        if pids:
+            spans.append((first, prev, key[0], key[1], pids))
         self.t = max(self.t, now)
         ended = Ended(run_id, tuple(ranks))
         self.finished.append(ended)
@@ -63,7 +76,10 @@ class Compacting:
     def close(self, events: list[Recorded], items: list[Item], shown: int) -> int:
         """The reduction is taken: its states as one event per run, the events not shown yet
         as one :class:`Show`, then the ranks' ``Finished``. Returns the new ``shown``."""
-        events.extend(RankStates(run_id, self.t, s) for run_id, s in self.states.items())
+        for run_id in dict.fromkeys([*self.states, *self.spans]):
+            states, spans = self.states.get(run_id, []), self.spans.get(run_id, [])
+            if states or spans:
+                events.append(RankStates(run_id, self.t, states, spans))
         if len(events) > shown:
             items.append(Show(tuple(events[shown:])))
             shown = len(events)

@@ -50,6 +50,9 @@ log = logging.getLogger("jupyter_distributed")
 
 CONTROL_POLL = 0.25  # seconds between looks at the store for cancel/stop from the server
 WATCH_EVERY = 0.05  # seconds between looks at the processes (at once on a sentinel)
+# ... where the processes have sentinels (a pidfd each wakes the look at once): a look polls
+# every process (1,000 ranks: ~3 ms), so it is done twice a second, for what has no pidfd
+WATCH_SENTINELS = 0.5
 
 
 class ProcessCluster(Cluster):
@@ -95,6 +98,7 @@ class ProcessCluster(Cluster):
         self._lost = ""
         self._code = ""
         self._last_control = self._last_watch = 0.0
+        self._watch_every = WATCH_EVERY
         self._unreachable: set[int] = set()  # ranks behind a dead relay
         self.router = Router(
             f"jd-{self.id}", store, self.info, key, self._tick, self.mark_lost,
@@ -130,6 +134,7 @@ class ProcessCluster(Cluster):
             self.processes = start({BOOTSTRAP_ENV: json.dumps(boot)})
             for fd in getattr(self.processes, "sentinels", list)():
                 self.router.watch(fd, self._watch_now)
+                self._watch_every = WATCH_SENTINELS
             wait_ready(self.inbox, self.info, self.processes, self.stacks, view, self.start_timeout)
         except BaseException:
             self.stop()
@@ -232,7 +237,7 @@ class ProcessCluster(Cluster):
 
     def _tick(self) -> None:
         now = time.monotonic()
-        if now - self._last_watch >= WATCH_EVERY and hasattr(self, "processes"):
+        if now - self._last_watch >= self._watch_every and hasattr(self, "processes"):
             self._last_watch = now
             self._watch()
         if now - self._last_control >= CONTROL_POLL:

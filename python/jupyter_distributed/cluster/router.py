@@ -43,12 +43,13 @@ from ..protocol.commands import MAIN_THREAD, Execute, Ping
 from ..protocol.frames import MAX_MESSAGE, too_large
 from ..protocol.header import Message
 from ..protocol.packets import BadPacket, TooLarge
-from ..protocol.signing import KERNEL, Buffer, Signer, cell_name, digest, rank_name
+from ..protocol.signing import KERNEL, Buffer, Signer, digest
 from .cellpeers import CellPeer, CellServer
 from .cellrun import RECORD_AFTER, CellRun
 from .decode import Ranks
 from .inbox import ChannelLost, Item, Show
 from .intake import Intake, Peer, Taken
+from .routes import Routes
 from .throttle import Throttled
 from .transport import Transport, listen
 
@@ -77,6 +78,7 @@ class Router:
         self.intake = Intake(self.ranks, self.cell, self._signer, self._rejected_from)
         self.board = self.intake.board  # stack answers go here, to whichever thread asked
         self._send_lock = threading.Lock()
+        self._routes = Routes()  # (sending threads, under _send_lock's caller) who gets a cell
         self.rejected = Throttled()
         self.max_message = MAX_MESSAGE  # bytes of one message from a peer (the last cell's cap)
         self._ctx = zmq.Context()
@@ -116,19 +118,15 @@ class Router:
         that has not been heard from yet has no connection to send on: it is skipped."""
         header = message.to_header()
         digests = [digest(b) for b in buffers]
-        if isinstance(message, MAIN_THREAD):  # to the rank's main thread, directly
-            peers = [(r, p) for r in ranks if (p := self.intake.cell_peers.get(r)) is not None]
-            names = [cell_name(r) for r, _ in peers]
-        else:
-            peers = [(r, p) for r in ranks if (p := self.intake.peers.get(r)) is not None]
-            names = [rank_name(r) for r, _ in peers]
+        peers, names, shared, reached = self._routes.of(
+            ranks, isinstance(message, MAIN_THREAD), self.intake
+        )
         if isinstance(message, Execute):  # (before the cell leaves: its answers are awaited)
             self.max_message = message.max_message or self.max_message
-            sent = {r for r, _ in peers}
+            sent = set(reached)
             self._loop.call(lambda: self.cell.sent_to(sent), wake=False)
         direct: list[tuple[CellPeer, list[Buffer]]] = []
         locked: dict[CellPeer, None] = {}
-        shared = _shared(peers)
         with self._send_lock:  # counters leave in order, whichever thread sends
             if shared:  # through relays: signed once for all, one message per relay
                 once = self._signer.pack_all(header, names, buffers, digests)
@@ -314,11 +312,3 @@ class Router:
         finally:  # as for an exit: the failure is in the inbox before the cluster reads lost
             if taken.lost:
                 self._on_lost(taken.lost)
-
-
-def _shared(peers: Sequence[tuple[int, Peer]]) -> list[bytes]:
-    """The relays' connections, where ``peers`` go through relays (several ranks on one
-    ZeroMQ connection: a relay's); [] where each rank has its own connection (no relays)."""
-    ids = [p for _, p in peers if isinstance(p, bytes)]
-    distinct = list(dict.fromkeys(ids))
-    return distinct if len(ids) == len(peers) and len(distinct) < len(ids) else []

@@ -88,9 +88,11 @@ def expand(
             return []  # a damaged row: its event is skipped, the others are read
         return [Stored(row.seq, row.run, kind, row.rank, row.t, stream, row.text or "", data)]
     datas: list[Any] = _json(row.data) or [] if row.data else []
+    if row.rank is None and kind == "rank" and isinstance(datas, list):
+        datas = _spread(datas)
     if row.data and len(datas) != len(seqs):
         return []  # a damaged group of metric samples
-    if row.rank is None and kind == "rank":  # rank states of several ranks (eventrows.States)
+    if row.rank is None and kind == "rank":  # rank states of several ranks (staterows.States)
         return [_state(seqs[i], row.run, times[i], datas[i]) for i in chosen]
     return [
         Stored(
@@ -107,8 +109,27 @@ def expand(
     ]
 
 
+def _spread(states: list[Any]) -> list[Any]:
+    """An ``staterows.States`` row's states, each span's (``{"first", "last", "states",
+    "host", "pids"}``, layout 7) spread into each of its ranks' ``[rank, state, host, pid]``,
+    rank by rank; a damaged span is left as it is (read as an event of no rank)."""
+    if not any(isinstance(s, dict) for s in states):
+        return states
+    out: list[Any] = []
+    for s in states:
+        try:
+            first, host, pids = s["first"], s["host"], s["pids"]
+            if len(pids) != s["last"] - first + 1:
+                raise ValueError(s)
+            out.extend([first + i, state, host, pid] for i, pid in enumerate(pids)
+                       for state in s["states"])  # fmt: skip
+        except (TypeError, KeyError, ValueError):  # (an old state's list, or a damaged span)
+            out.append(s)
+    return out
+
+
 def _state(seq: int, run: int, t: float, state: Any) -> Stored:
-    """One state of an ``eventrows.States`` row, ``[rank, state, host, pid]``, as its rank
+    """One state of an ``staterows.States`` row, ``[rank, state, host, pid]``, as its rank
     event's JSON would be read back (its ``run_id`` left to the reader, who knows the run)."""
     try:
         rank, value, host, pid = state

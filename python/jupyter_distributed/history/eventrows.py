@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from ..events import DisplayEvent, Event, MetricEvent, OutputEvent, Stream
 from .rowkeys import Codes, Keys
+from .staterows import States, write_states
 
 #: The most seqs one row's events span. Readers rely on it: never lower it.
 SPAN = 4096
@@ -82,18 +83,6 @@ class Lines(NamedTuple):
     lines: Sequence[tuple[float, str]]
 
 
-class States(NamedTuple):
-    """Rank states of one run at one time, as one relay's reduction brought them (a node's
-    ranks' ends of a cell): ONE row of kind ``rank`` whatever their number (up to SPAN), one
-    seq each. Its ``rank`` is NULL, ``data`` the JSON list of each state as ``[rank, state,
-    host, pid]`` and ``gaps`` zeros (consecutive seqs, one time); readers make each state's
-    :class:`~..events.RankEvent` of it (see ``eventmerge.expand``)."""
-
-    run_id: str
-    t: float
-    events: Sequence[tuple[int, str, str, int | None]]  # (rank, state, host, pid)
-
-
 class Shared(NamedTuple):
     """The same lines of several ranks of one run and stream (a relay sent them once): each
     rank's lines, with its own times, written as :class:`Lines` would write them, one rank
@@ -121,7 +110,7 @@ def _numbered(seq: int, items: Iterable[Written]) -> Iterator[tuple[int, Written
         seq += (
             len(it.lines)
             if isinstance(it, Lines)
-            else len(it.events)
+            else it.size()
             if isinstance(it, States)
             else len(it.ranks) * len(it.texts)
             if isinstance(it, Shared)
@@ -143,7 +132,8 @@ def write(
             start = _write_lines(db, seq, it, start, groups, rows, codes)
             continue
         if isinstance(it, States):
-            start = _write_states(db, seq, it, start, groups, rows, codes)
+            flush = lambda: _flush(db, groups, rows, codes)  # noqa: E731
+            start = write_states(seq, it, start, SPAN, flush, rows, codes)
             continue
         if isinstance(it, Shared):
             start = _write_shared(db, seq, it, start, groups, rows, codes)
@@ -179,6 +169,11 @@ def _write_lines(
     rows as for one :class:`Item` per line. Returns where the current span starts."""
     i, count = 0, len(it.lines)
     key = (it.run_id, "output", it.rank, it.stream)
+    if count > 1 and key not in groups and seq + count - 1 - start < SPAN:
+        group = _Group.joined(seq, it)  # (one read of a rank's pipe: one time, one row)
+        if group is not None:
+            groups[key] = group
+            return start
     while i < count:  # (a row ends at its size, a span's end, or a line with a \n)
         if seq + i - start >= SPAN:
             _flush(db, groups, rows, codes)
@@ -240,35 +235,6 @@ def _write_shared(
     return start
 
 
-def _write_states(
-    db: sqlite3.Connection,
-    seq: int,
-    it: States,
-    start: int,
-    groups: dict[Any, _Group],
-    rows: list[tuple[Any, ...]],
-    codes: Codes,
-) -> int:
-    """:func:`write`'s work for ``it``: one row per SPAN of its states (one in practice).
-    Returns where the current span starts."""
-    run, kind = codes.run(it.run_id), codes.code("rank")
-    for i in range(0, len(it.events), SPAN):
-        part = it.events[i : i + SPAN]
-        first, last = seq + i, seq + i + len(part) - 1
-        if last - start >= SPAN:
-            _flush(db, groups, rows, codes)
-            start = first
-        if len(part) == 1:  # as one RankEvent's row
-            (rank, state, host, pid), t = part[0], it.t
-            one = {"kind": "rank", "run_id": it.run_id, "rank": rank, "t": t, "state": state,
-                   "host": host, "pid": pid}  # fmt: skip
-            rows.append((last, 0, run, kind, rank, None, t, None, None, json.dumps(one)))
-            continue
-        gaps, data = bytes(2 * (len(part) - 1)), json.dumps(part)
-        rows.append((last, last - first, run, kind, None, None, it.t, gaps, None, data))
-    return start
-
-
 def _flush(
     db: sqlite3.Connection,
     groups: dict[Any, _Group],
@@ -295,6 +261,24 @@ class _Group:
         self.parts = [it.text or it.data or ""]  # the events' text (output) or values (metric)
         self.gaps = bytearray()
         self.size = len(self.parts[0].encode())
+
+    @classmethod
+    def joined(cls, seq: int, it: Lines) -> _Group | None:
+        """The row :meth:`extend` would make of all of ``it``'s lines (from ``seq`` on), made
+        from their text joined once, where they are at one time and fit one row; else None."""
+        n = len(it.lines)
+        times, texts = zip(*it.lines, strict=True)
+        t = times[0]
+        if times.count(t) != n:
+            return None
+        joined = "\n".join(texts)
+        size = (len(joined) if joined.isascii() else len(joined.encode())) + 2 * (n - 1)
+        if size > ROW_BYTES or joined.count("\n") != n - 1:
+            return None
+        group = cls(seq, Item(it.run_id, "output", it.rank, t, it.stream, texts[0]))
+        group.parts, group.gaps, group.size = list(texts), bytearray(2 * (n - 1)), size
+        group.last_seq = seq + n - 1
+        return group
 
     def add(self, seq: int, it: Item) -> bool:
         """Add ``it`` unless the row would pass ROW_BYTES."""

@@ -10,7 +10,10 @@ lacks them; a jupyter-distributed of layout 2 then refuses the file as newer, no
 Version 4 keeps a probe's pairs apart from its run's summary (:mod:`.probestore`). Version 5 adds
 the ``notices`` of what the size budget pruned (:mod:`.budget`), which the schema creates.
 Version 6 records a run's ranks as spans (:mod:`.rankspans`): ``ranks`` gains ``last`` and
-``set_id`` (NULL in every older row: a rank's own row, as before).
+``set_id`` (NULL in every older row: a rank's own row, as before). Version 7 lets a row of
+rank states (``staterows.States``) hold spans, ``ranks 0-124: running, done``, which an older
+reader would misread: nothing to migrate (older rows read as before), the version refuses
+older readers.
 """
 
 from __future__ import annotations

@@ -160,7 +160,7 @@ class Queries:
             elif e.kind == "metric":
                 event = {"kind": e.kind, "run_id": rid, "rank": e.rank, "t": e.t}
                 out.append((e.seq, {**event, "values": e.data}))
-            elif e.kind == "rank" and e.data and "run_id" not in e.data:  # (eventrows.States)
+            elif e.kind == "rank" and e.data and "run_id" not in e.data:  # (staterows.States)
                 out.append((e.seq, {"kind": "rank", "run_id": rid, **e.data}))
             else:
                 out.append((e.seq, dict(e.data or {})))

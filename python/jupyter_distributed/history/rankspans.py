@@ -35,9 +35,11 @@ class Sets:
         self._last: tuple[object, int] | None = None
         self._each: tuple[int, dict[int, tuple[str, Any, str]]] | None = None
         self.bounds: dict[str, list[tuple[int, int]]] = {}  # a run's spans' (first, last)
+        # a new run's rows but for its id and time, as made last (coordinates, ranks, set)
+        self.shapes: tuple[object, list[int], int | None, list[tuple[Any, ...]]] | None = None
 
     def clear(self) -> None:  # (a transaction rolled back: the rows may be gone)
-        self._last = self._each = None
+        self._last = self._each = self.shapes = None
         self.bounds.clear()
 
     def of(self, db: sqlite3.Connection, coords: dict[int, dict[str, Any]]) -> int:
@@ -70,21 +72,32 @@ def create(
     sets: Sets,
 ) -> None:
     """Insert a new run's ``ranks`` rows: spans where :data:`SPAN_MIN` or more consecutive
-    ranks share a host and a node, a row of its own for any other rank."""
+    ranks share a host and a node, a row of its own for any other rank. A cluster's runs have
+    the same rows but for their id and time: they are worked out once (kept in ``sets``)."""
     coords = coords or {}
     set_id = sets.of(db, coords) if coords and len(ranks) >= SPAN_MIN else None
+    kept = sets.shapes
+    if kept is None or kept[0] is not coords or kept[2] != set_id or kept[1] != ranks:
+        kept = sets.shapes = (coords, list(ranks), set_id, _shapes(ranks, coords, set_id))
+    shapes = kept[3]
+    rows = [(run_id, r, h, p, "starting", c, started, None, la, s) for r, h, p, c, la, s in shapes]
+    db.executemany(_INSERT, rows)
+    sets.bounds[run_id] = [(r[0], r[4]) for r in shapes if r[4] is not None]
+
+
+def _shapes(
+    ranks: list[int], coords: dict[int, dict[str, Any]], set_id: int | None
+) -> list[tuple[Any, ...]]:
+    """:func:`create`'s rows as ``(rank, host, pid, coords, last, set_id)``."""
     rows: list[tuple[Any, ...]] = []
     group: list[int] = []
 
     def flush() -> None:
         if len(group) >= SPAN_MIN and set_id is not None:
             host = coords.get(group[0], {}).get("host", "")
-            rows.append((run_id, group[0], host, None, "starting", None, started, None,
-                         group[-1], set_id))  # fmt: skip
+            rows.append((group[0], host, None, None, group[-1], set_id))
         else:
-            rows.extend(
-                _own(run_id, r, _of(coords.get(r, {})), "starting", started, None) for r in group
-            )
+            rows.extend((r, *_of(coords.get(r, {})), None, None) for r in group)
 
     def where(rank: int) -> tuple[Any, Any]:  # (a node's ranks are one span: its relay's)
         c = coords.get(rank, {})
@@ -96,8 +109,7 @@ def create(
             group = []
         group.append(rank)
     flush()
-    db.executemany(_INSERT, rows)
-    sets.bounds[run_id] = [(r[1], r[8]) for r in rows if r[8] is not None]
+    return rows
 
 
 def _of(c: dict[str, Any]) -> tuple[str, Any, str]:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
-from ..events import ErrorEvent, Event, RankEvent, RankStates, RunEvent
+from ..events import ErrorEvent, Event, RankEvent, RankStates, RunEvent, StateSpan
 from . import rankspans
 
 _RUN = "UPDATE runs SET state=?, ended=COALESCE(?, ended), message=? WHERE id=?"
@@ -37,7 +38,7 @@ class RowUpdates:
         for e in events:
             if isinstance(e, RankEvent):
                 self._last[e.run_id, e.rank] = (e, e.host, e.pid)
-            elif isinstance(e, RankStates):  # (each state: its own tuple)
+            elif isinstance(e, RankStates):  # (each state: its own tuple; spans: not kept)
                 self._last.update(((e.run_id, s[0]), (s, s[2], s[3])) for s in e.states)
         self._ops: list[tuple[str, list[tuple[Any, ...]]]] = []
 
@@ -68,8 +69,9 @@ class RowUpdates:
             for *args, count, each in rows:  # a range's rows as one statement, where it can
                 held = rankspans.set_range(db, sets, *args)
                 if held + db.execute(_RANGE, args).rowcount != count:
-                    rankspans.single(db, sets, ((row[-2], row[-1]) for row in each))
-                    db.executemany(_RANK, each)
+                    one_by_one = each()
+                    rankspans.single(db, sets, ((row[-2], row[-1]) for row in one_by_one))
+                    db.executemany(_RANK, one_by_one)
 
     def _states(self, ev: RankStates) -> None:
         """A reduction's states: a run of consecutive ranks ending in one state on one host
@@ -91,6 +93,15 @@ class RowUpdates:
             run.append(row)
         if run:
             self._range(run)
+        for span in ev.spans:  # a span's last state, at once
+            first, last, states, host, pids = span
+            each = partial(_span_rows, run_id, t, span)
+            if last - first + 1 < RANGE_MIN or None in pids:
+                for one in each():
+                    self._op(_RANK, one)
+            else:
+                count = last - first + 1
+                self._op(_RANGE, (states[-1].value, t, run_id, first, last, host, count, each))
 
     def _range(self, rows: list[tuple[Any, ...]]) -> None:
         if len(rows) < RANGE_MIN:
@@ -98,7 +109,7 @@ class RowUpdates:
                 self._op(_RANK, row)
             return
         value, t, host, _, _, run_id, first = rows[0]
-        self._op(_RANGE, (value, t, run_id, first, rows[-1][6], host, len(rows), rows))
+        self._op(_RANGE, (value, t, run_id, first, rows[-1][6], host, len(rows), lambda: rows))
 
     def _op(self, sql: str, row: tuple[Any, ...]) -> None:
         if self._ops and self._ops[-1][0] == sql:
@@ -111,3 +122,10 @@ class RowUpdates:
         ``host`` and ``pid``) had been applied before it: every column ``ev`` sets is set again."""
         final, final_host, final_pid = self._last[run_id, rank]
         return final is not ev and final_host == host and final_pid == pid
+
+
+def _span_rows(run_id: str, t: float, span: StateSpan) -> list[tuple[Any, ...]]:
+    """A span's ranks' rows set one by one, each to the span's last state."""
+    first, _last, states, host, pids = span
+    value = states[-1].value
+    return [(value, t, host, host, pid, run_id, first + i) for i, pid in enumerate(pids)]

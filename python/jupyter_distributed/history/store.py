@@ -29,7 +29,7 @@ from ..events import (
     SharedLines,
 )
 from ..pids import pid_alive
-from . import eventrows, migrate, probestore, rankspans, reaper, rowkeys, storefile
+from . import eventrows, migrate, probestore, rankspans, reaper, rowkeys, staterows, storefile
 from .budget import Bounds
 from .coordination import Coordination
 from .queries import Queries
@@ -290,8 +290,8 @@ class Store(Queries, Coordination, Bounds):
                     count += len(ev.ranks) * len(ev.texts)
                     continue
                 if isinstance(ev, RankStates):  # a relay's reduction: one row
-                    items.append(eventrows.States(ev.run_id, ev.t, ev.rows()))
-                    count += len(ev.states)
+                    items.append(staterows.States(ev.run_id, ev.t, ev.rows(), ev.span_rows()))
+                    count += ev.count
                     updates.add(ev)
                     continue
                 count += 1

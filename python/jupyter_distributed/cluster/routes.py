@@ -1,0 +1,64 @@
+"""Who a message to some ranks goes to, worked out once per cluster (issue 26).
+
+A cell on 1,000 ranks names them all: each rank's connection (its control channel, or its
+cell socket for what its main thread takes), its signed name, and whether those connections
+are a few relays' (one message for all, signed once). The ranks and their connections rarely
+change between cells, so what was worked out last is kept, and used again where the same
+ranks are still reached through the same connections (checked in one pass, without a Python
+step per rank); otherwise it is worked out again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Protocol
+
+from ..protocol.signing import cell_name, rank_name
+from .cellpeers import CellPeer
+
+Peer = bytes | CellPeer
+
+
+class Connections(Protocol):
+    peers: dict[int, bytes]
+    cell_peers: dict[int, Peer]
+
+
+class Routes:
+    """The last routes worked out, for messages to the ranks' main threads and to their
+    control channels. Safe from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # per kind: (ranks, each rank's connection or None, what was worked out of them)
+        self._kept: dict[bool, tuple[tuple[int, ...], list[Peer | None], _Route]] = {}
+
+    def of(self, ranks: Sequence[int], main: bool, conns: Connections) -> _Route:
+        """``(peers, names, relays, reached)``: each reached rank with its connection, their
+        signed names, the relays' connections where every one goes through a relay ([]
+        otherwise), and the reached ranks (``main``: the ranks' cell sockets)."""
+        table: dict[int, Peer] = conns.cell_peers if main else conns.peers  # type: ignore[assignment]
+        key = tuple(ranks)
+        got = list(map(table.get, key))
+        with self._lock:
+            kept = self._kept.get(main)
+            if kept is not None and kept[0] == key and kept[1] == got:
+                return kept[2]
+        peers = [(r, p) for r, p in zip(key, got, strict=True) if p is not None]
+        name = cell_name if main else rank_name
+        route = (peers, [name(r) for r, _ in peers], _shared(peers), [r for r, _ in peers])
+        with self._lock:
+            self._kept[main] = (key, got, route)
+        return route
+
+
+_Route = tuple[list[tuple[int, Peer]], list[str], list[bytes], list[int]]
+
+
+def _shared(peers: Sequence[tuple[int, Peer]]) -> list[bytes]:
+    """The relays' connections, where ``peers`` go through relays (several ranks on one
+    ZeroMQ connection: a relay's); [] where each rank has its own connection (no relays)."""
+    ids = [p for _, p in peers if isinstance(p, bytes)]
+    distinct = list(dict.fromkeys(ids))
+    return distinct if len(ids) == len(peers) and len(distinct) < len(ids) else []

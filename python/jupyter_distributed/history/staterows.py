@@ -1,0 +1,105 @@
+"""How a relay's reduction of rank states lies in the ``events`` table (see :mod:`.eventrows`):
+one row of kind ``rank`` for many ranks' states, each state its own seq."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+from .rowkeys import Codes
+
+#: A span of rank states as :class:`States` holds it: (first, last, states, host, pids).
+SpanRow = tuple[int, int, list[str], str, list[int | None]]
+
+
+class States(NamedTuple):
+    """Rank states of one run at one time, as one relay's reduction brought them (a node's
+    ranks' ends of a cell): ONE row of kind ``rank`` whatever their number (up to SPAN), one
+    seq each. Its ``rank`` is NULL, ``data`` the JSON list of each state as ``[rank, state,
+    host, pid]``, then of each span as ``{"first": 0, "last": 124, "states": ["running",
+    "done"], "host": ..., "pids": [...]}`` (each of its ranks in turn took those states:
+    layout 7), and ``gaps`` zeros (consecutive seqs, one time); readers make each state's
+    :class:`~..events.RankEvent` of it (see ``eventmerge.expand``)."""
+
+    run_id: str
+    t: float
+    events: Sequence[tuple[int, str, str, int | None]]  # (rank, state, host, pid)
+    spans: Sequence[SpanRow] = ()
+
+    def size(self) -> int:
+        """How many seqs (states) these take."""
+        return len(self.events) + sum((s[1] - s[0] + 1) * len(s[2]) for s in self.spans)
+
+
+def write_states(
+    seq: int,
+    it: States,
+    start: int,
+    span: int,
+    flush: Callable[[], None],
+    rows: list[tuple[Any, ...]],
+    codes: Codes,
+) -> int:
+    """``eventrows.write``'s work for ``it`` at ``seq`` on: one row per ``span`` seqs of its
+    states (one in practice), added to ``rows`` (``flush`` writes what is held first, where
+    a row would reach past the current span of rows). Returns where that span now starts."""
+    run, kind = codes.run(it.run_id), codes.code("rank")
+    for i in range(0, len(it.events), span):
+        part = it.events[i : i + span]
+        first, last = seq + i, seq + i + len(part) - 1
+        if last - start >= span:
+            flush()
+            start = first
+        if len(part) == 1:  # as one RankEvent's row
+            (rank, state, host, pid), t = part[0], it.t
+            one = {"kind": "rank", "run_id": it.run_id, "rank": rank, "t": t, "state": state,
+                   "host": host, "pid": pid}  # fmt: skip
+            rows.append((last, 0, run, kind, rank, None, t, None, None, json.dumps(one)))
+            continue
+        gaps, data = bytes(2 * (len(part) - 1)), json.dumps(part)
+        rows.append((last, last - first, run, kind, None, None, it.t, gaps, None, data))
+    seq += len(it.events)
+    entries: list[dict[str, Any]] = []
+    size = 0
+    for entry in _span_entries(it.spans, span):  # as few rows as span allows (one in practice)
+        n = (entry["last"] - entry["first"] + 1) * len(entry["states"])
+        if entries and size + n > span:
+            start = _span_row(seq, it.t, entries, size, start, span, flush, rows, (run, kind))
+            seq, entries, size = seq + size, [], 0
+        entries.append(entry)
+        size += n
+    if entries:
+        start = _span_row(seq, it.t, entries, size, start, span, flush, rows, (run, kind))
+    return start
+
+
+def _span_entries(spans: Sequence[SpanRow], span: int) -> Iterator[dict[str, Any]]:
+    """Each span of ranks as a row's entry, cut where one would take more than ``span``."""
+    for first, _last, states, host, pids in spans:
+        step = max(1, span // len(states))
+        for i in range(0, len(pids), step):
+            part = pids[i : i + step]
+            yield {"first": first + i, "last": first + i + len(part) - 1, "states": states,
+                   "host": host, "pids": part}  # fmt: skip
+
+
+def _span_row(
+    seq: int,
+    t: float,
+    entries: list[dict[str, Any]],
+    size: int,
+    start: int,
+    span: int,
+    flush: Callable[[], None],
+    rows: list[tuple[Any, ...]],
+    codes: tuple[int, int],
+) -> int:
+    """One row of spans' entries taking ``size`` seqs from ``seq`` on."""
+    last = seq + size - 1
+    if last - start >= span:
+        flush()
+        start = seq
+    gaps, data = bytes(2 * (size - 1)), json.dumps(entries)
+    rows.append((last, size - 1, *codes, None, None, t, gaps, None, data))
+    return start

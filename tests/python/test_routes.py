@@ -1,0 +1,41 @@
+"""Who a cell goes to is worked out once per cluster and used again (issue 26), but never
+after a rank's connection changed: a rank heard from on another relay, or not reached yet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from jupyter_distributed.cluster.cellpeers import CellPeer
+from jupyter_distributed.cluster.routes import Routes
+
+
+@dataclass
+class Conns:
+    peers: dict[int, bytes] = field(default_factory=dict)
+    cell_peers: dict[int, bytes | CellPeer] = field(default_factory=dict)
+
+
+def test_a_route_is_kept_while_the_connections_stay_and_made_again_when_one_moves() -> None:
+    conns, routes = Conns(), Routes()
+    conns.peers.update({0: b"a", 1: b"a", 2: b"b", 3: b"b"})
+    first = routes.of([0, 1, 2, 3], False, conns)
+    assert first == ([(0, b"a"), (1, b"a"), (2, b"b"), (3, b"b")], ["r0", "r1", "r2", "r3"],
+                     [b"a", b"b"], [0, 1, 2, 3])  # fmt: skip
+    assert routes.of((0, 1, 2, 3), False, conns) is first  # the same ranks and connections
+    conns.peers[3] = b"c"  # rank 3 heard from through another relay
+    assert routes.of([0, 1, 2, 3], False, conns)[2] == [b"a", b"b", b"c"]
+    del conns.peers[1]  # (not reached: skipped)
+    _, names, relays, reached = routes.of([0, 1, 2, 3], False, conns)
+    assert reached == [0, 2, 3] and names == ["r0", "r2", "r3"]
+    assert relays == []  # (a connection each now: no relay is shared)
+    assert routes.of([0, 2], False, conns)[3] == [0, 2]  # other ranks: worked out again
+
+
+def test_the_main_threads_routes_are_the_cell_sockets_and_apart() -> None:
+    conns, routes = Conns(), Routes()
+    conns.peers.update({0: b"a", 1: b"b"})
+    conns.cell_peers.update({0: b"x", 1: b"y"})
+    assert routes.of([0, 1], False, conns)[1] == ["r0", "r1"]
+    peers, names, relays, _ = routes.of([0, 1], True, conns)
+    assert (peers, names, relays) == ([(0, b"x"), (1, b"y")], ["c0", "c1"], [])  # one each
+    assert routes.of([0, 1], False, conns)[0] == [(0, b"a"), (1, b"b")]

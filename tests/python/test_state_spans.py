@@ -1,0 +1,178 @@
+"""A reduction's plain ends recorded as spans of rank states (issue 26, layout 7): "ranks 0-124:
+running, done" is one entry of one history row, not 250 ``[rank, state, host, pid]``. Every
+reader gets each rank's states back as when they were written one by one: the same writes go
+to two stores, one with the spans and one with each state alone; what their readers give
+(the live stream, ``Store.ranks``, ``%distributed runs``, the logs) must be the same."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jupyter_distributed import textviews
+from jupyter_distributed.cluster.fancompact import Compacting
+from jupyter_distributed.events import (
+    OutputEvent,
+    RankEvent,
+    RankState,
+    RankStates,
+    Recorded,
+    RunEvent,
+    RunState,
+    Stream,
+)
+from jupyter_distributed.history import eventrows, storefile
+from jupyter_distributed.history.store import RunRecord, Store
+from jupyter_distributed.interface import RankInfo
+
+from .test_rank_spans import COORDS, LAYOUT, NODES, N
+
+PER = N // NODES
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> Iterator[tuple[Store, Store]]:
+    """A store written with spans, and one with each state alone."""
+    pair = Store(tmp_path / "spans.sqlite"), Store(tmp_path / "alone.sqlite")
+    yield pair
+    for store in pair:
+        store.close()
+
+
+def infos(running: set[int] | frozenset[int] = frozenset()) -> dict[int, RankInfo]:
+    out = {}
+    for r in range(N):
+        c = COORDS[r]
+        info = RankInfo(r, str(c["host"]), int(c["pid"]), "idle", LAYOUT.coords(r))
+        info.state = "running" if r in running else "idle"
+        out[r] = info
+    return out
+
+
+def reduction(run_id: str, ranks: list[int], info: dict[int, RankInfo], t: float) -> RankStates:
+    """What the kernel's intake makes of a relay's plain ends of ``ranks`` (as ranges)."""
+    compacting = Compacting()
+    compacting.ended(info, run_id, ranks, t)
+    events: list[Recorded] = []
+    compacting.close(events, [], 0)
+    (states,) = events
+    assert isinstance(states, RankStates)
+    return states
+
+
+def one_by_one(states: RankStates) -> RankStates:
+    """The same states, each alone (the rows as before layout 7)."""
+    return RankStates(states.run_id, states.t, states.each())
+
+
+def rank_rows(store: Store) -> int:
+    sql = "SELECT COUNT(*) FROM events WHERE kind=(SELECT code FROM codes WHERE name='rank')"
+    ((count,),) = store._query(sql)
+    return int(count)
+
+
+def write(store: Store, cells: list[list[Recorded]]) -> None:
+    for i, batch in enumerate(cells):
+        run_id = f"run-{i}"
+        store.create_run(RunRecord(run_id, "local", N, list(range(N)), started=float(i)), COORDS)
+        store.append(batch)
+        store.append([RunEvent(run_id, i + 0.9, RunState.COMPLETED)])
+
+
+def test_a_nodes_plain_ends_are_one_entry_and_every_reader_sees_each_ranks_states(
+    stores: tuple[Store, Store],
+) -> None:
+    # rank 3 said it ran (no second "running"), rank 130 is elsewhere (its own span), and
+    # rank 260 has no pid: the spans split there, and the ranks' rows are set one by one
+    info = infos(running={3, 4, 5})
+    info[130].host = "elsewhere"
+    info[260].pid = None
+    cells: list[list[Recorded]] = []
+    for i in range(2):
+        run_id, batch = f"run-{i}", list[Recorded]()
+        batch.append(OutputEvent(run_id, 0, i + 0.1, Stream.STDOUT, "a line"))
+        for node in range(NODES):
+            ranks = list(range(node * PER, (node + 1) * PER))
+            batch.append(reduction(run_id, ranks, info, i + 0.5))
+            for r in ranks:
+                info[r].state = "running" if r in (3, 4, 5) else "idle"
+        batch.append(RankEvent(run_id, 7, i + 0.6, RankState.RUNNING, "node0", 1007))
+        cells.append(batch)
+    spans, alone = stores
+    write(spans, cells)
+    write(alone, [[one_by_one(e) if isinstance(e, RankStates) else e for e in b] for b in cells])
+
+    everything = 10**5
+    assert spans.events_after(0, None, everything) == alone.events_after(0, None, everything)
+    for run_id in ("run-0", "run-1"):
+        assert spans.events_after(0, run_id, 10**5) == alone.events_after(0, run_id, 10**5)
+        assert spans.events_after(7, run_id) == alone.events_after(7, run_id)  # (pages)
+        assert spans.ranks(run_id) == alone.ranks(run_id)
+        assert spans.logs(run_id) == alone.logs(run_id)
+    assert textviews.runs(spans, 5) == textviews.runs(alone, 5)
+    states = [e for _, e in spans.events_after(0, "run-1", 10**5) if e["kind"] == "rank"]
+    assert len(states) == 2 * N - 3 + 1  # each rank running then done (3 ran already), rank 7
+    assert [e["state"] for e in states if e["rank"] == 3] == ["done"]
+    assert [e["state"] for e in states if e["rank"] == 9] == ["running", "done"]
+    assert {(e["host"], e["pid"]) for e in states if e["rank"] in (130, 260)} == {
+        ("elsewhere", 1130),
+        ("node2", None),
+    }
+    got = {r.rank: (r.state, r.host) for r in spans.ranks("run-1")}
+    assert got[7] == ("running", "node0") and got[130] == ("done", "elsewhere")
+    assert {s for r, (s, _) in got.items() if r != 7} == {"done"}
+    assert rank_rows(spans) == rank_rows(alone) == 2 * (NODES + 1)  # a row per node, rank 7's
+    assert data_size(spans) * 4 < data_size(alone)  # spans, not a list per state
+
+
+def data_size(store: Store) -> int:
+    sql = "SELECT SUM(LENGTH(data)) FROM events WHERE rank IS NULL"
+    ((size,),) = store._query(sql)
+    return int(size)
+
+
+def test_a_span_wider_than_a_row_is_cut_into_rows_read_back_in_order(tmp_path: Path) -> None:
+    store = Store(tmp_path / "h.sqlite")
+    n = eventrows.SPAN + 10  # two states each: 3 rows
+    coords = {r: {"host": "one", "pid": r + 1} for r in range(n)}
+    info = {r: RankInfo(r, "one", r + 1, "idle", LAYOUT.coords(0)) for r in range(n)}
+    try:
+        store.create_run(RunRecord("r", "local", n, list(range(n)), started=0.0), coords)
+        states = reduction("r", list(range(n)), info, 1.0)
+        assert store.append([states]) == 2 * n
+        events = [e for _, e in store.events_after(0, "r", 10**5) if e["kind"] == "rank"]
+        assert events == [e.to_json() for e in states.events()]
+        assert rank_rows(store) == 3
+        assert {r.state for r in store.ranks("r")} == {"done"}
+    finally:
+        store.close()
+
+
+def test_an_older_reader_refuses_the_layout_and_an_older_store_reads_as_before(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "h.sqlite"
+    store = Store(path)
+    store.create_run(RunRecord("r", "local", 2, [0, 1], started=0.0), COORDS)
+    old = RankStates(
+        "r", 1.0, [(0, RankState.DONE, "node0", 1000), (1, RankState.DONE, "node0", 1001)]
+    )
+    store.append([old])
+    store.close()
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version=6")  # (a layout 6 store: its rows are all per state)
+    db.commit()
+    db.close()
+    store = Store(path)
+    try:
+        assert store._query("PRAGMA user_version") == [(storefile.SCHEMA_VERSION,)]
+        assert storefile.SCHEMA_VERSION >= 7
+        got = [
+            (e["rank"], e["state"]) for _, e in store.events_after(0, "r") if e["kind"] == "rank"
+        ]
+        assert got == [(0, "done"), (1, "done")]
+    finally:
+        store.close()

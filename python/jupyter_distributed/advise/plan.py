@@ -12,6 +12,7 @@ from typing import Any
 from .calibrate import apply, calibrated_note
 from .comm import Links, fit_links
 from .enumerate import Candidate, Row, candidates, dominant
+from .framework import fsdp_seconds
 from .intake import DTYPE_BYTES, AdviseError, Analytic, ModelInfo, from_factory, from_numbers
 from .memory import OPTIMIZER_STATES, analytic_parts, layout_memory
 from .parts import Parts
@@ -223,7 +224,12 @@ def _row(
         c.interleaved, margin, OPTIMIZER_STATES[optimizer], gloo,
     )  # fmt: skip
     computes = _compute(info, c.pp, seq, cluster.procs_per_node, micro, sampled)
-    parts, comm_name = step_parts(info, c, micro, computes, links, cluster.procs_per_node)
+    fsdp = None
+    if c.strategy == "fsdp" and info.factory is not None:
+        threads, oversub = rank_threads(cluster.procs_per_node)
+        timed = fsdp_seconds(info.factory, seq, threads, micro, c.dp)
+        fsdp = (timed[0] * oversub, timed[1] * oversub) if timed else None
+    parts, comm_name = step_parts(info, c, micro, computes, links, cluster.procs_per_node, fsdp)
     raw_parts, raw_memory = parts, memory
     if calibration is not None:
         parts = apply(parts, c.strategy, calibration)

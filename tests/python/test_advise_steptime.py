@@ -1,0 +1,77 @@
+"""The advisor's step time by component: FSDP's framework work is in the prediction, a gloo
+send costs a call of the library, and one calibration trial fits each component so that it
+carries to layouts of other shapes (no processes: in-process timing and plain rows)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from jupyter_distributed.advise import advise  # noqa: E402
+from jupyter_distributed.advise.calibrate import apply, fit  # noqa: E402
+from jupyter_distributed.advise.comm import Links  # noqa: E402
+
+PROBE = {  # 2 ranks, one intra-node pair, an all_reduce curve with a 0.5 ms call overhead
+    "run_id": "probe-1",
+    "world_size": 2,
+    "pairs": [{"a": 0, "b": 1, "link": "intra", "latency_us": 40.0, "bandwidth_gbs": 1.5}],
+    "allreduce": [{"bytes": 1024, "seconds": 5e-4}, {"bytes": 1 << 20, "seconds": 1.5e-3}],
+}
+
+
+def _deep() -> Any:  # many small units: FSDP's hooks outweigh the block
+    return torch.nn.Sequential(
+        *[torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.Tanh()) for _ in range(8)]
+    )
+
+
+def test_fsdp_step_includes_what_the_framework_adds() -> None:
+    """Under FSDP2 a block of many small units runs hooks and copies per unit that the plain
+    block timed alone leaves out; the prediction times them (no-op collectives) as a part."""
+    api = advise(_deep, global_batch=8, procs_per_node=2, probe=PROBE)
+    by = {r.candidate.name: r for r in api.layouts}
+    fsdp = by["fsdp dp2"].parts_s
+    assert fsdp["framework"] > 0.5 * fsdp["compute"]
+    assert "framework" not in by["ddp dp2"].parts_s
+    assert not torch.distributed.is_initialized()  # the fake group is gone again
+
+
+def test_a_pipeline_send_costs_a_call_of_the_library() -> None:
+    """A gloo send is a call like an all_reduce: its overhead on these ranks is the probe
+    curve's, not the pairs' best one-way latency (5-10x below it here)."""
+    links = Links({"intra": 40e-6}, {"intra": 1.5e9}, "p", (5e-4, 1e9), 2, {"intra": 60e-6})
+    assert links.p2p(0, spans_nodes=False) == pytest.approx(5e-4)
+    across = Links({"inter": 40e-6}, {"inter": 1.5e9}, "p", (5e-4, 1e9), 2, {"inter": 60e-6})
+    assert across.p2p(0, spans_nodes=True) == pytest.approx(60e-6)  # no curve across nodes
+
+
+def _row(strategy: str, compute: float, comm: float, **measured: float) -> dict[str, Any]:
+    return {
+        "strategy": strategy,
+        "predicted_parts_s": {"compute": compute, "communication": comm},
+        "predicted_bytes": {"total": 1},
+        "measured": {"gib": 0.0, **measured} if measured else None,
+    }
+
+
+def test_one_trial_fits_compute_and_communication_apart() -> None:
+    """One measured layout: its ranks' plain block ran 2x the advisor's time (their share of
+    the cores), and the rest of its step says communication costs 3x: a layout of another
+    shape (more communication) is predicted from both factors, not one scalar."""
+    trial = _row("ddp", 2.0, 1.0, step_s=7.0, plain_s=0.2, plain_predicted_s=0.1)
+    fitted = fit([trial])
+    assert fitted is not None
+    assert fitted["compute"] == pytest.approx(2.0)
+    assert fitted["communication"] == pytest.approx(3.0)
+    other = apply({"compute": 1.0, "bubble": 0.5, "communication": 4.0}, "model-parallel", fitted)
+    assert sum(other.values()) == pytest.approx(2 * 1.5 + 3 * 4.0)
+
+
+def test_without_the_ranks_compute_timing_one_factor_is_fitted() -> None:
+    """Rows stored before the ranks timed their plain block: one shared factor, as before."""
+    fitted = fit([_row("ddp", 2.0, 1.0, step_s=6.0)])
+    assert fitted is not None
+    assert fitted["compute"] == pytest.approx(2.0) == fitted["communication"]

@@ -12,7 +12,7 @@ from typing import Any
 from .calibrate import apply, calibrated_note
 from .comm import Links, fit_links
 from .enumerate import Candidate, Row, candidates, dominant
-from .framework import fsdp_seconds
+from .framework import ddp_seconds, fsdp_seconds
 from .intake import DTYPE_BYTES, AdviseError, Analytic, ModelInfo, from_factory, from_numbers
 from .memory import OPTIMIZER_STATES, analytic_parts, layout_memory
 from .parts import Parts
@@ -211,6 +211,21 @@ def _compute(
     return tuple(c.scaled(oversub) for c in timed)
 
 
+def _wrapped(
+    info: ModelInfo, c: Candidate, seq: int | None, procs_per_node: int, micro: int,
+    plain: Compute,
+) -> tuple[float, float] | None:  # fmt: skip
+    """Forward+backward and optimizer seconds under the strategy's wrapper, timed here."""
+    if info.factory is None or c.strategy not in ("ddp", "fsdp"):
+        return None
+    threads, oversub = rank_threads(procs_per_node)
+    if c.strategy == "fsdp":
+        timed = fsdp_seconds(info.factory, seq, threads, micro, c.dp)
+        return (timed[0] * oversub, timed[1] * oversub) if timed else None
+    ddp = ddp_seconds(info.factory, seq, threads, micro)
+    return (ddp * oversub, plain.optimizer) if ddp else None
+
+
 def _row(
     info: ModelInfo, c: Candidate, cluster: Cluster, links: Links | None,
     global_batch: int, seq: int | None, optimizer: str, margin: float,
@@ -224,12 +239,8 @@ def _row(
         c.interleaved, margin, OPTIMIZER_STATES[optimizer], gloo,
     )  # fmt: skip
     computes = _compute(info, c.pp, seq, cluster.procs_per_node, micro, sampled)
-    fsdp = None
-    if c.strategy == "fsdp" and info.factory is not None:
-        threads, oversub = rank_threads(cluster.procs_per_node)
-        timed = fsdp_seconds(info.factory, seq, threads, micro, c.dp)
-        fsdp = (timed[0] * oversub, timed[1] * oversub) if timed else None
-    parts, comm_name = step_parts(info, c, micro, computes, links, cluster.procs_per_node, fsdp)
+    wrapped = _wrapped(info, c, seq, cluster.procs_per_node, micro, computes[0])
+    parts, comm_name = step_parts(info, c, micro, computes, links, cluster.procs_per_node, wrapped)
     raw_parts, raw_memory = parts, memory
     if calibration is not None:
         parts = apply(parts, c.strategy, calibration)

@@ -60,17 +60,29 @@ def _row(strategy: str, compute: float, comm: float, **measured: float) -> dict[
     }
 
 
-def test_one_trial_fits_compute_and_communication_apart() -> None:
-    """One measured layout: its ranks' plain block ran 2x the advisor's time (their share of
-    the cores), and the rest of its step says communication costs 3x: a layout of another
-    shape (more communication) is predicted from both factors, not one scalar."""
+def test_one_trial_scales_by_the_ranks_measured_share_of_the_cores() -> None:
+    """One measured layout whose ranks ran the plain block at 2x the advisor's time (their
+    share of the cores now): every part of other layouts scales by that measured 2, not by the
+    trial's step over its prediction (7/3, which carries the trial's own noise)."""
     trial = _row("ddp", 2.0, 1.0, step_s=7.0, plain_s=0.2, plain_predicted_s=0.1)
     fitted = fit([trial])
     assert fitted is not None
+    assert fitted["compute"] == pytest.approx(2.0) == fitted["communication"]
+    other = apply({"compute": 1.0, "bubble": 0.5, "communication": 4.0}, "model-parallel", fitted)
+    assert sum(other.values()) == pytest.approx(2 * 5.5)
+
+
+def test_three_trials_fit_communication_apart_from_compute() -> None:
+    """With 3 layouts measured, communication is fitted on what the measured share of the
+    cores leaves of their steps: here 3x, while compute is the measured 2x."""
+    rows = [
+        _row(s, c, m, step_s=2 * c + 3 * m, plain_s=0.2, plain_predicted_s=0.1)
+        for s, c, m in (("ddp", 2.0, 1.0), ("fsdp", 1.0, 2.0), ("model-parallel", 1.0, 0.5))
+    ]
+    fitted = fit(rows)
+    assert fitted is not None
     assert fitted["compute"] == pytest.approx(2.0)
     assert fitted["communication"] == pytest.approx(3.0)
-    other = apply({"compute": 1.0, "bubble": 0.5, "communication": 4.0}, "model-parallel", fitted)
-    assert sum(other.values()) == pytest.approx(2 * 1.5 + 3 * 4.0)
 
 
 def test_without_the_ranks_compute_timing_one_factor_is_fitted() -> None:

@@ -39,6 +39,16 @@ def test_fsdp_step_includes_what_the_framework_adds() -> None:
     assert by["ddp dp2"].parts_s["framework"] >= 0  # DDP's reducer, on a one-rank group
     assert "framework" not in by["dp1×pp2 m=1 GPipe"].parts_s
     assert not torch.distributed.is_initialized()  # the fake group is gone again
+    assert not any(n.startswith("NOT TIMED") for n in api.notes)
+
+
+def test_without_the_framework_timed_the_advice_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that already holds a process group cannot time DDP/FSDP's own work here:
+    the advice says what its step times leave out."""
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    api = advise(_deep, global_batch=2, procs_per_node=2, probe=PROBE)
+    assert "framework" not in {k for r in api.layouts for k in r.parts_s}
+    assert any(n.startswith("NOT TIMED: what DDP/FSDP add") for n in api.notes)
 
 
 def test_a_pipeline_send_costs_a_call_of_the_library() -> None:

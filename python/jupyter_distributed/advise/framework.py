@@ -31,16 +31,35 @@ from ..modelshapes import loss_of, sample_input
 from .timing import typical_seconds
 
 
-@functools.lru_cache(maxsize=64)
+def _free() -> bool:
+    """Whether this process may make (and then destroy) the default process group."""
+    import torch.distributed as dist
+
+    return bool(dist.is_available() and not dist.is_initialized())
+
+
 def ddp_seconds(
     factory: Callable[[], Any], seq: int | None, threads: int, micro: int
 ) -> float | None:
     """Seconds of forward+backward of ``factory()`` under DDP on a one-rank gloo group at
     ``micro`` samples; None where it cannot be timed."""
+    return _ddp(factory, seq, threads, micro) if _free() else None
+
+
+def fsdp_seconds(
+    factory: Callable[[], Any], seq: int | None, threads: int, micro: int, world: int
+) -> tuple[float, float] | None:
+    """Seconds of forward+backward and of the optimizer's step of ``factory()`` sharded over
+    ``world`` ranks at ``micro`` samples, collectives excluded; None where it cannot be timed."""
+    return _fsdp(factory, seq, threads, micro, world) if world > 1 and _free() else None
+
+
+@functools.lru_cache(maxsize=64)
+def _ddp(factory: Callable[[], Any], seq: int | None, threads: int, micro: int) -> float | None:
     import torch
     import torch.distributed as dist
 
-    if not dist.is_available() or dist.is_initialized() or not dist.is_gloo_available():
+    if not dist.is_gloo_available():
         return None
     from torch.nn.parallel import DistributedDataParallel
 
@@ -67,16 +86,12 @@ def _forward_backward(model: Any, x: Any) -> None:
 
 
 @functools.lru_cache(maxsize=64)
-def fsdp_seconds(
+def _fsdp(
     factory: Callable[[], Any], seq: int | None, threads: int, micro: int, world: int
 ) -> tuple[float, float] | None:
-    """Seconds of forward+backward and of the optimizer's step of ``factory()`` sharded over
-    ``world`` ranks at ``micro`` samples, collectives excluded; None where it cannot be timed."""
     import torch
     import torch.distributed as dist
 
-    if world < 2 or not dist.is_available() or dist.is_initialized():
-        return None
     try:
         from torch.distributed.fsdp import fully_shard
         from torch.testing._internal.distributed.fake_pg import FakeStore

@@ -128,6 +128,16 @@ def advise(
     notes = _notes(info, precision, links, cluster, margin)
     if sampled is not None:
         notes.append(sampled.note())
+        if any(
+            r.candidate.strategy in ("ddp", "fsdp")
+            and "framework" not in (r.raw_parts_s or r.parts_s)
+            for r in rows
+        ):
+            notes.append(
+                "NOT TIMED: what DDP/FSDP add to the block (hooks, copies, the sharded optimizer "
+                "step), which needs this process free of a process group (or torch's fake "
+                "backend); their step times leave it out"
+            )
     if calibration is not None:
         notes.insert(0, calibrated_note(calibration))
     if not any(r.fits for r in rows):

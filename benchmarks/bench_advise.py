@@ -8,8 +8,10 @@ it lists that fits, measured through its own launch line (``verify``: peak live 
 the median of 10 timed steps per run, ``R`` runs). It prints, per layout, predicted against
 measured step time (with a 95 % interval over the runs) and memory; per scenario, whether the
 top pick is within 5 % of the best measured (or tied with it: intervals overlap) and whether the
-best is in the top 3; and the calibrated error: corrections fitted on the top 2 layouts (what
-``--verify 2`` does) applied to the others. Then the median and worst errors of the suite.
+best is in the top 3; and the calibrated error: corrections fitted on the top layout (one
+trial) and on the top 2 (what ``--verify 2`` does), applied to the others; the load average at
+each scenario's start and end. Then the median and worst errors of the suite. ``--json``
+keeps each layout's predicted parts and the ranks' and the advisor's time of the plain block.
 
 Fixed before measuring: 5 models × 2 ranks × 2 global batches = 20 scenarios (``--quick``:
 the first 4). All on this machine; no published replays here (see RESULTS.md).

@@ -190,8 +190,9 @@ def _notes(
     if load > cores:
         notes.append(
             f"this machine is busy (load average {load:.1f} on {cores} cores): compute was "
-            "timed at its fastest, and ranks here will run slower than predicted; --verify "
-            "measures and calibrates"
+            "timed as a median under this load, which moves from minute to minute, so the "
+            "ranks may run much slower or faster than predicted; --verify measures and "
+            "calibrates"
         )
     return notes
 

@@ -8,8 +8,10 @@ it lists that fits, measured through its own launch line (``verify``: peak live 
 the median of 10 timed steps per run, ``R`` runs). It prints, per layout, predicted against
 measured step time (with a 95 % interval over the runs) and memory; per scenario, whether the
 top pick is within 5 % of the best measured (or tied with it: intervals overlap) and whether the
-best is in the top 3; and the calibrated error: corrections fitted on the top 2 layouts (what
-``--verify 2`` does) applied to the others. Then the median and worst errors of the suite.
+best is in the top 3; and the calibrated error: corrections fitted on the top layout (one
+trial) and on the top 2 (what ``--verify 2`` does), applied to the others; the load average at
+each scenario's start and end. Then the median and worst errors of the suite. ``--json``
+keeps each layout's predicted parts and the ranks' and the advisor's time of the plain block.
 
 Fixed before measuring: 5 models × 2 ranks × 2 global batches = 20 scenarios (``--quick``:
 the first 4). All on this machine; no published replays here (see RESULTS.md).
@@ -22,6 +24,7 @@ import contextlib
 import io
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -75,6 +78,7 @@ def scenario(ip: Any, model: str, n: int, batch: int, repeats: int) -> dict[str,
     session = ip.user_ns["_jd_bench_session"]
     LOG.seek(0)
     LOG.truncate()
+    load_before = os.getloadavg()[0]
     with contextlib.redirect_stdout(LOG), contextlib.redirect_stderr(LOG):
         ip.run_line_magic("distributed", f"probe --quick -n {n}")
         probe = newest_probe(session.store, n, None)
@@ -84,18 +88,24 @@ def scenario(ip: Any, model: str, n: int, batch: int, repeats: int) -> dict[str,
         answer_s = time.perf_counter() - began
         verify(advice, len(advice.layouts), ip, model, None, "adamw", repeats)
     rows = [r for r in advice.layouts if r.measured]
-    top2 = [r.to_json() for r in rows[:2]]
-    fitted = fit(top2)
+    fitted = fit([r.to_json() for r in rows[:2]])
+    one = fit([r.to_json() for r in rows[:1]])  # one calibration trial: the top layout
     out = []
     for i, r in enumerate(rows):
         assert r.measured is not None
         mean, half = ci95(r.measured["step_s_runs"])
         cal = sum(apply(r.parts_s, r.candidate.strategy, fitted).values()) if fitted else None
+        cal1 = sum(apply(r.parts_s, r.candidate.strategy, one).values()) if one else None
         out.append({
             "layout": r.candidate.name, "rank": i + 1, "predicted_s": r.step_s,
             "measured_s": r.measured["step_s"], "ci_s": half, "mean_s": mean,
             "error": r.step_s / r.measured["step_s"] - 1,
             "calibrated_error": None if cal is None or i < 2 else cal / r.measured["step_s"] - 1,
+            "calibrated1_error": None if cal1 is None or i < 1
+            else cal1 / r.measured["step_s"] - 1,
+            "parts_ms": {k: round(1e3 * v, 3) for k, v in r.parts_s.items()},
+            "plain_ms": [round(1e3 * r.measured.get(k, 0.0), 3)
+                         for k in ("plain_predicted_s", "plain_s")],
             "predicted_gib": r.memory.total / 2**30, "measured_gib": r.measured["gib"],
             "memory_error": r.measured["memory_error"], "dominant": r.dominant,
         })  # fmt: skip
@@ -104,6 +114,8 @@ def scenario(ip: Any, model: str, n: int, batch: int, repeats: int) -> dict[str,
     tie = top["measured_s"] - top["ci_s"] <= best["measured_s"] + best["ci_s"]
     return {
         "model": model, "ranks": n, "global_batch": batch, "answer_s": answer_s,
+        "load": [round(x, 1) for x in (load_before, os.getloadavg()[0])],
+        "fit_top1": one, "fit_top2": fitted,
         "layouts": out, "top_within_5": top["measured_s"] <= 1.05 * best["measured_s"] or tie,
         "best_in_top3": best["rank"] <= 3,
     }  # fmt: skip
@@ -112,21 +124,24 @@ def scenario(ip: Any, model: str, n: int, batch: int, repeats: int) -> dict[str,
 def show(s: dict[str, Any]) -> None:
     print(f"\n{s['model']} × {s['ranks']} ranks, global batch {s['global_batch']} "
           f"(answer {s['answer_s']:.1f} s): top pick within 5 % of best: {s['top_within_5']}, "
-          f"best in top 3: {s['best_in_top3']}")  # fmt: skip
+          f"best in top 3: {s['best_in_top3']}; load {s['load'][0]} → {s['load'][1]}")  # fmt: skip
     print(f"  {'#':>2} {'layout':<22} {'pred ms':>8} {'meas ms':>8} {'±95%':>6} {'err':>6} "
-          f"{'cal err':>7} {'pred MiB':>8} {'meas MiB':>8} {'mem err':>7}")  # fmt: skip
+          f"{'cal err':>7} {'cal1':>6} {'pred MiB':>8} {'meas MiB':>8} {'mem err':>7}")  # fmt: skip
     for x in s["layouts"]:
         cal = "" if x["calibrated_error"] is None else f"{x['calibrated_error']:+.0%}"
+        one = x.get("calibrated1_error")
+        cal1 = "" if one is None else f"{one:+.0%}"
         print(f"  {x['rank']:>2} {x['layout']:<22} {1e3 * x['predicted_s']:>8.2f} "
               f"{1e3 * x['measured_s']:>8.2f} {1e3 * x['ci_s']:>6.2f} {x['error']:>+6.0%} "
-              f"{cal:>7} {1024 * x['predicted_gib']:>8.2f} {1024 * x['measured_gib']:>8.2f} "
-              f"{x['memory_error']:>+7.1%}")  # fmt: skip
+              f"{cal:>7} {cal1:>6} {1024 * x['predicted_gib']:>8.2f} "
+              f"{1024 * x['measured_gib']:>8.2f} {x['memory_error']:>+7.1%}")  # fmt: skip
 
 
 def summary(done: list[dict[str, Any]]) -> None:
     rows = [x for s in done for x in s["layouts"]]
     err = [abs(x["error"]) for x in rows]
     cal = [abs(x["calibrated_error"]) for x in rows if x["calibrated_error"] is not None]
+    cal1 = [abs(x["calibrated1_error"]) for x in rows if x.get("calibrated1_error") is not None]
     mem = [x["memory_error"] for x in rows]
     print(f"\n{len(done)} scenarios, {len(rows)} layouts measured")
     print(f"step time, uncalibrated: median |error| {statistics.median(err):.1%}, "
@@ -134,6 +149,11 @@ def summary(done: list[dict[str, Any]]) -> None:
     if cal:
         print(f"step time, calibrated on each scenario's top 2 (held-out layouts): median "
               f"{statistics.median(cal):.1%}, worst {max(cal):.1%}")  # fmt: skip
+    if cal1:
+        print(f"step time, calibrated on each scenario's top 1 (one trial; held-out layouts): "
+              f"median {statistics.median(cal1):.1%}, worst {max(cal1):.1%}")  # fmt: skip
+    loads = [x for s in done for x in s["load"]]
+    print(f"load average (1 min) at the scenarios' starts and ends: {min(loads)}–{max(loads)}")
     print(f"memory: within ±5 % for {sum(abs(m) <= 0.05 for m in mem)} of {len(mem)} layouts; "
           f"worst under-prediction {min(mem):+.1%}, worst over {max(mem):+.1%}")  # fmt: skip
     print(f"ranking: top pick within 5 % of best (or tied) in "

@@ -164,6 +164,8 @@ def test_verify_stores_measured_and_the_next_advise_is_calibrated(shell: Any) ->
     for r in verified:  # predicted and measured, side by side, in the history
         assert r["predicted_step_s"] > 0 and r["measured"]["step_s"] > 0
         assert r["predicted_gib"] > 0 and r["measured"]["gib"] > 0
+        # the ranks timed the plain block too, and the advisor the same block here
+        assert r["measured"]["plain_s"] > 0 and r["measured"]["plain_predicted_s"] > 0
     fitted = summary["calibration"]
     assert fitted["layouts"] == 2 and fitted["cluster"].endswith(":1x2")
     assert fitted["compute"] > 0 and fitted["communication"] > 0 and fitted["memory"] > 0

@@ -61,10 +61,19 @@ class Links:
         return self._alpha_beta(nbytes, n, spans_nodes, 1.0)
 
     def p2p(self, nbytes: float, spans_nodes: bool) -> float:
-        """One message of ``nbytes`` from a rank to another: the pairs' typical (median)
-        one-way latency of that link class, then bytes at its bandwidth."""
+        """One message of ``nbytes`` from a rank to another: one message's share of a call's
+        overhead on these ranks, where the probe has an all_reduce curve and the link does not
+        span nodes (a ring all_reduce of n ranks is 2(n − 1) messages; the pairs' one-way
+        latency, 60-100 µs here, was 5-10x below what a pipeline's send cost the ranks, and
+        the whole per-call overhead 2-3x above it), else the pairs' typical (median) one-way
+        latency of that link class; then bytes at the link's bandwidth."""
         k = self.klass(spans_nodes)
-        return self.typical.get(k, self.latency[k]) + nbytes / self.bandwidth[k]
+        if self.curve and not spans_nodes:
+            share = self.curve[0] / (2 * max(1, self.curve_world - 1))
+            overhead = max(share, self.typical.get(k, self.latency[k]))
+        else:
+            overhead = self.typical.get(k, self.latency[k])
+        return overhead + nbytes / self.bandwidth[k]
 
 
 def fit_curve(points: list[tuple[int, float]]) -> tuple[float, float] | None:

@@ -12,6 +12,7 @@ from typing import Any
 from .calibrate import apply, calibrated_note
 from .comm import Links, fit_links
 from .enumerate import Candidate, Row, candidates, dominant
+from .framework import ddp_seconds, fsdp_seconds
 from .intake import DTYPE_BYTES, AdviseError, Analytic, ModelInfo, from_factory, from_numbers
 from .memory import OPTIMIZER_STATES, analytic_parts, layout_memory
 from .parts import Parts
@@ -127,6 +128,16 @@ def advise(
     notes = _notes(info, precision, links, cluster, margin)
     if sampled is not None:
         notes.append(sampled.note())
+        if any(
+            r.candidate.strategy in ("ddp", "fsdp")
+            and "framework" not in (r.raw_parts_s or r.parts_s)
+            for r in rows
+        ):
+            notes.append(
+                "NOT TIMED: what DDP/FSDP add to the block (hooks, copies, the sharded optimizer "
+                "step), which needs this process free of a process group (or torch's fake "
+                "backend); their step times leave it out"
+            )
     if calibration is not None:
         notes.insert(0, calibrated_note(calibration))
     if not any(r.fits for r in rows):
@@ -179,8 +190,9 @@ def _notes(
     if load > cores:
         notes.append(
             f"this machine is busy (load average {load:.1f} on {cores} cores): compute was "
-            "timed at its fastest, and ranks here will run slower than predicted; --verify "
-            "measures and calibrates"
+            "timed as a median under this load, which moves from minute to minute, so the "
+            "ranks may run much slower or faster than predicted; --verify measures and "
+            "calibrates"
         )
     return notes
 
@@ -210,6 +222,21 @@ def _compute(
     return tuple(c.scaled(oversub) for c in timed)
 
 
+def _wrapped(
+    info: ModelInfo, c: Candidate, seq: int | None, procs_per_node: int, micro: int,
+    plain: Compute,
+) -> tuple[float, float] | None:  # fmt: skip
+    """Forward+backward and optimizer seconds under the strategy's wrapper, timed here."""
+    if info.factory is None or c.strategy not in ("ddp", "fsdp"):
+        return None
+    threads, oversub = rank_threads(procs_per_node)
+    if c.strategy == "fsdp":
+        timed = fsdp_seconds(info.factory, seq, threads, micro, c.dp)
+        return (timed[0] * oversub, timed[1] * oversub) if timed else None
+    ddp = ddp_seconds(info.factory, seq, threads, micro)
+    return (ddp * oversub, plain.optimizer) if ddp else None
+
+
 def _row(
     info: ModelInfo, c: Candidate, cluster: Cluster, links: Links | None,
     global_batch: int, seq: int | None, optimizer: str, margin: float,
@@ -223,7 +250,8 @@ def _row(
         c.interleaved, margin, OPTIMIZER_STATES[optimizer], gloo,
     )  # fmt: skip
     computes = _compute(info, c.pp, seq, cluster.procs_per_node, micro, sampled)
-    parts, comm_name = step_parts(info, c, micro, computes, links, cluster.procs_per_node)
+    wrapped = _wrapped(info, c, seq, cluster.procs_per_node, micro, computes[0])
+    parts, comm_name = step_parts(info, c, micro, computes, links, cluster.procs_per_node, wrapped)
     raw_parts, raw_memory = parts, memory
     if calibration is not None:
         parts = apply(parts, c.strategy, calibration)

@@ -1,6 +1,7 @@
 """Time per step of one layout: compute per stage (timed here at its real shape), plus the
 communication it exposes (each call costed on its own, see :mod:`.comm`), plus the pipeline's
-bubble, plus the optimizer. Communication is assumed not to overlap compute.
+bubble, plus the optimizer, plus (DDP, FSDP) what the framework adds, timed here with no-op
+collectives (:mod:`.framework`). Communication is assumed not to overlap compute.
 
 The calls are the ones our strategies make: DDP all-reduces its gradient buckets (the first
 1 MiB, then 25 MiB each); FSDP2 all-gathers each unit forward and again backward and
@@ -39,8 +40,12 @@ def step_parts(
     computes: tuple[Compute, ...],
     links: Links | None,
     procs_per_node: int,
+    wrapped: tuple[float, float] | None = None,
 ) -> tuple[dict[str, float], str]:
-    """The predicted seconds of each part of one step, and what its communication is."""
+    """The predicted seconds of each part of one step, and what its communication is.
+    ``wrapped``: forward+backward and optimizer seconds timed under the strategy's wrapper
+    (:mod:`.framework`: FSDP2 with no-op collectives, DDP on one rank); its excess over the
+    plain block is the part ``framework``."""
     dp_inter, pp_inter = groups(c, procs_per_node)
     where = "inter-node" if dp_inter else "intra-node"
     if c.strategy == "model-parallel":
@@ -69,8 +74,13 @@ def step_parts(
                 comm += 3 * links.gather(unit * per_param, c.dp, dp_inter)
         parts = {"compute": one.fwd_bwd, "communication": comm,
                  "optimizer": one.optimizer / c.dp}  # fmt: skip
+        if wrapped is not None:
+            parts["framework"] = max(0.0, wrapped[0] - one.fwd_bwd)
+            parts["optimizer"] = wrapped[1]
         return parts, f"{where} all-gather/reduce-scatter"
     buckets = ddp_buckets(one.tensors)
     comm = sum(links.allreduce(b, c.dp, dp_inter) for b in buckets) if links else 0.0
     parts = {"compute": one.fwd_bwd, "communication": comm, "optimizer": one.optimizer}
+    if wrapped is not None:
+        parts["framework"] = max(0.0, wrapped[0] - one.fwd_bwd)
     return parts, f"{where} all-reduce"

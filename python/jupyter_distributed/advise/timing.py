@@ -2,7 +2,9 @@
 threads one rank of the layout gets.
 
 Each pipeline stage (the whole model when there is none) runs forward and backward at its
-microbatch, and the optimizer's step apart; the fastest of a few runs after a warm-up. Timed at
+microbatch, and the optimizer's step apart; the median of a few runs after a warm-up (the ranks'
+step is measured as a median too, under the same neighbours: on a shared machine the fastest
+run was 2-3x below what a rank's typical step gets). Timed at
 the real shape, a step bound by launching many small operations is timed as it is (a block
 timed at a toy size and scaled up misses that). What the stage holds (its parameter tensors, the
 bytes of its output) comes with it, for the communication it causes.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,9 +22,8 @@ from typing import Any
 
 from ..modelshapes import cut, loss_of, pieces, sample_input
 
-REPEATS = 3
-BUDGET_S = 0.5  # fewer repeats for a stage slower than this
-AGREE = 0.05  # two runs this close: no third
+REPEATS = 5
+BUDGET_S = 0.2  # one run only for a stage slower than this
 
 
 @dataclass(frozen=True)
@@ -37,9 +39,9 @@ class Compute:
         return Compute(self.fwd_bwd * factor, self.optimizer * factor, self.tensors, self.boundary)
 
 
-def _best_seconds(run: Callable[[], Any]) -> float:
-    """The fastest of a few runs after a warm-up: what the machine can do, not its load (on a
-    shared machine the median moves with the neighbours). Stops once two runs agree within 5 %."""
+def typical_seconds(run: Callable[[], Any]) -> float:
+    """The median of a few runs after a warm-up: what a step typically takes on this machine
+    now, as the ranks' measured step (a median) does."""
     began = time.perf_counter()
     run()  # warm up
     once = time.perf_counter() - began
@@ -48,9 +50,7 @@ def _best_seconds(run: Callable[[], Any]) -> float:
         began = time.perf_counter()
         run()
         times.append(time.perf_counter() - began)
-        if len(times) >= 2 and abs(times[-1] - times[-2]) <= AGREE * min(times[-2:]):
-            break
-    return min(times)
+    return statistics.median(times)
 
 
 @functools.lru_cache(maxsize=128)
@@ -73,12 +73,12 @@ def stage_compute(
         out = []
         for stage in stages:
             opt = torch.optim.AdamW(stage.parameters(), lr=1e-3, foreach=False)
-            seconds = _best_seconds(functools.partial(_forward_backward, stage, x))
+            seconds = typical_seconds(functools.partial(_forward_backward, stage, x))
             with torch.no_grad():
                 y = stage(x)
             tensors = tuple(p.numel() * p.element_size() for p in stage.parameters())
             out.append(
-                Compute(seconds, _best_seconds(opt.step), tensors, y.numel() * y.element_size())
+                Compute(seconds, typical_seconds(opt.step), tensors, y.numel() * y.element_size())
             )
             x = y.detach().requires_grad_(True) if y.is_floating_point() else y
         return tuple(out)
@@ -107,6 +107,6 @@ def gemm_flops(threads: int) -> float:
     torch.set_num_threads(threads)
     try:
         a = torch.randn(512, 512)
-        return 2 * 512**3 / _best_seconds(lambda: a @ a)
+        return 2 * 512**3 / typical_seconds(lambda: a @ a)
     finally:
         torch.set_num_threads(was)

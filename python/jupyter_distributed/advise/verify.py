@@ -18,6 +18,7 @@ from typing import Any
 from .calibrate import fit
 from .intake import AdviseError
 from .report import Advice
+from .timing import rank_threads, stage_compute
 
 OFF = 0.15
 STEPS = 10  # timed steps per layout (after the profiled ones), their median kept
@@ -30,8 +31,32 @@ def cell(model: str, step: str | None, micro: int, seq: int | None, m: int, opt:
         "from jupyter_distributed.worker.measure import measure as _jd_measure\n"
         f"{PULLED} = _jd_measure(globals(), {model}, micro={micro}, seq={seq!r}, "
         f"microbatches={m}, optimizer={opt!r}, step={step or 'None'}, steps={STEPS})\n"
-        "del _jd_measure\n"
+        "del _jd_measure\n" + PLAIN.format(pulled=PULLED, model=model, micro=micro, seq=seq)
     )
+
+
+# The plain model's forward+backward at the layout's microbatch, timed on every rank at once
+# (the same cores, threads and neighbours as the step): what compute really costs there,
+# against what the advisor timed alone (calibration's compute factor).
+PLAIN = """\
+def _jd_plain(factory, micro, seq, runs={runs}):
+    import statistics, time
+    from jupyter_distributed.modelshapes import loss_of, sample_input
+    model = factory()
+    x = sample_input(model, micro, seq)
+    def once():
+        model.zero_grad(set_to_none=True)
+        loss_of(model(x)).backward()
+    once()
+    seconds = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        once()
+        seconds.append(time.perf_counter() - began)
+    return statistics.median(seconds)
+{pulled}["plain_s"] = _jd_plain({model}, {micro}, {seq!r})
+del _jd_plain
+""".replace("{runs}", str(STEPS))
 
 
 def verify(
@@ -65,7 +90,10 @@ def verify(
         peak = max(g["peak_bytes"] for g in runs[0])
         times = [max(g["step_seconds"] for g in got) for got in runs]
         seconds = statistics.median(times)
+        plain = [max(g.get("plain_s", 0.0) for g in got) for got in runs]
         measured = {
+            "plain_s": statistics.median(plain),
+            "plain_predicted_s": plain_predicted(shell.user_ns.get(model), advice, row.micro),
             "gib": peak / 2**30,
             "step_s": seconds,
             "step_s_runs": times,
@@ -81,6 +109,16 @@ def verify(
         row.measured["blame"] = blame(row, row.measured, fitted)
     advice.calibration = fitted
     return fitted
+
+
+def plain_predicted(factory: Any, advice: Advice, micro: int) -> float:
+    """The advisor's own time for the whole model's forward+backward at ``micro`` (timed here,
+    as a rank of this cluster gets threads); 0 without a factory."""
+    if not callable(factory):
+        return 0.0
+    threads, oversub = rank_threads(int(advice.inputs["procs_per_node"]))
+    timed = stage_compute(factory, 1, advice.inputs["seq"], threads, micro)
+    return timed[0].fwd_bwd * oversub
 
 
 def blame(row: Any, measured: dict[str, Any], fitted: dict[str, Any] | None = None) -> str:

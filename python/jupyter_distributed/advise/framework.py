@@ -1,0 +1,118 @@
+"""What DDP and FSDP2 add to a step besides their collectives' traffic, timed here.
+
+A block timed alone misses the framework's work per call: FSDP2's pre- and post-forward and
+backward hooks (Python, per unit), copying each unit's parameters into and out of the
+all-gather's buffer, the gradient's copy into the reduce-scatter's input, and an optimizer step
+whose every op dispatches through DTensor. Measured on the suite's models (2-vCPU machine, one
+thread): the forward and backward of ``deep`` (16 small units) took 0.7 ms alone and 14 ms
+under ``fully_shard`` with every collective a no-op; ``mlp`` 2.2 → 8.7 ms. So FSDP's compute is
+timed as the ranks run it: the model sharded with ``fully_shard`` per child over a fake group of
+the layout's world size (torch's ``fake`` backend: collectives return at once, the shards have
+their real shapes), forward+backward and the optimizer's step; the collectives are costed apart
+(:mod:`.comm`).
+
+DDP cannot run on the fake backend (its reducer needs a collective's result), so it is timed on
+a real gloo group of one rank in this process: the reducer's hooks, bucket copies and the hand-off
+to gloo's worker thread per bucket (on loaded cores, each hand-off waits for the scheduler).
+Measured here (load ~7, median of 15): ``mlp`` 1.7 ms plain, 4.7-5.1 ms under DDP; ``deep``
+0.7 → 2.7-3.1 ms.
+
+Needs no default process group in this process (the notebook's kernel has none); where one is
+there, or torch lacks the fake backend, nothing is timed and the advice says so.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from ..modelshapes import loss_of, sample_input
+from .timing import typical_seconds
+
+
+def _free() -> bool:
+    """Whether this process may make (and then destroy) the default process group."""
+    import torch.distributed as dist
+
+    return bool(dist.is_available() and not dist.is_initialized())
+
+
+def ddp_seconds(
+    factory: Callable[[], Any], seq: int | None, threads: int, micro: int
+) -> float | None:
+    """Seconds of forward+backward of ``factory()`` under DDP on a one-rank gloo group at
+    ``micro`` samples; None where it cannot be timed."""
+    return _ddp(factory, seq, threads, micro) if _free() else None
+
+
+def fsdp_seconds(
+    factory: Callable[[], Any], seq: int | None, threads: int, micro: int, world: int
+) -> tuple[float, float] | None:
+    """Seconds of forward+backward and of the optimizer's step of ``factory()`` sharded over
+    ``world`` ranks at ``micro`` samples, collectives excluded; None where it cannot be timed."""
+    return _fsdp(factory, seq, threads, micro, world) if world > 1 and _free() else None
+
+
+@functools.lru_cache(maxsize=64)
+def _ddp(factory: Callable[[], Any], seq: int | None, threads: int, micro: int) -> float | None:
+    import torch
+    import torch.distributed as dist
+
+    if not dist.is_gloo_available():
+        return None
+    from torch.nn.parallel import DistributedDataParallel
+
+    was = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)  # type: ignore[attr-defined]
+    try:
+        torch.manual_seed(0)
+        model = factory()
+        x = sample_input(model, micro, seq)
+        return typical_seconds(
+            functools.partial(_forward_backward, DistributedDataParallel(model), x)
+        )
+    except Exception:  # noqa: BLE001 (a model DDP cannot wrap: no framework term)
+        return None
+    finally:
+        dist.destroy_process_group()
+        torch.set_num_threads(was)
+
+
+def _forward_backward(model: Any, x: Any) -> None:
+    model.zero_grad(set_to_none=True)
+    loss_of(model(x)).backward()
+
+
+@functools.lru_cache(maxsize=64)
+def _fsdp(
+    factory: Callable[[], Any], seq: int | None, threads: int, micro: int, world: int
+) -> tuple[float, float] | None:
+    import torch
+    import torch.distributed as dist
+
+    try:
+        from torch.distributed.fsdp import fully_shard
+        from torch.testing._internal.distributed.fake_pg import FakeStore
+    except ImportError:
+        return None
+    was = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
+    try:
+        torch.manual_seed(0)
+        model = factory()
+        x = sample_input(model, micro, seq)
+        for child in model.children():
+            if any(True for _ in child.parameters()):
+                fully_shard(child)
+        fully_shard(model)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
+        fwd_bwd = typical_seconds(functools.partial(_forward_backward, model, x))
+        return fwd_bwd, typical_seconds(opt.step)
+    except Exception:  # noqa: BLE001 (a model FSDP2 cannot shard: no framework term)
+        return None
+    finally:
+        dist.destroy_process_group()
+        torch.set_num_threads(was)

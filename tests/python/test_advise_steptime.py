@@ -1,0 +1,102 @@
+"""The advisor's step time by component: FSDP's framework work is in the prediction, a gloo
+send costs a call of the library, and one calibration trial fits each component so that it
+carries to layouts of other shapes (no processes: in-process timing and plain rows)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from jupyter_distributed.advise import advise  # noqa: E402
+from jupyter_distributed.advise.calibrate import apply, fit  # noqa: E402
+from jupyter_distributed.advise.comm import Links  # noqa: E402
+
+PROBE = {  # 2 ranks, one intra-node pair, an all_reduce curve with a 0.5 ms call overhead
+    "run_id": "probe-1",
+    "world_size": 2,
+    "pairs": [{"a": 0, "b": 1, "link": "intra", "latency_us": 40.0, "bandwidth_gbs": 1.5}],
+    "allreduce": [{"bytes": 1024, "seconds": 5e-4}, {"bytes": 1 << 20, "seconds": 1.5e-3}],
+}
+
+
+def _deep() -> Any:  # many small units: FSDP's hooks outweigh the block
+    return torch.nn.Sequential(
+        *[torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.Tanh()) for _ in range(8)]
+    )
+
+
+def test_fsdp_step_includes_what_the_framework_adds() -> None:
+    """Under FSDP2 a block of many small units runs hooks and copies per unit that the plain
+    block timed alone leaves out; the prediction times them (no-op collectives) as a part, and
+    DDP's reducer likewise (one-rank group); the process group is gone afterwards."""
+    api = advise(_deep, global_batch=2, procs_per_node=2, probe=PROBE)
+    by = {r.candidate.name: r for r in api.layouts}
+    fsdp = by["fsdp dp2"].parts_s
+    assert fsdp["framework"] > 0.5 * fsdp["compute"]
+    assert by["ddp dp2"].parts_s["framework"] >= 0  # DDP's reducer, on a one-rank group
+    assert "framework" not in by["dp1×pp2 m=1 GPipe"].parts_s
+    assert not torch.distributed.is_initialized()  # the fake group is gone again
+    assert not any(n.startswith("NOT TIMED") for n in api.notes)
+
+
+def test_without_the_framework_timed_the_advice_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that already holds a process group cannot time DDP/FSDP's own work here:
+    the advice says what its step times leave out."""
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    api = advise(_deep, global_batch=2, procs_per_node=2, probe=PROBE)
+    assert "framework" not in {k for r in api.layouts for k in r.parts_s}
+    assert any(n.startswith("NOT TIMED: what DDP/FSDP add") for n in api.notes)
+
+
+def test_a_pipeline_send_costs_a_call_of_the_library() -> None:
+    """A gloo send is a message of the library as an all_reduce's are: its overhead on these
+    ranks is its share of the probe curve's per-call overhead (2 messages for 2 ranks), not
+    the pairs' best one-way latency (5-10x below it here)."""
+    links = Links({"intra": 40e-6}, {"intra": 1.5e9}, "p", (5e-4, 1e9), 2, {"intra": 60e-6})
+    assert links.p2p(0, spans_nodes=False) == pytest.approx(2.5e-4)
+    across = Links({"inter": 40e-6}, {"inter": 1.5e9}, "p", (5e-4, 1e9), 2, {"inter": 60e-6})
+    assert across.p2p(0, spans_nodes=True) == pytest.approx(60e-6)  # no curve across nodes
+
+
+def _row(strategy: str, compute: float, comm: float, **measured: float) -> dict[str, Any]:
+    return {
+        "strategy": strategy,
+        "predicted_parts_s": {"compute": compute, "communication": comm},
+        "predicted_bytes": {"total": 1},
+        "measured": {"gib": 0.0, **measured} if measured else None,
+    }
+
+
+def test_one_trial_scales_by_the_ranks_measured_share_of_the_cores() -> None:
+    """One measured layout whose ranks ran the plain block at 2x the advisor's time (their
+    share of the cores now): every part of other layouts scales by that measured 2, not by the
+    trial's step over its prediction (7/3, which carries the trial's own noise)."""
+    trial = _row("ddp", 2.0, 1.0, step_s=7.0, plain_s=0.2, plain_predicted_s=0.1)
+    fitted = fit([trial])
+    assert fitted is not None
+    assert fitted["compute"] == pytest.approx(2.0) == fitted["communication"]
+    other = apply({"compute": 1.0, "bubble": 0.5, "communication": 4.0}, "model-parallel", fitted)
+    assert sum(other.values()) == pytest.approx(2 * 5.5)
+
+
+def test_three_trials_fit_communication_apart_from_compute() -> None:
+    """With 3 layouts measured, communication is fitted on what the measured share of the
+    cores leaves of their steps: here 3x, while compute is the measured 2x."""
+    rows = [
+        _row(s, c, m, step_s=2 * c + 3 * m, plain_s=0.2, plain_predicted_s=0.1)
+        for s, c, m in (("ddp", 2.0, 1.0), ("fsdp", 1.0, 2.0), ("model-parallel", 1.0, 0.5))
+    ]
+    fitted = fit(rows)
+    assert fitted is not None
+    assert fitted["compute"] == pytest.approx(2.0)
+    assert fitted["communication"] == pytest.approx(3.0)
+
+
+def test_without_the_ranks_compute_timing_one_factor_is_fitted() -> None:
+    """Rows stored before the ranks timed their plain block: one shared factor, as before."""
+    fitted = fit([_row("ddp", 2.0, 1.0, step_s=6.0)])
+    assert fitted is not None
+    assert fitted["compute"] == pytest.approx(2.0) == fitted["communication"]

@@ -23,7 +23,8 @@
  * on for that long: its past metrics are replayed first, as when the panel opens on a long run),
  * BENCH_PROBE=1 (the run has a probe of every pair of its ranks: the Scaling tab draws its
  * heatmap; add Scaling to BENCH_TABS), BENCH_TRACE=1 (what the long tasks did: script,
- * style, layout, paint, GC..., from a Chrome trace, per tab). Writes ui-tests/test-results/<test>/bench_panel.json
+ * style, layout, paint, GC..., from a Chrome trace, per tab; each task's wall and CPU time, and
+ * the tasks after plotly.js is ready with the figure draws inside them). Writes ui-tests/test-results/<test>/bench_panel.json
  * and prints a table.
  */
 

@@ -18,6 +18,17 @@ export function timed(what: string, title: string, start: number): void {
   performance.clearMeasures(name);
 }
 
+/**
+ * The figure's box takes its layout's height: the box is a size-contained layout boundary
+ * (`contain: strict` in the CSS), so its height cannot come from what plotly draws in it.
+ */
+export function fitHeight(node: HTMLElement, layout: Record<string, unknown>): void {
+  const height = layout.height;
+  if (typeof height === 'number' && height > 0 && node.style.height !== `${height}px`) {
+    node.style.height = `${height}px`;
+  }
+}
+
 /** The y range plotly drew (its full layout's), or null before the first draw. */
 export function drawnYRange(node: IGraphDiv): [number, number] | null {
   const range = (node._fullLayout?.yaxis as { range?: unknown } | undefined)?.range;

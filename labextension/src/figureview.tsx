@@ -9,7 +9,7 @@
  */
 
 import * as React from 'react';
-import { download, drawnYRange, near, rangeOf, themeOf, timed } from './figureparts';
+import { download, drawnYRange, fitHeight, near, rangeOf, themeOf, timed } from './figureparts';
 import { fileName, type IFigureTheme } from './figures';
 import { frameOf } from './firstdraw';
 import { figureKey, livePoints, shapeOf } from './livepoints';
@@ -153,6 +153,7 @@ export function Figure(props: IFigureProps): JSX.Element {
           layout.xaxis = { ...(layout.xaxis as object), range: [...zoomed], autorange: false };
         }
         const p = plotly;
+        fitHeight(node, layout);
         if (!framed) {
           framed = true;
           gate.current?.partial();

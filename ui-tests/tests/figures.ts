@@ -34,9 +34,27 @@ export function tracesOf(figure: Locator): Promise<ITraceSeen[]> {
   );
 }
 
+/**
+ * The graph div's box is as tall as plotly's figure in it: the box is size-contained
+ * (`contain: strict`), so a box left at its least height would cut the figure's lower part off.
+ */
+export async function expectWhole(figure: Locator): Promise<void> {
+  await expect
+    .poll(
+      () =>
+        graphOf(figure).evaluate(node => {
+          const svg = node.querySelector('.main-svg');
+          return svg ? Math.round(node.getBoundingClientRect().height - svg.getBoundingClientRect().height) : null;
+        }),
+      { timeout: 30_000 }
+    )
+    .toBeGreaterThanOrEqual(0);
+}
+
 /** `figure` is a plotly figure whose traces are named `names`, in order, each with points. */
 export async function expectTraces(figure: Locator, names: (string | RegExp)[]): Promise<ITraceSeen[]> {
   await expect(graphOf(figure)).toBeVisible({ timeout: 30_000 });
+  await expectWhole(figure);
   await expect
     .poll(async () => (await tracesOf(figure)).map(t => t.name), { timeout: 30_000 })
     .toEqual(names.map(n => (typeof n === 'string' ? n : expect.stringMatching(n))));
@@ -57,6 +75,7 @@ export async function expectHeatmap(figure: Locator, n: number): Promise<void> {
   await expect
     .poll(async () => (await tracesOf(figure)).map(t => [t.type, t.points]), { timeout: 30_000 })
     .toEqual([['heatmap', n]]);
+  await expectWhole(figure);
   const cells = await graphOf(figure).evaluate(node => {
     const z = ((node as unknown as { data: { z: (number | null)[][] }[] }).data[0] as { z: (number | null)[][] }).z;
     return { diagonal: z.every((row, i) => row[i] === null), measured: z.flat().filter(v => v !== null).length };

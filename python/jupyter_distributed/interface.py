@@ -266,6 +266,9 @@ class Backend(ABC):
     name: ClassVar[str]
     #: Whether it starts node relays where ``Spec.relays`` is "always" (see cluster/relays.py).
     relays: ClassVar[bool] = False
+    #: Whether it starts a second level of relays (cluster/aggregators.py) above many nodes,
+    #: and where ``Spec.relays`` is "tree".
+    aggregators: ClassVar[bool] = False
 
     @abstractmethod
     def plan(self, spec: Spec) -> Plan: ...

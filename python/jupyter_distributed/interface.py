@@ -228,6 +228,8 @@ class Cluster(ABC):
     interactive: ClassVar[bool] = True
     #: The node relays between the kernel and the ranks (0: the ranks reach the kernel itself).
     relays: int = 0
+    #: The aggregators between the kernel and the node relays (0: the relays reach it itself).
+    aggregators: int = 0
 
     @abstractmethod
     def execute(self, request: RunRequest, view: RunView) -> RunOutcome:

@@ -42,6 +42,8 @@ def status(session: Session) -> str:
         peers = c.peer_count()
         if peers is not None:
             through = f" (through {c.relays} node relay(s))" if c.relays else ""
+            if c.aggregators:
+                through = f" (through {c.aggregators} aggregator(s) above {c.relays} node relays)"
             out.append(f"  kernel connections to the ranks: {peers}{through}")
         out.append(
             f"  {'rank':>4}  {'host':<16} {'pid':>7}  {'state':<9} dp pp tp  role    last seen"

@@ -34,6 +34,7 @@ from jupyter_distributed.pids import pid_alive
 from jupyter_distributed.protocol.signing import BOOTSTRAP_ENV, KERNEL, Signer, rank_name
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
+from jupyter_distributed.textviews import status
 
 from .core_helpers import session_in
 from .relay_helpers import KEY
@@ -145,6 +146,9 @@ def test_a_cell_reaches_every_rank_through_two_levels(session: Session) -> None:
     (live,) = session.live.values()
     assert live.cluster.peer_count() == 2  # one connection per aggregator
     assert (len(_relay_pids()), len(_relay_pids("aggregator"))) == (NODES, 2)
+    assert "kernel connections to the ranks: 2 (through 2 aggregator(s) above 4 node relays)" in (
+        status(session)
+    )
     targets = (0, 7)  # one rank behind each aggregator: a message per rank, routed by rank
     values = _run(session, "rank * 10", targets=targets, **TREE).values
     assert values == {0: "0", 7: "70"}

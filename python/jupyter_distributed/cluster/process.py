@@ -121,6 +121,7 @@ class ProcessCluster(Cluster):
         self.relays, self.fanout = place_relays(
             boot, plan, self.router.listener.directory, relays, aggregators
         )
+        self.aggregators = -(-self.relays // self.fanout) if self.fanout else 0
         try:
             self.processes = start({BOOTSTRAP_ENV: json.dumps(boot)})
             for fd in getattr(self.processes, "sentinels", list)():

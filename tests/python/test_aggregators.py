@@ -23,6 +23,7 @@ import pytest
 import zmq
 
 from jupyter_distributed.backends.mpi.options import MpiOptions
+from jupyter_distributed.cluster import fanin
 from jupyter_distributed.cluster.aggregators import (
     AGGREGATOR_COMMAND,
     aggregator_addresses,
@@ -31,7 +32,7 @@ from jupyter_distributed.cluster.aggregators import (
 from jupyter_distributed.errors import RunFailed, SpecError
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.pids import pid_alive
-from jupyter_distributed.protocol.signing import BOOTSTRAP_ENV, KERNEL, Signer, rank_name
+from jupyter_distributed.protocol.signing import BOOTSTRAP_ENV, KERNEL, Signer, cell_name, rank_name
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
 from jupyter_distributed.textviews import status
@@ -121,6 +122,38 @@ def test_an_aggregator_forwards_what_is_signed_unchanged_and_drops_replays(tree:
     tree.kernel.send_multipart([_aggregator_id(tree), *one])
     assert tree.receive(node1) == [bytes(f) for f in one]
     assert tree.receive(node0, 0.2) is None
+
+
+def test_its_relays_reductions_reach_the_kernel_as_one_it_signs(tree: Tree) -> None:
+    """Nodes 0 and 1 end a cell in a reduction each: the kernel gets one, signed by the
+    aggregator, that its checks take rank by rank; one speaking for node 2's rank is refused."""
+    for r in range(4):  # each rank's cell socket speaks first (its route is learned)
+        tree.relays[r // 2].send_multipart(Signer(KEY, cell_name(r)).pack({"type": "x"}))
+        got = tree.receive(tree.kernel)
+        assert got is not None
+    names = [cell_name(r) for r in range(4)]
+    execute = tree.signer.pack_all({"type": "execute", "run_id": "x"}, names)
+    assert got is not None
+    tree.kernel.send_multipart([got[0], *execute])
+    for relay, node in zip(tree.relays, (0, 1), strict=True):
+        assert tree.receive(relay) is not None  # (the cell reached the node)
+        first = 2 * node
+        reduction = {
+            "type": fanin.REDUCED, "run_id": "x", "done": 2, "of": 2, "statuses": {"ok": 2},
+            "errors": 0, "slowest_rank": first, "slowest_ms": 1.0 + node, "each": [],
+            "ranges": [[first, first + 1]], "seqs": [5, 6],
+        }  # fmt: skip
+        relay.send_multipart(Signer(KEY, fanin.relay_name(node)).pack(reduction))
+    got = tree.receive(tree.kernel)
+    assert got is not None and tree.receive(tree.kernel, 0.3) is None  # one message
+    header, _ = Signer(KEY, KERNEL).unpack(got[1:])
+    assert header["src"] == "a0-1"  # the aggregator of nodes 0-1, its own name
+    assert (header["done"], header["slowest_ms"], header["nodes"]) == (4, 2.0, ["n0", "n1"])
+    layout = Layout(nodes=NODES, procs_per_node=PER)
+    node_of = lambda r: layout.coords(r).node_rank if 0 <= r < 8 else None  # noqa: E731
+    assert fanin.ranged(header, node_of) == ([0, 1, 2, 3], [5, 6, 5, 6])
+    with pytest.raises(fanin.BadReduction, match="spoke for ranks 4-4"):
+        fanin.ranged({**header, "ranges": [[4, 4]], "seqs": [1]}, node_of)
 
 
 def _aggregator_id(tree: Tree) -> bytes:

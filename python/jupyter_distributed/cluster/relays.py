@@ -8,7 +8,8 @@ its ranks connect to it directly, as before relays. A rank's relay is its node i
 (``RankPlan.coords``): the layout's block of ``procs_per_node`` ranks, or where the launcher
 really puts it (Slurm's ``-m cyclic``, Ray's placement), then named in the bootstrap's
 ``relay_of`` for the ranks and the relays. ``"always"`` starts one per node all the same (so
-the contract suite runs the relay code on every backend that has them); ``"never"`` starts none.
+the contract suite runs the relay code on every backend that has them); ``"tree"`` starts a
+second level of aggregators above them too (:mod:`.aggregators`); ``"never"`` starts none.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from ..protocol.signing import BOOTSTRAP_ENV
 from .aggregators import AGGREGATOR_COMMAND, aggregator_addresses, fanout
 
 RELAY_COMMAND = (sys.executable, "-m", "jupyter_distributed.cluster.relay")
-RELAY_MODES = ("auto", "always", "never")
+RELAY_MODES = ("auto", "always", "tree", "never")
 # on every node (a job's TMPDIR may not exist on the kernel's host); each relay's directory in it
 # is made 0700 and exclusively (see listen_directory)
 NODE_LOCAL_DIR = "/tmp"  # noqa: S108

@@ -76,8 +76,8 @@ class Merger:
         if header.get("type") == "execute":
             dst, mine = header["dst"], self._mine
             ranks = {mine[d] for d in (dst if isinstance(dst, list) else [dst]) if d in mine}
-            if ranks:
-                self._runs[str(header.get("run_id"))] = _Run(ranks)
+            if ranks:  # (one message per rank, where a cell goes to one rank here)
+                self._runs.setdefault(str(header.get("run_id")), _Run(set())).awaited |= ranks
 
     def passed(self, header: dict[str, Any]) -> None:
         """A rank's own message went up as it is: an end (an error, pulled values) is in."""

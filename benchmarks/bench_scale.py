@@ -16,19 +16,24 @@ with ``Done``). Per rank count it prints:
 - **trivial cell wall time** (median), which here shares 2 cores with the helpers: a shape only;
 - **kernel descriptors** with the cluster up (``/proc/self/fd``).
 
-``--mode`` picks the topology: ``star`` (the kernel holds every rank's connections) or
+``--mode`` picks the topology: ``star`` (the kernel holds every rank's connections),
 ``relay`` (``Distributed.relays = "always"``: ``--nodes`` real relay processes,
 ``python -m jupyter_distributed.cluster.relay``, between the fake ranks and the kernel; the
-ranks' ends of a cell come as one reduction per relay). Usage: ``PYTHONPATH=python python
+ranks' ends of a cell come as one reduction per relay) and ``tree`` (``Distributed.relays =
+"tree"``: the same relays behind about √nodes aggregators, ``python -m
+jupyter_distributed.cluster.aggregator``, so the kernel holds one connection per aggregator;
+the figures add the kernel's peers). Usage: ``PYTHONPATH=python python
 benchmarks/bench_scale.py [--ranks 100 300 1000] [--cells 30] [--helpers 4] [--nodes 4]
-[--mode star relay] [--code pass]``.
+[--mode star relay tree] [--code pass]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -42,7 +47,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from common import bench_shell, median, pct, use_checkout  # noqa: E402
 
-MODES = ("star", "relay")
+MODES = ("star", "relay", "tree")
 CODE = ["pass"]  # the trivial cell (--code)
 
 
@@ -89,6 +94,9 @@ class FakeRanks:
         not: a helper that ends is seen by the kernel's look twice a second)."""
         return self.relays.sentinels() if self.relays is not None else []
 
+    def dead_aggregators(self) -> list[tuple[int, int]]:
+        return self.relays.aggregators_exited() if self.relays is not None else []
+
     def running(self) -> bool:
         return any(p.poll() is None for p in self.procs)
 
@@ -122,15 +130,21 @@ def star(ip: Any, n: int, cells: int, tmp: Path) -> dict[str, str]:
     return cluster(ip, n, cells, tmp / f"star-{n}", f"-n {n}")
 
 
-def relay(ip: Any, n: int, cells: int, tmp: Path) -> dict[str, str]:
-    """One cluster of ``n`` fake ranks on ``--nodes`` nodes, each node's behind its relay."""
+def relay(ip: Any, n: int, cells: int, tmp: Path, mode: str = "always") -> dict[str, str]:
+    """One cluster of ``n`` fake ranks on ``--nodes`` nodes, each node's behind its relay
+    (``mode`` "tree": the relays behind about √nodes aggregators)."""
     nodes = min(FakeRanks.nodes, n)
-    ip.run_line_magic("config", 'Distributed.relays = "always"')
+    ip.run_line_magic("config", f"Distributed.relays = {mode!r}")
     try:
         shape = f"--nodes {nodes} --procs-per-node {n // nodes}"
-        return cluster(ip, n // nodes * nodes, cells, tmp / f"relay-{n}", shape)
+        return cluster(ip, n // nodes * nodes, cells, tmp / f"{mode}-{n}", shape)
     finally:
         ip.run_line_magic("config", 'Distributed.relays = "auto"')
+
+
+def tree(ip: Any, n: int, cells: int, tmp: Path) -> dict[str, str]:
+    """:func:`relay`, with a second level of aggregators above the relays."""
+    return relay(ip, n, cells, tmp, "tree")
 
 
 def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, str]:
@@ -155,6 +169,10 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
             raise RuntimeError(f"{n} fake ranks did not start")
         began = min(float(p.read_text()) for p in folder.glob("*.start"))
         fds = descriptors()
+        status = io.StringIO()
+        with contextlib.redirect_stdout(status):
+            ip.run_line_magic("distributed", "status")
+        peers = re.search(r"kernel connections to the ranks: (\d+)", status.getvalue())
         spent, walls = [], []
         for _ in range(cells):
             c0, w0 = cpu(), time.perf_counter()
@@ -172,6 +190,9 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
         ),
         "trivial cell wall (median; shares the cores)": f"{median(walls) * 1e3:.1f} ms",
         "kernel descriptors": f"{fds}",
+        "kernel peers (connections to ranks, relays or aggregators)": (
+            peers.group(1) if peers else "?"
+        ),
     }
 
 
@@ -197,7 +218,7 @@ def main() -> None:
         f"descriptors before any cluster: {descriptors()}"
     )
     modes: dict[str, Callable[[Any, int, int, Path], dict[str, str]]]
-    modes = {"star": star, "relay": relay}
+    modes = {"star": star, "relay": relay, "tree": tree}
     rows: dict[str, dict[str, str]] = {}
     columns = []
     for mode in args.mode:

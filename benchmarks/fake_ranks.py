@@ -29,6 +29,7 @@ import zmq
 
 from jupyter_distributed.errors import RankFailure
 from jupyter_distributed.layout import Layout
+from jupyter_distributed.pids import die_with_parent
 from jupyter_distributed.protocol.commands import Execute, Shutdown
 from jupyter_distributed.protocol.messages import parse
 from jupyter_distributed.protocol.packets import RECORD, BadPacket, Reassembler, records
@@ -114,6 +115,7 @@ class FakeRank:
 
 def main() -> int:
     first, step = int(sys.argv[1]), int(sys.argv[2])
+    die_with_parent()  # (a benchmark stopped by a timeout leaves no helper behind)
     boot = json.loads(os.environ[BOOTSTRAP_ENV])
     layout = Layout.from_json(boot["layout"])
     mine = len(range(first, layout.world_size, step))

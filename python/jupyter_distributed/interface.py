@@ -228,6 +228,8 @@ class Cluster(ABC):
     interactive: ClassVar[bool] = True
     #: The node relays between the kernel and the ranks (0: the ranks reach the kernel itself).
     relays: int = 0
+    #: The aggregators between the kernel and the node relays (0: the relays reach it itself).
+    aggregators: int = 0
 
     @abstractmethod
     def execute(self, request: RunRequest, view: RunView) -> RunOutcome:
@@ -266,6 +268,9 @@ class Backend(ABC):
     name: ClassVar[str]
     #: Whether it starts node relays where ``Spec.relays`` is "always" (see cluster/relays.py).
     relays: ClassVar[bool] = False
+    #: Whether it starts a second level of relays (cluster/aggregators.py) above many nodes,
+    #: and where ``Spec.relays`` is "tree".
+    aggregators: ClassVar[bool] = False
 
     @abstractmethod
     def plan(self, spec: Spec) -> Plan: ...

@@ -85,6 +85,11 @@ class Session:
                 f"Distributed.relays = 'always': the {spec.backend} backend starts no node relays "
                 "yet; set it to 'auto'"
             )
+        if spec.relays == "tree" and not backend.aggregators:
+            raise SpecError(
+                f"Distributed.relays = 'tree': the {spec.backend} backend starts no aggregators "
+                "yet; set it to 'always' or 'auto'"
+            )
         return backend.plan(spec)
 
     # -- running a cell ------------------------------------------------------------------

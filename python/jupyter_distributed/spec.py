@@ -76,14 +76,14 @@ class Spec:
     collapse: bool = True  # identical lines of several ranks shown once
     sweep: Sweep | None = None  # the cell's sweep axes (the session runs each combination)
     params: Combination = ()  # one combination's values: variables in the ranks' namespace
-    relays: str = "auto"  # node relays (Distributed.relays): "auto", "always" or "never"
+    relays: str = "auto"  # node relays (Distributed.relays): "auto", "always", "tree", "never"
 
     def __post_init__(self) -> None:
         if not self.backend:
             raise SpecError("--backend must not be empty")
-        if self.relays not in ("auto", "always", "never"):
+        if self.relays not in ("auto", "always", "tree", "never"):
             raise SpecError(
-                f"Distributed.relays is {self.relays!r}: use 'auto', 'always' or 'never'"
+                f"Distributed.relays is {self.relays!r}: use 'auto', 'always', 'tree' or 'never'"
             )
         seen: set[str] = set()
         for key, _ in self.env:

@@ -49,6 +49,8 @@ def status(session: Session, every: bool = False) -> str:
         peers = c.peer_count()
         if peers is not None:
             through = f" (through {c.relays} node relay(s))" if c.relays else ""
+            if c.aggregators:
+                through = f" (through {c.aggregators} aggregator(s) above {c.relays} node relays)"
             out.append(f"  kernel connections to the ranks: {peers}{through}")
         ranks = c.ranks()
         out += rank_lines(ranks) if every or len(ranks) <= RANK_LINES else node_lines(ranks)

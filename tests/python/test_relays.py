@@ -214,15 +214,16 @@ def _relays(backend: str) -> dict[str, Any]:
     return {"relays": "always"}
 
 
-def _relay_pids() -> list[int]:
-    """The node relays below this process (whichever launcher started them)."""
+def _relay_pids(module: str = "relay") -> list[int]:
+    """The node relays below this process (whichever launcher started them); ``module``
+    "aggregator": the aggregators above them."""
     out = []
     for pid in descendants(os.getpid()):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv[1:3] == [b"-m", b"jupyter_distributed.cluster.relay"]:  # (not its mpirun)
+        if argv[1:3] == [b"-m", f"jupyter_distributed.cluster.{module}".encode()]:  # (not mpirun)
             out.append(pid)
     return out
 

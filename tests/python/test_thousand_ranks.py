@@ -4,7 +4,9 @@ store), the ranks are ``benchmarks/fake_ranks.py``'s, four helper processes serv
 each with the real protocol code. Each answers a cell with what reached it. A cell reaches every
 rank, ``--targets`` and ``--push`` reach exactly the ranks named, and the kernel's descriptors
 stay within the bound: in a star, the README's (3 per rank and about 30 more); through 8 node
-relays (``Distributed.relays = "always"``, real relay processes), issue 26's (2 per relay + 16)."""
+relays (``Distributed.relays = "always"``, real relay processes), issue 26's (2 per relay + 16);
+through the same relays behind 3 aggregators (``"tree"``: a second level, real aggregator
+processes), the kernel holds one connection per aggregator."""
 
 from __future__ import annotations
 
@@ -35,9 +37,10 @@ pytestmark = pytest.mark.timeout(300)
 
 N = 1000
 NODES = 8  # behind relays: 8 nodes of 125 ranks, each node's relay a real process
+AGGREGATORS = 3  # "tree": 3 aggregators above them (about √8 relays each)
 
 
-@pytest.fixture(scope="module", params=["star", "relays"])
+@pytest.fixture(scope="module", params=["star", "relays", "tree"])
 def topology(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -57,12 +60,11 @@ def session(tmp_path_factory: pytest.TempPathFactory, topology: str) -> Iterator
 def run(
     session: Session, topology: str, code: str, ns: dict[str, Any] | None = None, **kwargs: Any
 ) -> Any:
-    relays = topology == "relays"
-    nodes = NODES if relays else 1
+    nodes = NODES if topology != "star" else 1
     spec = Spec(
         layout=Layout(nodes=nodes, procs_per_node=N // nodes),
         options=LocalOptions(oversubscribe=True),
-        relays="always" if relays else "auto",
+        relays={"star": "auto", "relays": "always", "tree": "tree"}[topology],
         **kwargs,
     )
     out = io.StringIO()
@@ -81,8 +83,8 @@ def test_a_cell_reaches_each_of_a_thousand_ranks(session: Session, topology: str
     if topology == "star":  # each rank's control channel and cell socket
         assert live.cluster.peer_count() == 2 * N
         assert descriptors() - before <= 3 * N + 30
-    else:  # one connection per node's relay: the issue's bound, 2 per relay + 16
-        assert live.cluster.peer_count() == NODES
+    else:  # one connection per node's relay (or aggregator): the issue's bound, 2 per relay + 16
+        assert live.cluster.peer_count() == (NODES if topology == "relays" else AGGREGATORS)
         assert descriptors() - before <= 2 * NODES + 16
 
 
@@ -92,6 +94,9 @@ def test_targets_reach_the_ranks_named_and_no_other(session: Session, topology: 
     assert values == {r: f"{r}: rank (0 pushed bytes)" for r in targets}
     values = run(session, topology, "again").values  # and the next cell reaches all of them again
     assert sorted(values) == list(range(N))
+    apart = (0, 500, 999)  # one per node relay and aggregator: a message per rank
+    values = run(session, topology, "apart", targets=apart).values
+    assert values == {r: f"{r}: apart (0 pushed bytes)" for r in apart}
 
 
 def test_a_push_reaches_every_rank_it_is_sent_to(session: Session, topology: str) -> None:
@@ -135,7 +140,7 @@ def test_a_trivial_cell_through_relays_is_recorded_in_rows_per_node(
     rows, states = recorded(session, last.id)
     assert states == {r: ["running", "done"] for r in range(N)}
     assert {r.state for r in session.store.ranks(last.id)} == {"done"}
-    if topology == "relays":  # a node's reduction may come in parts: within 4 per node
+    if topology != "star":  # a node's reduction may come in parts: within 4 per node
         assert rows <= 4 * NODES + 4
         assert rank_rows(session, last.id) <= 4 * NODES  # the ranks' rows: spans, per node
     else:
@@ -163,6 +168,6 @@ def test_one_failing_rank_among_a_thousand_is_its_own(session: Session, topology
     assert errors[0]["failure"]["host"]  # named with its host
     assert last.state.value == "failed"
     assert "failed" in textviews.runs(session.store, 1).splitlines()[1]
-    if topology == "relays":
+    if topology != "star":
         assert rows <= 4 * NODES + 10
         assert rank_rows(session, last.id) <= 4 * NODES + 3  # rank 637 alone

@@ -31,7 +31,7 @@ from ..protocol.header import Message
 from ..protocol.messages import parse
 from ..protocol.signing import cell_name, rank_name
 from .fancollapse import Alike, Shared, shared_entry
-from .fanin import BadReduction, expand, relay_node
+from .fanin import BadReduction, expand, speaker
 
 BATCH = "batch"  # the type of a relay's batch of its ranks' output
 WINDOW_S = 0.002  # the longest a rank's output waits at its relay for others to join it
@@ -101,7 +101,7 @@ def unbatch(header: dict[str, Any], node_of: Callable[[int], int | None]) -> lis
     """The kernel's side: each rank's (rank, control counter, fields) of a relay's verified
     batch, or, for what several ranks sent alike, (ranks, counters, fields, other ranks'
     times); refused whole, with the cause, where it speaks for a rank of another node."""
-    node = relay_node(str(header["src"]))
+    node_of, node = speaker(str(header["src"]), node_of)
     out: list[Unbatched] = []
     try:
         for entry in header["each"]:

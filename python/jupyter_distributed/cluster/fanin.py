@@ -51,6 +51,40 @@ def relay_node(src: str) -> int | None:
     return int(src[1:]) if src[:1] == "n" and src[1:].isdigit() else None
 
 
+def aggregator_name(first: int, last: int) -> str:
+    """The signed name of the aggregator of nodes ``first`` to ``last`` (see .aggregator), as
+    it signs the reductions it merges: ``a0-8``."""
+    return f"a{first}-{last}"
+
+
+def hop_nodes(src: str) -> tuple[int, int] | None:
+    """The nodes a relay's (``n3``) or an aggregator's (``a0-8``) signed name speaks for, as
+    (first, last); None for any other sender."""
+    if (node := relay_node(src)) is not None:
+        return node, node
+    first, _, last = src[1:].partition("-")
+    if src[:1] == "a" and first.isdigit() and last.isdigit() and int(first) <= int(last):
+        return int(first), int(last)
+    return None
+
+
+def speaker(
+    src: str, node_of: Callable[[int], int | None]
+) -> tuple[Callable[[int], int | None], int | None]:
+    """``node_of`` as the checks of what ``src`` sent see it, and the node it speaks for: an
+    aggregator's nodes are all its first (a rank of another node is still None's or another's)."""
+    nodes = hop_nodes(src)
+    if nodes is None or nodes[0] == nodes[1]:
+        return node_of, None if nodes is None else nodes[0]
+    first, last = nodes
+
+    def behind(rank: int) -> int | None:
+        node = node_of(rank)
+        return first if node is not None and first <= node <= last else node
+
+    return behind, first
+
+
 @dataclass
 class _Cell:
     """One cell on this node: the ranks it was sent to, and the ends held so far."""
@@ -179,8 +213,9 @@ def expand(
 ) -> list[tuple[int, int, int, dict[str, Any]]]:
     """The kernel's side: each rank's (rank, cell counter, after, Done fields) of a relay's
     verified reduced message (``node_of``: a rank's node, None for no rank). Refused whole,
-    with the cause, where it speaks for a rank that is not its node's."""
-    node = relay_node(str(header["src"]))
+    with the cause, where it speaks for a rank that is not its node's (its nodes', for an
+    aggregator's merged reductions)."""
+    node_of, node = speaker(str(header["src"]), node_of)
     out = []
     try:
         for rank, seq, after, fields in header["each"]:
@@ -203,7 +238,7 @@ def ranged(
     each one's cell counter. Refused whole, with the cause, where a span is unreadable, holds
     a rank that is not the relay's node's (a node's ranks are consecutive: its ends are
     checked), or the counters do not match the ranks."""
-    node = relay_node(str(header["src"]))
+    node_of, node = speaker(str(header["src"]), node_of)
     ranks: list[int] = []
     try:
         for first, last in header.get("ranges") or ():

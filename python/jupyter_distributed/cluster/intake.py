@@ -32,7 +32,7 @@ from .decode import Ranks, decode
 from .fanbatch import relayed
 from .fancollapse import Shared, take_shared
 from .fancompact import Compacting
-from .fanin import REDUCED, ranged, relay_node
+from .fanin import REDUCED, hop_nodes, ranged
 from .inbox import Exited, Finished, Item, Show, StacksReply
 from .stackboard import StackBoard
 
@@ -75,7 +75,7 @@ class Intake:
         for peer, frames in batch:
             try:
                 header, buffers = self._signer.unpack(frames)
-                if relay_node(str(header["src"])) is not None:  # a relay's own message
+                if hop_nodes(str(header["src"])) is not None:  # a relay's (aggregator's) own
                     self._take_relayed(taken, peer, header)
                     continue
                 rank, cell = sender(str(header["src"]))

@@ -22,8 +22,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import zmq
-
 from ..errors import RankFailure
 from ..events import ErrorEvent, Event, RunEvent, StacksEvent
 from ..history.reaper import leftover_prefix
@@ -33,13 +31,14 @@ from ..protocol.commands import Shutdown
 from ..protocol.header import Message
 from ..protocol.signing import BOOTSTRAP_ENV, Buffer
 from ..protocol.stacks import RankStacks
+from .aggregators import aggregator_failure
 from .deaths import explain
 from .fdlimit import make_room
 from .hang import diagnose
 from .hangflight import ranks_text
 from .inbox import CancelRequested, Exited, Item
 from .liveness import StartProcesses, exit_failures, silent_ranks, wait_leaving
-from .relays import node_local_addresses, relay_addresses, relay_failure, relay_map
+from .relays import place_relays, relay_failure
 from .router import Router
 from .stackboard import collect
 from .startup import wait_ready
@@ -71,13 +70,16 @@ class ProcessCluster(Cluster):
         transport: Transport | None = None,
         silence_limit: float | None = None,
         relays: bool = False,
+        aggregators: bool = False,
     ) -> None:
         """``transport`` says how ranks reach the kernel (:mod:`.transport`); without one, TCP
         with CurveZMQ on ``bind_host``, dialled at ``connect_host``. ``silence_limit``: seconds
         without any message (ranks send a heartbeat every second) after which a rank is dead,
         for launchers that cannot see their processes. ``relays``: the backend starts a node
         relay per node (:mod:`.relays`), listening in the kernel's directory where the ranks are
-        on this machine (``ipc``), else in a directory of its own on its node."""
+        on this machine (``ipc``), else in a directory of its own on its node. ``aggregators``:
+        it starts a second level above them too where there are many nodes, or where
+        ``Distributed.relays`` is "tree" (:mod:`.aggregators`; on this machine only, for now)."""
         # (before anything starts: refused in one line, or room made)
         make_room(len(plan.ranks), plan.spec.layout.nodes if relays else 0)
         self.plan = plan
@@ -119,17 +121,11 @@ class ProcessCluster(Cluster):
             "stacks_dir": self.stacks_dir,
             "ranges": 1,  # a relay may send its ranks' plain ends as ranges (see .fanin)
         }
-        # each rank's relay: its node in the plan (Slurm's -m cyclic, Ray's placement)
-        relay_of = relay_map([r.coords.node_rank for r in plan.ranks], plan.spec.layout)
-        directory = self.router.listener.directory
-        nodes = max(relay_of) + 1 if relay_of else plan.spec.layout.nodes
-        if relays and directory is not None:
-            boot["relays"] = relay_addresses(directory, nodes)
-        elif relays and zmq.has("ipc"):  # ranks on other hosts: a Unix socket on their node
-            boot["relays"] = node_local_addresses(nodes, leftover_prefix())
-        if relay_of is not None:  # (each rank's node: its relay's, and its NODE_RANK under mpi)
-            boot["relay_of"] = relay_of
-        self.relays = nodes if "relays" in boot else 0
+        # the relays (and their aggregators) the backend starts, where they listen
+        self.relays, self.fanout = place_relays(
+            boot, plan, self.router.listener.directory, relays, aggregators
+        )
+        self.aggregators = -(-self.relays // self.fanout) if self.fanout else 0
         try:
             self.processes = start({BOOTSTRAP_ENV: json.dumps(boot)})
             for fd in getattr(self.processes, "sentinels", list)():
@@ -283,18 +279,26 @@ class ProcessCluster(Cluster):
         return explain(failure, self.info.get(failure.rank), self.stacks_dir, self._code)
 
     def _dead_nodes(self, now: float) -> list[RankFailure]:
-        """A relay that ended is a dead node: its ranks are gone (failed) with it."""
+        """A relay that ended is a dead node, an aggregator the nodes behind it: their ranks
+        are gone (failed) with it."""
         out = []
         for node, code in getattr(self.processes, "dead_relays", list)():
             ranks = sorted(r for r, i in self.info.items() if i.coords.node_rank == node)
             host = self.info[ranks[0]].host if ranks else ""  # (its ranks' hello named it)
             out.append(relay_failure(ranks, node, host or socket.gethostname(), code, now))
-            for info in self.info.values():
-                if info.coords.node_rank == node:
-                    self._unreachable.add(info.rank)
-                    if info.state not in ("exited", "failed"):
-                        info.state = "failed"
+            self._cut_off(ranks)
+        for index, code in getattr(self.processes, "dead_aggregators", list)():
+            nodes = range(index * self.fanout, min(self.relays, (index + 1) * self.fanout))
+            ranks = sorted(r for r, i in self.info.items() if i.coords.node_rank in nodes)
+            out.append(aggregator_failure(index, nodes, ranks, socket.gethostname(), code, now))
+            self._cut_off(ranks)
         return out
+
+    def _cut_off(self, ranks: list[int]) -> None:
+        for rank in ranks:
+            self._unreachable.add(rank)
+            if self.info[rank].state not in ("exited", "failed"):
+                self.info[rank].state = "failed"
 
     def _watch(self) -> None:
         events: list[Event] = []

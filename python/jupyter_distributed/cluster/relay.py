@@ -34,6 +34,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import zmq
@@ -42,6 +43,7 @@ from ..layout import Layout
 from ..pids import die_with_parent, pid_alive
 from ..protocol.frames import MAX_FRAME, MAX_HEADER
 from ..protocol.signing import BOOTSTRAP_ENV, BadMessage, Signer, cell_name, rank_name
+from .aggregators import upward
 from .fanbatch import Batcher
 from .fanin import Reducer, relay_name
 from .relays import listen_directory, node_ranks, remove_directory
@@ -50,23 +52,25 @@ ORPHAN_CHECK_MS = 1000  # how often a relay looks whether its kernel is alive (o
 RELAY_NAME = "relay"  # the name its checking signers go by (it signs as relay_name(node))
 
 
-class Relay:
-    def __init__(self, boot: dict[str, Any], node: int) -> None:
-        self.ranks = node_ranks(Layout.from_json(boot["layout"]), node, boot.get("relay_of"))
-        self.names = {rank_name(r) for r in self.ranks} | {cell_name(r) for r in self.ranks}
+class Hop:
+    """What a relay and an aggregator (:mod:`.aggregator`) share: a ROUTER below (bound at
+    ``below``), a DEALER above (dialled at ``above``, with ``curve``'s keys where given), and
+    the loop that forwards both ways what it verified with the cluster's key (its checking
+    signers go by ``name``): from below only what ``names`` (its ranks', or relays') sent, each
+    sender's connection learned from its verified messages; from above to the connections of
+    the receivers its ``dst`` names (once each)."""
+
+    names: set[str]  # whose messages it takes from below
+
+    def __init__(self, boot: dict[str, Any], below: str, above: str, curve: Any, name: str) -> None:
         key = bytes.fromhex(boot["key"])
-        self._down_signer = Signer(key, RELAY_NAME)  # counters of the ranks' messages
-        self._up_signer = Signer(key, RELAY_NAME)  # counters of the kernel's messages
-        self._signer = Signer(key, relay_name(node))  # what it writes itself (reductions)
-        ranges = self._down_signer.accepted if boot.get("ranges") else None  # (the kernel's)
-        self._reducer = Reducer(self.ranks, accepted=ranges)
-        self._batcher = Batcher(self.ranks)
-        self._routes: dict[str, bytes] = {}  # "r3"/"c3" -> its connection's routing id
+        self._down_signer = Signer(key, name)  # counters of what comes from below
+        self._up_signer = Signer(key, name)  # counters of the kernel's messages
+        self._routes: dict[str, bytes] = {}  # "r3"/"c3"/"n0" -> its connection's routing id
         self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self.down = self.ctx.socket(zmq.ROUTER)
         self.down.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME + MAX_HEADER)
         self.up = self.ctx.socket(zmq.DEALER)
-        curve = boot.get("curve")
         if curve:
             self.up.setsockopt(zmq.CURVE_SERVERKEY, curve["server"].encode())
             self.up.setsockopt(zmq.CURVE_PUBLICKEY, curve["public"].encode())
@@ -75,10 +79,9 @@ class Relay:
             for opt in (zmq.SNDHWM, zmq.RCVHWM):
                 sock.setsockopt(opt, 0)
             sock.setsockopt(zmq.LINGER, 1000)
-        address = boot["relays"][str(node)]
-        self.directory = listen_directory(address)  # (a node-local one: made here, mode 0700)
-        self.down.bind(address)
-        self.up.connect(boot["address"])
+        self.directory = listen_directory(below)  # (a node-local one: made here, mode 0700)
+        self.down.bind(below)
+        self.up.connect(above)
         here = boot.get("kernel_host") == socket.gethostname()
         self.kernel_pid = int(boot.get("kernel_pid") or 0) if here else 0
 
@@ -96,10 +99,68 @@ class Relay:
                 if not pid_alive(self.kernel_pid):
                     return  # the kernel is gone (killed): nobody is left to relay for
             if self.down in ready:
-                self._from_ranks()
+                self._from_below()
             if self.up in ready:
-                self._from_kernel()
+                self._from_above()
             wait = self._reduce()
+
+    def _from_below(self) -> None:
+        while True:
+            try:
+                frames = self.down.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            peer, message = frames[0].bytes, frames[1:]
+            try:
+                header = self._down_signer.check([f.buffer for f in message])
+            except BadMessage:
+                continue
+            src = str(header["src"])
+            if src not in self.names:
+                continue  # (a rank of another node signs as itself: not through this hop)
+            self._routes[src] = peer
+            self._up(message, header, src)
+
+    def _from_above(self) -> None:
+        while True:
+            try:
+                message = self.up.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            try:
+                header = self._up_signer.check([f.buffer for f in message])
+            except BadMessage:
+                continue
+            self._down(message, header)
+
+    def _up(self, message: list[zmq.Frame], header: dict[str, Any], src: str) -> None:
+        """A verified message from below, of ``src``: forwarded unchanged."""
+        self.up.send_multipart(message, copy=False)
+
+    def _down(self, message: list[zmq.Frame], header: dict[str, Any]) -> None:
+        """A verified message from above: forwarded unchanged to each connection it names."""
+        dst, routes = header["dst"], self._routes
+        for peer in {routes.get(str(name)) for name in (dst if isinstance(dst, list) else [dst])}:
+            if peer is not None:
+                self.down.send_multipart([peer, *message], copy=False)
+
+    def _reduce(self) -> float | None:
+        """What is due upward now; in how many seconds the next is (None: nothing waits)."""
+        return None
+
+
+class Relay(Hop):
+    def __init__(self, boot: dict[str, Any], node: int) -> None:
+        self.ranks = node_ranks(Layout.from_json(boot["layout"]), node, boot.get("relay_of"))
+        self.names = {rank_name(r) for r in self.ranks} | {cell_name(r) for r in self.ranks}
+        above = upward(boot, node)  # the kernel, or its node's aggregator (see .aggregators)
+        curve = boot.get("curve") if above == boot["address"] else None
+        super().__init__(boot, boot["relays"][str(node)], above, curve, RELAY_NAME)
+        # what it writes itself (reductions, batches)
+        self._signer = Signer(bytes.fromhex(boot["key"]), relay_name(node))
+        ranges = self._down_signer.accepted if boot.get("ranges") else None  # (the kernel's)
+        self._reducer = Reducer(self.ranks, accepted=ranges)
+        self._batcher = Batcher(self.ranks)
 
     def _reduce(self) -> float | None:
         """Send the batch and the reductions that are due; in how many seconds the next is."""
@@ -118,70 +179,50 @@ class Relay:
         if fields is not None:
             self.up.send_multipart(self._signer.pack(fields), copy=False)
 
-    def _from_ranks(self) -> None:
-        while True:
-            try:
-                frames = self.down.recv_multipart(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                return
-            peer, message = frames[0].bytes, frames[1:]
-            try:
-                header = self._down_signer.check([f.buffer for f in message])
-            except BadMessage:
-                continue
-            src = str(header["src"])
-            if src not in self.names:
-                continue  # (a rank of another node signs as itself: not through this relay)
-            self._routes[src] = peer
-            self._batcher.alike.seen(header)
-            if self._reducer.hold(header, len(message) - 2):
-                continue
-            if self._batcher.keep(header, len(message) - 2, len(message[1])):
-                continue
-            if self._batcher.holds(src):
-                self._send_batch()  # (what this rank sent before this goes first)
-            self.up.send_multipart(message, copy=False)
+    def _up(self, message: list[zmq.Frame], header: dict[str, Any], src: str) -> None:
+        self._batcher.alike.seen(header)
+        if self._reducer.hold(header, len(message) - 2):
+            return
+        if self._batcher.keep(header, len(message) - 2, len(message[1])):
+            return
+        if self._batcher.holds(src):
+            self._send_batch()  # (what this rank sent before this goes first)
+        self.up.send_multipart(message, copy=False)
 
-    def _from_kernel(self) -> None:
-        while True:
-            try:
-                message = self.up.recv_multipart(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                return
-            try:
-                header = self._up_signer.check([f.buffer for f in message])
-            except BadMessage:
-                continue
-            self._reducer.sent(header)
-            self._batcher.alike.sent(header)
-            dst = header["dst"]
-            for name in dst if isinstance(dst, list) else [dst]:
-                peer = self._routes.get(str(name))
-                if peer is not None:
-                    self.down.send_multipart([peer, *message], copy=False)
+    def _down(self, message: list[zmq.Frame], header: dict[str, Any]) -> None:
+        self._reducer.sent(header)
+        self._batcher.alike.sent(header)
+        super()._down(message, header)
 
 
 def main(argv: list[str]) -> int:
     """``NODE``: the node's number, or the name of the environment variable that holds it (a
     launcher's process rank, e.g. ``OMPI_COMM_WORLD_RANK`` where it starts one per node)."""
-    node = os.environ.get(argv[0], argv[0]) if len(argv) == 1 else ""
-    if not node.isdigit() or BOOTSTRAP_ENV not in os.environ:
-        sys.stderr.write("usage: python -m jupyter_distributed.cluster.relay NODE (a backend's)\n")
+    return run(argv, Relay, "relay NODE", "relay of node")
+
+
+def run(argv: list[str], make: Callable[[dict[str, Any], int], Hop], usage: str, name: str) -> int:
+    """Start a relay or an aggregator (``make``, with its number from ``argv``) from the
+    bootstrap's environment and serve (``usage``: its module and argument; ``name``: what its
+    errors call it)."""
+    number = os.environ.get(argv[0], argv[0]) if len(argv) == 1 else ""
+    if not number.isdigit() or BOOTSTRAP_ENV not in os.environ:
+        sys.stderr.write(f"usage: python -m jupyter_distributed.cluster.{usage} (a backend's)\n")
         return 2
     die_with_parent()
     boot = json.loads(os.environ.pop(BOOTSTRAP_ENV))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # (its directory is removed first)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # (until it holds the directory)
     try:
-        relay = Relay(boot, int(node))
+        hop = make(boot, int(number))
     except (OSError, zmq.ZMQError) as e:
-        sys.stderr.write(f"jupyter-distributed relay of node {node}: {e}\n")
+        sys.stderr.write(f"jupyter-distributed {name} {number}: {e}\n")
         return 1
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-        relay.serve()
+        hop.serve()
     finally:
-        remove_directory(relay.directory)
+        remove_directory(hop.directory)
     return 0
 
 

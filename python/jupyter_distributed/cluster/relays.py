@@ -8,7 +8,8 @@ its ranks connect to it directly, as before relays. A rank's relay is its node i
 (``RankPlan.coords``): the layout's block of ``procs_per_node`` ranks, or where the launcher
 really puts it (Slurm's ``-m cyclic``, Ray's placement), then named in the bootstrap's
 ``relay_of`` for the ranks and the relays. ``"always"`` starts one per node all the same (so
-the contract suite runs the relay code on every backend that has them); ``"never"`` starts none.
+the contract suite runs the relay code on every backend that has them); ``"tree"`` starts a
+second level of aggregators above them too (:mod:`.aggregators`); ``"never"`` starts none.
 """
 
 from __future__ import annotations
@@ -25,15 +26,21 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+import zmq
 
 from ..collapse import ranks_text
 from ..errors import RankFailure
+from ..history.reaper import leftover_prefix
+from ..interface import Plan
 from ..layout import Layout
 from ..pids import newly_ended, pidfds
 from ..protocol.signing import BOOTSTRAP_ENV
+from .aggregators import AGGREGATOR_COMMAND, aggregator_addresses, fanout
 
 RELAY_COMMAND = (sys.executable, "-m", "jupyter_distributed.cluster.relay")
-RELAY_MODES = ("auto", "always", "never")
+RELAY_MODES = ("auto", "always", "tree", "never")
 # on every node (a job's TMPDIR may not exist on the kernel's host); each relay's directory in it
 # is made 0700 and exclusively (see listen_directory)
 NODE_LOCAL_DIR = "/tmp"  # noqa: S108
@@ -123,6 +130,31 @@ def node_ranks(layout: Layout, node: int, relay_of: Sequence[int] | None = None)
     return list(range(node * per, (node + 1) * per))
 
 
+def place_relays(
+    boot: dict[str, Any], plan: Plan, directory: Path | None, relays: bool, aggregators: bool
+) -> tuple[int, int]:
+    """Put where the relays listen (and their aggregators, :mod:`.aggregators`) in the
+    bootstrap ``boot``: in the kernel's ``directory`` where the ranks are on this machine, else
+    on their nodes. How many relays there are (0: none), and how many each aggregator holds
+    (0: none, the relays dial the kernel)."""
+    # each rank's relay: its node in the plan (Slurm's -m cyclic, Ray's placement)
+    relay_of = relay_map([r.coords.node_rank for r in plan.ranks], plan.spec.layout)
+    nodes = max(relay_of) + 1 if relay_of else plan.spec.layout.nodes
+    if relay_of is not None:  # (each rank's node: its relay's, and its NODE_RANK under mpi)
+        boot["relay_of"] = relay_of
+    if relays and directory is not None:
+        boot["relays"] = relay_addresses(directory, nodes)
+    elif relays and zmq.has("ipc"):  # ranks on other hosts: a Unix socket on their node
+        boot["relays"] = node_local_addresses(nodes, leftover_prefix())
+    else:
+        return 0, 0
+    per = fanout(nodes, plan.spec.relays == "tree") if aggregators else 0
+    if not per or directory is None:
+        return nodes, 0
+    boot["aggregators"], boot["fanout"] = aggregator_addresses(directory, nodes, per), per
+    return nodes, per
+
+
 def relay_failure(ranks: Sequence[int], node: int, host: str, code: int, now: float) -> RankFailure:
     """A dead relay is a dead node: "relay of node 1 on host h died: its ranks 4-7 are gone"
     (``ranks``: the node's)."""
@@ -136,41 +168,65 @@ def relay_failure(ranks: Sequence[int], node: int, host: str, code: int, now: fl
 
 
 class LocalRelays:
-    """One relay process per node on this machine (``local`` with relays ``"always"``), in its
-    own process group, its output in ``logdir``."""
+    """One relay process per node on this machine (``local`` with relays ``"always"``), and
+    the aggregators above them where the bootstrap has some (:mod:`.aggregators`), each in its
+    own process group, their output in ``logdir``."""
 
     def __init__(self, nodes: int, env: Mapping[str, str], logdir: Path) -> None:
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.aggregators: dict[int, subprocess.Popen[bytes]] = {}
         self._reported: set[int] = set()
+        self._reported_aggregators: set[int] = set()
         self.host = socket.gethostname()
+        boot = json.loads(env.get(BOOTSTRAP_ENV) or "{}")
+        for index in range(len(boot.get("aggregators") or {})):  # (before their relays)
+            self.aggregators[index] = _start(
+                (*AGGREGATOR_COMMAND, str(index)), env, logdir / f"aggregator-{index}.log"
+            )
         for node in range(nodes):
-            with (logdir / f"relay-{node}.log").open("wb") as log:
-                self.procs[node] = subprocess.Popen(  # noqa: S603 (our own relay command)
-                    (*RELAY_COMMAND, str(node)),
-                    env=dict(env),
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
+            self.procs[node] = _start(
+                (*RELAY_COMMAND, str(node)), env, logdir / f"relay-{node}.log"
+            )
 
     def exited(self) -> list[tuple[int, int]]:
         """(node, return code) of relays that ended since the last call."""
         return newly_ended(self.procs, self._reported)
 
+    def aggregators_exited(self) -> list[tuple[int, int]]:
+        """(index, return code) of aggregators that ended since the last call."""
+        return newly_ended(self.aggregators, self._reported_aggregators)
+
+    def _all(self) -> list[subprocess.Popen[bytes]]:
+        return [*self.procs.values(), *self.aggregators.values()]
+
     def sentinels(self) -> list[int]:
-        return pidfds(p.pid for p in self.procs.values())
+        return pidfds(p.pid for p in self._all())
 
     def _running(self) -> bool:
-        return any(p.poll() is None for p in self.procs.values())
+        return any(p.poll() is None for p in self._all())
 
     def terminate(self, grace: float) -> None:
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            for proc in self.procs.values():
+            for proc in self._all():
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, sig)
             deadline = time.monotonic() + grace
             while time.monotonic() < deadline and self._running():
                 time.sleep(0.01)
-        for proc in self.procs.values():
+        for proc in self._all():
             proc.wait()
+
+
+def _start(
+    command: Sequence[str], env: Mapping[str, str], log_path: Path
+) -> subprocess.Popen[bytes]:
+    """A relay's or an aggregator's process, in its own process group, output to ``log_path``."""
+    with log_path.open("wb") as log:
+        return subprocess.Popen(  # noqa: S603 (our own relay command)
+            command,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )

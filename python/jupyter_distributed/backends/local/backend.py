@@ -95,6 +95,10 @@ class LocalProcesses:
         """(node, return code) of the node relays that ended since the last call."""
         return self.relays.exited() if self.relays is not None else []
 
+    def dead_aggregators(self) -> list[tuple[int, int]]:
+        """(index, return code) of the aggregators above the relays that ended since then."""
+        return self.relays.aggregators_exited() if self.relays is not None else []
+
     def sentinels(self) -> list[int]:
         """A pidfd per rank and relay (Linux), readable once it ends; [] where there are none."""
         relays = self.relays.sentinels() if self.relays is not None else []
@@ -132,6 +136,7 @@ class LocalProcesses:
 class LocalBackend(Backend):
     name: ClassVar[str] = "local"
     relays: ClassVar[bool] = True
+    aggregators: ClassVar[bool] = True
 
     def plan(self, spec: Spec) -> Plan:
         options = spec.options if isinstance(spec.options, LocalOptions) else LocalOptions()
@@ -164,7 +169,7 @@ class LocalBackend(Backend):
     def launch(self, plan: Plan, store: Store, view: RunView) -> ProcessCluster:
         return ProcessCluster(
             plan, store, lambda boot: LocalProcesses(plan, boot), view, transport=Transport.ipc(),
-            relays=plan.spec.relays == "always",
+            relays=plan.spec.relays in ("always", "tree"), aggregators=True,
         )  # fmt: skip
 
     def sweep_parallel(self, spec: Spec) -> int:

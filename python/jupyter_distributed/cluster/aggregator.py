@@ -1,0 +1,185 @@
+"""An aggregator: the node relay's program one level up (``python -m
+jupyter_distributed.cluster.aggregator INDEX``, started by the backend with the cluster's
+bootstrap environment; where, and for which nodes: :mod:`.aggregators`).
+
+Its children are node relays: they dial its ROUTER (a Unix socket in the kernel's directory of
+mode 0700) instead of the kernel's, and it holds one connection upward, a DEALER to the
+kernel's ROUTER. So the kernel holds one connection per aggregator, about √nodes.
+
+- **Down:** a message from the kernel is verified (signature and counter: it holds the
+  cluster's key, as a relay does) and forwarded unchanged to each child relay that holds a rank
+  its ``dst`` names (once per relay, for a message signed once for many ranks), or the one
+  child relay of the rank it names.
+- **Up:** a message from below (a rank's, or a relay's batch) is verified the same way and
+  forwarded unchanged: the kernel verifies it again, knows a rank by its signed ``src`` and a
+  relay by its ``nN`` (a relay still speaks only for its own node's ranks), and checks each
+  rank's counter in it, so a replay is refused as before. Which child relay holds which rank
+  or relay name it learns from their verified messages, as a relay learns its ranks.
+- **Fan-in:** its relays' reductions of a cell's ends (:mod:`.fanin`) are held until every
+  rank behind it that got the cell has ended (in a reduction, or in an end forwarded at once:
+  an error, pulled values) or the first held one has waited :data:`~.fanin.HOLD_S`, then sent
+  as ONE reduction it signs itself, under its own name (``a0-8`` for nodes 0 to 8, with its
+  own counter): the relays' ends in the order of their ranks (their ``each`` and ``ranges``
+  with each rank's cell counter in ``seqs``), their counts added. So the kernel takes one
+  message per aggregator, not one per node.
+
+Trust: an aggregator holds the cluster's key and is trusted as a relay is, for the ranks of
+its own nodes only: the kernel refuses a merged reduction that speaks for a rank of another
+node, and checks each rank's counter in it as if its end had come directly (a replayed
+reduction, or a replayed rank's end in one, is refused). It vouches for what its relays
+vouched for, no more: it signs only the merged reductions; the ranks' own messages and the
+relays' batches go up as they were signed. Anything unsigned, replayed, or from a node not
+behind it, is dropped. It dies with its parent (Linux) and ends once it finds the kernel dead
+(on the kernel's host); the kernel names a dead aggregator by the nodes behind it
+(:func:`~.aggregators.aggregator_failure`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import zmq
+
+from ..layout import Layout
+from ..protocol.signing import Signer, cell_name, rank_name
+from .aggregators import aggregated_nodes
+from .fanin import HOLD_S, REDUCED, aggregator_name, relay_name
+from .relay import Hop, run
+from .relays import node_ranks
+
+AGGREGATOR_NAME = "aggregator"  # the name its checking signers go by (it signs nothing)
+
+
+@dataclass
+class _Run:
+    """One cell behind this aggregator: the ranks whose ends are awaited, the reductions held."""
+
+    awaited: set[int]
+    held: list[dict[str, Any]] = field(default_factory=list)
+    first: float = 0.0  # when the first held reduction came
+
+
+class Merger:
+    """Its relays' reductions of one cell, merged into one it signs (see the module's text)."""
+
+    def __init__(self, ranks: dict[str, int], clock: Callable[[], float] = time.monotonic):
+        self._mine = ranks  # "c3" -> 3: the cell names of the ranks behind it
+        self._clock = clock
+        self._runs: dict[str, _Run] = {}
+
+    def sent(self, header: dict[str, Any]) -> None:
+        """A message from the kernel went down: a cell starts on the ranks it names."""
+        if header.get("type") == "execute":
+            dst, mine = header["dst"], self._mine
+            ranks = {mine[d] for d in (dst if isinstance(dst, list) else [dst]) if d in mine}
+            if ranks:  # (one message per rank, where a cell goes to one rank here)
+                self._runs.setdefault(str(header.get("run_id")), _Run(set())).awaited |= ranks
+
+    def passed(self, header: dict[str, Any]) -> None:
+        """A rank's own message went up as it is: an end (an error, pulled values) is in."""
+        run = self._runs.get(str(header.get("run_id")))
+        if run is not None and header.get("type") == "done" and header["src"] in self._mine:
+            run.awaited.discard(self._mine[header["src"]])
+
+    def hold(self, header: dict[str, Any]) -> bool:
+        """Whether a relay's verified message is a reduction to merge (False: forward it)."""
+        run = self._runs.get(str(header.get("run_id")))
+        if header.get("type") != REDUCED or run is None or "nodes" in header:
+            return False
+        for first, last in header.get("ranges") or ():
+            run.awaited.difference_update(range(int(first), int(last) + 1))
+        run.awaited.difference_update(int(each[0]) for each in header.get("each") or ())
+        run.held.append(header)
+        run.first = run.first or self._clock()
+        return True
+
+    def due(self) -> tuple[list[dict[str, Any]], float | None]:
+        """The merged reductions to send now, and in how many seconds the next one is due."""
+        now, out, wait = self._clock(), [], None
+        for run_id, cell in list(self._runs.items()):
+            if cell.held and (not cell.awaited or now - cell.first >= HOLD_S):
+                out.append(merged(run_id, cell.held))
+                cell.held, cell.first = [], 0.0
+            elif cell.held:
+                left = HOLD_S - (now - cell.first)
+                wait = left if wait is None else min(wait, left)
+            if not cell.awaited and not cell.held:
+                del self._runs[run_id]
+        return out, wait
+
+
+def merged(run_id: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One reduction for several relays' (``parts``): their ends in the order of their ranks,
+    their counts added, the slowest of theirs (each rank's own counter kept: see .fanin)."""
+    parts = sorted(parts, key=_first_rank)
+    slowest = max(parts, key=lambda p: float(p.get("slowest_ms") or 0))
+    statuses: dict[str, int] = {}
+    for part in parts:
+        for status, count in (part.get("statuses") or {}).items():
+            statuses[status] = statuses.get(status, 0) + int(count)
+    out: dict[str, Any] = {
+        "type": REDUCED, "run_id": run_id, "statuses": statuses,
+        "done": sum(int(p.get("done") or 0) for p in parts),
+        "of": sum(int(p.get("of") or 0) for p in parts),
+        "errors": sum(int(p.get("errors") or 0) for p in parts),
+        "slowest_rank": slowest.get("slowest_rank"), "slowest_ms": slowest.get("slowest_ms"),
+        "each": sorted((e for p in parts for e in p.get("each") or ()), key=lambda e: e[0]),
+        "nodes": [p["src"] for p in parts],
+    }  # fmt: skip
+    if any(p.get("ranges") for p in parts):
+        out["ranges"] = [span for p in parts for span in p.get("ranges") or ()]
+        out["seqs"] = [seq for p in parts for seq in p.get("seqs") or ()]
+    return out
+
+
+def _first_rank(part: dict[str, Any]) -> int:
+    firsts = [int(s[0]) for s in part.get("ranges") or ()] + [int(e[0]) for e in part["each"]]
+    return min(firsts, default=0)
+
+
+class Aggregator(Hop):
+    def __init__(self, boot: dict[str, Any], index: int) -> None:
+        layout, relay_of = Layout.from_json(boot["layout"]), boot.get("relay_of")
+        count = max(relay_of) + 1 if relay_of else layout.nodes
+        self.nodes = aggregated_nodes(boot, index, count)
+        names = {relay_name(n) for n in self.nodes}
+        cells: dict[str, int] = {}
+        for node in self.nodes:
+            for r in node_ranks(layout, node, relay_of):
+                names.add(rank_name(r))
+                cells[cell_name(r)] = r
+        self.names = names | set(cells)  # (its nodes' relays and ranks: whose it forwards)
+        below = boot["aggregators"][str(index)]
+        super().__init__(boot, below, boot["address"], boot.get("curve"), AGGREGATOR_NAME)
+        key = bytes.fromhex(boot["key"])
+        self._signer = Signer(key, aggregator_name(self.nodes[0], self.nodes[-1]))
+        self._merger = Merger(cells)
+
+    def _up(self, message: list[zmq.Frame], header: dict[str, Any], src: str) -> None:
+        if self._merger.hold(header):
+            return
+        self._merger.passed(header)
+        self.up.send_multipart(message, copy=False)
+
+    def _down(self, message: list[zmq.Frame], header: dict[str, Any]) -> None:
+        self._merger.sent(header)
+        super()._down(message, header)
+
+    def _reduce(self) -> float | None:
+        reduced, wait = self._merger.due()
+        for fields in reduced:
+            self.up.send_multipart(self._signer.pack(fields), copy=False)
+        return wait
+
+
+def main(argv: list[str]) -> int:
+    """``INDEX``: the aggregator's number (or the environment variable that holds it)."""
+    return run(argv, Aggregator, "aggregator INDEX", "aggregator")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -74,6 +74,17 @@ def test_the_worker_imports_only_the_protocol_and_the_pure_shared_modules() -> N
     assert "protocol" in outside  # the check looks where the imports are
 
 
+def test_the_modules_shipped_with_the_worker_import_only_each_other() -> None:
+    """What SageMaker ships beside worker/ is all a rank there has: a shared module that
+    imports another of the package's (errors -> collapse) fails the training script."""
+    graph = grimp.build_graph("jupyter_distributed")
+    for name in package.SHARED_WITH_THE_WORKER:
+        for imported in graph.find_modules_directly_imported_by(f"jupyter_distributed.{name}"):
+            parts = imported.split(".")
+            if parts[0] == "jupyter_distributed":
+                assert parts[1] in SHARED_WITH_THE_WORKER, f"{name} imports {imported}"
+
+
 def test_the_kernel_side_imports_nothing_from_the_worker() -> None:
     graph = grimp.build_graph("jupyter_distributed")
     worker = {"jupyter_distributed.worker"} | graph.find_descendants("jupyter_distributed.worker")

@@ -21,7 +21,9 @@ from .request import ENTRY_POINT
 _PACKAGE = Path(__file__).resolve().parents[2]  # python/jupyter_distributed
 #: The modules outside ``worker/`` and ``protocol/`` that the worker may import (the import
 #: contracts and tests/python/test_architecture.py hold the worker to them): a rank needs them all.
-SHARED_WITH_THE_WORKER = ("errors", "layout", "pids", "memcg", "ioloop", "modelshapes")
+SHARED_WITH_THE_WORKER = (
+    "errors", "collapse", "layout", "pids", "memcg", "ioloop", "modelshapes",
+)  # fmt: skip
 # What a rank imports: the package marker, the shared modules, the protocol and the worker.
 _RUNTIME_FILES = (
     "__init__.py",

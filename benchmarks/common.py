@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import io
 import os
 import re
+import shutil
 import signal
 import statistics
 import sys
@@ -35,6 +37,7 @@ def bench_shell(prefix: str) -> tuple[Any, Path]:
     keeps it ignored)."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, tmp, True)  # (the history and IPython's folder: a run's own)
     os.environ["JUPYTER_DISTRIBUTED_STORE"] = str(tmp / "history.sqlite3")
     os.environ["IPYTHONDIR"] = str(tmp / "ipython")
     from IPython.testing.globalipapp import start_ipython

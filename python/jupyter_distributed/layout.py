@@ -203,6 +203,14 @@ class Layout:
         return self.framework is Framework.TENSORFLOW
 
     @property
+    def ports(self) -> int:
+        """Ports in a row from ``MASTER_PORT`` the ranks listen on: TensorFlow's tasks take
+        ``MASTER_PORT + 1 + rank`` and its chief the one after; torch only ``MASTER_PORT``."""
+        if self.strategy in (Strategy.PARAMETER_SERVER, Strategy.MULTI_WORKER):
+            return self.world_size + 2
+        return 1
+
+    @property
     def world_size(self) -> int:
         return self.nodes * self.procs_per_node
 

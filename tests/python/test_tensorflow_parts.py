@@ -96,3 +96,27 @@ def test_dead_tasks_are_named_by_role() -> None:
 def test_a_held_name_gets_the_next_free_one() -> None:
     assert free_name("strategy", {"strategy": 1, "strategy_2": 2}) == "strategy_3"
     assert free_name("coordinator", {}) == "coordinator"
+
+
+def test_the_port_block_for_tensorflow_tasks_is_free_and_skips_a_taken_port(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every task and the chief listen on MASTER_PORT + 1 + r: the launcher picks MASTER_PORT
+    so that the whole block is free, below the ephemeral range, past a port someone holds."""
+    import socket
+
+    from jupyter_distributed.cluster import launch
+
+    assert TF_PS.ports == 3 + 2
+    assert Layout(procs_per_node=3, strategy=Strategy.DDP).ports == 1
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        taken = held.getsockname()[1]
+        bases = iter([taken - 2, taken + 1])  # the first block holds the taken port
+        monkeypatch.setattr(launch._RNG, "randrange", lambda low, high: next(bases))
+        assert launch.free_port(count=TF_PS.ports) == taken + 1
+    monkeypatch.undo()
+    base = launch.free_port(count=TF_PS.ports)
+    assert launch.BLOCK_LOW <= base < launch._ephemeral_low()
+    for port in range(base, base + TF_PS.ports):
+        assert launch._bindable("127.0.0.1", port)

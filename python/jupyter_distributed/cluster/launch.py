@@ -5,8 +5,10 @@ channel binds to."""
 from __future__ import annotations
 
 import os
+import random
 import socket
 import sys
+from pathlib import Path
 
 from ..errors import LaunchError, SpecError
 from ..spec import Spec
@@ -53,10 +55,44 @@ def rank_env(spec: Spec, rank: int, master_port: str) -> tuple[tuple[str, str], 
     )
 
 
-def free_port(host: str = "127.0.0.1") -> int:
+def free_port(host: str = "127.0.0.1", count: int = 1) -> int:
+    """A free port on ``host``; with ``count`` > 1, the first of ``count`` free ports in a row
+    (TensorFlow's tasks listen on ``MASTER_PORT + 1 + rank``). A block is drawn below the
+    ephemeral range, where no connection of this machine is given a port by the kernel between
+    this check and the ranks' bind."""
+    if count <= 1:
+        with socket.socket() as s:
+            s.bind((host, 0))
+            return int(s.getsockname()[1])
+    top = _ephemeral_low() - count
+    for _ in range(64):
+        base = _RNG.randrange(BLOCK_LOW, max(BLOCK_LOW + 1, top))
+        if all(_bindable(host, port) for port in range(base, base + count)):
+            return base
+    raise LaunchError(
+        f"no {count} free ports in a row on {host} between {BLOCK_LOW} and {top + count}; "
+        "choose MASTER_PORT with --env MASTER_PORT=..."
+    )
+
+
+BLOCK_LOW = 10000  # blocks of ports are drawn from here up to the ephemeral range
+_RNG = random.SystemRandom()
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _bindable(host: str, port: int) -> bool:
     with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
 
 
 def control_host(hosts: tuple[str, ...]) -> str:

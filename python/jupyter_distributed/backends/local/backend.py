@@ -66,7 +66,7 @@ class LocalProcesses:
         self.logdir = Path(tempfile.mkdtemp(prefix=leftover_prefix()))
         self.procs: dict[int, subprocess.Popen[bytes] | Forked] = {}
         self._reported: set[int] = set()
-        port = str(free_port())
+        port = str(free_port(count=plan.spec.layout.ports))
         base = {**os.environ, **dict(plan.env), **boot_env}
         nodes = relay_nodes(boot_env)  # (relays "always": one per node, before the ranks)
         self.relays = LocalRelays(nodes, base, self.logdir) if nodes else None

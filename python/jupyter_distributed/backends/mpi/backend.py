@@ -141,7 +141,7 @@ class MpiProcesses:
                 "openmpi-bin), set DistributedMPI.mpirun, or use --backend local"
             )
         self.log = MpirunLog()
-        port = str(free_port())
+        port = str(free_port(count=plan.spec.layout.ports))
         env = {
             **os.environ,
             **boot_env,

@@ -157,7 +157,7 @@ class SrunProcesses:
         if srun is None:
             raise LaunchError("srun is not on PATH; install slurm-client or use --backend local")
         self.log = SrunLog()
-        port = str(free_port())
+        port = str(free_port(count=plan.spec.layout.ports))
         env = {**os.environ, **boot_env}
         for key, value in plan.env:
             if value == FREE_PORT:

@@ -33,8 +33,9 @@ from .descriptors import make_room
 from .guard import end_descendants, guard_group, note_busy, note_idle, settled
 from .leave import leave
 from .mpi import MpiSetupError, setup_comm
+from .rankenv import RankEnv
 from .report import ChannelReporter
-from .runtime import RankEnv, Runtime
+from .runtime import Runtime
 from .sampler import GPU, memory_sample
 from .slurm import export_master_addr
 from .stacks import (

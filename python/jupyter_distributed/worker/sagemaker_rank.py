@@ -34,7 +34,8 @@ from ..protocol.metrics import Sample, bad_metric_message, numeric
 from ..protocol.reports import ClearOutput, Display, Done, Live
 from ..protocol.signing import Buffer
 from .capture import FdCapture
-from .runtime import RankEnv, Runtime
+from .rankenv import RankEnv
+from .runtime import Runtime
 from .strategies import setup
 
 _LAUNCHER_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")

@@ -264,7 +264,9 @@ def test_the_channel_across_hosts_is_encrypted_and_admits_only_the_cluster(
         seen = capture.close()
     assert set(values.values()) == {repr(marker)}  # ranks 2, 3 ran it across the link
     port = int(cluster.address.rsplit(":", 1)[1]).to_bytes(2, "big")
-    assert seen.count(port) > 3  # the capture saw the channel's packets...
+    # the capture saw the channel's packets (the cell out and its ends back: at least one
+    # frame each way; the ACKs may ride on them or come after the capture closed)...
+    assert seen.count(port) >= 2
     assert marker.encode() not in seen  # ...and neither the code nor its output in them
     # a peer without the server's key never completes a handshake; with the server key but
     # not the cluster's client keypair, the kernel refuses it

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jupyter_client.asynchronous.client import AsyncKernelClient
 from tornado.httpclient import HTTPResponse
 
 from jupyter_distributed.history.store import STORE_ENV, RunRecord, Store
@@ -42,9 +41,10 @@ async def call(fetch: Fetch, *path: str, method: str = "GET", body: Any = None) 
     return json.loads(response.body) if response.body else None
 
 
-async def run_in_kernel(connection_file: str, *cells: str) -> None:
-    client = AsyncKernelClient(connection_file=connection_file)
-    client.load_connection_file()
+async def run_in_kernel(manager: Any, *cells: str) -> None:
+    # the manager's own client: it asks the manager whether the kernel lives, not the heartbeat
+    # channel, whose missed beats on a loaded machine read as a dead kernel
+    client = manager.client()
     client.start_channels()
     try:
         await client.wait_for_ready(timeout=60)
@@ -79,9 +79,10 @@ async def test_a_renamed_notebook_shows_its_new_path(
     )
     kid = session["kernel"]["id"]
     try:
-        connection_file = jp_serverapp.kernel_manager.get_kernel(kid).connection_file
         await run_in_kernel(
-            connection_file, "%load_ext jupyter_distributed", "%%distributed -n 1\nprint(rank)"
+            jp_serverapp.kernel_manager.get_kernel(kid),
+            "%load_ext jupyter_distributed",
+            "%%distributed -n 1\nprint(rank)",
         )
         store = Store(store_path)
         (run,) = store.runs()

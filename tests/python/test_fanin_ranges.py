@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import zmq
 
-from jupyter_distributed.cluster import fanin
+from jupyter_distributed.cluster import cellrun, fanin
 from jupyter_distributed.cluster.inbox import Ended, Finished, Item
 from jupyter_distributed.cluster.router import Router
 from jupyter_distributed.cluster.transport import Transport
@@ -143,3 +145,41 @@ def test_a_replayed_range_is_refused(router: Router, caplog: pytest.LogCaptureFi
         fanin.ranged({"src": "n0", **reduction([[3, 4]], [20, 21])}, lambda r: r // 4)
     assert states(router) == before
     assert router.reduced_ends == 4
+
+
+def test_a_cells_reductions_are_one_transaction_with_its_end_however_far_apart(
+    router: Router, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [1000.0]  # the I/O thread's hold, on a clock of the test's
+    fake = SimpleNamespace(monotonic=lambda: clock[0], time=time.time)
+    monkeypatch.setattr(cellrun, "time", fake)
+    written: list[list[Any]] = []
+    append = router.store.append
+    monkeypatch.setattr(router.store, "append", lambda ev, run=None: written.append(list(ev)))
+    n0, n1 = Signer(KEY, "n0"), Signer(KEY, "n1")
+    items = fed(router, n0.pack(reduction([[0, 3]], [10, 11, 12, 13])))
+    clock[0] += 0.3  # node 1's ranks end 300 ms later (relays and ranks on shared cores)
+    router._on_tick()
+    assert written == [] and items == [] and router.inbox.empty()  # node 0's still held
+    fed(router, n1.pack(reduction([[4, 7]], [14, 15, 16, 17])))
+    (one,) = written  # both nodes' ends and the run's end, at once with the last
+    assert [type(e).__name__ for e in one] == ["RankStates", "RankStates", "RunEvent"]
+    assert one[-1].state.value == "completed"
+    append(one)
+    assert states(router) == {r: ["running", "done"] for r in range(8)}
+
+    router.cell.awaited = set(range(8))  # the next cell: node 1 never answers
+    fed(router, n0.pack(reduction([[0, 3]], [20, 21, 22, 23])))
+    clock[0] += fanin.HOLD_S
+    router._on_tick()
+    assert len(written) == 2  # held no longer than a relay holds its ranks' ends
+    assert [type(i).__name__ for i in fed(router)] == ["Show", "Ended"]
+
+
+def fed(router: Router, *messages: list[Any]) -> list[Item]:
+    """Relays' signed frames into the kernel in one batch; what the notebook got so far."""
+    router._on_batch([[zmq.Frame(b"relay"), *(zmq.Frame(bytes(f)) for f in m)] for m in messages])
+    items = []
+    while not router.inbox.empty():
+        items.append(router.inbox.get_nowait())
+    return items

@@ -113,7 +113,7 @@ def test_ranges_give_what_a_done_per_rank_gave_and_a_failure_stays_its_ranks(
         n1.pack(reduction([[4, 5]], [14, 15], [6, 16, 0, error], [7, 17, 0, value])),
     )
     ended = [i for i in items if isinstance(i, Ended)]
-    assert [(e.run_id, e.ranks) for e in ended] == [(RUN, (0, 1, 2, 3)), (RUN, (4, 5))]
+    assert [(e.run_id, list(e.ranks)) for e in ended] == [(RUN, [0, 1, 2, 3]), (RUN, [4, 5])]
     assert sorted(i.rank for i in items if isinstance(i, Finished)) == [6, 7]
     assert states(router) == {r: ["running", "failed" if r == 6 else "done"] for r in range(8)}
     ranks = {r.rank: r.state for r in router.store.ranks(RUN)}

@@ -25,6 +25,7 @@ from ..protocol.header import BadHeader, Message
 from ..protocol.messages import parse
 from ..protocol.reports import Done
 from ..protocol.signing import BadMessage, Buffer, Signer, cell_name, rank_name, sender
+from ..rankviews import RankSpans
 from .cellorder import CellOrder, after
 from .cellpeers import CellPeer
 from .cellrun import CellRun
@@ -32,7 +33,7 @@ from .decode import Ranks, decode
 from .fanbatch import relayed
 from .fancollapse import Shared, take_shared
 from .fancompact import Compacting
-from .fanin import REDUCED, hop_nodes, ranged
+from .fanin import REDUCED, hop_nodes, ranged, spans
 from .inbox import Exited, Finished, Item, Show, StacksReply
 from .stackboard import StackBoard
 
@@ -68,6 +69,7 @@ class Intake:
         self.batched = 0  # ranks' output messages that came in relays' batches
         self.shared = 0  # ... of them sent alike by several ranks, sent up once
         self._order = CellOrder()  # cell-socket messages ahead of their turn
+        self.spans = RankSpans(ranks.info)  # the ranks' views that reductions set at once
 
     def take(self, batch: Sequence[tuple[Peer, list[Buffer]]]) -> Taken:
         """Verify, order and decode a batch of messages, each with who it came from."""
@@ -178,8 +180,9 @@ class Intake:
         self.reduced_ends += sum(vouched)
         if plain and taken.compacting is not None:
             self.cell_peers.update(dict.fromkeys(plain, peer))
-            ended = taken.compacting.ended(self.ranks.info, run_id, plain, time.time())
-            self.cell.took([], ended)
+            ranges = [(first, last) for first, last in spans(plain)]
+            for ended in taken.compacting.ended(self.spans, run_id, ranges, time.time()):
+                self.cell.took([], ended)
 
     def _route(
         self,

@@ -305,7 +305,7 @@ class ProcessCluster(Cluster):
         items: list[Item] = []
         lost = ""
         now = time.time()
-        failures = silent_ranks(self.info, self.silence_limit, now)
+        failures = silent_ranks(self.info, self.silence_limit, now, self.router.intake.spans)
         failures += exit_failures(self.info, self.processes.exited(), now)
         failures += self._dead_nodes(now)
         for failure in map(self._explain, failures):

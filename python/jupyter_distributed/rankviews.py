@@ -17,20 +17,18 @@ import itertools
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
-from operator import attrgetter
 
 from .layout import RankCoords
 from .memcg import MemorySample
 
 LAST_LINES = 20  # a dead rank's last lines shown with the cause of its death
 _STAMPS = itertools.count(1)  # the order of the writes to ranks' and spans' views
-_HOST, _PID = attrgetter("host"), attrgetter("pid")
 
 
 class RankSpan:
     """The ``state`` and ``last_seen`` of ranks ``first`` to ``last``, written at once."""
 
-    __slots__ = ("at", "first", "last", "last_seen", "members", "own_seen", "own_state", "state")
+    __slots__ = ("at", "first", "ident", "last", "last_seen", "own_seen", "own_state", "state")
 
     def __init__(self, first: int, last: int) -> None:
         self.first, self.last = first, last
@@ -39,7 +37,7 @@ class RankSpan:
         self.at = 0  # the stamp of its last write (0: none, its ranks read their own)
         self.own_state: set[int] = set()  # members whose own state was written after it
         self.own_seen: set[int] = set()  # ... whose own last_seen
-        self.members: list[RankInfo] = []
+        self.ident: tuple[str, tuple[int | None, ...]] | None = None  # host, pids (once known)
 
     def set(self, state: str, seen: float) -> None:
         """Every member's ``state`` and ``last_seen`` (what each rank's own write would do)."""
@@ -54,18 +52,18 @@ class RankSpan:
 
 class RankInfo:
     """One rank as the kernel knows it. ``state`` and ``last_seen`` are its own or its span's,
-    whichever was written last."""
+    whichever was written last; ``host`` and ``pid`` written anew forget the span's ``ident``."""
 
     __slots__ = (
+        "_host",
+        "_pid",
         "_seen",
         "_seen_at",
         "_state",
         "_state_at",
         "coords",
-        "host",
         "lines",
         "memory",
-        "pid",
         "rank",
         "since",
         "span",
@@ -83,7 +81,7 @@ class RankInfo:
         lines: deque[str] | None = None,
         since: float | None = None,
     ) -> None:
-        self.rank, self.host, self.pid, self.coords = rank, host, pid, coords
+        self.rank, self._host, self._pid, self.coords = rank, host, pid, coords
         self.span: RankSpan | None = None
         self.state, self.last_seen = state, last_seen
         # what tells the cause of its death: its last memory sample, its last lines, and
@@ -113,6 +111,26 @@ class RankInfo:
         self._seen, self._seen_at = value, next(_STAMPS)
         if self.span is not None:
             self.span.own_seen.add(self.rank)
+
+    @property
+    def host(self) -> str:
+        return self._host
+
+    @host.setter
+    def host(self, value: str) -> None:
+        self._host = value
+        if self.span is not None:
+            self.span.ident = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._pid
+
+    @pid.setter
+    def pid(self, value: int | None) -> None:
+        self._pid = value
+        if self.span is not None:
+            self.span.ident = None
 
     def __repr__(self) -> str:
         return (
@@ -156,18 +174,19 @@ class RankSpans:
         for info in members:
             info.leave()
             info.span = span
-        span.members = members
         self._spans[first, last] = span
         return span
 
     def members(self, first: int, last: int) -> list[RankInfo]:
         return [self._info[r] for r in range(first, last + 1)]
 
-    @staticmethod
-    def ident(span: RankSpan) -> tuple[str, tuple[int | None, ...]]:
+    def ident(self, span: RankSpan) -> tuple[str, tuple[int | None, ...]]:
         """The span's host ("" where its ranks are on several) and its ranks' pids."""
-        hosts = set(map(_HOST, span.members))
-        return hosts.pop() if len(hosts) == 1 else "", tuple(map(_PID, span.members))
+        if span.ident is None:
+            members = self.members(span.first, span.last)
+            hosts = {i.host for i in members}
+            span.ident = (hosts.pop() if len(hosts) == 1 else "", tuple(i.pid for i in members))
+        return span.ident
 
     def gaps(self) -> Iterable[int]:
         """The known ranks in no span (each reads its own view)."""

@@ -205,3 +205,19 @@ def fed(router: Router, *messages: list[Any]) -> list[Item]:
     while not router.inbox.empty():
         items.append(router.inbox.get_nowait())
     return items
+
+
+def test_a_spans_ranks_are_reached_through_the_connection_their_last_ends_came_on(
+    router: Router,
+) -> None:
+    n0 = Signer(KEY, "n0")
+
+    def on(peer: bytes, frames: list[Any]) -> None:
+        router._on_batch([[zmq.Frame(peer), *(zmq.Frame(bytes(f)) for f in frames)]])
+
+    on(b"relay", n0.pack(reduction([[0, 3]])))
+    on(b"relay", n0.pack(reduction([[0, 3]])))
+    on(b"other", Signer(KEY, cell_name(2)).pack({"type": "done", "run_id": RUN, "status": "ok"}))
+    assert router.intake.cell_peers[2] == b"other"
+    on(b"relay", n0.pack(reduction([[0, 3]])))
+    assert [router.intake.cell_peers[r] for r in range(4)] == [b"relay"] * 4

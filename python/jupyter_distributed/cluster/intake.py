@@ -66,6 +66,7 @@ class Intake:
         self.board = StackBoard()  # stack answers go here, to whichever thread asked
         self.peers: dict[int, bytes] = {}  # rank -> routing id of its control channel
         self.cell_peers: dict[int, Peer] = {}  # rank -> its cell socket
+        self._spans_on: dict[tuple[int, int], bytes] = {}  # a span's ends came last on (above)
         self.reduced_ends = 0  # ranks' ends of cells that came in relays' reductions
         self.batched = 0  # ranks' output messages that came in relays' batches
         self.shared = 0  # ... of them sent alike by several ranks, sent up once
@@ -98,6 +99,7 @@ class Intake:
         """A rank closed its cell connection: nothing more is sent on it."""
         for rank in [r for r, p in self.cell_peers.items() if p is peer]:
             del self.cell_peers[rank]
+        self._spans_on.clear()
 
     def ranks_of(self, peer: Peer) -> list[int]:
         """The ranks whose messages came on ``peer`` last."""
@@ -172,7 +174,9 @@ class Intake:
         for first, last in ranges:
             behind |= self._order.waiting(range(first, last + 1))
             self.reduced_ends += last - first + 1
-            self.cell_peers.update(dict.fromkeys(range(first, last + 1), peer))
+            if self._spans_on.get((first, last)) != peer:  # (else each rank's is peer already)
+                self.cell_peers.update(dict.fromkeys(range(first, last + 1), peer))
+                self._spans_on[first, last] = peer
         if behind:
             for rank in sorted(behind):
                 self._route(taken, peer, rank, True, Done(run_id, "ok"), [], 0)
@@ -196,6 +200,8 @@ class Intake:
         are in (``cell``: from its cell socket, ``wait`` its ``after``)."""
         if rank in self.ranks.info:  # verified: this connection is rank's
             if cell:
+                if self.cell_peers.get(rank) != peer:  # (a span's ranks are not all on one)
+                    self._spans_on.clear()
                 self.cell_peers[rank] = peer
             elif isinstance(peer, bytes):  # (always: refused above on a cell socket)
                 self.peers[rank] = peer

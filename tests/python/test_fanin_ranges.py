@@ -21,9 +21,10 @@ import pytest
 import zmq
 
 from jupyter_distributed.cluster import cellrun, fanin
-from jupyter_distributed.cluster.inbox import Ended, Finished, Item
+from jupyter_distributed.cluster.inbox import Ended, Exited, Finished, Item
 from jupyter_distributed.cluster.router import Router
 from jupyter_distributed.cluster.transport import Transport
+from jupyter_distributed.errors import RankFailure
 from jupyter_distributed.history.store import RunRecord, Store
 from jupyter_distributed.interface import RankInfo
 from jupyter_distributed.layout import Layout
@@ -221,3 +222,18 @@ def test_a_spans_ranks_are_reached_through_the_connection_their_last_ends_came_o
     assert router.intake.cell_peers[2] == b"other"
     on(b"relay", n0.pack(reduction([[0, 3]])))
     assert [router.intake.cell_peers[r] for r in range(4)] == [b"relay"] * 4
+
+
+def test_once_a_node_is_dead_the_others_reductions_are_not_held_for_it(
+    router: Router, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [1000.0]
+    fake = SimpleNamespace(monotonic=lambda: clock[0], time=time.time)
+    monkeypatch.setattr(cellrun, "time", fake)
+    dead = RankFailure(0, time.time(), "here", None, kind="relay", evalue="node 0 died")
+    router.record([], [Exited(dead)])  # (the process watch saw node 0's relay die)
+    fed(router)
+    items = fed(router, Signer(KEY, "n1").pack(reduction([[4, 7]])))
+    clock[0] += 2 * cellrun.HOLD  # (node 0's ranks, still awaited, never answer)
+    router._on_tick()
+    assert [type(i).__name__ for i in items + fed(router)] == ["Show", "Ended"]

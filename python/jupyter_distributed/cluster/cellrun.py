@@ -94,7 +94,9 @@ class CellRun:
         now = time.monotonic()
         if (events or items) and not (self.held[0] or self.held[1]):
             self.held_since, self.held_until = now, now + HOLD
-        if any(isinstance(e, RankStates) for e in events):  # a relay's: the others' may be far
+        # a relay's, the others' may be far; not once a rank failed (the cell ends early, and
+        # a dead node's ranks, still awaited, never answer)
+        if self.clean and any(isinstance(e, RankStates) for e in events):
             self.held_until = max(self.held_until, self.held_since + HOLD_RELAYED)
         self.held[0].extend(events)
         self.held[1].extend(items)
@@ -104,6 +106,8 @@ class CellRun:
         self, events: Sequence[Recorded], items: list[Item]
     ) -> tuple[Sequence[Recorded], list[Item]]:
         """``events`` and ``items`` with what is held back before them (no longer held)."""
+        if any(isinstance(i, Exited) for i in items):  # (a death the process watch saw)
+            self.clean = False
         if self.held[0] or self.held[1]:
             events, items = [*self.held[0], *events], self.held[1] + items
             self.held = ([], [])

@@ -39,7 +39,6 @@ def reduction(
             "type": "dones", "run_id": run, "done": len(ranks), "of": len(ranks),
             "statuses": {"ok": len(ranks)}, "errors": 0, "slowest_rank": ranks[0],
             "slowest_ms": 1.0, "each": [], "ranges": [[ranks[0], ranks[-1]]],
-            "seqs": [seq] * len(ranks),
         }  # fmt: skip
     return {
         "type": "dones", "run_id": run, "done": len(ranks), "of": len(ranks),

@@ -8,9 +8,7 @@ and returns a :class:`Cluster`, on which cells are executed one run at a time.
 from __future__ import annotations
 
 import os
-import time
 from abc import ABC, abstractmethod
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,11 +18,12 @@ from .errors import RankFailure
 from .events import Event, Recorded, RunEvent, RunState, StacksEvent
 from .history.store import Store
 from .layout import RankCoords
-from .memcg import MemorySample
 from .protocol.commands import NO_PROMPTS as NO_PROMPTS  # (said by the kernel and the ranks)
 from .protocol.figures import FigureConfig
 from .protocol.frames import MAX_MESSAGE
 from .push import Pickled
+from .rankviews import LAST_LINES as LAST_LINES
+from .rankviews import RankInfo as RankInfo
 from .redact import redact_env
 from .spec import Spec
 
@@ -175,24 +174,6 @@ class RunOutcome:
     message: str = ""  # why the run ended early, when not a rank's failure
     unrecorded: int = 0  # events that could not be written to the history store
     recorded_end: RunEvent | None = None  # the completed end, recorded with the ranks' replies
-
-
-LAST_LINES = 20  # a dead rank's last lines shown with the cause of its death
-
-
-@dataclass
-class RankInfo:
-    rank: int
-    host: str
-    pid: int | None
-    state: str
-    coords: RankCoords
-    last_seen: float | None = None
-    # what tells the cause of its death: its last memory sample, its last lines, and since
-    # when (CLOCK_MONOTONIC, the kernel log's clock) the kernel log can speak of this process
-    memory: MemorySample | None = None
-    lines: deque[str] = field(default_factory=lambda: deque(maxlen=LAST_LINES))
-    since: float = field(default_factory=time.monotonic)
 
 
 class RunView(Protocol):

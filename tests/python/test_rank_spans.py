@@ -167,3 +167,26 @@ def test_a_span_another_writer_split_is_read_again(tmp_path: Path) -> None:
     finally:
         kernel.close()
         other.close()
+
+
+def test_a_nodes_state_on_its_kept_span_is_one_statement(tmp_path: Path) -> None:
+    """A relay's reduction of a node's ranks (one state span per node) updates the node's
+    ``ranks`` row in one statement; the rows read back as before."""
+    store = Store(tmp_path / "h.sqlite")
+    try:
+        store.create_run(RunRecord("r", "local", N, list(range(N))), COORDS)
+        spans = [(n * 125, n * 125 + 124, (RankState.RUNNING, RankState.DONE)) for n in (0, 1)]
+        states = RankStates(
+            "r", 2.0, (), [(a, b, s, f"node{a // 125}", list(range(1000 + a, 1001 + b)))
+                           for a, b, s in spans]
+        )  # fmt: skip
+        said: list[str] = []
+        store._db.set_trace_callback(said.append)
+        store.append([states])
+        store._db.set_trace_callback(None)
+        touched = [s.split()[0] for s in said if " ranks " in s or s.startswith("UPDATE ranks")]
+        assert touched == ["UPDATE", "UPDATE"]  # one per node: no count, no row-by-row look
+        got = {r.rank: r.state for r in store.ranks("r")}
+        assert got == {r: "done" if r < 250 else "starting" for r in range(N)}
+    finally:
+        store.close()

@@ -14,6 +14,7 @@ import pytest
 
 from jupyter_distributed import textviews
 from jupyter_distributed.cluster.fancompact import Compacting
+from jupyter_distributed.cluster.fanin import spans
 from jupyter_distributed.events import (
     OutputEvent,
     RankEvent,
@@ -27,6 +28,7 @@ from jupyter_distributed.events import (
 from jupyter_distributed.history import eventrows, storefile
 from jupyter_distributed.history.store import RunRecord, Store
 from jupyter_distributed.interface import RankInfo
+from jupyter_distributed.rankviews import RankSpans
 
 from .test_rank_spans import COORDS, LAYOUT, NODES, N
 
@@ -55,7 +57,8 @@ def infos(running: set[int] | frozenset[int] = frozenset()) -> dict[int, RankInf
 def reduction(run_id: str, ranks: list[int], info: dict[int, RankInfo], t: float) -> RankStates:
     """What the kernel's intake makes of a relay's plain ends of ``ranks`` (as ranges)."""
     compacting = Compacting()
-    compacting.ended(info, run_id, ranks, t)
+    ranges = [(first, last) for first, last in spans(ranks)]
+    compacting.ended(RankSpans(info), run_id, ranges, t)
     events: list[Recorded] = []
     compacting.close(events, [], 0)
     (states,) = events

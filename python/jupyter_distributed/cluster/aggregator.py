@@ -19,19 +19,19 @@ kernel's ROUTER. So the kernel holds one connection per aggregator, about √nod
   rank behind it that got the cell has ended (in a reduction, or in an end forwarded at once:
   an error, pulled values) or the first held one has waited :data:`~.fanin.HOLD_S`, then sent
   as ONE reduction it signs itself, under its own name (``a0-8`` for nodes 0 to 8, with its
-  own counter): the relays' ends in the order of their ranks (their ``each`` and ``ranges``
-  with each rank's cell counter in ``seqs``), their counts added. So the kernel takes one
-  message per aggregator, not one per node.
+  own counter, which stands for the relays' and so for their ranks', see :mod:`.fanin`): the
+  relays' ends in the order of their ranks (their ``each`` and ``ranges``), their counts
+  added. So the kernel takes one message per aggregator, not one per node.
 
 Trust: an aggregator holds the cluster's key and is trusted as a relay is, for the ranks of
 its own nodes only: the kernel refuses a merged reduction that speaks for a rank of another
-node, and checks each rank's counter in it as if its end had come directly (a replayed
-reduction, or a replayed rank's end in one, is refused). It vouches for what its relays
-vouched for, no more: it signs only the merged reductions; the ranks' own messages and the
-relays' batches go up as they were signed. Anything unsigned, replayed, or from a node not
-behind it, is dropped. It dies with its parent (Linux) and ends once it finds the kernel dead
-(on the kernel's host); the kernel names a dead aggregator by the nodes behind it
-(:func:`~.aggregators.aggregator_failure`).
+node, and one whose counter is not above the last it took from the aggregator (a replay); the
+aggregator checked each relay's counter, as each relay checked its ranks'. It vouches for
+what its relays vouched for, no more: it signs only the merged reductions; the ranks' own
+messages and the relays' batches go up as they were signed. Anything unsigned, replayed, or
+from a node not behind it, is dropped. It dies with its parent (Linux) and ends once it finds
+the kernel dead (on the kernel's host); the kernel names a dead aggregator by the nodes behind
+it (:func:`~.aggregators.aggregator_failure`).
 """
 
 from __future__ import annotations
@@ -132,6 +132,7 @@ def merged(run_id: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
     }  # fmt: skip
     if any(p.get("ranges") for p in parts):
         out["ranges"] = [span for p in parts for span in p.get("ranges") or ()]
+    if any(p.get("seqs") for p in parts):  # (relays of a kernel that checks them: .fanin)
         out["seqs"] = [seq for p in parts for seq in p.get("seqs") or ()]
     return out
 

@@ -2,7 +2,7 @@
 
 - the ranks the cell was sent to that have not answered yet (``awaited``);
 - quiet replies held back while others are awaited, so that a cell's replies are recorded in
-  one transaction (:data:`HOLD`);
+  one transaction (:data:`HOLD`; relays' reductions :data:`HOLD_RELAYED`);
 - the run's record, when it is not written yet (a cell on a live cluster): it goes with the
   first of the run's events that are recorded, or after :data:`RECORD_AFTER`;
 - whether every rank finished cleanly: the run's ``completed`` end is then recorded with the
@@ -19,15 +19,20 @@ from collections.abc import Sequence
 
 from ..events import ErrorEvent, MetricEvent, RankEvent, RankStates, Recorded, RunEvent, RunState
 from ..interface import RunWriter
+from .fanin import HOLD_S
 from .inbox import Ended, Exited, Finished, Item, SetupFailed, Show
 
 # seconds a rank's quiet reply to a cell (its state and end, nothing to show) waits for the
 # other ranks' before it is recorded: a cell's replies in one transaction, not one per rank
 HOLD = 0.005
-# ... where they are relays' reductions (a node's ranks' ends each): the nodes' reductions of
-# one cell come over tens of ms where relays share cores with their ranks, and each one alone
-# costs a store transaction (~0.3 ms); the last awaited one is recorded at once all the same
-HOLD_RELAYED = 0.05
+# ... where they are relays' reductions (a node's ranks' ends each): held until the last
+# awaited one comes, which is recorded at once with them and the run's end (so the end is never
+# later), or this long after the first: a cell's nodes' ends that come within it are ONE store
+# transaction (each alone costs ~0.3 ms), however far apart they come (tens to hundreds of ms
+# where relays share cores with their ranks). What a kernel that dies meanwhile loses: the
+# states of the nodes' ranks that ended in the last HOLD_RELAYED seconds (the run's record is
+# written by RECORD_AFTER all the same, and ended as failed when the history is next opened)
+HOLD_RELAYED = HOLD_S
 # seconds a cell on a live cluster may run before its run's record is written, if nothing of
 # the run was recorded before (checked when the I/O thread next wakes: a cell sent over the
 # local cell sockets does not wake it, so at its next tick, at most 50 ms after the send)
@@ -38,7 +43,7 @@ class CellRun:
     def __init__(self) -> None:
         self.awaited: set[int] = set()
         self.held: tuple[list[Recorded], list[Item]] = ([], [])
-        self.held_until = 0.0
+        self.held_since = self.held_until = 0.0  # (monotonic) the first held came, it is due
         self.writer: RunWriter | None = None  # the run's, while its record is not written
         self.record_by = 0.0
         self.clean = True  # nothing of the run failed so far
@@ -77,26 +82,32 @@ class CellRun:
 
     def hold(self, events: Sequence[Recorded], items: list[Item]) -> float | None:
         """Hold back a batch of quiet replies (rank states, samples; no output, no failure)
-        while other ranks of the cell have not answered, for at most :data:`HOLD` seconds:
-        it is then recorded with theirs. Returns how long until it is due (None: not held)."""
+        while other ranks of the cell have not answered, for at most :data:`HOLD` seconds
+        (:data:`HOLD_RELAYED` from a relay's reduction on): it is then recorded with theirs.
+        Returns how long until it is due (None: not held)."""
         if not self.awaited or not all(
             isinstance(e, RankEvent | RankStates | MetricEvent) for e in events
         ):
             return None
         if not all(isinstance(i, Show | Finished | Ended) for i in items):
             return None
-        first = (events or items) and not (self.held[0] or self.held[1])
-        if first:
-            relayed = any(isinstance(e, RankStates) for e in events)
-            self.held_until = time.monotonic() + (HOLD_RELAYED if relayed else HOLD)
+        now = time.monotonic()
+        if (events or items) and not (self.held[0] or self.held[1]):
+            self.held_since, self.held_until = now, now + HOLD
+        # a relay's, the others' may be far; not once a rank failed (the cell ends early, and
+        # a dead node's ranks, still awaited, never answer)
+        if self.clean and any(isinstance(e, RankStates) for e in events):
+            self.held_until = max(self.held_until, self.held_since + HOLD_RELAYED)
         self.held[0].extend(events)
         self.held[1].extend(items)
-        return max(0.0, self.held_until - time.monotonic())
+        return max(0.0, self.held_until - now)
 
     def take_held(
         self, events: Sequence[Recorded], items: list[Item]
     ) -> tuple[Sequence[Recorded], list[Item]]:
         """``events`` and ``items`` with what is held back before them (no longer held)."""
+        if any(isinstance(i, Exited) for i in items):  # (a death the process watch saw)
+            self.clean = False
         if self.held[0] or self.held[1]:
             events, items = [*self.held[0], *events], self.held[1] + items
             self.held = ([], [])

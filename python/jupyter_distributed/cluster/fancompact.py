@@ -6,7 +6,8 @@ its value, any failure: an error is its own event, named with its rank, host and
 the rank states the ends give (``running`` where the rank had not said so, then ``done``) are
 gathered into ONE :class:`~..events.RankStates`, which the history keeps as one row and the
 cell's view takes in one pass; the ranks' ``Finished`` items follow it. Plain ends that came
-as ranges are kept as spans (``ranks 0-124: running, done``), never one tuple per state.
+as ranges are kept as spans (``ranks 0-124: running, done``), never one tuple per state, and
+set their ranks' views in one write per span (:mod:`~..rankviews`).
 Readers of the history (the live stream, ``%distributed runs``, the panel) get each rank's
 events back from that row, in the same order; the ``ranks`` table's rows are updated as before.
 """
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..events import RankEvent, RankState, RankStates, Recorded, StateSpan
-from ..interface import RankInfo
+from ..rankviews import RankSpans
 from .inbox import Ended, Item, Show
 
 _RAN = (RankState.RUNNING, RankState.DONE)  # a short cell's end says it ran
@@ -46,32 +47,46 @@ class Compacting:
         self.finished.append(item)
 
     def ended(
-        self, info: dict[int, RankInfo], run_id: str, ranks: Sequence[int], now: float
-    ) -> Ended:
-        """Plain ``ok`` ends of ``ranks`` that came as ranges: the states and the rank views'
-        changes a ``Done`` each would have given (as :func:`~.decode.decode` makes them), as
-        spans of consecutive ranks on one host, and one :class:`~.inbox.Ended` for them all."""
+        self, views: RankSpans, run_id: str, ranges: Sequence[tuple[int, int]], now: float
+    ) -> list[Ended]:
+        """Plain ``ok`` ends of the ranks of ``ranges`` (``(first, last)`` each): the states
+        and the rank views' changes a ``Done`` each would have given (as
+        :func:`~.decode.decode` makes them), as spans of consecutive ranks on one host, and an
+        :class:`~.inbox.Ended` per range. A range is one write to its ranks' span (their
+        ``state`` and ``last_seen``, see :mod:`~..rankviews`); its states are read from the
+        span, unless some of its ranks said something of their own since (``running``)."""
         spans = self.spans.setdefault(run_id, [])
-        first = prev = -2
+        out = []
+        for first, last in ranges:
+            span = views.span(first, last)
+            host, pids = views.ident(span)
+            if span.whole() and host:  # every rank's state is the span's: no look at each
+                spans.append((first, last, _DONE if span.state == "running" else _RAN, host, pids))
+            else:
+                self._each(views, first, last, spans)
+            span.set("idle", now)
+            ended = Ended(run_id, range(first, last + 1))
+            self.finished.append(ended)
+            out.append(ended)
+        self.t = max(self.t, now)
+        return out
+
+    @staticmethod
+    def _each(views: RankSpans, first: int, last: int, spans: list[StateSpan]) -> None:
+        """The states of ranks ``first`` to ``last`` rank by rank, as spans of those alike."""
+        start = prev = first - 1
         key: tuple[tuple[RankState, ...], str] = ((), "")
         pids: list[int | None] = []
-        for rank in ranks:
-            i = info[rank]
-            i.last_seen = now
+        for i in views.members(first, last):
             this = (_DONE if i.state == "running" else _RAN, i.host)
-            i.state = "idle"
-            if rank != prev + 1 or this != key:
+            if this != key:
                 if pids:
-                    spans.append((first, prev, key[0], key[1], pids))
-                first, key, pids = rank, this, []
+                    spans.append((start, prev, key[0], key[1], pids))
+                start, key, pids = i.rank, this, []
             pids.append(i.pid)
-            prev = rank
+            prev = i.rank
         if pids:
-            spans.append((first, prev, key[0], key[1], pids))
-        self.t = max(self.t, now)
-        ended = Ended(run_id, tuple(ranks))
-        self.finished.append(ended)
-        return ended
+            spans.append((start, prev, key[0], key[1], pids))
 
     def close(self, events: list[Recorded], items: list[Item], shown: int) -> int:
         """The reduction is taken: its states as one event per run, the events not shown yet

@@ -3,6 +3,7 @@ their first element). Every event was recorded in the store before its item was 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import RankFailure
@@ -71,7 +72,7 @@ class Ended:
     :class:`Finished` each."""
 
     run_id: str
-    ranks: tuple[int, ...]
+    ranks: Sequence[int]  # (a range: one span of a relay's node)
 
 
 @dataclass(frozen=True)

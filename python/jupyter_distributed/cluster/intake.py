@@ -7,9 +7,10 @@ hands them over. Who sent a message is the ``src`` in its signed header, never t
 identity a peer picks for itself: the kernel routes to rank N through the connection its last
 verified message from N arrived on (:attr:`Intake.peers`, :attr:`Intake.cell_peers`). A
 message of a rank's cell socket waits for the control messages it follows (:mod:`.cellorder`).
-A relay's reduction or batch (:mod:`.fanin`, :mod:`.fanbatch`) is taken rank by rank, each
-rank's counter checked as if its message had come alone; a reduction's rank states become one
-event (:mod:`.fancompact`).
+A relay's batch (:mod:`.fanbatch`) is taken rank by rank, each rank's counter checked as if its
+message had come alone; a relay's reduction (:mod:`.fanin`) is vouched for by the relay's own
+counter, its plain ends taken per span, and its rank states become one event
+(:mod:`.fancompact`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from ..protocol.frames import join_parts
 from ..protocol.header import BadHeader, Message
 from ..protocol.messages import parse
 from ..protocol.reports import Done
-from ..protocol.signing import BadMessage, Buffer, Signer, cell_name, rank_name, sender
+from ..protocol.signing import BadMessage, Buffer, Signer, rank_name, sender
+from ..rankviews import RankSpans
 from .cellorder import CellOrder, after
 from .cellpeers import CellPeer
 from .cellrun import CellRun
@@ -32,7 +34,7 @@ from .decode import Ranks, decode
 from .fanbatch import relayed
 from .fancollapse import Shared, take_shared
 from .fancompact import Compacting
-from .fanin import REDUCED, hop_nodes, ranged
+from .fanin import REDUCED, hop_nodes, ranged, spans
 from .inbox import Exited, Finished, Item, Show, StacksReply
 from .stackboard import StackBoard
 
@@ -64,10 +66,12 @@ class Intake:
         self.board = StackBoard()  # stack answers go here, to whichever thread asked
         self.peers: dict[int, bytes] = {}  # rank -> routing id of its control channel
         self.cell_peers: dict[int, Peer] = {}  # rank -> its cell socket
+        self._spans_on: dict[tuple[int, int], bytes] = {}  # a span's ends came last on (above)
         self.reduced_ends = 0  # ranks' ends of cells that came in relays' reductions
         self.batched = 0  # ranks' output messages that came in relays' batches
         self.shared = 0  # ... of them sent alike by several ranks, sent up once
         self._order = CellOrder()  # cell-socket messages ahead of their turn
+        self.spans = RankSpans(ranks.info)  # the ranks' views that reductions set at once
 
     def take(self, batch: Sequence[tuple[Peer, list[Buffer]]]) -> Taken:
         """Verify, order and decode a batch of messages, each with who it came from."""
@@ -95,6 +99,7 @@ class Intake:
         """A rank closed its cell connection: nothing more is sent on it."""
         for rank in [r for r, p in self.cell_peers.items() if p is peer]:
             del self.cell_peers[rank]
+        self._spans_on.clear()
 
     def ranks_of(self, peer: Peer) -> list[int]:
         """The ranks whose messages came on ``peer`` last."""
@@ -103,24 +108,27 @@ class Intake:
 
     def _take_relayed(self, taken: Taken, peer: Peer, header: dict[str, Any]) -> None:
         """Each rank's message in a relay's verified reduction (its ranks' ``Done``) or batch
-        (their output), taken as if it had come from the rank: its counter checked, in the
-        order its ``after`` asks (see :mod:`.fanin`, :mod:`.fanbatch`)."""
+        (their output), taken as if it had come from the rank, in the order its ``after`` asks
+        (see :mod:`.fanin`, :mod:`.fanbatch`). A batch's messages have their ranks' counters
+        checked; a reduction's ends are vouched for by the relay's own counter, checked with
+        its signature (the relay checked each rank's)."""
         if not isinstance(peer, bytes):
             raise BadMessage(f"{header['src']} on a cell socket")
         info = self.ranks.info
         node_of = lambda r: info[r].coords.node_rank if r in info else None  # noqa: E731
         parsed = relayed(header, node_of)
-        plain = ranged(header, node_of) if header.get("type") == REDUCED else None
-        if plain is not None:  # its ranks' states: one event (see .fancompact)
+        reduced = header.get("type") == REDUCED
+        plain = ranged(header, node_of) if reduced else []
+        if reduced:  # its ranks' states: one event (see .fancompact)
             taken.compacting = Compacting()
         try:
-            if plain is not None and plain[0]:
-                self._take_plain(taken, peer, str(header["run_id"]), *plain)
+            if plain:
+                self._take_plain(taken, peer, str(header["run_id"]), plain)
             for rank, src, seq, wait, message in parsed:
                 if isinstance(message, Shared):  # several ranks' alike (see .fancollapse)
                     self._take_shared(taken, peer, message)
                     continue
-                if not self._signer.vouched(src, seq):
+                if not (reduced or self._signer.vouched(src, seq)):
                     self._reject(peer, f"replayed message {src}#{seq}")
                     continue
                 cell = src[0] == "c"
@@ -157,29 +165,26 @@ class Intake:
                 self._take(taken, rank, waited, buffers)
 
     def _take_plain(
-        self, taken: Taken, peer: bytes, run_id: str, ranks: list[int], seqs: list[int]
+        self, taken: Taken, peer: bytes, run_id: str, ranges: list[tuple[int, int]]
     ) -> None:
-        """Plain ``ok`` ends a relay sent as ranges (see :mod:`.fanin`): each rank's counter
-        checked (in bulk) as if its ``Done`` had come alone, no message made per rank. A rank
-        whose earlier messages still wait for their turn (:mod:`.cellorder`) takes its end
-        alone, after them."""
-        vouched = self._signer.vouched_each([cell_name(r) for r in ranks], seqs)
-        behind = self._order.waiting(ranks)
-        plain = ranks
-        if behind or not all(vouched):
-            plain = []
-            for rank, seq, ok in zip(ranks, seqs, vouched, strict=True):
-                if not ok:
-                    self._reject(peer, f"replayed message {cell_name(rank)}#{seq}")
-                elif rank in behind:
-                    self._route(taken, peer, rank, True, Done(run_id, "ok"), [], 0)
-                else:
-                    plain.append(rank)
-        self.reduced_ends += sum(vouched)
-        if plain and taken.compacting is not None:
-            self.cell_peers.update(dict.fromkeys(plain, peer))
-            ended = taken.compacting.ended(self.ranks.info, run_id, plain, time.time())
-            self.cell.took([], ended)
+        """Plain ``ok`` ends a relay sent as ranges (see :mod:`.fanin`): one write per range
+        to its ranks' views, no message made per rank. A rank whose earlier messages still
+        wait for their turn (:mod:`.cellorder`) takes its end alone, after them."""
+        behind: set[int] = set()
+        for first, last in ranges:
+            behind |= self._order.waiting(range(first, last + 1))
+            self.reduced_ends += last - first + 1
+            if self._spans_on.get((first, last)) != peer:  # (else each rank's is peer already)
+                self.cell_peers.update(dict.fromkeys(range(first, last + 1), peer))
+                self._spans_on[first, last] = peer
+        if behind:
+            for rank in sorted(behind):
+                self._route(taken, peer, rank, True, Done(run_id, "ok"), [], 0)
+            ends = [r for first, last in ranges for r in range(first, last + 1) if r not in behind]
+            ranges = [(first, last) for first, last in spans(ends)]
+        if ranges and taken.compacting is not None:
+            for ended in taken.compacting.ended(self.spans, run_id, ranges, time.time()):
+                self.cell.took([], ended)
 
     def _route(
         self,
@@ -195,6 +200,8 @@ class Intake:
         are in (``cell``: from its cell socket, ``wait`` its ``after``)."""
         if rank in self.ranks.info:  # verified: this connection is rank's
             if cell:
+                if self.cell_peers.get(rank) != peer:  # (a span's ranks are not all on one)
+                    self._spans_on.clear()
                 self.cell_peers[rank] = peer
             elif isinstance(peer, bytes):  # (always: refused above on a cell socket)
                 self.peers[rank] = peer

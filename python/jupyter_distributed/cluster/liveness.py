@@ -14,6 +14,7 @@ from typing import Protocol
 
 from ..errors import RankFailure
 from ..interface import RankInfo
+from ..rankviews import RankSpans
 
 # Ranks on other hosts: silence this long (no heartbeat, which comes every second) is death,
 # for a host or network that vanished where the launcher cannot see or report it.
@@ -46,15 +47,28 @@ class Processes(Protocol):
 StartProcesses = Callable[[dict[str, str]], Processes]
 
 
-def silent_ranks(info: dict[int, RankInfo], limit: float | None, now: float) -> list[RankFailure]:
+def silent_ranks(
+    info: dict[int, RankInfo], limit: float | None, now: float, spans: RankSpans | None = None
+) -> list[RankFailure]:
     """Ranks that said nothing for longer than ``limit`` seconds: dead (their host or the
-    network to it is gone), for launchers that cannot see their processes. Marks them failed."""
+    network to it is gone), for launchers that cannot see their processes. Marks them failed.
+    With ``spans`` (their views that relays' reductions set at once), a span's ranks are
+    looked at one by one only where the span is silent or they spoke since."""
     if limit is None:
         return []
+    if spans is None:
+        ranks: list[RankInfo] = list(info.values())
+    else:
+        ranks = [info[r] for r in spans.gaps()]
+        for span in spans.spans():
+            if not span.at or _silent(span.state, span.last_seen, limit, now):
+                ranks += spans.members(span.first, span.last)
+            else:
+                ranks += [info[r] for r in span.own_state | span.own_seen]
     out = []
-    for rank in info.values():
+    for rank in ranks:
         seen = rank.last_seen
-        if rank.state in ("idle", "running") and seen and now - seen > limit:
+        if _silent(rank.state, seen, limit, now) and seen:
             out.append(
                 RankFailure(
                     rank.rank, now, rank.host, rank.pid, kind="timeout",
@@ -63,7 +77,11 @@ def silent_ranks(info: dict[int, RankInfo], limit: float | None, now: float) -> 
                 )
             )  # fmt: skip
             rank.state = "failed"
-    return out
+    return sorted(out, key=lambda f: f.rank)
+
+
+def _silent(state: str, seen: float | None, limit: float, now: float) -> bool:
+    return state in ("idle", "running") and bool(seen) and now - (seen or 0.0) > limit
 
 
 def exit_failures(

@@ -33,6 +33,7 @@ from ..protocol.signing import BOOTSTRAP_ENV, Buffer
 from ..protocol.stacks import RankStacks
 from .aggregators import aggregator_failure
 from .deaths import explain
+from .fanin import RANGES
 from .fdlimit import make_room
 from .hang import diagnose
 from .hangflight import ranks_text
@@ -119,7 +120,7 @@ class ProcessCluster(Cluster):
             "kernel_pid": os.getpid(),
             "kernel_host": socket.gethostname(),
             "stacks_dir": self.stacks_dir,
-            "ranges": 1,  # a relay may send its ranks' plain ends as ranges (see .fanin)
+            "ranges": RANGES,  # a relay sends its ranks' plain ends as ranges (see .fanin)
         }
         # the relays (and their aggregators) the backend starts, where they listen
         self.relays, self.fanout = place_relays(
@@ -305,7 +306,7 @@ class ProcessCluster(Cluster):
         items: list[Item] = []
         lost = ""
         now = time.time()
-        failures = silent_ranks(self.info, self.silence_limit, now)
+        failures = silent_ranks(self.info, self.silence_limit, now, self.router.intake.spans)
         failures += exit_failures(self.info, self.processes.exited(), now)
         failures += self._dead_nodes(now)
         for failure in map(self._explain, failures):

@@ -159,7 +159,7 @@ class Relay(Hop):
         # what it writes itself (reductions, batches)
         self._signer = Signer(bytes.fromhex(boot["key"]), relay_name(node))
         ranges = self._down_signer.accepted if boot.get("ranges") else None  # (the kernel's)
-        self._reducer = Reducer(self.ranks, accepted=ranges)
+        self._reducer = Reducer(self.ranks, accepted=ranges, seqs=boot.get("ranges") == 1)
         self._batcher = Batcher(self.ranks)
 
     def _reduce(self) -> float | None:

@@ -23,6 +23,7 @@ SPAN_MIN = 8  # the fewest ranks recorded as one span
 _WITHIN = " WHERE run_id=? AND rank BETWEEN ? AND ? AND last IS NOT NULL AND host=?"
 _HELD = "SELECT COALESCE(SUM(last - rank + 1), 0) FROM ranks" + _WITHIN  # noqa: S608 - ours
 _SET = "UPDATE ranks SET state=?, updated=?" + _WITHIN  # noqa: S608 - ours
+_SET_ONE = "UPDATE ranks SET state=?, updated=? WHERE run_id=? AND rank=? AND last=? AND host=?"
 _COLUMNS = "run_id, rank, host, pid, state, coords, updated, heartbeat, last, set_id"
 _INSERT = f"INSERT INTO ranks ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"  # noqa: S608 - ours
 
@@ -222,6 +223,11 @@ def set_range(
         ):
             break
     args = (run_id, first, last, host)
+    bounds = sets.bounds.get(run_id) or []
+    at = bisect_left(bounds, (first, last))
+    kept = at < len(bounds) and bounds[at] == (first, last)  # one span: one statement
+    if kept and db.execute(_SET_ONE, (state, t, *args)).rowcount == 1:
+        return last - first + 1
     ((held,),) = db.execute(_HELD, args)
     if held:
         db.execute(_SET, (state, t, *args))

@@ -68,6 +68,8 @@ class RowUpdates:
                 continue
             for *args, count, each in rows:  # a range's rows as one statement, where it can
                 held = rankspans.set_range(db, sets, *args)
+                if held == count:  # (spans hold every rank of it: no row of its own is left)
+                    continue
                 if held + db.execute(_RANGE, args).rowcount != count:
                     one_by_one = each()
                     rankspans.single(db, sets, ((row[-2], row[-1]) for row in one_by_one))

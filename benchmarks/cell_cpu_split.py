@@ -1,0 +1,144 @@
+"""Where the kernel's CPU per trivial cell goes at 1,000 fake ranks behind relays (issue 26).
+
+Runs ``bench_scale.py``'s cluster (``--mode relay``, fake ranks, real relays, a real kernel)
+with ``time.thread_time`` taken around the kernel's own functions on the thread that runs
+them: the main thread's share of each cell, the I/O thread's batches (taking the relays'
+reductions inside them), the store's appends (and their transactions) and the ticks; with
+``--profile io`` or ``--profile main``, a cProfile of that thread with ``time.thread_time`` as
+its clock (a wall-clock profile on a shared core charges a thread for the time it waits).
+Nested figures include each other (a batch's store append is in the batch's figure).
+
+    PYTHONPATH=python python benchmarks/cell_cpu_split.py [--cells 20] [--profile io]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import io
+import pstats
+import resource
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import bench_scale  # noqa: E402
+from common import use_checkout  # noqa: E402
+
+use_checkout(always=True)
+from jupyter_distributed.cluster import intake, router  # noqa: E402
+from jupyter_distributed.history import store  # noqa: E402
+
+ON = [False]  # while a measured cell runs
+SPENT: dict[str, float] = defaultdict(float)
+CALLS: dict[str, int] = defaultdict(int)
+PROFILE = cProfile.Profile(time.thread_time)
+
+
+def timed(owner: Any, name: str, profiled: bool) -> None:
+    """``owner.name`` with its thread's CPU time counted (and profiled) while ON."""
+    real: Callable[..., Any] = getattr(owner, name)
+    label = f"{owner.__name__}.{name}"
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not ON[0]:
+            return real(*args, **kwargs)
+        t0 = time.thread_time()
+        if profiled:
+            PROFILE.enable()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            if profiled:
+                PROFILE.disable()
+            SPENT[label] += time.thread_time() - t0
+            CALLS[label] += 1
+
+    setattr(owner, name, wrapper)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", type=int, default=20)
+    parser.add_argument("--ranks", type=int, default=1000)
+    parser.add_argument("--nodes", type=int, default=8)
+    parser.add_argument("--profile", choices=("io", "main"), default=None)
+    args = parser.parse_args()
+    io_profiled = args.profile == "io"
+    for owner, name, profiled in [
+        (router.Router, "_on_batch", io_profiled),
+        (router.Router, "_on_tick", io_profiled),
+        (intake.Intake, "_take_relayed", False),
+        (store.Store, "append", False),
+    ]:
+        timed(owner, name, profiled)
+    real_tx = store.Store._tx
+
+    @contextlib.contextmanager
+    def tx(self: store.Store) -> Iterator[Any]:
+        CALLS["transactions"] += ON[0]
+        with real_tx(self) as db:
+            yield db
+
+    store.Store._tx = tx  # type: ignore[method-assign]
+    main_cpu: list[float] = []
+    process_cpu: list[float] = []
+    real_cluster = bench_scale.cluster
+
+    def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, str]:
+        real_run = ip.run_cell
+        seen = [0]
+
+        def run_cell(line: str, *a: Any, **k: Any) -> Any:
+            seen[0] += 1
+            if seen[0] == 1:  # (the cluster's start)
+                return real_run(line, *a, **k)
+            ON[0] = True
+            u0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.thread_time()
+            if args.profile == "main":
+                PROFILE.enable()
+            try:
+                return real_run(line, *a, **k)
+            finally:
+                PROFILE.disable()
+                main_cpu.append(time.thread_time() - t0)
+                u1 = resource.getrusage(resource.RUSAGE_SELF)
+                process_cpu.append(u1.ru_utime + u1.ru_stime - u0.ru_utime - u0.ru_stime)
+                ON[0] = False
+
+        ip.run_cell = run_cell
+        try:
+            return real_cluster(ip, n, cells, folder, shape)
+        finally:
+            ip.run_cell = real_run
+
+    bench_scale.cluster = cluster  # type: ignore[assignment]
+    sys.argv = [sys.argv[0], "--mode", "relay", "--ranks", str(args.ranks), "--nodes"]
+    sys.argv += [str(args.nodes), "--cells", str(args.cells), "--code", "None"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        bench_scale.main()
+    n = len(main_cpu)
+    print(f"{n} cells; per cell, ms of CPU (thread_time), median / mean:")
+    print(
+        f"  the kernel process {statistics.median(process_cpu) * 1e3:.2f} / "
+        f"{sum(process_cpu) / n * 1e3:.2f}; its main thread "
+        f"{statistics.median(main_cpu) * 1e3:.2f} / {sum(main_cpu) / n * 1e3:.2f}"
+    )
+    for label in sorted(SPENT, key=lambda k: -SPENT[k]):
+        print(f"  {label:24} {SPENT[label] / n * 1e3:7.3f} ms, {CALLS[label] / n:5.2f} calls")
+    print(f"  store transactions {CALLS['transactions'] / n:.2f}")
+    if args.profile:
+        out = io.StringIO()
+        pstats.Stats(PROFILE, stream=out).sort_stats("cumulative").print_stats(40)
+        print(out.getvalue())
+
+
+if __name__ == "__main__":
+    main()

@@ -243,6 +243,16 @@ def kill_once_started(marker: Path, pick: Callable[[], int]) -> threading.Thread
     return thread
 
 
+def killed_mid_cell(run: Callable[[str], object], marker: Path, pick: Callable[[], int]) -> Any:
+    """The root failure of a cell (``run`` runs it) that started and had the process ``pick``
+    names SIGKILLed meanwhile."""
+    killer = kill_once_started(marker, pick)
+    with pytest.raises(RunFailed) as info:
+        run(started_cell(marker))
+    killer.join()
+    return info.value.root
+
+
 def started_cell(marker: Path) -> str:
     """A cell that says it started (touches ``marker``) and then sleeps."""
     return f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(120)"

@@ -40,13 +40,14 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import zmq
 
 from ..layout import Layout
 from ..protocol.signing import Signer, cell_name, rank_name
-from .aggregators import aggregated_nodes
+from .aggregators import aggregated_nodes, bind_address, listen_curve
 from .fanin import HOLD_S, REDUCED, aggregator_name, relay_name
 from .relay import Hop, run
 from .relays import node_ranks
@@ -158,6 +159,15 @@ class Aggregator(Hop):
         key = bytes.fromhex(boot["key"])
         self._signer = Signer(key, aggregator_name(self.nodes[0], self.nodes[-1]))
         self._merger = Merger(cells)
+
+    def _bind_below(self, below: str, boot: dict[str, Any]) -> Path | None:
+        """On TCP (its relays on other hosts): CurveZMQ, on its host's address."""
+        if not below.startswith("tcp://"):
+            return super()._bind_below(below, boot)
+        if boot.get("aggregator_curve"):
+            listen_curve(self.ctx, self.down, boot)
+        self.down.bind(bind_address(below))
+        return None
 
     def _up(self, message: list[zmq.Frame], header: dict[str, Any], src: str) -> None:
         if self._merger.hold(header):

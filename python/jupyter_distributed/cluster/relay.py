@@ -35,6 +35,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import zmq
@@ -79,11 +80,16 @@ class Hop:
             for opt in (zmq.SNDHWM, zmq.RCVHWM):
                 sock.setsockopt(opt, 0)
             sock.setsockopt(zmq.LINGER, 1000)
-        self.directory = listen_directory(below)  # (a node-local one: made here, mode 0700)
-        self.down.bind(below)
+        self.directory = self._bind_below(below, boot)
         self.up.connect(above)
         here = boot.get("kernel_host") == socket.gethostname()
         self.kernel_pid = int(boot.get("kernel_pid") or 0) if here else 0
+
+    def _bind_below(self, below: str, boot: dict[str, Any]) -> Path | None:
+        """Bind the ROUTER below; the directory made for it (a node-local one, mode 0700)."""
+        directory = listen_directory(below)
+        self.down.bind(below)
+        return directory
 
     def serve(self) -> None:
         """Forward both ways until killed, or until the kernel is found dead (on its host)."""
@@ -153,8 +159,7 @@ class Relay(Hop):
     def __init__(self, boot: dict[str, Any], node: int) -> None:
         self.ranks = node_ranks(Layout.from_json(boot["layout"]), node, boot.get("relay_of"))
         self.names = {rank_name(r) for r in self.ranks} | {cell_name(r) for r in self.ranks}
-        above = upward(boot, node)  # the kernel, or its node's aggregator (see .aggregators)
-        curve = boot.get("curve") if above == boot["address"] else None
+        above, curve = upward(boot, node)  # the kernel, or its node's aggregator
         super().__init__(boot, boot["relays"][str(node)], above, curve, RELAY_NAME)
         # what it writes itself (reductions, batches)
         self._signer = Signer(bytes.fromhex(boot["key"]), relay_name(node))

@@ -37,7 +37,14 @@ from ..interface import Plan
 from ..layout import Layout
 from ..pids import newly_ended, pidfds
 from ..protocol.signing import BOOTSTRAP_ENV
-from .aggregators import AGGREGATOR_COMMAND, aggregator_addresses, fanout
+from .aggregators import (
+    AGGREGATOR_COMMAND,
+    aggregator_addresses,
+    fanout,
+    server_keys,
+    tcp_addresses,
+)
+from .launch import free_port
 
 RELAY_COMMAND = (sys.executable, "-m", "jupyter_distributed.cluster.relay")
 RELAY_MODES = ("auto", "always", "tree", "never")
@@ -149,9 +156,17 @@ def place_relays(
     else:
         return 0, 0
     per = fanout(nodes, plan.spec.relays == "tree") if aggregators else 0
-    if not per or directory is None:
+    if not per:
         return nodes, 0
-    boot["aggregators"], boot["fanout"] = aggregator_addresses(directory, nodes, per), per
+    if directory is not None:
+        boot["aggregators"] = aggregator_addresses(directory, nodes, per)
+    else:  # on the first node of each group, on TCP (CurveZMQ where the kernel's channel is)
+        hosts = {r.coords.node_rank: r.host for r in reversed(plan.ranks)}
+        firsts = [hosts[node] for node in range(0, nodes, per)]
+        boot["aggregators"] = tcp_addresses(firsts, free_port(count=len(firsts)))
+        if boot.get("curve"):
+            boot["aggregator_curve"] = server_keys()
+    boot["fanout"] = per
     return nodes, per
 
 

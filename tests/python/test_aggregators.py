@@ -155,6 +155,19 @@ def test_its_relays_reductions_reach_the_kernel_as_one_it_signs(tree: Tree) -> N
         fanin.ranged({**header, "ranges": [[4, 4]], "seqs": [1]}, node_of)
 
 
+def test_an_aggregator_leaves_on_its_own_once_its_relays_are_gone(tree: Tree) -> None:
+    for r in range(4):  # every rank behind it spoke through its node's relay
+        tree.relays[r // 2].send_multipart(Signer(KEY, rank_name(r)).pack({"type": "x"}))
+        assert tree.receive(tree.kernel) is not None
+    tree.relays.pop(0).close(linger=0)
+    sent = [bytes(f) for f in Signer(KEY, rank_name(2)).pack({"type": "x"})]
+    tree.relays[0].send_multipart(sent)  # the other relay is still served...
+    got = tree.receive(tree.kernel)
+    assert got is not None and got[1:] == sent
+    tree.relays.pop(0).close(linger=0)
+    assert tree.proc.wait(30) == 0  # ...and once it is gone too, the aggregator leaves
+
+
 def _aggregator_id(tree: Tree) -> bytes:
     """The aggregator's routing id at the kernel (it has forwarded a message before)."""
     frames = [bytes(f) for f in Signer(KEY, rank_name(1)).pack({"type": "x"})]

@@ -29,8 +29,9 @@ node, and checks each rank's counter in it as if its end had come directly (a re
 reduction, or a replayed rank's end in one, is refused). It vouches for what its relays
 vouched for, no more: it signs only the merged reductions; the ranks' own messages and the
 relays' batches go up as they were signed. Anything unsigned, replayed, or from a node not
-behind it, is dropped. It dies with its parent (Linux) and ends once it finds the kernel dead
-(on the kernel's host); the kernel names a dead aggregator by the nodes behind it
+behind it, is dropped. It dies with its parent (Linux), ends once it finds the kernel dead
+(on the kernel's host), and leaves on its own once its relays have (:mod:`.hoplife`); the
+kernel names a dead aggregator by the nodes behind it
 (:func:`~.aggregators.aggregator_failure`).
 """
 
@@ -154,6 +155,7 @@ class Aggregator(Hop):
                 names.add(rank_name(r))
                 cells[cell_name(r)] = r
         self.names = names | set(cells)  # (its nodes' relays and ranks: whose it forwards)
+        self.awaited = {rank_name(r) for r in cells.values()}
         below = boot["aggregators"][str(index)]
         super().__init__(boot, below, boot["address"], boot.get("curve"), AGGREGATOR_NAME)
         key = bytes.fromhex(boot["key"])
@@ -165,7 +167,7 @@ class Aggregator(Hop):
         if not below.startswith("tcp://"):
             return super()._bind_below(below, boot)
         if boot.get("aggregator_curve"):
-            listen_curve(self.ctx, self.down, boot)
+            self._stops.append(listen_curve(self.ctx, self.down, boot))
         self.down.bind(bind_address(below))
         return None
 

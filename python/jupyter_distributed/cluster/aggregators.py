@@ -23,7 +23,7 @@ import json
 import math
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,12 +98,13 @@ def upward(boot: dict[str, Any], node: int) -> tuple[str, dict[str, str] | None]
 
 def listen_curve(
     ctx: zmq.Context[zmq.Socket[bytes]], sock: zmq.Socket[bytes], boot: dict[str, Any]
-) -> None:
+) -> Callable[[], None]:
     """An aggregator's ROUTER on TCP, before it binds: CurveZMQ's server with the bootstrap's
-    keys, admitting only the cluster's client key (the relays'), as the kernel's does."""
+    keys, admitting only the cluster's client key (the relays'), as the kernel's does; returns
+    what stops its authenticator."""
     keys = boot["aggregator_curve"]
     public, secret = keys["server"].encode(), keys["secret"].encode()
-    curve_server(ctx, sock, public, secret, boot["curve"]["public"].encode())
+    return curve_server(ctx, sock, public, secret, boot["curve"]["public"].encode())
 
 
 def bind_address(address: str) -> str:

@@ -283,11 +283,15 @@ class ProcessCluster(Cluster):
         are gone (failed) with it."""
         out = []
         for node, code in getattr(self.processes, "dead_relays", list)():
+            if code == 0:
+                continue  # it left after its ranks (.hoplife): their own ends are named
             ranks = sorted(r for r, i in self.info.items() if i.coords.node_rank == node)
             host = self.info[ranks[0]].host if ranks else ""  # (its ranks' hello named it)
             out.append(relay_failure(ranks, node, host or socket.gethostname(), code, now))
             self._cut_off(ranks)
         for index, code in getattr(self.processes, "dead_aggregators", list)():
+            if code == 0:
+                continue  # it left after its relays
             nodes = range(index * self.fanout, min(self.relays, (index + 1) * self.fanout))
             ranks = sorted(r for r, i in self.info.items() if i.coords.node_rank in nodes)
             first = [self.info[r].host for r in ranks if self.info[r].coords.node_rank == nodes[0]]

@@ -77,15 +77,15 @@ class RelayStep:
 
     def exited(self) -> list[tuple[int, int]]:
         """(node, return code) of the relays that ended since the last call: the tasks srun
-        named (task N is node N's relay), every other node once srun itself ended."""
+        named (task N is node N's relay), every other node once srun itself ended badly."""
         if self.launcher is None:
             return []
         code = self.launcher.proc.poll()
         if code is not None:
             self.launcher.read_to_end(1.0)  # srun's last words name the relays that ended
         ended = [(node, c) for node, c, _host in self.log.failures()]
-        if code is not None:
-            ended += [(node, code or 1) for node in range(self.nodes)]
+        if code:  # (0: every relay left on its own, after its ranks)
+            ended += [(node, code) for node in range(self.nodes)]
         out: list[tuple[int, int]] = []
         for node, c in ended:
             if node not in self._reported:

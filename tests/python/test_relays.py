@@ -29,7 +29,7 @@ from jupyter_distributed.backends.mpi.options import MpiOptions
 from jupyter_distributed.backends.ray.relays import check_nodes
 from jupyter_distributed.backends.slurm.backend import SlurmBackend
 from jupyter_distributed.backends.slurm.options import SlurmOptions
-from jupyter_distributed.cluster import fanbatch, fanin
+from jupyter_distributed.cluster import fanin, relaybatch
 from jupyter_distributed.cluster.fanbatch import unbatch
 from jupyter_distributed.cluster.fanin import BadReduction, expand
 from jupyter_distributed.cluster.process import ProcessCluster
@@ -510,9 +510,9 @@ def test_a_relay_answers_for_the_ranks_that_ended_once_one_keeps_it_waiting() ->
 
 
 def test_a_batch_stays_within_the_kernels_cap_on_a_header() -> None:
-    batcher = fanbatch.Batcher(range(4, 8))
+    batcher = relaybatch.Batcher(range(4, 8))
     out = {"type": "output", "src": "r4", "seq": 1, "run_id": "r", "stream": "stdout"}
-    half = fanbatch.MAX_BATCH_BYTES // 2 + 1
+    half = relaybatch.MAX_BATCH_BYTES // 2 + 1
     assert batcher.keep(out, 0, half)
     assert not batcher.keep({**out, "seq": 2}, 0, half)  # (sent on its own, after the batch)
     assert batcher.take() is not None

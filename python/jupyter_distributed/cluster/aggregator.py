@@ -50,8 +50,8 @@ from ..layout import Layout
 from ..protocol.signing import Signer, cell_name, rank_name
 from .aggregators import aggregated_nodes, bind_address, listen_curve
 from .fanin import HOLD_S, REDUCED, aggregator_name, relay_name
+from .nodedirs import node_ranks
 from .relay import Hop, run
-from .relays import node_ranks
 
 AGGREGATOR_NAME = "aggregator"  # the name its checking signers go by (it signs nothing)
 

@@ -47,10 +47,10 @@ from ..pids import die_with_parent, pid_alive
 from ..protocol.frames import MAX_FRAME, MAX_HEADER
 from ..protocol.signing import BOOTSTRAP_ENV, BadMessage, Signer, cell_name, rank_name
 from .aggregators import upward
-from .fanbatch import Batcher
 from .fanin import Reducer, relay_name
 from .hoplife import Connections
-from .relays import listen_directory, node_ranks, remove_directory
+from .nodedirs import listen_directory, node_ranks, remove_directory
+from .relaybatch import Batcher
 
 ORPHAN_CHECK_MS = 1000  # how often a relay looks whether its kernel is alive (on its host)
 RELAY_NAME = "relay"  # the name its checking signers go by (it signs as relay_name(node))

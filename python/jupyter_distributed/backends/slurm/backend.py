@@ -19,7 +19,7 @@ import time
 from dataclasses import replace
 from typing import ClassVar
 
-from ...cluster.aggregators import group_heads, on_hosts
+from ...cluster.aggregators import fanout, group_heads, on_hosts
 from ...cluster.launch import WORKER_COMMAND, control_host, free_port
 from ...cluster.launcher import Launcher
 from ...cluster.liveness import REMOTE_SILENCE_LIMIT
@@ -107,6 +107,11 @@ class SlurmBackend(Backend):
                 f"node relays: a second step of the job once the ranks' step runs (srun "
                 f"--overlap, {layout.nodes} task(s), one per node); the kernel holds one "
                 "connection per node",
+            )
+        if wants_relays(spec) and (per := fanout(layout.nodes, spec.relays == "tree")):
+            notes += (
+                f"aggregators: a third step, one task on the first node of each group of {per} "
+                "relays (TCP with CurveZMQ); the kernel holds one connection per aggregator",
             )
         return Plan(spec, ranks, command, tuple(env), notes, extra=(("allocation", where),))
 

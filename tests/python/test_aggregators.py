@@ -244,6 +244,6 @@ def test_a_relay_killed_below_an_aggregator_names_its_node(
 def test_a_tree_on_a_backend_without_aggregators_is_refused_in_one_line(
     session: Session,
 ) -> None:
-    spec = Spec(layout=Layout(nodes=2, procs_per_node=2), backend="ray", relays="tree")
-    with pytest.raises(SpecError, match=r"the ray backend starts no aggregators yet; set it"):
+    spec = Spec(layout=Layout(nodes=2, procs_per_node=2), backend="sagemaker", relays="tree")
+    with pytest.raises(SpecError, match=r"the sagemaker backend starts no aggregators yet; set it"):
         session.plan(spec)

@@ -186,7 +186,8 @@ class MpiProcesses:
         return out
 
     def running(self) -> bool:
-        """Whether the ranks' mpirun runs (the relays' is ended by :meth:`terminate`, after it)."""
+        """Whether the ranks' mpirun runs (the relays leave after the ranks, or the relays'
+        mpirun is ended by :meth:`terminate`, after it)."""
         return self.proc.poll() is None
 
     def terminate(self, grace: float) -> None:

@@ -263,7 +263,7 @@ class SrunProcesses:
 
     def running(self) -> bool:
         """Whether the ranks' step runs (its relays are ended by :meth:`terminate`, after it:
-        a stop waits for the ranks to leave, not for relays that stay until they are ended)."""
+        a stop waits for the ranks to leave; the relays leave after them, or are ended)."""
         return self.proc.poll() is None
 
     def terminate(self, grace: float) -> None:

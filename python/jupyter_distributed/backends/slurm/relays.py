@@ -94,9 +94,10 @@ class RelayStep:
         return out
 
     def terminate(self, grace: float, cancel: Callable[[str], object]) -> None:
-        """``cancel`` (scancel) the step, then end its srun (SIGTERM, SIGKILL after ``grace``):
-        slurmd ends the relays (each removes its directory on SIGTERM; the kernel removes those
-        left on its own host)."""
+        """Once the ranks are gone: the step ends on its own within ``grace`` (each relay leaves
+        after its ranks, an aggregator after its relays), else ``cancel`` (scancel) it, then end
+        its srun (SIGTERM, SIGKILL after ``grace``): slurmd ends the relays (each removes its
+        directory on SIGTERM; the kernel removes those left on its own host)."""
         try:
             self._end(grace, cancel)
         finally:
@@ -106,6 +107,8 @@ class RelayStep:
         if self.launcher is None:
             return
         proc = self.launcher.proc
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(grace)  # (no scancel for a step whose tasks all left)
         if proc.poll() is None and self.log.step:
             with contextlib.suppress(subprocess.TimeoutExpired, OSError):
                 cancel(self.log.step)

@@ -10,11 +10,12 @@ bootstrap says where they listen (``aggregators``, by number as a string) and th
 
 What an aggregator is and vouches for: :mod:`.aggregator`. Where it runs: on ``local``, a
 process beside the relays (:class:`~.relays.LocalRelays`), listening on a Unix socket in the
-kernel's directory; on ``slurm`` (a step of its own, one task on the first node of each group)
-and ``mpi`` (an ``mpirun`` of its own, one process on the first host of each group), on TCP on
-that node (:func:`tcp_addresses`, CurveZMQ as the relays' upward connection is: its server
-keypair is the bootstrap's ``aggregator_curve``, its only admitted client the cluster's client
-key), or on the kernel's Unix socket directory where every rank is on the kernel's machine.
+kernel's directory; on ``slurm`` (a step of its own, one task on the first node of each group),
+``mpi`` (an ``mpirun`` of its own, one process on the first host of each group) and ``ray`` (an
+actor on the first node of each group), on TCP on that node (:func:`tcp_addresses`, CurveZMQ as
+the relays' upward connection is: its server keypair is the bootstrap's ``aggregator_curve``,
+its only admitted client the cluster's client key), or on the kernel's Unix socket directory
+where every rank is on the kernel's machine.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def server_keys() -> dict[str, str]:
 
 def on_hosts(env: Mapping[str, str], hosts: Sequence[str]) -> dict[str, str]:
     """``env`` with each TCP aggregator's address on its host in ``hosts`` (by aggregator),
-    for a backend that knows where its nodes are only once their step runs (Slurm)."""
+    for a backend that knows where its nodes are only once they run (Slurm, Ray)."""
     boot = json.loads(env[BOOTSTRAP_ENV])
     for index, address in (boot.get("aggregators") or {}).items():
         if address.startswith("tcp://"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from jupyter_distributed.cluster import fanin
 from jupyter_distributed.cluster.aggregators import (
     AGGREGATOR_COMMAND,
     aggregator_addresses,
+    bind_address,
     fanout,
 )
 from jupyter_distributed.errors import RunFailed, SpecError
@@ -48,6 +50,17 @@ def test_the_second_level_starts_above_200_nodes_with_about_their_square_root_ea
     assert [fanout(n, forced=False) for n in (1, 8, 200, 201, 1250)] == [0, 0, 0, 15, 36]
     assert [fanout(n, forced=True) for n in (1, 2, 4, 80)] == [0, 2, 2, 9]
     assert -(-1250 // fanout(1250, forced=False)) <= 40  # the kernel's peers at 10,000 ranks
+
+
+def test_an_aggregator_binds_its_nodes_address_or_every_interface_where_its_name_is_loopback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    names = {"node1": "10.0.0.5", "login": "127.0.1.1"}  # (Debian names itself 127.0.1.1)
+    monkeypatch.setattr(socket, "gethostbyname", lambda host: names.get(host, host))
+    assert bind_address("tcp://node1:7001") == "tcp://10.0.0.5:7001"
+    assert bind_address("tcp://127.0.0.1:7001") == "tcp://127.0.0.1:7001"  # (a test's NodeAddr)
+    assert bind_address("tcp://login:7001") == "tcp://*:7001"  # (its relays dial "login")
+    assert bind_address("ipc:///tmp/x/aggregator-0") == "ipc:///tmp/x/aggregator-0"
 
 
 class Tree:

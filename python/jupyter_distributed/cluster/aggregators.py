@@ -20,6 +20,7 @@ where every rank is on the kernel's machine.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import socket
@@ -110,11 +111,17 @@ def listen_curve(
 
 def bind_address(address: str) -> str:
     """``tcp://HOST:PORT`` with HOST resolved to the address it binds (ZeroMQ binds an
-    address or an interface, not a host name)."""
+    address or an interface, not a host name). A host name that resolves to loopback here
+    (Debian's ``127.0.1.1`` for the machine's own name) while other hosts reach it by that name
+    binds every interface: CurveZMQ admits only the cluster's relays."""
     if not address.startswith("tcp://"):
         return address
     host, port = address.removeprefix("tcp://").rsplit(":", 1)
-    return f"tcp://{socket.gethostbyname(host)}:{port}"
+    resolved = socket.gethostbyname(host)
+    named = resolved != host and host != "localhost"
+    if named and ipaddress.ip_address(resolved).is_loopback:
+        return f"tcp://*:{port}"
+    return f"tcp://{resolved}:{port}"
 
 
 def aggregated_nodes(boot: dict[str, Any], index: int, nodes: int) -> list[int]:

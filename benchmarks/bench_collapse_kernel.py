@@ -77,7 +77,7 @@ def relayed(key: bytes, kind: str, n: int, args: Any) -> list[list[Any]]:
     batch per round), signed by the relay (made before timing: the relays' work)."""
     import zmq
 
-    from jupyter_distributed.cluster.fanbatch import Batcher
+    from jupyter_distributed.cluster.relaybatch import Batcher
     from jupyter_distributed.protocol.signing import Signer
 
     per = n // args.nodes

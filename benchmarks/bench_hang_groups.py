@@ -62,8 +62,8 @@ def main() -> None:
     use_checkout(always=True)
     import zmq
 
-    from jupyter_distributed.cluster.fanbatch import Batcher
     from jupyter_distributed.cluster.hang import diagnose
+    from jupyter_distributed.cluster.relaybatch import Batcher
     from jupyter_distributed.protocol.signing import Signer
 
     nodes = args.nodes

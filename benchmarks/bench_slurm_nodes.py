@@ -147,8 +147,9 @@ def main() -> None:
     parser.add_argument("--per-node", type=int, default=1)
     parser.add_argument("--cells", type=int, default=20)
     parser.add_argument(
-        "--relays", nargs="+", choices=["auto", "never"], default=["auto"],
-        help="Distributed.relays: auto (a relay per node) and/or never (every rank to the kernel)",
+        "--relays", nargs="+", choices=["auto", "tree", "never"], default=["auto"],
+        help="Distributed.relays: auto (a relay per node), tree (aggregators above them too), "
+        "and/or never (every rank to the kernel)",
     )  # fmt: skip
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = parser.parse_args()

@@ -106,8 +106,9 @@ class Distributed(Settings):
         help="node relays between the kernel and the ranks: 'auto' once the ranks span nodes "
         "(slurm, mpi --hosts; on one machine the kernel is the relay), 'always' starts one per "
         "node all the same, with a second level of aggregators (about sqrt(nodes) relays each) "
-        "above 200 nodes (local backend), 'tree' starts that second level whatever the count "
-        "of nodes (local backend), 'never' connects every rank to the kernel itself",
+        "above 200 nodes (local, slurm, mpi, ray), 'tree' starts that second level whatever "
+        "the count of nodes (local, slurm, mpi, ray), 'never' connects every rank to the "
+        "kernel itself",
     ).tag(config=True)
     straggler_threshold = Float(
         STRAGGLER_THRESHOLD,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -22,11 +23,11 @@ from typing import Any
 import pytest
 import zmq
 
-from jupyter_distributed.backends.mpi.options import MpiOptions
 from jupyter_distributed.cluster import fanin
 from jupyter_distributed.cluster.aggregators import (
     AGGREGATOR_COMMAND,
     aggregator_addresses,
+    bind_address,
     fanout,
 )
 from jupyter_distributed.errors import RunFailed, SpecError
@@ -49,6 +50,17 @@ def test_the_second_level_starts_above_200_nodes_with_about_their_square_root_ea
     assert [fanout(n, forced=False) for n in (1, 8, 200, 201, 1250)] == [0, 0, 0, 15, 36]
     assert [fanout(n, forced=True) for n in (1, 2, 4, 80)] == [0, 2, 2, 9]
     assert -(-1250 // fanout(1250, forced=False)) <= 40  # the kernel's peers at 10,000 ranks
+
+
+def test_an_aggregator_binds_its_nodes_address_or_every_interface_where_its_name_is_loopback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    names = {"node1": "10.0.0.5", "login": "127.0.1.1"}  # (Debian names itself 127.0.1.1)
+    monkeypatch.setattr(socket, "gethostbyname", lambda host: names.get(host, host))
+    assert bind_address("tcp://node1:7001") == "tcp://10.0.0.5:7001"
+    assert bind_address("tcp://127.0.0.1:7001") == "tcp://127.0.0.1:7001"  # (a test's NodeAddr)
+    assert bind_address("tcp://login:7001") == "tcp://*:7001"  # (its relays dial "login")
+    assert bind_address("ipc:///tmp/x/aggregator-0") == "ipc:///tmp/x/aggregator-0"
 
 
 class Tree:
@@ -157,6 +169,19 @@ def test_its_relays_reductions_reach_the_kernel_as_one_it_signs(tree: Tree) -> N
         fanin.ranged({**header, "ranges": [[4, 4]]}, node_of)
 
 
+def test_an_aggregator_leaves_on_its_own_once_its_relays_are_gone(tree: Tree) -> None:
+    for r in range(4):  # every rank behind it spoke through its node's relay
+        tree.relays[r // 2].send_multipart(Signer(KEY, rank_name(r)).pack({"type": "x"}))
+        assert tree.receive(tree.kernel) is not None
+    tree.relays.pop(0).close(linger=0)
+    sent = [bytes(f) for f in Signer(KEY, rank_name(2)).pack({"type": "x"})]
+    tree.relays[0].send_multipart(sent)  # the other relay is still served...
+    got = tree.receive(tree.kernel)
+    assert got is not None and got[1:] == sent
+    tree.relays.pop(0).close(linger=0)
+    assert tree.proc.wait(30) == 0  # ...and once it is gone too, the aggregator leaves
+
+
 def _aggregator_id(tree: Tree) -> bytes:
     """The aggregator's routing id at the kernel (it has forwarded a message before)."""
     frames = [bytes(f) for f in Signer(KEY, rank_name(1)).pack({"type": "x"})]
@@ -233,8 +258,6 @@ def test_a_relay_killed_below_an_aggregator_names_its_node(
 def test_a_tree_on_a_backend_without_aggregators_is_refused_in_one_line(
     session: Session,
 ) -> None:
-    spec = Spec(
-        layout=Layout(nodes=2, procs_per_node=2), backend="mpi", options=MpiOptions(), relays="tree"
-    )
-    with pytest.raises(SpecError, match=r"the mpi backend starts no aggregators yet; set it"):
+    spec = Spec(layout=Layout(nodes=2, procs_per_node=2), backend="sagemaker", relays="tree")
+    with pytest.raises(SpecError, match=r"the sagemaker backend starts no aggregators yet; set it"):
         session.plan(spec)

@@ -97,6 +97,33 @@ def test_the_kernel_side_imports_nothing_from_the_worker() -> None:
     assert offenders == set()
 
 
+# a node relay's and an aggregator's programs: started beside the ranks on every node, their
+# imports are their start-up; the kernel's side (the history store, the backend interface,
+# the events it records) is not theirs
+HOPS = ("jupyter_distributed.cluster.relay", "jupyter_distributed.cluster.aggregator")
+KERNEL_SIDE = ("jupyter_distributed.history", "jupyter_distributed.interface")
+
+
+def test_a_relay_and_an_aggregator_import_nothing_of_the_history_or_the_interface() -> None:
+    graph = grimp.build_graph("jupyter_distributed")
+    for hop in HOPS:
+        imported = graph.find_upstream_modules(hop)
+        kernel_side = sorted(m for m in imported if m.startswith(KERNEL_SIDE))
+        assert kernel_side == [], f"{hop} imports {kernel_side}"
+        assert "jupyter_distributed.protocol.signing" in imported  # (the check looks)
+    # and as a process starts them: what it holds once its module is imported
+    probe = (
+        f"import json, sys\nfor hop in {HOPS!r}:\n    __import__(hop)\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('jupyter_distributed'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    held: list[str] = json.loads(out.strip().splitlines()[-1])
+    assert [m for m in held if m.startswith(KERNEL_SIDE)] == []
+    assert "jupyter_distributed.cluster.relay" in held
+
+
 def test_a_hook_that_is_not_callable_is_refused_when_loaded() -> None:
     import pytest
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import shutil
 import socket
@@ -20,6 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zmq
@@ -31,12 +33,13 @@ from jupyter_distributed.cluster.process import ProcessCluster
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
 from jupyter_distributed.layout import Layout
+from jupyter_distributed.protocol.signing import BOOTSTRAP_ENV
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
 
 from .backend_cases import mpi_missing
 from .core_helpers import session_in
-from .test_relays import kill_once_started, started_cell
+from .test_relays import kill_once_started, killed_mid_cell, started_cell
 
 AGENT = """#!/bin/sh
 # mpirun's remote-launch agent: "agent HOST COMMAND..." runs COMMAND in HOST's namespace
@@ -314,8 +317,9 @@ def test_probe_shows_the_veth_link_slower_than_loopback(
     assert inter["bandwidth_gbs"] < intra["min_bandwidth_gbs"]
 
 
-def _relays_by_node() -> dict[int, int]:
-    """The node relays below this process (on either host), by their node (process rank)."""
+def _relays_by_node(module: str = "relay") -> dict[int, int]:
+    """The node relays below this process (on either host), by their node (process rank);
+    ``module`` "aggregator": the aggregators, by their number."""
     out = {}
     for pid in descendants(os.getpid()):
         try:
@@ -323,7 +327,7 @@ def _relays_by_node() -> dict[int, int]:
             environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv[1:3] == [b"-m", b"jupyter_distributed.cluster.relay"]:
+        if argv[1:3] == [b"-m", f"jupyter_distributed.cluster.{module}".encode()]:
             (rank,) = [e for e in environ if e.startswith(b"OMPI_COMM_WORLD_RANK=")]
             out[int(rank.split(b"=")[1])] = pid
     return out
@@ -380,3 +384,41 @@ def test_ranks_dealt_round_the_hosts_go_through_their_own_hosts_relay(
     killer.join()
     assert info.value.root.summary.endswith("died (killed by signal 9): its ranks 1,3 are gone")
     session.stop()
+
+
+def _bootstrap_of(pid: int) -> dict[str, Any]:
+    """The bootstrap a relay or an aggregator was started with (its first environment)."""
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    (boot,) = [e for e in environ if e.startswith(BOOTSTRAP_ENV.encode() + b"=")]
+    found: dict[str, Any] = json.loads(boot.split(b"=", 1)[1])
+    return found
+
+
+def test_a_tree_goes_through_an_aggregator_on_the_first_host_over_tcp(
+    two_hosts: TwoHosts, session: Session, tmp_path: Path
+) -> None:
+    """``Distributed.relays = "tree"``: one aggregator above the two hosts' relays, on host 1,
+    listening on its TCP address (CurveZMQ), which the relay on host 2 dials across the link;
+    the kernel holds one connection, and the aggregator's death names both nodes."""
+    spec = replace(_spec(two_hosts), relays="tree")
+    out = io.StringIO()
+    outcome = session.run_cell(spec, "print('hi', rank)\nrank", {}, view=CellView(out=out))
+    assert outcome.values == {0: "0", 1: "1", 2: "2", 3: "3"}
+    assert all(f"hi {r}" in out.getvalue() for r in range(4))
+    cluster = session.live["mpi"].cluster
+    assert cluster.peer_count() == 1  # (the two relays alone: 2)
+    (aggregator,) = _relays_by_node("aggregator").values()
+    assert sorted(_relays_by_node()) == [0, 1]
+    boot = _bootstrap_of(aggregator)
+    assert boot["aggregators"]["0"].startswith(f"tcp://{two_hosts.here}:")
+    assert boot["aggregator_curve"]["server"] != boot["curve"]["server"]
+    run = lambda code: _run(session, spec, code)  # noqa: E731
+    root = killed_mid_cell(run, tmp_path / "started", lambda: aggregator)
+    assert root.kind == "relay"
+    assert root.summary == (
+        f"aggregator 0 on host {socket.gethostname()} died (killed by signal 9): its nodes 0-1 "
+        "are gone, with their ranks 0-3"
+    )
+    assert _run(session, spec, "rank") == {0: "0", 1: "1", 2: "2", 3: "3"}  # a new cluster
+    session.stop()
+    assert _relays_by_node("aggregator") == {} and _relays_by_node() == {}

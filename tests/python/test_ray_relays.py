@@ -23,7 +23,7 @@ from jupyter_distributed.textviews import status
 from .core_helpers import session_in
 from .engines.ray import RayHead
 from .test_backend_contract import wait_gone
-from .test_relays import kill_once_started, started_cell
+from .test_relays import kill_once_started, killed_mid_cell, started_cell
 
 pytestmark = pytest.mark.ray
 
@@ -34,21 +34,22 @@ def session(in_ray: RayHead, tmp_path: Path) -> Iterator[Session]:
 
 
 def _run(session: Session, code: str, out: io.StringIO, relays: str = "always") -> Any:
-    nodes = 2 if relays == "always" else 1  # (auto: the Ray nodes decide)
+    nodes = 1 if relays == "auto" else 2  # (auto: the Ray nodes decide)
     spec = Spec(layout=Layout(nodes=nodes, procs_per_node=3 - nodes), backend="ray", relays=relays)
     return session.run_cell(spec, code, {}, view=CellView(out=out, err=out))
 
 
-def _relays(head: RayHead, *more: int) -> dict[int, int]:
+def _relays(head: RayHead, *more: int, module: str = "relay") -> dict[int, int]:
     """The node relays the Ray nodes' workers run (the head's, and those below the processes
-    ``more``), by node (their command line's last word)."""
+    ``more``), by node (their command line's last word); ``module`` "aggregator": the
+    aggregators, by number."""
     out = {}
     for pid in {p for root in (head.proc.pid, *more) for p in descendants(root)}:
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv[1:3] == [b"-m", b"jupyter_distributed.cluster.relay"]:
+        if argv[1:3] == [b"-m", f"jupyter_distributed.cluster.{module}".encode()]:
             out[int(argv[3])] = pid
     return out
 
@@ -105,3 +106,26 @@ def test_auto_starts_a_relay_actor_per_ray_node_once_the_ranks_span_several(
         assert info.value.root.summary.endswith("died (killed by signal 9): its rank 1 is gone")
         session.stop()
         assert wait_gone(set(relays.values()), within=30) == set()
+
+
+def test_a_tree_goes_through_an_aggregator_actor_and_its_death_names_its_nodes(
+    in_ray: RayHead, session: Session, tmp_path: Path
+) -> None:
+    """``Distributed.relays = "tree"``: one aggregator actor above the two nodes' relays, in
+    the bundle of node 0's first rank, listening on TCP (CurveZMQ) on that Ray node's address."""
+    out = io.StringIO()
+    assert _run(session, "print('hi', rank)\nrank", out, relays="tree").values == {0: "0", 1: "1"}
+    assert "hi 0" in out.getvalue() and "hi 1" in out.getvalue()
+    (live,) = session.live.values()
+    assert live.cluster.peer_count() == 1  # (the two relays alone: 2)
+    assert "(through 1 aggregator(s) above 2 node relays)" in status(session)
+    (aggregator,) = _relays(in_ray, module="aggregator").values()
+    assert sorted(_relays(in_ray)) == [0, 1]
+    run = lambda code: _run(session, code, out, relays="tree")  # noqa: E731
+    root = killed_mid_cell(run, tmp_path / "started", lambda: aggregator)
+    assert root.kind == "relay"
+    assert root.summary.startswith("aggregator 0 on host ")
+    assert root.summary.endswith(
+        "died (killed by signal 9): its nodes 0-1 are gone, with their ranks 0-1"
+    )
+    session.stop()

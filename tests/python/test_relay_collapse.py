@@ -15,9 +15,11 @@ from typing import Any
 
 import pytest
 
-from jupyter_distributed.cluster.fanbatch import Batcher, relayed, unbatch
-from jupyter_distributed.cluster.fancollapse import STACKS_WAIT_S, Alike, Shared
+from jupyter_distributed.cluster.fanbatch import relayed, unbatch
+from jupyter_distributed.cluster.fancollapse import Shared
 from jupyter_distributed.cluster.fanin import BadReduction
+from jupyter_distributed.cluster.relayalike import STACKS_WAIT_S, Alike
+from jupyter_distributed.cluster.relaybatch import Batcher
 from jupyter_distributed.collapse import WINDOW
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed

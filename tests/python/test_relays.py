@@ -29,9 +29,11 @@ from jupyter_distributed.backends.mpi.options import MpiOptions
 from jupyter_distributed.backends.ray.relays import check_nodes
 from jupyter_distributed.backends.slurm.backend import SlurmBackend
 from jupyter_distributed.backends.slurm.options import SlurmOptions
-from jupyter_distributed.cluster import fanbatch, fanin
+from jupyter_distributed.cluster import fanin, relaybatch
 from jupyter_distributed.cluster.fanbatch import unbatch
 from jupyter_distributed.cluster.fanin import BadReduction, expand
+from jupyter_distributed.cluster.process import ProcessCluster
+from jupyter_distributed.cluster.relay import TERMINATED
 from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_map
 from jupyter_distributed.cluster.stackboard import StackBoard, collect
 from jupyter_distributed.display import CellView
@@ -132,8 +134,19 @@ def test_a_node_local_relay_makes_its_directory_0700_and_removes_it_when_ended(
         time.sleep(0.02)
     assert (own.stat().st_mode & 0o777, (own / "r").is_socket()) == (0o700, True)
     relay.terminate()  # (slurmd ends a step's tasks with SIGTERM)
-    assert relay.wait(30) == 0
+    assert relay.wait(30) == TERMINATED  # (not 0: that says it left after its ranks)
     assert not own.exists()
+
+
+def test_a_relay_leaves_on_its_own_once_every_rank_of_its_node_is_gone(wire: Wire) -> None:
+    relay = _hello_all(wire)
+    for r in NODE_RANKS[:-1]:
+        wire.ranks.pop(r).close(linger=0)
+    last = NODE_RANKS[-1]
+    sent = wire.up(last)  # the node's last rank is still served...
+    assert wire.at_kernel() == [relay, *sent]
+    wire.ranks.pop(last).close(linger=0)
+    assert wire.relay.wait(30) == 0  # ...and once it is gone, the relay leaves (exit 0)
 
 
 def test_a_relay_refuses_a_socket_directory_that_others_can_enter(tmp_path: Path) -> None:
@@ -241,6 +254,16 @@ def kill_once_started(marker: Path, pick: Callable[[], int]) -> threading.Thread
     thread = threading.Thread(target=kill, daemon=True)
     thread.start()
     return thread
+
+
+def killed_mid_cell(run: Callable[[str], object], marker: Path, pick: Callable[[], int]) -> Any:
+    """The root failure of a cell (``run`` runs it) that started and had the process ``pick``
+    names SIGKILLed meanwhile."""
+    killer = kill_once_started(marker, pick)
+    with pytest.raises(RunFailed) as info:
+        run(started_cell(marker))
+    killer.join()
+    return info.value.root
 
 
 def started_cell(marker: Path) -> str:
@@ -487,10 +510,32 @@ def test_a_relay_answers_for_the_ranks_that_ended_once_one_keeps_it_waiting() ->
 
 
 def test_a_batch_stays_within_the_kernels_cap_on_a_header() -> None:
-    batcher = fanbatch.Batcher(range(4, 8))
+    batcher = relaybatch.Batcher(range(4, 8))
     out = {"type": "output", "src": "r4", "seq": 1, "run_id": "r", "stream": "stdout"}
-    half = fanbatch.MAX_BATCH_BYTES // 2 + 1
+    half = relaybatch.MAX_BATCH_BYTES // 2 + 1
     assert batcher.keep(out, 0, half)
     assert not batcher.keep({**out, "seq": 2}, 0, half)  # (sent on its own, after the batch)
     assert batcher.take() is not None
     assert batcher.keep({**out, "seq": 2}, 0, half)
+
+
+def test_a_relay_whose_ranks_all_died_leaves_and_is_not_named_for_them(session: Session) -> None:
+    """Node 1's two ranks are killed between cells: its relay leaves on its own (exit 0), and
+    the cluster is lost by a rank's death, not by a dead relay."""
+    _run(session, "pass", n=2, nodes=2, relays="always")
+    (live,) = session.live.values()
+    cluster = live.cluster
+    assert isinstance(cluster, ProcessCluster)
+    relays = cluster.processes.relays  # type: ignore[attr-defined]
+    for rank in (2, 3):
+        pid = cluster.info[rank].pid
+        assert pid is not None and pid > 1
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while relays.procs[1].poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert relays.procs[1].poll() == 0  # it left; the kernel did not end it
+    assert relays.procs[0].poll() is None  # (node 0's ranks are alive: its relay stays)
+    while cluster.alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "rank" in cluster.lost and "relay" not in cluster.lost

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from jupyter_distributed.backends.slurm.options import SlurmOptions
-from jupyter_distributed.cluster.relays import NODE_LOCAL_DIR
+from jupyter_distributed.cluster.nodedirs import NODE_LOCAL_DIR
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
 from jupyter_distributed.history.reaper import leftover_prefix

@@ -29,9 +29,10 @@ node, and one whose counter is not above the last it took from the aggregator (a
 aggregator checked each relay's counter, as each relay checked its ranks'. It vouches for
 what its relays vouched for, no more: it signs only the merged reductions; the ranks' own
 messages and the relays' batches go up as they were signed. Anything unsigned, replayed, or
-from a node not behind it, is dropped. It dies with its parent (Linux) and ends once it finds
-the kernel dead (on the kernel's host); the kernel names a dead aggregator by the nodes behind
-it (:func:`~.aggregators.aggregator_failure`).
+from a node not behind it, is dropped. It dies with its parent (Linux), ends once it finds the
+kernel dead (on the kernel's host), and leaves on its own once its relays have (:mod:`.hoplife`);
+the kernel names a dead aggregator by the nodes behind it
+(:func:`~.aggregators.aggregator_failure`).
 """
 
 from __future__ import annotations
@@ -40,16 +41,17 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import zmq
 
 from ..layout import Layout
 from ..protocol.signing import Signer, cell_name, rank_name
-from .aggregators import aggregated_nodes
+from .aggregators import aggregated_nodes, bind_address, listen_curve
 from .fanin import HOLD_S, REDUCED, aggregator_name, relay_name
+from .nodedirs import node_ranks
 from .relay import Hop, run
-from .relays import node_ranks
 
 AGGREGATOR_NAME = "aggregator"  # the name its checking signers go by (it signs nothing)
 
@@ -154,11 +156,21 @@ class Aggregator(Hop):
                 names.add(rank_name(r))
                 cells[cell_name(r)] = r
         self.names = names | set(cells)  # (its nodes' relays and ranks: whose it forwards)
+        self.awaited = {rank_name(r) for r in cells.values()}
         below = boot["aggregators"][str(index)]
         super().__init__(boot, below, boot["address"], boot.get("curve"), AGGREGATOR_NAME)
         key = bytes.fromhex(boot["key"])
         self._signer = Signer(key, aggregator_name(self.nodes[0], self.nodes[-1]))
         self._merger = Merger(cells)
+
+    def _bind_below(self, below: str, boot: dict[str, Any]) -> Path | None:
+        """On TCP (its relays on other hosts): CurveZMQ, on its host's address."""
+        if not below.startswith("tcp://"):
+            return super()._bind_below(below, boot)
+        if boot.get("aggregator_curve"):
+            self._stops.append(listen_curve(self.ctx, self.down, boot))
+        self.down.bind(bind_address(below))
+        return None
 
     def _up(self, message: list[zmq.Frame], header: dict[str, Any], src: str) -> None:
         if self._merger.hold(header):

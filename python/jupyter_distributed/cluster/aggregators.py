@@ -9,19 +9,32 @@ tests run the aggregator code at small scale). Node ``n``'s relay dials aggregat
 bootstrap says where they listen (``aggregators``, by number as a string) and the ``fanout``.
 
 What an aggregator is and vouches for: :mod:`.aggregator`. Where it runs: on ``local``, a
-process beside the relays (:class:`~.relays.LocalRelays`); the other backends start none yet.
+process beside the relays (:class:`~.relays.LocalRelays`), listening on a Unix socket in the
+kernel's directory; on ``slurm`` (a step of its own, one task on the first node of each group),
+``mpi`` (an ``mpirun`` of its own, one process on the first host of each group) and ``ray`` (an
+actor on the first node of each group), on TCP on that node (:func:`tcp_addresses`, CurveZMQ as
+the relays' upward connection is: its server keypair is the bootstrap's ``aggregator_curve``,
+its only admitted client the cluster's client key), or on the kernel's Unix socket directory
+where every rank is on the kernel's machine.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import math
+import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import zmq
+
 from ..collapse import ranks_text
 from ..errors import RankFailure
+from ..protocol.signing import BOOTSTRAP_ENV
+from .curve import curve_server
 
 AGGREGATOR_COMMAND = (sys.executable, "-m", "jupyter_distributed.cluster.aggregator")
 AGGREGATE_ABOVE = 200  # nodes: above this many, a second level of relays
@@ -40,13 +53,75 @@ def aggregator_addresses(directory: Path, nodes: int, per: int) -> dict[str, str
     return {str(a): f"ipc://{directory}/aggregator-{a}" for a in range(math.ceil(nodes / per))}
 
 
-def upward(boot: dict[str, Any], node: int) -> str:
-    """Where node ``node``'s relay dials: its aggregator where the bootstrap has them, else
-    the kernel."""
-    aggregators = boot.get("aggregators")
+def tcp_addresses(hosts: Sequence[str], port: int) -> dict[str, str]:
+    """Where each aggregator listens when the ranks are on other hosts than the kernel: TCP on
+    its host (``hosts``, by aggregator: the first node of its group), at ``port`` + its number
+    (several may share a machine)."""
+    return {str(a): f"tcp://{host}:{port + a}" for a, host in enumerate(hosts)}
+
+
+def server_keys() -> dict[str, str]:
+    """The aggregators' CurveZMQ server keypair (z85; one per cluster, in the bootstrap: whoever
+    holds the bootstrap holds the cluster's secret already)."""
+    public, secret = zmq.curve_keypair()
+    return {"server": public.decode(), "secret": secret.decode()}
+
+
+def on_hosts(env: Mapping[str, str], hosts: Sequence[str]) -> dict[str, str]:
+    """``env`` with each TCP aggregator's address on its host in ``hosts`` (by aggregator),
+    for a backend that knows where its nodes are only once they run (Slurm, Ray)."""
+    boot = json.loads(env[BOOTSTRAP_ENV])
+    for index, address in (boot.get("aggregators") or {}).items():
+        if address.startswith("tcp://"):
+            port = address.rsplit(":", 1)[1]
+            boot["aggregators"][index] = f"tcp://{hosts[int(index)]}:{port}"
+    return {**env, BOOTSTRAP_ENV: json.dumps(boot)}
+
+
+def group_heads(env: Mapping[str, str]) -> list[int]:
+    """The first node of each aggregator's group, by aggregator (where it runs; none: no
+    aggregators), from the bootstrap environment the backend is given."""
+    boot = json.loads(env.get(BOOTSTRAP_ENV) or "{}")
+    count = len(boot.get("aggregators") or {})
+    return [a * int(boot["fanout"]) for a in range(count)]
+
+
+def upward(boot: dict[str, Any], node: int) -> tuple[str, dict[str, str] | None]:
+    """Where node ``node``'s relay dials, and the CurveZMQ keys it dials with (None: a Unix
+    socket): its aggregator where the bootstrap has them, else the kernel."""
+    aggregators, curve = boot.get("aggregators"), boot.get("curve")
     if not aggregators:
-        return str(boot["address"])
-    return str(aggregators[str(node // int(boot["fanout"]))])
+        return str(boot["address"]), curve
+    address = str(aggregators[str(node // int(boot["fanout"]))])
+    if not address.startswith("tcp://") or not curve:
+        return address, None
+    return address, {**curve, "server": boot["aggregator_curve"]["server"]}
+
+
+def listen_curve(
+    ctx: zmq.Context[zmq.Socket[bytes]], sock: zmq.Socket[bytes], boot: dict[str, Any]
+) -> Callable[[], None]:
+    """An aggregator's ROUTER on TCP, before it binds: CurveZMQ's server with the bootstrap's
+    keys, admitting only the cluster's client key (the relays'), as the kernel's does; returns
+    what stops its authenticator."""
+    keys = boot["aggregator_curve"]
+    public, secret = keys["server"].encode(), keys["secret"].encode()
+    return curve_server(ctx, sock, public, secret, boot["curve"]["public"].encode())
+
+
+def bind_address(address: str) -> str:
+    """``tcp://HOST:PORT`` with HOST resolved to the address it binds (ZeroMQ binds an
+    address or an interface, not a host name). A host name that resolves to loopback here
+    (Debian's ``127.0.1.1`` for the machine's own name) while other hosts reach it by that name
+    binds every interface: CurveZMQ admits only the cluster's relays."""
+    if not address.startswith("tcp://"):
+        return address
+    host, port = address.removeprefix("tcp://").rsplit(":", 1)
+    resolved = socket.gethostbyname(host)
+    named = resolved != host and host != "localhost"
+    if named and ipaddress.ip_address(resolved).is_loopback:
+        return f"tcp://*:{port}"
+    return f"tcp://{resolved}:{port}"
 
 
 def aggregated_nodes(boot: dict[str, Any], index: int, nodes: int) -> list[int]:

@@ -80,7 +80,7 @@ class ProcessCluster(Cluster):
         relay per node (:mod:`.relays`), listening in the kernel's directory where the ranks are
         on this machine (``ipc``), else in a directory of its own on its node. ``aggregators``:
         it starts a second level above them too where there are many nodes, or where
-        ``Distributed.relays`` is "tree" (:mod:`.aggregators`; on this machine only, for now)."""
+        ``Distributed.relays`` is "tree" (:mod:`.aggregators`)."""
         # (before anything starts: refused in one line, or room made)
         make_room(len(plan.ranks), plan.spec.layout.nodes if relays else 0)
         self.plan = plan
@@ -284,14 +284,22 @@ class ProcessCluster(Cluster):
         are gone (failed) with it."""
         out = []
         for node, code in getattr(self.processes, "dead_relays", list)():
+            if code == 0:
+                continue  # it left after its ranks (.hoplife): their own ends are named
             ranks = sorted(r for r, i in self.info.items() if i.coords.node_rank == node)
             host = self.info[ranks[0]].host if ranks else ""  # (its ranks' hello named it)
             out.append(relay_failure(ranks, node, host or socket.gethostname(), code, now))
             self._cut_off(ranks)
         for index, code in getattr(self.processes, "dead_aggregators", list)():
+            if code == 0:
+                continue  # it left after its relays
             nodes = range(index * self.fanout, min(self.relays, (index + 1) * self.fanout))
             ranks = sorted(r for r, i in self.info.items() if i.coords.node_rank in nodes)
-            out.append(aggregator_failure(index, nodes, ranks, socket.gethostname(), code, now))
+            first = [self.info[r].host for r in ranks if self.info[r].coords.node_rank == nodes[0]]
+            host = first[0] if first else ""  # (it runs on its first node)
+            out.append(
+                aggregator_failure(index, nodes, ranks, host or socket.gethostname(), code, now)
+            )
             self._cut_off(ranks)
         return out
 

@@ -22,8 +22,10 @@ ranks' keys). So the kernel holds one connection per node, not two per rank.
   several ranks sent alike go up once, with each rank's name and counter (:mod:`.fancollapse`).
 
 Anything unsigned, replayed, or from a rank of another node is dropped. The relay dies with
-its parent (Linux) and ends once it finds the kernel dead (on the kernel's host, as a rank
-does); the kernel names a dead relay as a dead node (:mod:`.relays`).
+its parent (Linux), ends once it finds the kernel dead (on the kernel's host, as a rank
+does), and leaves on its own (exit 0) once every rank of its node has spoken and none is
+connected any more (:mod:`.hoplife`); the kernel names a dead relay as a dead node
+(:mod:`.relays`), not one that left after its ranks.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import zmq
@@ -44,12 +47,14 @@ from ..pids import die_with_parent, pid_alive
 from ..protocol.frames import MAX_FRAME, MAX_HEADER
 from ..protocol.signing import BOOTSTRAP_ENV, BadMessage, Signer, cell_name, rank_name
 from .aggregators import upward
-from .fanbatch import Batcher
 from .fanin import Reducer, relay_name
-from .relays import listen_directory, node_ranks, remove_directory
+from .hoplife import Connections
+from .nodedirs import listen_directory, node_ranks, remove_directory
+from .relaybatch import Batcher
 
 ORPHAN_CHECK_MS = 1000  # how often a relay looks whether its kernel is alive (on its host)
 RELAY_NAME = "relay"  # the name its checking signers go by (it signs as relay_name(node))
+TERMINATED = 128 + signal.SIGTERM  # its exit code when ended by SIGTERM (as a shell says it)
 
 
 class Hop:
@@ -61,6 +66,7 @@ class Hop:
     the receivers its ``dst`` names (once each)."""
 
     names: set[str]  # whose messages it takes from below
+    awaited: set[str]  # who must have spoken before it leaves once no one is below (.hoplife)
 
     def __init__(self, boot: dict[str, Any], below: str, above: str, curve: Any, name: str) -> None:
         key = bytes.fromhex(boot["key"])
@@ -79,17 +85,26 @@ class Hop:
             for opt in (zmq.SNDHWM, zmq.RCVHWM):
                 sock.setsockopt(opt, 0)
             sock.setsockopt(zmq.LINGER, 1000)
-        self.directory = listen_directory(below)  # (a node-local one: made here, mode 0700)
-        self.down.bind(below)
+        self._stops: list[Callable[[], None]] = []  # (an aggregator's authenticator)
+        self.directory = self._bind_below(below, boot)
+        self.below = Connections(self.down)
         self.up.connect(above)
         here = boot.get("kernel_host") == socket.gethostname()
         self.kernel_pid = int(boot.get("kernel_pid") or 0) if here else 0
 
+    def _bind_below(self, below: str, boot: dict[str, Any]) -> Path | None:
+        """Bind the ROUTER below; the directory made for it (a node-local one, mode 0700)."""
+        directory = listen_directory(below)
+        self.down.bind(below)
+        return directory
+
     def serve(self) -> None:
-        """Forward both ways until killed, or until the kernel is found dead (on its host)."""
+        """Forward both ways until killed, until the kernel is found dead (on its host), or
+        until everyone below has left (:mod:`.hoplife`)."""
         poller = zmq.Poller()
         poller.register(self.down, zmq.POLLIN)
         poller.register(self.up, zmq.POLLIN)
+        poller.register(self.below.socket, zmq.POLLIN)
         checked, wait = time.monotonic(), None
         while True:
             due = ORPHAN_CHECK_MS if wait is None else int(wait * 1000) + 1
@@ -103,6 +118,23 @@ class Hop:
             if self.up in ready:
                 self._from_above()
             wait = self._reduce()
+            if self.below.socket in ready and self._everyone_left():
+                self._leave()
+                return
+
+    def _everyone_left(self) -> bool:
+        return self.below.none_open() and self.awaited <= self._routes.keys()
+
+    def _leave(self) -> None:
+        """What came from below and what is held go up (a second at most), then it ends."""
+        self._from_below()
+        self._flush()
+        for stop in self._stops:
+            stop()
+        self.ctx.destroy(linger=1000)
+
+    def _flush(self) -> None:
+        """Send what it holds now (as it leaves)."""
 
     def _from_below(self) -> None:
         while True:
@@ -152,9 +184,9 @@ class Hop:
 class Relay(Hop):
     def __init__(self, boot: dict[str, Any], node: int) -> None:
         self.ranks = node_ranks(Layout.from_json(boot["layout"]), node, boot.get("relay_of"))
-        self.names = {rank_name(r) for r in self.ranks} | {cell_name(r) for r in self.ranks}
-        above = upward(boot, node)  # the kernel, or its node's aggregator (see .aggregators)
-        curve = boot.get("curve") if above == boot["address"] else None
+        self.awaited = {rank_name(r) for r in self.ranks}
+        self.names = self.awaited | {cell_name(r) for r in self.ranks}
+        above, curve = upward(boot, node)  # the kernel, or its node's aggregator
         super().__init__(boot, boot["relays"][str(node)], above, curve, RELAY_NAME)
         # what it writes itself (reductions, batches)
         self._signer = Signer(bytes.fromhex(boot["key"]), relay_name(node))
@@ -173,6 +205,9 @@ class Relay(Hop):
         for fields in reduced:
             self.up.send_multipart(self._signer.pack(fields), copy=False)
         return min(waits) if waits else None
+
+    def _flush(self) -> None:
+        self._send_batch()
 
     def _send_batch(self) -> None:
         fields = self._batcher.take()
@@ -211,7 +246,8 @@ def run(argv: list[str], make: Callable[[dict[str, Any], int], Hop], usage: str,
         return 2
     die_with_parent()
     boot = json.loads(os.environ.pop(BOOTSTRAP_ENV))
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # (its directory is removed first)
+    # (its directory is removed first; not 0, which says it left after everyone below had)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(TERMINATED))
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # (until it holds the directory)
     try:
         hop = make(boot, int(number))

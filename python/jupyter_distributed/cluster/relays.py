@@ -37,13 +37,18 @@ from ..interface import Plan
 from ..layout import Layout
 from ..pids import newly_ended, pidfds
 from ..protocol.signing import BOOTSTRAP_ENV
-from .aggregators import AGGREGATOR_COMMAND, aggregator_addresses, fanout
+from .aggregators import (
+    AGGREGATOR_COMMAND,
+    aggregator_addresses,
+    fanout,
+    server_keys,
+    tcp_addresses,
+)
+from .launch import free_port
+from .nodedirs import NODE_LOCAL_DIR, ours_alone
 
 RELAY_COMMAND = (sys.executable, "-m", "jupyter_distributed.cluster.relay")
 RELAY_MODES = ("auto", "always", "tree", "never")
-# on every node (a job's TMPDIR may not exist on the kernel's host); each relay's directory in it
-# is made 0700 and exclusively (see listen_directory)
-NODE_LOCAL_DIR = "/tmp"  # noqa: S108
 
 
 def relay_addresses(directory: Path, nodes: int) -> dict[str, str]:
@@ -63,35 +68,6 @@ def node_local_addresses(nodes: int, prefix: str) -> dict[str, str]:
     return {str(n): f"ipc://{base}-{n}/r" for n in range(nodes)}
 
 
-def listen_directory(address: str) -> Path | None:
-    """Before a relay binds ``address``: make its Unix socket's directory (mode 0700) where it
-    is missing (a node-local address), and return it for the relay to remove when it ends; None
-    where it exists already and is only ours (the kernel's directory, on the kernel's host). A
-    directory another user could enter is refused (:class:`PermissionError`)."""
-    if not address.startswith("ipc://"):
-        return None
-    directory = Path(address.removeprefix("ipc://")).parent
-    try:
-        directory.mkdir(mode=0o700)
-    except FileExistsError:
-        if not _ours_alone(directory):
-            why = f"{directory} exists and is not this user's alone (mode 0700)"
-            raise PermissionError(why) from None
-        return None
-    return directory
-
-
-def _ours_alone(directory: Path) -> bool:
-    """Whether ``directory`` is a real directory of this user's that no one else can enter."""
-    st = directory.lstat()
-    return not directory.is_symlink() and st.st_uid == os.getuid() and not st.st_mode & 0o077
-
-
-def remove_directory(directory: Path | None) -> None:
-    if directory is not None:
-        shutil.rmtree(directory, ignore_errors=True)
-
-
 def remove_local_directories(boot_env: Mapping[str, str]) -> None:
     """After a cluster's relays ended: remove the node-local directories of its relays that are
     on this host and still there (a relay ended by SIGKILL, e.g. by its launcher after a job was
@@ -103,7 +79,7 @@ def remove_local_directories(boot_env: Mapping[str, str]) -> None:
         if not str(directory).startswith(f"{NODE_LOCAL_DIR}/"):
             continue  # (the kernel's own directory: the cluster removes it)
         with contextlib.suppress(OSError):
-            if _ours_alone(directory):
+            if ours_alone(directory):
                 shutil.rmtree(directory, ignore_errors=True)
 
 
@@ -119,15 +95,6 @@ def relay_map(ranks: Sequence[int], layout: Layout) -> list[int] | None:
     (Slurm's ``-m cyclic``, Ray's placement): None where they are."""
     block = [layout.coords(r).node_rank for r in range(len(ranks))]
     return None if list(ranks) == block else list(ranks)
-
-
-def node_ranks(layout: Layout, node: int, relay_of: Sequence[int] | None = None) -> list[int]:
-    """The ranks behind node ``node``'s relay: the bootstrap's ``relay_of`` where it has one,
-    else the layout's block."""
-    if relay_of is not None:
-        return [r for r, n in enumerate(relay_of) if n == node]
-    per = layout.procs_per_node
-    return list(range(node * per, (node + 1) * per))
 
 
 def place_relays(
@@ -149,9 +116,17 @@ def place_relays(
     else:
         return 0, 0
     per = fanout(nodes, plan.spec.relays == "tree") if aggregators else 0
-    if not per or directory is None:
+    if not per:
         return nodes, 0
-    boot["aggregators"], boot["fanout"] = aggregator_addresses(directory, nodes, per), per
+    if directory is not None:
+        boot["aggregators"] = aggregator_addresses(directory, nodes, per)
+    else:  # on the first node of each group, on TCP (CurveZMQ where the kernel's channel is)
+        hosts = {r.coords.node_rank: r.host for r in reversed(plan.ranks)}
+        firsts = [hosts[node] for node in range(0, nodes, per)]
+        boot["aggregators"] = tcp_addresses(firsts, free_port(count=len(firsts)))
+        if boot.get("curve"):
+            boot["aggregator_curve"] = server_keys()
+    boot["fanout"] = per
     return nodes, per
 
 

@@ -30,6 +30,7 @@ import zmq
 from ..errors import LaunchError
 from ..history.reaper import leftover_prefix
 from ..protocol.frames import MAX_FRAME, MAX_HEADER
+from .curve import curve_server
 
 
 @dataclass(frozen=True)
@@ -107,30 +108,12 @@ def _listen_ipc(sock: zmq.Socket[bytes]) -> Listener:
     return listener
 
 
-class _OneKey:
-    """Admits only the cluster's client key (called by pyzmq's ZAP authenticator)."""
-
-    def __init__(self, key: bytes) -> None:
-        self.key = key
-
-    def callback(self, domain: str, key: bytes) -> bool:
-        return key == self.key
-
-
 def _curve_server(
     ctx: zmq.Context[zmq.Socket[bytes]], sock: zmq.Socket[bytes], listener: Listener
 ) -> dict[str, str]:
-    from zmq.auth.thread import ThreadAuthenticator
-
     server_public, server_secret = zmq.curve_keypair()
     client_public, client_secret = zmq.curve_keypair()
-    auth = ThreadAuthenticator(ctx)
-    auth.start()
-    listener.cleanups.append(auth.stop)
-    auth.configure_curve_callback("*", credentials_provider=_OneKey(client_public))
-    sock.setsockopt(zmq.CURVE_SECRETKEY, server_secret)
-    sock.setsockopt(zmq.CURVE_PUBLICKEY, server_public)
-    sock.setsockopt(zmq.CURVE_SERVER, 1)
+    listener.cleanups.append(curve_server(ctx, sock, server_public, server_secret, client_public))
     return {
         "server": server_public.decode(),
         "public": client_public.decode(),

@@ -26,12 +26,13 @@ def engine_processes() -> set[int]:
     return {p for d in _DAEMONS for p in (d, *descendants(d))}
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster() -> Iterator[slurm.SlurmCluster]:
+def slurm_of(nodes: int = len(slurm.NODES)) -> Iterator[slurm.SlurmCluster]:
+    """A Slurm cluster of ``nodes`` slurmd nodes for a fixture (skipped where Slurm cannot run),
+    stopped by PID afterwards."""
     if reason := slurm.missing():
         pytest.skip(f"no Slurm here: {reason}")
     root = Path(tempfile.mkdtemp(prefix="jd-slurm-"))
-    cluster = slurm.SlurmCluster(root)
+    cluster = slurm.SlurmCluster(root, nodes)
     _DAEMONS.extend(p.pid for p in cluster.procs)
     try:
         yield cluster
@@ -40,21 +41,33 @@ def slurm_cluster() -> Iterator[slurm.SlurmCluster]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture
-def in_slurm(
-    slurm_cluster: slurm.SlurmCluster, monkeypatch: pytest.MonkeyPatch
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[slurm.SlurmCluster]:
+    yield from slurm_of()
+
+
+def kernel_in(
+    cluster: slurm.SlurmCluster, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[slurm.SlurmCluster]:
     """The test runs as a kernel on the cluster's login node: in its namespace, with its
     SLURM_CONF, outside any allocation; every job it left is cancelled afterwards."""
     for key in [k for k in os.environ if k.startswith("SLURM_")]:
         monkeypatch.delenv(key)
-    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
-    with slurm_cluster.ns.entered():
+    monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
+    with cluster.ns.entered():
         try:
-            yield slurm_cluster
+            yield cluster
         finally:
-            slurm_cluster.run("scancel", "--user=root", check=False)
-            slurm_cluster.wait_idle()
+            cluster.run("scancel", "--user=root", check=False)
+            cluster.wait_idle()
+
+
+@pytest.fixture
+def in_slurm(
+    slurm_cluster: slurm.SlurmCluster, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[slurm.SlurmCluster]:
+    """The test runs as a kernel on the cluster's login node (:func:`kernel_in`)."""
+    yield from kernel_in(slurm_cluster, monkeypatch)
 
 
 @pytest.fixture(scope="session")

@@ -191,21 +191,22 @@ class SlurmCluster:
                 pids.add(int(entry.name))
         return pids
 
-    def relay_pids(self) -> set[int]:
-        """The node relays among :meth:`task_pids` (the tasks of a cluster's second step)."""
+    def relay_pids(self, module: str = "relay") -> set[int]:
+        """The node relays among :meth:`task_pids` (the tasks of a cluster's second step);
+        ``module`` "aggregator": the aggregators (a third step's)."""
         out = set()
         for pid in self.task_pids():
             try:
                 argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if argv[1:3] == [b"-m", b"jupyter_distributed.cluster.relay"]:
+            if argv[1:3] == [b"-m", f"jupyter_distributed.cluster.{module}".encode()]:
                 out.add(pid)
         return out
 
     def rank_pids(self) -> set[int]:
         """The ranks: :meth:`task_pids` less each rank's guardian (its child) and the relays."""
-        pids = self.task_pids() - self.relay_pids()
+        pids = self.task_pids() - self.relay_pids() - self.relay_pids("aggregator")
         parents = {}
         for pid in pids:
             try:

@@ -17,10 +17,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from ...cluster.aggregators import group_heads
 from ...cluster.launch import WORKER_COMMAND, check_cores, control_host, free_port, sweep_slots
 from ...cluster.launcher import Launcher
 from ...cluster.process import ProcessCluster
-from ...cluster.relays import RELAY_COMMAND, relay_nodes, remove_local_directories
+from ...cluster.relays import relay_nodes, remove_local_directories
 from ...cluster.transport import Transport
 from ...errors import LaunchError
 from ...history.store import Store
@@ -30,6 +31,7 @@ from ...protocol.signing import BOOTSTRAP_ENV, MPI_FLAG_ENV
 from ...spec import Spec
 from .log import MpirunLog
 from .options import MpiOptions, default_options, merge_options, rank_nodes, user_options
+from .relays import AGGREGATOR, RELAY, RelayMpirun, as_root
 
 if TYPE_CHECKING:
     from ...cluster.cmdline import Option
@@ -44,10 +46,6 @@ FORWARDED = (
     "MASTER_ADDR",
     "MASTER_PORT",
 )
-
-
-def _as_root() -> bool:
-    return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 def _options(spec: Spec) -> MpiOptions:
@@ -70,6 +68,7 @@ def _placed(layout: Layout, users: list[Option], hosts: int) -> list[RankCoords]
 class MpiBackend(Backend):
     name: ClassVar[str] = "mpi"
     relays: ClassVar[bool] = True  # (a second mpirun, one relay per node)
+    aggregators: ClassVar[bool] = True  # (a third, one on each group's first host)
 
     def plan(self, spec: Spec) -> Plan:
         options = _options(spec)
@@ -93,7 +92,7 @@ class MpiBackend(Backend):
         users = [*user_options(options.default_mpi_options), *user_options(options.mpi_options)]
         command = [
             options.mpirun,
-            *merge_options(default_options(_as_root(), per_node), users),
+            *merge_options(default_options(as_root(), per_node), users),
             "-np",
             str(layout.world_size),
         ]
@@ -120,7 +119,9 @@ class MpiBackend(Backend):
         transport = Transport.ipc() if bind == "127.0.0.1" else Transport.tcp(bind)
         return ProcessCluster(
             plan, store, lambda boot: MpiProcesses(plan, boot), view, transport=transport,
-            relays=plan.spec.relays == "always" or (plan.spec.relays == "auto" and len(hosts) > 1),
+            relays=plan.spec.relays in ("always", "tree")
+            or (plan.spec.relays == "auto" and len(hosts) > 1),
+            aggregators=True,
         )  # fmt: skip
 
     def sweep_parallel(self, spec: Spec) -> int:
@@ -148,8 +149,14 @@ class MpiProcesses:
             **{k: (port if v == FREE_PORT else v) for k, v in plan.env},
         }
         self.relays: RelayMpirun | None = None
+        self.aggregators: RelayMpirun | None = None
         if nodes := relay_nodes(boot_env):  # (before the ranks, which connect to them)
-            self.relays = RelayMpirun(mpirun, _options(plan.spec), nodes, env)
+            options = _options(plan.spec)
+            hosts = options.hosts_for(nodes)
+            if heads := group_heads(boot_env):  # (each on its group's first host)
+                on = [hosts[n] for n in heads] if hosts else []
+                self.aggregators = RelayMpirun(mpirun, options, env, AGGREGATOR, on, len(heads))
+            self.relays = RelayMpirun(mpirun, options, env, RELAY, list(hosts), nodes)
         self.launcher = Launcher((mpirun, *plan.command[1:]), env, self.log.feed)
         self.proc = self.launcher.proc
         self._reported: set[int] = set()
@@ -158,6 +165,10 @@ class MpiProcesses:
     def dead_relays(self) -> list[tuple[int, int]]:
         """(node, return code) of the node relays that ended since the last call."""
         return self.relays.exited() if self.relays is not None else []
+
+    def dead_aggregators(self) -> list[tuple[int, int]]:
+        """(index, return code) of the aggregators that ended since the last call."""
+        return self.aggregators.exited() if self.aggregators is not None else []
 
     def exited(self) -> list[tuple[int | None, int]]:
         code = self.proc.poll()
@@ -175,51 +186,23 @@ class MpiProcesses:
         return out
 
     def running(self) -> bool:
-        """Whether the ranks' mpirun runs (the relays' is ended by :meth:`terminate`, after it)."""
+        """Whether the ranks' mpirun runs (the relays leave after the ranks, or the relays'
+        mpirun is ended by :meth:`terminate`, after it)."""
         return self.proc.poll() is None
 
     def terminate(self, grace: float) -> None:
         """SIGTERM mpirun's group (mpirun ends its ranks), then SIGKILL it and every process
         it started that is still there (ranks die with mpirun through PDEATHSIG as well); the
-        relays' mpirun after them."""
+        relays' and the aggregators' mpirun after them."""
         _end(self.launcher, grace)
+        for helpers in (self.relays, self.aggregators):
+            if helpers is not None:
+                _end(helpers.launcher, grace)
         if self.relays is not None:
-            _end(self.relays.launcher, grace)
             remove_local_directories(self.relays.env)  # (those a SIGKILL left on this host)
 
     def log_tail(self, rank: int | None) -> str:
         return self.log.tail(rank, lines=1 if rank is not None else 3)
-
-
-class RelayMpirun:
-    """A second ``mpirun`` beside the ranks' one, one relay per node (never one of the ranks:
-    their ``COMM_WORLD`` stays theirs) on the ranks' hosts in their order, with the user's
-    options (a launch agent, interfaces) under ours; its process rank is the relay's node."""
-
-    def __init__(self, mpirun: str, options: MpiOptions, nodes: int, env: dict[str, str]) -> None:
-        self.log, self.env = MpirunLog(), env
-        users = [*user_options(options.default_mpi_options), *user_options(options.mpi_options)]
-        hosts = options.hosts_for(nodes)
-        where = ["--host", ",".join(f"{h}:1" for h in hosts)] if hosts else []
-        forwarded = [("-x", name) for name in (BOOTSTRAP_ENV, "PYTHONPATH") if name in env]
-        ours = merge_options(users, default_options(_as_root(), 1))  # (ours win: one per node)
-        argv = [mpirun, *ours, *(t for o in forwarded for t in o), "-np", str(nodes), *where]
-        self.launcher = Launcher(
-            (*argv, *RELAY_COMMAND, "OMPI_COMM_WORLD_RANK"), env, self.log.feed
-        )
-        self.proc = self.launcher.proc
-        self._reported: set[int] = set()
-
-    def exited(self) -> list[tuple[int, int]]:
-        code = self.proc.poll()
-        if code is not None:
-            self.launcher.read_to_end(1.0)  # mpirun's last words name the relay that ended
-        failures = self.log.failures()
-        if code is not None and not failures:  # mpirun ended without naming one: all are gone
-            failures = [(0, code)]
-        out = [(node, c) for node, c in failures if node not in self._reported]
-        self._reported.update(node for node, _ in out)
-        return out
 
 
 def _end(launcher: Launcher, grace: float) -> None:

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ...cluster.aggregators import group_heads, on_hosts
 from ...cluster.launch import WORKER_COMMAND, rank_env
 from ...cluster.liveness import REMOTE_SILENCE_LIMIT
 from ...cluster.process import ProcessCluster
@@ -30,6 +31,7 @@ from ...history.store import Store
 from ...interface import Backend, Plan, RankPlan, RunView
 from ...spec import Spec
 from .options import PLACEMENTS, RayOptions
+from .relays import AGGREGATOR_MODULE as AGGREGATOR
 from .relays import RelayActors, check_nodes
 
 READY_TIMEOUT = 120.0  # seconds for the placement group and the actors to come up
@@ -50,6 +52,7 @@ def _ray() -> Any:
 class RayBackend(Backend):
     name: ClassVar[str] = "ray"
     relays: ClassVar[bool] = True  # (on "always": one actor per node, see relays.py)
+    aggregators: ClassVar[bool] = True  # (one actor on the first node of each group)
 
     def plan(self, spec: Spec) -> Plan:
         options = _options(spec)
@@ -88,7 +91,7 @@ class RayBackend(Backend):
         bind = ray.util.get_node_ip_address()
         placed = RayPlacement(plan)  # (first: where the ranks are decides the relays)
         try:
-            relays = plan.spec.relays == "always"
+            relays = plan.spec.relays in ("always", "tree")
             if plan.spec.relays == "auto" and len(set(placed.nodes)) > 1:
                 plan, relays = by_ray_node(plan, placed.nodes), True
             return ProcessCluster(
@@ -99,6 +102,7 @@ class RayBackend(Backend):
                 transport=Transport.tcp(bind),  # ranks on other nodes: TCP with CurveZMQ
                 silence_limit=REMOTE_SILENCE_LIMIT,
                 relays=relays,
+                aggregators=True,
             )
         except BaseException:
             placed.remove()  # (where the cluster did not stop its processes itself)
@@ -215,6 +219,7 @@ class RayProcesses:
         # each rank's own node, for the parameter-server strategy's task addresses
         base["JD_RANK_HOSTS"] = ",".join(address for _, address, _ in where)
         self.relays: RelayActors | None = None
+        self.aggregators: RelayActors | None = None
         if nodes := relay_nodes(boot_env):
             node_of = [r.coords.node_rank for r in plan.ranks]
             try:
@@ -223,6 +228,11 @@ class RayProcesses:
                 self.terminate(0)
                 raise
             first = {node: rank for rank, node in reversed(list(enumerate(node_of)))}
+            if heads := group_heads(boot_env):  # (each on its group's first node's address)
+                base = on_hosts(base, [where[first[n]][1] for n in heads])
+                firsts = [first[n] for n in heads]
+                self.aggregators = RelayActors(ray, placed.remote, self.pg, firsts, AGGREGATOR)
+                self.aggregators.start(base, READY_TIMEOUT)
             self.relays = RelayActors(ray, placed.remote, self.pg, [first[k] for k in range(nodes)])
             self.relays.start(base, READY_TIMEOUT)
         starts = []
@@ -236,6 +246,10 @@ class RayProcesses:
     def dead_relays(self) -> list[tuple[int, int]]:
         """(node, return code) of the node relays that ended since the last call."""
         return self.relays.exited() if self.relays is not None else []
+
+    def dead_aggregators(self) -> list[tuple[int, int]]:
+        """(index, return code) of the aggregators that ended since the last call."""
+        return self.aggregators.exited() if self.aggregators is not None else []
 
     def exited(self) -> list[tuple[int | None, int]]:
         if not self.waits:
@@ -266,9 +280,10 @@ class RayProcesses:
         for actor in self.actors:
             with contextlib.suppress(Exception):
                 ray.kill(actor)
-        relays: RelayActors | None = getattr(self, "relays", None)  # (None: before them)
-        if relays is not None:  # (after their ranks)
-            relays.terminate(grace)
+        for name in ("relays", "aggregators"):  # (after their ranks; absent: before them)
+            helpers: RelayActors | None = getattr(self, name, None)
+            if helpers is not None:
+                helpers.terminate(grace)
         self.placed.remove()
         self.waits = {}
 

@@ -1,7 +1,9 @@
-"""A Ray cluster's node relays: one actor per node (on ``auto``, per Ray node the ranks were
-placed on, once they span several), in the placement group bundle of the node's first rank (so
-on that rank's Ray node, with no resources of its own), running the relay as the rank actors run
-the worker; never one of the ranks. A relay actor that ends is a dead node.
+"""A Ray cluster's node relays (and their aggregators, the same way: one actor on the first node of
+each group, listening on TCP on that Ray node's address): one actor per node (on ``auto``, per
+Ray node the ranks were placed on, once they span several), in the placement group bundle of the
+node's first rank (so on that rank's Ray node, with no resources of its own), running the relay
+as the rank actors run the worker; never one of the ranks. A relay actor that ends is a dead
+node.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 from ...errors import LaunchError
 
 RELAY_MODULE = "jupyter_distributed.cluster.relay"
+AGGREGATOR_MODULE = "jupyter_distributed.cluster.aggregator"
 
 
 def check_nodes(ray_nodes: list[str], node_of: list[int]) -> None:
@@ -28,10 +31,15 @@ def check_nodes(ray_nodes: list[str], node_of: list[int]) -> None:
 
 
 class RelayActors:
-    """The relays' actors of one cluster (started by :class:`~.backend.RayProcesses`)."""
+    """The relays' actors of one cluster (started by :class:`~.backend.RayProcesses`), or its
+    aggregators' (``module`` :data:`AGGREGATOR_MODULE`: one in the bundle of the first rank
+    of each group's first node)."""
 
-    def __init__(self, ray: Any, remote: Any, pg: Any, firsts: list[int]) -> None:
-        """``firsts``: each node's first rank (whose bundle its relay joins), by node."""
+    def __init__(
+        self, ray: Any, remote: Any, pg: Any, firsts: list[int], module: str = RELAY_MODULE
+    ) -> None:
+        """``firsts``: each node's (aggregator's) first rank, whose bundle it joins, in order."""
+        self.module = module
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         self._ray = ray
@@ -49,7 +57,7 @@ class RelayActors:
 
     def start(self, env: dict[str, str], timeout: float) -> None:
         starts = [
-            actor.start.remote(env, (RELAY_MODULE, str(node)))
+            actor.start.remote(env, (self.module, str(node)))
             for node, actor in enumerate(self.actors)
         ]
         self._ray.get(starts, timeout=timeout)

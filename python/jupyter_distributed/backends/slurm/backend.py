@@ -19,6 +19,7 @@ import time
 from dataclasses import replace
 from typing import ClassVar
 
+from ...cluster.aggregators import fanout, group_heads, on_hosts
 from ...cluster.launch import WORKER_COMMAND, control_host, free_port
 from ...cluster.launcher import Launcher
 from ...cluster.liveness import REMOTE_SILENCE_LIMIT
@@ -32,7 +33,7 @@ from ...layout import RankCoords
 from ...spec import Spec
 from .log import SrunLog
 from .options import SlurmOptions, default_options, merge_options, rank_nodes, user_options
-from .relays import RelayStep
+from .relays import AGGREGATOR_STEP, RelayStep
 
 FREE_PORT = "<free port>"
 FIRST_HOST = "<first node of the step>"
@@ -46,7 +47,7 @@ def _options(spec: Spec) -> SlurmOptions:
 def wants_relays(spec: Spec) -> bool:
     """Node relays (:mod:`.relays`) on ``auto`` once the ranks span nodes (the kernel then holds
     one connection per node, not two per rank), on ``always`` for one node as well."""
-    return spec.relays == "always" or (spec.relays == "auto" and spec.layout.nodes > 1)
+    return spec.relays in ("always", "tree") or (spec.relays == "auto" and spec.layout.nodes > 1)
 
 
 def _placed(spec: Spec, slurm_options: str) -> list[tuple[int, int, RankCoords]]:
@@ -70,6 +71,7 @@ def _placed(spec: Spec, slurm_options: str) -> list[tuple[int, int, RankCoords]]
 class SlurmBackend(Backend):
     name: ClassVar[str] = "slurm"
     relays: ClassVar[bool] = True  # (a second step of the job: srun --overlap, one per node)
+    aggregators: ClassVar[bool] = True  # (a third: one task on each group's first node)
 
     def plan(self, spec: Spec) -> Plan:
         options = _options(spec)
@@ -106,6 +108,11 @@ class SlurmBackend(Backend):
                 f"--overlap, {layout.nodes} task(s), one per node); the kernel holds one "
                 "connection per node",
             )
+        if wants_relays(spec) and (per := fanout(layout.nodes, spec.relays == "tree")):
+            notes += (
+                f"aggregators: a third step, one task on the first node of each group of {per} "
+                "relays (TCP with CurveZMQ); the kernel holds one connection per aggregator",
+            )
         return Plan(spec, ranks, command, tuple(env), notes, extra=(("allocation", where),))
 
     def launch(self, plan: Plan, store: Store, view: RunView) -> ProcessCluster:
@@ -118,6 +125,7 @@ class SlurmBackend(Backend):
             transport=Transport.tcp(bind),  # ranks on other nodes: TCP with CurveZMQ
             silence_limit=REMOTE_SILENCE_LIMIT,
             relays=wants_relays(plan.spec),
+            aggregators=True,
         )
 
 
@@ -149,6 +157,18 @@ def controller_address() -> str:
     raise LaunchError("scontrol show config names no SlurmctldHost")
 
 
+def node_addresses(names: list[str]) -> list[str]:
+    """Each Slurm node's address (its ``NodeAddr``, where slurmd is reached), by name; the
+    name itself where scontrol does not say."""
+    found: dict[str, str] = {}
+    with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+        for line in _run("scontrol", "show", "node", "-o", ",".join(names)).stdout.splitlines():
+            fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+            if fields.get("NodeName") and fields.get("NodeAddr"):
+                found[fields["NodeName"]] = fields["NodeAddr"]
+    return [found.get(name, name) for name in names]
+
+
 class SrunProcesses:
     """One ``srun`` (its own session); its output is read by a thread into an SrunLog."""
 
@@ -168,6 +188,10 @@ class SrunProcesses:
         self.proc = self.launcher.proc
         nodes = relay_nodes(boot_env)
         self.relays = RelayStep(srun, nodes, env) if nodes else None
+        self._heads = group_heads(boot_env)  # (each aggregator's first node)
+        self.aggregators = (
+            RelayStep(srun, len(self._heads), env, AGGREGATOR_STEP) if self._heads else None
+        )
         self._world = len(plan.ranks)
         self._plan = plan
         self._reported: set[int] = set()
@@ -195,16 +219,32 @@ class SrunProcesses:
         if self.relays is None:
             return []
         if self.relays.launcher is None and self.proc.poll() is None:
-            hosts = dict(self.log.hosts)
-            if self.log.job_id and self.log.step and len(hosts) >= self._world:
-                first = {}  # each node's first rank (srun's --distribution placed them)
-                for r in reversed(self._plan.ranks):
-                    first[r.coords.node_rank] = r.rank
-                self.relays.start(
-                    self.log.job_id, [hosts[first[n]] for n in range(self.relays.nodes)]
-                )
+            self._start_relays(self.relays)
         ended = self.relays.exited()
         return ended if self.proc.poll() is None else []
+
+    def dead_aggregators(self) -> list[tuple[int, int]]:
+        """(index, return code) of the aggregators that ended since the last call (as relays)."""
+        if self.aggregators is None or self.proc.poll() is not None:
+            return []
+        return self.aggregators.exited()
+
+    def _start_relays(self, relays: RelayStep) -> None:
+        """Once the ranks' step is launched on every node: the aggregators' step on the first
+        node of each group (their addresses on those nodes), then the relays' step."""
+        hosts = dict(self.log.hosts)
+        if not (self.log.job_id and self.log.step and len(hosts) >= self._world):
+            return
+        first = {}  # each node's first rank (srun's --distribution placed them)
+        for r in reversed(self._plan.ranks):
+            first[r.coords.node_rank] = r.rank
+        nodes = [hosts[first[n]] for n in range(relays.nodes)]
+        env = relays.env
+        if self.aggregators is not None:
+            heads = [nodes[n] for n in self._heads]
+            env = on_hosts(env, node_addresses(heads))
+            self.aggregators.start(self.log.job_id, heads, env)
+        relays.start(self.log.job_id, nodes, env)
 
     def exited(self) -> list[tuple[int | None, int]]:
         code = self.proc.poll()
@@ -223,7 +263,7 @@ class SrunProcesses:
 
     def running(self) -> bool:
         """Whether the ranks' step runs (its relays are ended by :meth:`terminate`, after it:
-        a stop waits for the ranks to leave, not for relays that stay until they are ended)."""
+        a stop waits for the ranks to leave; the relays leave after them, or are ended)."""
         return self.proc.poll() is None
 
     def terminate(self, grace: float) -> None:
@@ -246,8 +286,9 @@ class SrunProcesses:
                     continue
         self.proc.wait()
         self.launcher.remove()
-        if self.relays is not None:  # (after their ranks: none is left without its relay)
-            self.relays.terminate(grace, lambda step: _run("scancel", step, timeout=5))
+        for step in (self.relays, self.aggregators):  # (after their ranks: none is orphaned)
+            if step is not None:
+                step.terminate(grace, lambda step: _run("scancel", step, timeout=5))
 
     def log_tail(self, rank: int | None) -> str:
         return self.log.tail(rank, lines=1 if rank is not None else 3)

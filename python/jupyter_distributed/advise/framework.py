@@ -70,9 +70,13 @@ def _ddp(factory: Callable[[], Any], seq: int | None, threads: int, micro: int) 
         torch.manual_seed(0)
         model = factory()
         x = sample_input(model, micro, seq)
-        ddp = DistributedDataParallel(model)
-        # CPU seconds count gloo's worker thread too (all of this process's threads)
-        return typical_seconds(functools.partial(_forward_backward, ddp, x), cpu=threads == 1)
+        # CPU seconds count gloo's worker thread too (all of this process's threads); the DDP
+        # module is gone before its process group is (no reference kept here)
+        run = functools.partial(_forward_backward, DistributedDataParallel(model), x)
+        try:
+            return typical_seconds(run, cpu=threads == 1)
+        finally:
+            del run
     except Exception:  # noqa: BLE001 (a model DDP cannot wrap: no framework term)
         return None
     finally:

@@ -27,6 +27,15 @@ from bench_advise import MODELS, SEQ
 from common import use_checkout
 
 
+def _free_port() -> int:
+    """A port free now (two copies of this script at once once took the same fixed port)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def _models() -> dict[str, Any]:
     space: dict[str, Any] = {}
     exec(MODELS, space)  # noqa: S102 (the suite's own model definitions)
@@ -179,13 +188,12 @@ def main() -> None:
     use_checkout(always=True)
     import torch.multiprocessing as mp
 
-    port = 29600
     for spec in args.scenarios:
         name, ranks, batch, *rest = spec.split(":")
         world, samples, layout = int(ranks), int(batch), (rest or ["fsdp"])[0]
         if args.time:
             for _ in range(args.runs):
-                port += 1
+                port = _free_port()
                 queue = mp.get_context("spawn").SimpleQueue()
                 mp.spawn(_timed, args=(world, name, samples, port, queue), nprocs=world)
                 got = [queue.get()[1:] for _ in range(world)]
@@ -196,7 +204,7 @@ def main() -> None:
         pred = predicted(name, world, samples, layout)
         got = []
         for _ in range(args.runs):
-            port += 1
+            port = _free_port()
             queue = mp.get_context("spawn").SimpleQueue()
             mp.spawn(_rank, args=(world, name, samples, layout, port, queue), nprocs=world)
             rows = sorted((queue.get() for _ in range(world)), key=lambda r: -r[1])

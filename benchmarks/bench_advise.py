@@ -9,9 +9,13 @@ the median of 10 timed steps per run, ``R`` runs). It prints, per layout, predic
 measured step time (with a 95 % interval over the runs) and memory; per scenario, whether the
 top pick is within 5 % of the best measured (or tied with it: intervals overlap) and whether the
 best is in the top 3; and the calibrated error: corrections fitted on the top layout (one
-trial) and on the top 2 (what ``--verify 2`` does), applied to the others; the load average at
-each scenario's start and end. Then the median and worst errors of the suite. ``--json``
-keeps each layout's predicted parts and the ranks' and the advisor's time of the plain block.
+trial) and on the top 2 (what ``--verify 2`` does), applied to the others; and each layout
+scaled by its own ranks' share of the cores (the plain block timed on its ranks beside its step:
+a load probe beside every layout, so a spike scales only the row it hit); the load average at
+each scenario's start and end. The runs are interleaved: one round over every layout, then the
+next, so the trial and the layouts it is applied to are measured in the same minutes. Then
+the median and worst errors of the suite. ``--json`` keeps each layout's predicted parts and
+the ranks' and the advisor's time of the plain block.
 
 Fixed before measuring: 5 models × 2 ranks × 2 global batches = 20 scenarios (``--quick``:
 the first 4). All on this machine; no published replays here (see RESULTS.md).
@@ -73,7 +77,6 @@ def scenario(ip: Any, model: str, n: int, batch: int, repeats: int) -> dict[str,
     from jupyter_distributed.advise import advise
     from jupyter_distributed.advise.calibrate import apply, fit
     from jupyter_distributed.advise.store import newest_probe
-    from jupyter_distributed.advise.verify import verify
 
     session = ip.user_ns["_jd_bench_session"]
     LOG.seek(0)
@@ -86,7 +89,7 @@ def scenario(ip: Any, model: str, n: int, batch: int, repeats: int) -> dict[str,
         advice = advise(ip.user_ns[model], global_batch=batch, seq=SEQ[model],
                         procs_per_node=n, probe=probe)  # fmt: skip
         answer_s = time.perf_counter() - began
-        verify(advice, len(advice.layouts), ip, model, None, "adamw", repeats)
+        interleaved(advice, ip, model, repeats)
     rows = [r for r in advice.layouts if r.measured]
     fitted = fit([r.to_json() for r in rows[:2]])
     one = fit([r.to_json() for r in rows[:1]])  # one calibration trial: the top layout
@@ -96,6 +99,8 @@ def scenario(ip: Any, model: str, n: int, batch: int, repeats: int) -> dict[str,
         mean, half = ci95(r.measured["step_s_runs"])
         cal = sum(apply(r.parts_s, r.candidate.strategy, fitted).values()) if fitted else None
         cal1 = sum(apply(r.parts_s, r.candidate.strategy, one).values()) if one else None
+        own = fit([r.to_json()])  # the load probed beside this layout: its ranks' plain block
+        probed = sum(apply(r.parts_s, r.candidate.strategy, own).values()) if own else None
         out.append({
             "layout": r.candidate.name, "rank": i + 1, "predicted_s": r.step_s,
             "measured_s": r.measured["step_s"], "ci_s": half, "mean_s": mean,
@@ -103,6 +108,7 @@ def scenario(ip: Any, model: str, n: int, batch: int, repeats: int) -> dict[str,
             "calibrated_error": None if cal is None or i < 2 else cal / r.measured["step_s"] - 1,
             "calibrated1_error": None if cal1 is None or i < 1
             else cal1 / r.measured["step_s"] - 1,
+            "probed_error": None if probed is None else probed / r.measured["step_s"] - 1,
             "parts_ms": {k: round(1e3 * v, 3) for k, v in r.parts_s.items()},
             "plain_ms": [round(1e3 * r.measured.get(k, 0.0), 3)
                          for k in ("plain_predicted_s", "plain_s")],
@@ -121,19 +127,50 @@ def scenario(ip: Any, model: str, n: int, batch: int, repeats: int) -> dict[str,
     }  # fmt: skip
 
 
+def interleaved(advice: Any, ip: Any, model: str, repeats: int) -> None:
+    """Measure every layout ``repeats`` times, one round over all of them after another, so
+    that the trial (the top layout) and the layouts its correction is applied to are measured
+    in the same minutes, not one layout's runs before the next one's; each row then holds the
+    median of its runs (step, and the ranks' plain block beside it)."""
+    import dataclasses
+
+    from jupyter_distributed.advise.verify import verify
+
+    runs: dict[int, list[dict[str, Any]]] = {}
+    for _ in range(repeats):
+        verify(advice, len(advice.layouts), ip, model, None, "adamw", 1)
+        for i, r in enumerate(advice.layouts):
+            if r.measured:
+                runs.setdefault(i, []).append(dict(r.measured))
+    for i, got in runs.items():
+        row = advice.layouts[i]
+        merged = dict(got[-1])
+        merged["step_s_runs"] = [g["step_s"] for g in got]
+        merged["step_s"] = statistics.median(merged["step_s_runs"])
+        merged["plain_s"] = statistics.median(g["plain_s"] for g in got)
+        merged["gib"] = max(g["gib"] for g in got)
+        merged["memory_error"] = row.memory.total / (merged["gib"] * 2**30) - 1
+        merged["time_error"] = row.step_s / merged["step_s"] - 1
+        merged["samples_per_s"] = advice.inputs["global_batch"] / merged["step_s"]
+        advice.layouts[i] = dataclasses.replace(row, measured=merged)
+
+
 def show(s: dict[str, Any]) -> None:
     print(f"\n{s['model']} × {s['ranks']} ranks, global batch {s['global_batch']} "
           f"(answer {s['answer_s']:.1f} s): top pick within 5 % of best: {s['top_within_5']}, "
           f"best in top 3: {s['best_in_top3']}; load {s['load'][0]} → {s['load'][1]}")  # fmt: skip
     print(f"  {'#':>2} {'layout':<22} {'pred ms':>8} {'meas ms':>8} {'±95%':>6} {'err':>6} "
-          f"{'cal err':>7} {'cal1':>6} {'pred MiB':>8} {'meas MiB':>8} {'mem err':>7}")  # fmt: skip
+          f"{'cal err':>7} {'cal1':>6} {'probed':>6} {'pred MiB':>8} {'meas MiB':>8} "
+          f"{'mem err':>7}")  # fmt: skip
     for x in s["layouts"]:
         cal = "" if x["calibrated_error"] is None else f"{x['calibrated_error']:+.0%}"
         one = x.get("calibrated1_error")
         cal1 = "" if one is None else f"{one:+.0%}"
+        own = x.get("probed_error")
+        probed = "" if own is None else f"{own:+.0%}"
         print(f"  {x['rank']:>2} {x['layout']:<22} {1e3 * x['predicted_s']:>8.2f} "
               f"{1e3 * x['measured_s']:>8.2f} {1e3 * x['ci_s']:>6.2f} {x['error']:>+6.0%} "
-              f"{cal:>7} {cal1:>6} {1024 * x['predicted_gib']:>8.2f} "
+              f"{cal:>7} {cal1:>6} {probed:>6} {1024 * x['predicted_gib']:>8.2f} "
               f"{1024 * x['measured_gib']:>8.2f} {x['memory_error']:>+7.1%}")  # fmt: skip
 
 
@@ -142,6 +179,7 @@ def summary(done: list[dict[str, Any]]) -> None:
     err = [abs(x["error"]) for x in rows]
     cal = [abs(x["calibrated_error"]) for x in rows if x["calibrated_error"] is not None]
     cal1 = [abs(x["calibrated1_error"]) for x in rows if x.get("calibrated1_error") is not None]
+    probed = [abs(x["probed_error"]) for x in rows if x.get("probed_error") is not None]
     mem = [x["memory_error"] for x in rows]
     print(f"\n{len(done)} scenarios, {len(rows)} layouts measured")
     print(f"step time, uncalibrated: median |error| {statistics.median(err):.1%}, "
@@ -152,6 +190,10 @@ def summary(done: list[dict[str, Any]]) -> None:
     if cal1:
         print(f"step time, calibrated on each scenario's top 1 (one trial; held-out layouts): "
               f"median {statistics.median(cal1):.1%}, worst {max(cal1):.1%}")  # fmt: skip
+    if probed:
+        print(f"step time, each layout scaled by its own ranks' share of the cores (the load "
+              f"probed beside it): median {statistics.median(probed):.1%}, "
+              f"worst {max(probed):.1%}")  # fmt: skip
     loads = [x for s in done for x in s["load"]]
     print(f"load average (1 min) at the scenarios' starts and ends: {min(loads)}–{max(loads)}")
     print(f"memory: within ±5 % for {sum(abs(m) <= 0.05 for m in mem)} of {len(mem)} layouts; "

@@ -6,6 +6,8 @@ helper) and runs 2 AdamW steps under torch's profiler with the CPU allocator cou
 thread, as ``%distributed advise --verify`` measures.
 
 Run: ``python benchmarks/bench_fsdp_memory.py [--runs 3] [--why] mlp:4:8 tfm:4:8:1f1b-2-4 ...``
+(``--time``: FSDP's step time with the launch line's collectives against FSDP2's own, in
+alternating blocks of steps on the same ranks, instead of memory)
 (``model:ranks:global_batch[:layout]``, layout ``fsdp`` (the default), ``ddp``, or
 ``gpipe-P-M`` / ``1f1b-P-M``: P stages, M microbatches, the rest data parallel). Prints the
 prediction, each run's peak (the largest rank's live tensor bytes) and the error; ``--why``:
@@ -23,6 +25,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_advise import MODELS, SEQ
 from common import use_checkout
+
+
+def _free_port() -> int:
+    """A port free now (two copies of this script at once once took the same fixed port)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def _models() -> dict[str, Any]:
@@ -117,6 +128,43 @@ def _rank(rank: int, world: int, name: str, batch: int, layout: str, port: int, 
     dist.destroy_process_group()
 
 
+def _timed(rank: int, world: int, name: str, batch: int, port: int, out: Any) -> None:
+    """Median step seconds of the launch line's FSDP (``shard_model``) and of FSDP2 with its own
+    collectives, the same model and batch, in alternating blocks of 5 steps (the load moves)."""
+    import statistics
+    import time
+
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.fsdp import fully_shard
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    from jupyter_distributed.modelshapes import sample_input
+    from jupyter_distributed.worker.measure import _default_step, make_optimizer
+    from jupyter_distributed.worker.torch_helpers import shard_model
+
+    theirs = _models()[name]()
+    for child in theirs.children():
+        if any(True for _ in child.parameters()):
+            fully_shard(child)
+    fully_shard(theirs)
+    ours = shard_model(_models()[name]())
+    x = sample_input(ours, batch // world, SEQ[name])
+    runs = [(m, make_optimizer("adamw", m.parameters()), []) for m in (ours, theirs)]
+    for block in range(9):
+        for model, opt, seconds in runs:
+            for _ in range(5):
+                dist.barrier()
+                began = time.perf_counter()
+                _default_step(model, opt, x)
+                if block:  # the first block warms up
+                    seconds.append(time.perf_counter() - began)
+    out.put((rank, *(statistics.median(s) for _, _, s in runs)))
+    dist.destroy_process_group()
+
+
 def predicted(name: str, world: int, batch: int, layout: str = "fsdp") -> int:
     from jupyter_distributed.advise.intake import from_factory
     from jupyter_distributed.advise.memory import layout_memory, trace
@@ -135,18 +183,28 @@ def main() -> None:
     parser.add_argument("scenarios", nargs="+", help="model:ranks:global_batch")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--why", action="store_true")
+    parser.add_argument("--time", action="store_true", help="FSDP step time, ours and FSDP2's")
     args = parser.parse_args()
     use_checkout(always=True)
     import torch.multiprocessing as mp
 
-    port = 29600
     for spec in args.scenarios:
         name, ranks, batch, *rest = spec.split(":")
         world, samples, layout = int(ranks), int(batch), (rest or ["fsdp"])[0]
+        if args.time:
+            for _ in range(args.runs):
+                port = _free_port()
+                queue = mp.get_context("spawn").SimpleQueue()
+                mp.spawn(_timed, args=(world, name, samples, port, queue), nprocs=world)
+                got = [queue.get()[1:] for _ in range(world)]
+                ours, theirs = (1e3 * max(t) for t in zip(*got, strict=True))
+                change = ours / theirs - 1
+                print(f"{spec:<18} step ms: ours {ours:.2f}  FSDP2's {theirs:.2f}  {change:+.1%}")
+            continue
         pred = predicted(name, world, samples, layout)
         got = []
         for _ in range(args.runs):
-            port += 1
+            port = _free_port()
             queue = mp.get_context("spawn").SimpleQueue()
             mp.spawn(_rank, args=(world, name, samples, layout, port, queue), nprocs=world)
             rows = sorted((queue.get() for _ in range(world)), key=lambda r: -r[1])

@@ -100,3 +100,31 @@ def test_without_the_ranks_compute_timing_one_factor_is_fitted() -> None:
     fitted = fit([_row("ddp", 2.0, 1.0, step_s=6.0)])
     assert fitted is not None
     assert fitted["compute"] == pytest.approx(2.0) == fitted["communication"]
+
+
+class _Waits(torch.nn.Module):  # type: ignore[misc,name-defined]  # torch: importorskip
+    """A block whose forward waits 40 ms without computing: what a load spike does to a timed
+    run (the process waits for a core)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x: Any) -> Any:
+        import time
+
+        time.sleep(0.04)
+        return self.lin(x)
+
+
+def test_a_wait_for_the_cores_is_not_timed_as_compute() -> None:
+    """Where a rank computes on one thread, the advisor times a block's work in CPU seconds, so
+    a spike of other processes on the cores while it times does not land in every row (at load
+    77 one had put every pipeline row 3-9x over); the ranks' share of the cores comes from
+    ``--verify``'s timing on the ranks. With more threads a rank is timed in wall seconds."""
+    from jupyter_distributed.advise.timing import stage_compute
+
+    (one,) = stage_compute(_Waits, 1, None, 1, 4)
+    assert one.fwd_bwd < 0.02  # the block's work: well under a millisecond here
+    (two,) = stage_compute(_Waits, 1, None, 2, 4)
+    assert two.fwd_bwd >= 0.04

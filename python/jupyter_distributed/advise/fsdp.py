@@ -6,21 +6,32 @@ with parameters a unit (then the root). In the backward, unit ``k``'s pre-backwa
 its all-gather and copies its parameters out of the collective's output (both live), then
 prefetches unit ``k-1`` (the all-gather's output, and gloo's own buffer until the collective
 completes). Its post-backward frees the gathered parameters and the input of the reduce-scatter
-before it (FSDP keeps one), copies the gradients into a new input, and reduce-scatters it:
-gloo copies that input, and the shard out is the unit's gradient from then on.
+before it (FSDP keeps one), copies the gradients into a new input, and reduce-scatters it
+(gloo's own reduce-scatter copies that input), and the shard out is the unit's gradient from
+then on.
 
 gloo frees a collective's buffers when the last of the caller and its own worker thread drops
-the work. After a collective the caller waited for at once (every reduce-scatter; the
-forward's all-gathers), that is usually the worker thread, and on cores busier than the ranks'
-threads it may run only after the rank has gone on: the copy of the reduce-scatter's input (or
-the last forward all-gather's output) is then still live at the next moment. Seen on 2 shared
-cores in ``mlp`` × 4 (1 run of 7), ``temp`` × 2 (2 of 7), ``wide`` × 4 (4 of 9), ``tfm`` × 2 (2
-of 5), so it is counted: the peak holds it in some runs and not in others.
+the work. After a collective the caller waited for at once (every reduce-scatter; the forward's
+all-gathers), that is usually the worker thread, and on cores busier than the ranks' threads it
+may run only after the rank has gone on: the copy of the reduce-scatter's input (or the last
+forward all-gather's output) was then still live at the next moment in some runs and not in
+others (``mlp`` × 4: 1 run of 7, ``temp`` × 2: 2 of 7, ``wide`` × 4: 4 of 9, ``tfm`` × 2: 2 of 5).
+So the launch line's ``shard_model`` gives FSDP2 its own collectives on CPU
+(``worker/gloo_comms.py``): the reduce-scatter is an in-place all-reduce of FSDP's input (no
+copy at all) and the all-gather returns only after gloo's thread has dropped its buffers. Then
+the peak is the same in every run, and ``collectives`` says which ranks are predicted:
+
+- ``"gloo"``: the launch line's collectives on CPU, as above;
+- ``"gloo-late"``: gloo's own (a torch without FSDP2's custom collectives): the reduce-scatter
+  copies its input, and one such copy is counted as still live at every later moment;
+- ``"nccl"``: a GPU's: the reduce-scatter's input counted twice, nothing late.
 """
 
 from __future__ import annotations
 
 from .parts import Memory, Parts, with_margin
+
+COLLECTIVES = ("gloo", "gloo-late", "nccl")
 
 
 def fsdp_memory(
@@ -30,10 +41,15 @@ def fsdp_memory(
     dp: int,
     optimizer_states: int,
     margin: float,
-    gloo: bool = True,
+    collectives: str = "gloo",
 ) -> Memory:
     """The worst moment of FSDP2 on ``dp`` ranks: the loss's backward, a moment of a unit's
-    backward, or the optimizer's step. ``gloo``: count the copy gloo may free late."""
+    backward, or the optimizer's step; ``collectives``: whose (``"gloo"``, ``"gloo-late"``,
+    ``"nccl"``, above)."""
+    if collectives not in COLLECTIVES:
+        raise ValueError(f"collectives {collectives!r}: one of {', '.join(COLLECTIVES)}")
+    late_free = collectives == "gloo-late"
+    copied = collectives != "gloo"  # the reduce-scatter's input copied by the collective
     units, saved, peaks = _children(whole, layer_params, parameters)
     shard = -(-whole.params // dp)
     states = optimizer_states * shard
@@ -42,7 +58,7 @@ def fsdp_memory(
     # the loss's backward, before the last unit's pre-backward gathers it: no unit gathered;
     # the last forward all-gather's output, if gloo has not dropped it yet
     at_loss = whole.loss_peak if whole.loss_peak >= 0 else max(whole.activations, whole.saved)
-    late = heads[-1] if gloo and heads else 0
+    late = heads[-1] if late_free and heads else 0
     worst = with_margin(shard, 0, states, at_loss, root + late, margin)
     done = kept = late = prefetched = 0  # gradient shards; the last reduce-scatter's input, copy
     for c in reversed(range(len(units))):
@@ -59,12 +75,12 @@ def fsdp_memory(
         )
         for acts, buffers in moments:
             worst = _worse(worst, with_margin(shard, done, states, acts, held + buffers, margin))
-        # its reduce-scatter: the input, gloo's copy, the shard out; the prefetched unit
+        # its reduce-scatter: the input (and its copy), the shard out; the prefetched unit
         lower = saved[c - 1] if c > 0 else 0
-        buffers = root + 2 * unit + -(-unit // dp) + before
+        buffers = root + (2 if copied else 1) * unit + -(-unit // dp) + before
         worst = _worse(worst, with_margin(shard, done, states, lower, buffers, margin))
         done += -(-unit // dp)
-        kept, late, prefetched = unit, unit if gloo else 0, before
+        kept, late, prefetched = unit, unit if late_free else 0, before
     step = with_margin(shard, shard, max(states, -(-whole.optim // dp)), 0, root, margin)
     return _worse(worst, step)
 

@@ -177,10 +177,10 @@ def layout_memory(
     interleaved: bool,
     margin: float,
     optimizer_states: int = 2,
-    gloo: bool = True,
+    collectives: str = "gloo",
 ) -> Memory:
-    """Bytes on the fullest rank of a layout, from its stages' traced steps. ``gloo``: the ranks
-    reduce over gloo (CPU), whose collectives copy their input and may free it late."""
+    """Bytes on the fullest rank of a layout, from its stages' traced steps. ``collectives``:
+    whose FSDP's ranks run (``advise.fsdp``: the launch line's on CPU, gloo's own, NCCL's)."""
     if strategy == "model-parallel":
         pp = len(stages)
         best: Memory | None = None
@@ -198,7 +198,9 @@ def layout_memory(
         return best
     (whole,) = stages
     if strategy == "fsdp" and dp > 1:
-        return fsdp_memory(whole, layer_params, parameters, dp, optimizer_states, margin, gloo)
+        return fsdp_memory(
+            whole, layer_params, parameters, dp, optimizer_states, margin, collectives
+        )
     # DDP: the reducer's gradient buckets, the size of the parameters (measured on gloo ranks
     # with the allocator's own count; the second copy counted before, rank 0's broadcast at
     # wrap time, was a free on gloo's thread that the profiler missed)

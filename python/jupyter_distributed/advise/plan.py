@@ -59,6 +59,18 @@ def _on_gpu() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def _collectives() -> str:
+    """Whose collectives FSDP's ranks run (``advise.fsdp``): NCCL's on a GPU, else the launch
+    line's on gloo, or gloo's own where this torch has no FSDP2 custom collectives."""
+    if _on_gpu():
+        return "nccl"
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:
+        return "gloo-late"
+    return "gloo" if hasattr(FSDPModule, "set_custom_reduce_scatter") else "gloo-late"
+
+
 def _check(global_batch: int, world: int, optimizer: str, seq: int | None) -> None:
     if global_batch < 1:
         raise AdviseError(f"--global-batch must be a positive integer, got {global_batch}")
@@ -244,10 +256,10 @@ def _row(
 ) -> Row:  # fmt: skip
     micro = c.micro(global_batch)
     stages = _stage_parts(info, c.pp, micro, seq, optimizer, sampled)
-    gloo = not _on_gpu()  # the ranks' collectives go over gloo, which copies and frees late
+    collectives = _collectives()
     memory = layout_memory(
         stages, info.layer_params, info.parameters, c.strategy, c.dp, c.microbatches,
-        c.interleaved, margin, OPTIMIZER_STATES[optimizer], gloo,
+        c.interleaved, margin, OPTIMIZER_STATES[optimizer], collectives,
     )  # fmt: skip
     computes = _compute(info, c.pp, seq, cluster.procs_per_node, micro, sampled)
     wrapped = _wrapped(info, c, seq, cluster.procs_per_node, micro, computes[0])
@@ -258,7 +270,7 @@ def _row(
         memory = layout_memory(
             stages, info.layer_params, info.parameters, c.strategy, c.dp, c.microbatches,
             c.interleaved, max(margin, float(calibration["memory"]) - 1),
-            OPTIMIZER_STATES[optimizer], gloo,
+            OPTIMIZER_STATES[optimizer], collectives,
         )  # fmt: skip
     step = sum(parts.values())
     return Row(

@@ -3,8 +3,12 @@ threads one rank of the layout gets.
 
 Each pipeline stage (the whole model when there is none) runs forward and backward at its
 microbatch, and the optimizer's step apart; the median of a few runs after a warm-up (the ranks'
-step is measured as a median too, under the same neighbours: on a shared machine the fastest
-run was 2-3x below what a rank's typical step gets). Timed at
+step is measured as a median too: on a shared machine the fastest run was 2-3x below what a
+rank's typical step gets). Where a rank computes on one thread, the runs are timed in the
+process's CPU seconds, not wall seconds: a load spike while ``advise`` times (other processes
+on the cores) then no longer lands in every row it predicts (at load 77 one spike had put every
+pipeline row 3-9x over); what the ranks' share of the cores is when they run is measured by
+``--verify`` (the plain block timed on every rank) and carried by calibration. Timed at
 the real shape, a step bound by launching many small operations is timed as it is (a block
 timed at a toy size and scaled up misses that). What the stage holds (its parameter tensors, the
 bytes of its output) comes with it, for the communication it causes.
@@ -23,6 +27,7 @@ from typing import Any
 from ..modelshapes import cut, loss_of, pieces, sample_input
 
 REPEATS = 5
+CPU_REPEATS = 3  # CPU seconds move far less with the load than wall seconds
 BUDGET_S = 0.2  # one run only for a stage slower than this
 
 
@@ -39,17 +44,19 @@ class Compute:
         return Compute(self.fwd_bwd * factor, self.optimizer * factor, self.tensors, self.boundary)
 
 
-def typical_seconds(run: Callable[[], Any]) -> float:
-    """The median of a few runs after a warm-up: what a step typically takes on this machine
-    now, as the ranks' measured step (a median) does."""
-    began = time.perf_counter()
+def typical_seconds(run: Callable[[], Any], cpu: bool = False) -> float:
+    """The median of a few runs after a warm-up: what a step typically takes on this machine,
+    as the ranks' measured step (a median) does. ``cpu``: in this process's CPU seconds (its
+    threads' work, not the time it waited for a core); for work on one thread."""
+    clock = time.process_time if cpu else time.perf_counter
+    began = clock()
     run()  # warm up
-    once = time.perf_counter() - began
+    once = clock() - began
     times = []
-    for _ in range(REPEATS if once < BUDGET_S else 1):
-        began = time.perf_counter()
+    for _ in range((CPU_REPEATS if cpu else REPEATS) if once < BUDGET_S else 1):
+        began = clock()
         run()
-        times.append(time.perf_counter() - began)
+        times.append(clock() - began)
     return statistics.median(times)
 
 
@@ -73,12 +80,18 @@ def stage_compute(
         out = []
         for stage in stages:
             opt = torch.optim.AdamW(stage.parameters(), lr=1e-3, foreach=False)
-            seconds = typical_seconds(functools.partial(_forward_backward, stage, x))
+            run = functools.partial(_forward_backward, stage, x)
+            seconds = typical_seconds(run, cpu=threads == 1)
             with torch.no_grad():
                 y = stage(x)
             tensors = tuple(p.numel() * p.element_size() for p in stage.parameters())
             out.append(
-                Compute(seconds, typical_seconds(opt.step), tensors, y.numel() * y.element_size())
+                Compute(
+                    seconds,
+                    typical_seconds(opt.step, cpu=threads == 1),
+                    tensors,
+                    y.numel() * y.element_size(),
+                )
             )
             x = y.detach().requires_grad_(True) if y.is_floating_point() else y
         return tuple(out)
@@ -107,6 +120,6 @@ def gemm_flops(threads: int) -> float:
     torch.set_num_threads(threads)
     try:
         a = torch.randn(512, 512)
-        return 2 * 512**3 / typical_seconds(lambda: a @ a)
+        return 2 * 512**3 / typical_seconds(lambda: a @ a, cpu=threads == 1)
     finally:
         torch.set_num_threads(was)

@@ -133,7 +133,8 @@ def fsdp_support() -> str | None:
 def shard_model(model: Any, *, per_layer: bool = True, **kwargs: Any) -> Any:
     """FSDP2: shard each child module with parameters (when ``per_layer``), then the root.
 
-    Returns the same module, now holding DTensor shards; optimisers are built after this.
+    Returns the same module, now holding DTensor shards; optimisers are built after this. On
+    CPU (gloo) its collectives free their buffers before they return (``gloo_comms``).
     """
     problem = fsdp_support()
     if problem:
@@ -146,6 +147,10 @@ def shard_model(model: Any, *, per_layer: bool = True, **kwargs: Any) -> Any:
             if any(True for _ in child.parameters()):
                 fully_shard(child, **kwargs)
     fully_shard(model, **kwargs)
+    if _device().type == "cpu":
+        from .gloo_comms import install
+
+        install(model)
     return model
 
 

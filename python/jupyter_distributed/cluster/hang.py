@@ -90,3 +90,18 @@ def diagnose(
         details.append(f"--- {ranks_text(members)}{how}:")
         details.extend(first.format())
     return Diagnosis("; ".join(parts) or "no rank to diagnose", tuple(details))
+
+
+def snapshot_text(
+    stacks: dict[int, RankStacks], running: set[int], ranks: Sequence[int], everyone: Sequence[int]
+) -> str:
+    """What a snapshot of ``ranks``' stacks says: the diagnosis of the running ones (who entered
+    a collective is known only where every rank was asked), then the idle ones' stacks."""
+    busy = {r: s for r, s in stacks.items() if r in running}
+    idle = [r for r in ranks if r not in busy]
+    whole = set(ranks) >= set(everyone)
+    text = diagnose(busy, list(everyone), whole=whole).text if busy else ""
+    if idle:
+        details = [line for r in idle for line in (f"--- rank {r} (idle):", *stacks[r].format())]
+        text = "\n".join([text or f"{ranks_text(idle)} idle", *details])
+    return text

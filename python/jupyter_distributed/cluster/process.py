@@ -31,15 +31,14 @@ from ..protocol.commands import Shutdown
 from ..protocol.header import Message
 from ..protocol.signing import BOOTSTRAP_ENV, Buffer
 from ..protocol.stacks import RankStacks
-from .aggregators import aggregator_failure
 from .deaths import explain
 from .fanin import RANGES
 from .fdlimit import make_room
-from .hang import diagnose
-from .hangflight import ranks_text
+from .hang import snapshot_text
+from .hopdeaths import dead_hops
 from .inbox import CancelRequested, Exited, Item
 from .liveness import StartProcesses, exit_failures, silent_ranks, wait_leaving
-from .relays import place_relays, relay_failure
+from .relays import place_relays
 from .router import Router
 from .stackboard import collect
 from .startup import wait_ready
@@ -191,15 +190,7 @@ class ProcessCluster(Cluster):
         """Take, diagnose and record the stacks of ``ranks`` (the panel's and the magic's)."""
         stacks = self.stacks(ranks)
         running = {r for r, i in self.info.items() if i.state == "running"}
-        busy = {r: s for r, s in stacks.items() if r in running}
-        idle = [r for r in ranks if r not in busy]
-        whole = set(ranks) >= set(self.info)  # else who entered a collective is not known
-        text = diagnose(busy, list(self.info), whole=whole).text if busy else ""
-        if idle:
-            details = [
-                line for r in idle for line in (f"--- rank {r} (idle):", *stacks[r].format())
-            ]
-            text = "\n".join([text or f"{ranks_text(idle)} idle", *details])
+        text = snapshot_text(stacks, running, ranks, list(self.info))
         event = StacksEvent(
             run_id or self.router.ranks.run_id, time.time(), reason, text,
             {r: s.to_json() for r, s in stacks.items()},
@@ -280,28 +271,11 @@ class ProcessCluster(Cluster):
         return explain(failure, self.info.get(failure.rank), self.stacks_dir, self._code)
 
     def _dead_nodes(self, now: float) -> list[RankFailure]:
-        """A relay that ended is a dead node, an aggregator the nodes behind it: their ranks
-        are gone (failed) with it."""
-        out = []
-        for node, code in getattr(self.processes, "dead_relays", list)():
-            if code == 0:
-                continue  # it left after its ranks (.hoplife): their own ends are named
-            ranks = sorted(r for r, i in self.info.items() if i.coords.node_rank == node)
-            host = self.info[ranks[0]].host if ranks else ""  # (its ranks' hello named it)
-            out.append(relay_failure(ranks, node, host or socket.gethostname(), code, now))
+        """The failures of the relays and aggregators that ended (:mod:`.hopdeaths`)."""
+        dead = dead_hops(self.processes, self.info, self.relays, self.fanout, now)
+        for _, ranks in dead:
             self._cut_off(ranks)
-        for index, code in getattr(self.processes, "dead_aggregators", list)():
-            if code == 0:
-                continue  # it left after its relays
-            nodes = range(index * self.fanout, min(self.relays, (index + 1) * self.fanout))
-            ranks = sorted(r for r, i in self.info.items() if i.coords.node_rank in nodes)
-            first = [self.info[r].host for r in ranks if self.info[r].coords.node_rank == nodes[0]]
-            host = first[0] if first else ""  # (it runs on its first node)
-            out.append(
-                aggregator_failure(index, nodes, ranks, host or socket.gethostname(), code, now)
-            )
-            self._cut_off(ranks)
-        return out
+        return [failure for failure, _ in dead]
 
     def _cut_off(self, ranks: list[int]) -> None:
         for rank in ranks:

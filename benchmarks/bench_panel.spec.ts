@@ -24,7 +24,8 @@
  * BENCH_PROBE=1 (the run has a probe of every pair of its ranks: the Scaling tab draws its
  * heatmap; add Scaling to BENCH_TABS), BENCH_TRACE=1 (what the long tasks did: script,
  * style, layout, paint, GC..., from a Chrome trace, per tab; each task's wall and CPU time, and
- * the tasks after plotly.js is ready with the figure draws inside them). Writes ui-tests/test-results/<test>/bench_panel.json
+ * the tasks after plotly.js is ready with the figure draws inside them; BENCH_TRACE_DIR=<dir> also
+ * writes each tab's trace there, trace-<tab>.json, with V8's JS samples when BENCH_TRACE_SAMPLES=1). Writes ui-tests/test-results/<test>/bench_panel.json
  * and prints a table.
  */
 
@@ -227,7 +228,11 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
     };
     if (TRACE) {
       cdp.on('Tracing.dataCollected', collect);
-      await cdp.send('Tracing.start', { categories: TRACE_CATEGORIES, transferMode: 'ReportEvents' });
+      // BENCH_TRACE_SAMPLES=1: V8's JS samples in the trace too (which function a task ran).
+      const categories = process.env.BENCH_TRACE_SAMPLES
+        ? `${TRACE_CATEGORIES},disabled-by-default-v8.cpu_profiler`
+        : TRACE_CATEGORIES;
+      await cdp.send('Tracing.start', { categories, transferMode: 'ReportEvents' });
     }
     const before = await mainThreadTimes();
     const from = await page.evaluate(() => performance.now());
@@ -259,6 +264,14 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
       await cdp.send('Tracing.end');
       await complete;
       cdp.off('Tracing.dataCollected', collect);
+      if (process.env.BENCH_TRACE_DIR) {
+        // The tab's whole trace, for a closer look (chrome://tracing or Perfetto load it).
+        fs.mkdirSync(process.env.BENCH_TRACE_DIR, { recursive: true });
+        fs.writeFileSync(
+          path.join(process.env.BENCH_TRACE_DIR, `trace-${tab.toLowerCase()}.json`),
+          JSON.stringify({ traceEvents: traced })
+        );
+      }
       const { tasks, work, durations } = longTaskBreakdown(traced);
       const cpuLong = durations.filter(([, cpu]) => cpu > 50).length;
       // By CPU time too: on a loaded machine a task's wall time is mostly other processes' turns.

@@ -9,7 +9,19 @@
  */
 
 import * as React from 'react';
-import { download, drawnYRange, fitHeight, near, rangeOf, themeOf, timed } from './figureparts';
+import {
+  ANIMATE_NOW,
+  CSV_ICON,
+  download,
+  drawnYRange,
+  fitHeight,
+  inTwoTasks,
+  near,
+  PNG_ICON,
+  rangeOf,
+  themeOf,
+  timed
+} from './figureparts';
 import { fileName, type IFigureTheme } from './figures';
 import { frameOf } from './firstdraw';
 import { figureKey, livePoints, shapeOf } from './livepoints';
@@ -42,15 +54,6 @@ const THEME_SETTLE_MS = [300, 1000, 3000];
 
 /** The longest slice of a figure's `ready` work, in ms, so that a frame's task stays short. */
 const SLICE_MS = 8;
-
-/** The modebar's PNG button's icon (a picture frame). */
-const PNG_ICON = { width: 16, height: 16, path: 'M1 2h14v12H1zM3 4v8h10V4zm1 7 3-4 2 3 1-1 2 2z' };
-
-/** The modebar's CSV button's icon (a sheet with rows). */
-const CSV_ICON = { width: 16, height: 16, path: 'M2 1h12v14H2zM4 4v2h8V4zm0 3v2h8V7zm0 3v2h8v-2z' };
-
-/** `Plotly.animate`'s options for points moved at once: no transition, no plot pass. */
-const ANIMATE_NOW = { transition: { duration: 0 }, frame: { duration: 0, redraw: false }, mode: 'immediate' };
 
 export function Figure(props: IFigureProps): JSX.Element {
   const div = React.useRef<IGraphDiv>(null);
@@ -112,11 +115,25 @@ export function Figure(props: IFigureProps): JSX.Element {
         }
       ]
     };
+    // A plot pass drawn in two tasks: its second part's start, for the User Timing.
+    let secondPart = 0;
+    // A plot pass in progress (its second part not drawn yet): no other draw starts meanwhile.
+    let busy = false;
+    const settled = (kind: string): void => {
+      busy = false;
+      if (secondPart) {
+        timed(kind, latest.current.title, secondPart);
+        secondPart = 0;
+      }
+    };
     const bind = (p: IPlotly): void => {
       if (bound || !node.on) {
         return;
       }
       bound = true;
+      inTwoTasks(node, () => {
+        secondPart = performance.now();
+      });
       node.on('plotly_relayout', event => {
         const range = rangeOf(event);
         const link = linkOf();
@@ -141,6 +158,10 @@ export function Figure(props: IFigureProps): JSX.Element {
       if (!plotly) {
         return;
       }
+      if (busy) {
+        gate.current?.requestSoon(); // once the pass in progress is drawn
+        return;
+      }
       const deadline = performance.now() + SLICE_MS;
       if (ready && !ready(() => performance.now() >= deadline)) {
         frame = requestAnimationFrame(() => gate.current?.request()); // the next slice, then the draw
@@ -159,15 +180,19 @@ export function Figure(props: IFigureProps): JSX.Element {
           gate.current?.partial();
           const frame = frameOf({ data, layout });
           const start = performance.now();
+          busy = true;
           p.react(node, frame.data, frame.layout, config).then(
-            () => bind(p),
-            () => undefined // the figure's own draw, next, says what failed
+            () => {
+              settled('frame 2');
+              bind(p);
+            },
+            () => settled('frame 2') // the figure's own draw, next, says what failed
           );
           timed('frame', title, start);
           return;
         }
         const nextShape = shapeOf({ data, layout });
-        const key = figureKey(nextShape, { data, layout });
+        const key = figureKey(nextShape, { data, layout }, String(latest.current.version));
         if (key === drawn) {
           return;
         }
@@ -190,13 +215,16 @@ export function Figure(props: IFigureProps): JSX.Element {
         // How each figure was drawn (`bench_panel.spec.ts` reports it): plot passes and moves.
         node.dataset.reacts = String(Number(node.dataset.reacts ?? 0) + 1);
         const start = performance.now();
+        busy = true;
         p.react(node, data, layout, config).then(
           () => {
+            settled('draw 2');
             bind(p);
             node.setAttribute('aria-label', trans.__('%1: %2 traces', title, data.length));
             node.setAttribute('data-traces', String(data.length));
           },
           (e: unknown) => {
+            settled('draw 2');
             drawn = '';
             shape = '';
             setError(trans.__('cannot draw the plot: %1', String(e)));

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 
-import { heatmapData, lineLayout, scatterData } from '../../labextension/src/figures';
+import { lineLayout, scatterData } from '../../labextension/src/figures';
 import { frameOf } from '../../labextension/src/firstdraw';
+import { heatmapData } from '../../labextension/src/heatmapdata';
 
 const theme = { font: '#444', grid: '#e5e5e5', background: '#fff' };
 

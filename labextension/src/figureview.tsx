@@ -23,7 +23,7 @@ import {
   timed
 } from './figureparts';
 import { fileName, type IFigureTheme } from './figures';
-import { frameOf } from './firstdraw';
+import { emptyOf, frameOf } from './firstdraw';
 import { figureKey, livePoints, shapeOf } from './livepoints';
 import { type IGraphDiv, type IPlotly, loadPlotly } from './plotly';
 import { RedrawGate, XLink } from './redraw';
@@ -47,6 +47,11 @@ export interface IFigureProps {
   defaultRange?: [number, number] | null;
   /** Something other than the data that needs a redraw (the smoothing). */
   style?: string;
+  /**
+   * An empty pass first (plotly sets the div up), so that the frame's pass is drawn in two tasks
+   * as well: for figures whose frame is long (a legend); one task more before the figure.
+   */
+  splitFrame?: boolean;
 }
 
 /** When a figure looks at the theme's colours again after JupyterLab named a new theme, in ms. */
@@ -82,6 +87,8 @@ export function Figure(props: IFigureProps): JSX.Element {
     // The first draw is the figure's frame (its layout and legend, no trace drawn), the figure
     // itself the next task's: plotly's first draw of a whole figure is one long task.
     let framed = false;
+    // Whether plotly has set the div up before the frame, in an empty pass of its own.
+    let set = false;
     // Scrolled out of view (a tab's lower plots), a figure waits like a hidden one.
     let inView = true;
     const visible = (): boolean =>
@@ -175,6 +182,21 @@ export function Figure(props: IFigureProps): JSX.Element {
         }
         const p = plotly;
         fitHeight(node, layout);
+        if (!set && latest.current.splitFrame) {
+          set = true;
+          gate.current?.partial();
+          const start = performance.now();
+          busy = true;
+          p.react(node, [], emptyOf(layout), config).then(
+            () => {
+              settled('init 2');
+              bind(p);
+            },
+            () => settled('init 2')
+          );
+          timed('init', title, start);
+          return;
+        }
         if (!framed) {
           framed = true;
           gate.current?.partial();

@@ -24,7 +24,8 @@
  * BENCH_PROBE=1 (the run has a probe of every pair of its ranks: the Scaling tab draws its
  * heatmap; add Scaling to BENCH_TABS), BENCH_TRACE=1 (what the long tasks did: script,
  * style, layout, paint, GC..., from a Chrome trace, per tab; each task's wall and CPU time, and
- * the tasks after plotly.js is ready with the figure draws inside them). Writes ui-tests/test-results/<test>/bench_panel.json
+ * the tasks after plotly.js is ready with the figure draws inside them; BENCH_TRACE_DIR=<dir> also
+ * writes each tab's trace there, trace-<tab>.json, with V8's JS samples when BENCH_TRACE_SAMPLES=1). Writes ui-tests/test-results/<test>/bench_panel.json
  * and prints a table.
  */
 
@@ -63,6 +64,8 @@ interface IPhase {
   tab: string;
   from: number;
   to: number;
+  /** When the tab's click reached the page (null: not seen). */
+  clicked: number | null;
   /** Seconds of main-thread tasks, script, style and layout in the phase (Chrome's own counters). */
   busy: Record<string, number>;
   profile: string[];
@@ -121,6 +124,17 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
         }
       }).observe({ type, buffered: true });
     }
+    // When a tab's click reached the page (Playwright's click itself takes tens to hundreds of
+    // ms before it: its checks of the element).
+    document.addEventListener(
+      'click',
+      event => {
+        if ((event.target as Element | null)?.closest?.('[role="tab"]')) {
+          w.__clicked = performance.now();
+        }
+      },
+      true
+    );
     const probe = (): void => {
       const asked = performance.now();
       requestAnimationFrame(() => {
@@ -227,11 +241,16 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
     };
     if (TRACE) {
       cdp.on('Tracing.dataCollected', collect);
-      await cdp.send('Tracing.start', { categories: TRACE_CATEGORIES, transferMode: 'ReportEvents' });
+      // BENCH_TRACE_SAMPLES=1: V8's JS samples in the trace too (which function a task ran).
+      const categories = process.env.BENCH_TRACE_SAMPLES
+        ? `${TRACE_CATEGORIES},disabled-by-default-v8.cpu_profiler`
+        : TRACE_CATEGORIES;
+      await cdp.send('Tracing.start', { categories, transferMode: 'ReportEvents' });
     }
     const before = await mainThreadTimes();
     const from = await page.evaluate(() => performance.now());
     await panel.getByRole('tab', { name: tab }).click();
+    const clicked = await page.evaluate(() => (window as unknown as { __clicked?: number }).__clicked ?? null);
     if (tab === 'Logs') {
       await expect(panel.getByRole('list', { name: 'Log lines' })).toBeVisible();
     }
@@ -259,6 +278,14 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
       await cdp.send('Tracing.end');
       await complete;
       cdp.off('Tracing.dataCollected', collect);
+      if (process.env.BENCH_TRACE_DIR) {
+        // The tab's whole trace, for a closer look (chrome://tracing or Perfetto load it).
+        fs.mkdirSync(process.env.BENCH_TRACE_DIR, { recursive: true });
+        fs.writeFileSync(
+          path.join(process.env.BENCH_TRACE_DIR, `trace-${tab.toLowerCase()}.json`),
+          JSON.stringify({ traceEvents: traced })
+        );
+      }
       const { tasks, work, durations } = longTaskBreakdown(traced);
       const cpuLong = durations.filter(([, cpu]) => cpu > 50).length;
       // By CPU time too: on a loaded machine a task's wall time is mostly other processes' turns.
@@ -276,7 +303,7 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
         ...work.slice(0, 15).map(([k, ms]) => `${ms.toFixed(0).padStart(7)} ms  ${k}`)
       ];
     }
-    phases.push({ tab, from, to, busy, profile, trace, draws });
+    phases.push({ tab, from, to, clicked, busy, profile, trace, draws });
     await page.screenshot({ path: test.info().outputPath(`bench-${tab.toLowerCase()}.png`) });
   }
   if (THROTTLE > 1) {
@@ -293,7 +320,7 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
     return { seen: [...bench.seen.values()], longTasks: bench.longTasks, frames: bench.frames, timings };
   });
   const done = messages.find(m => 'done' in m) ?? {};
-  const rows = phases.map(({ tab, from, to, busy, profile, trace, draws }) => {
+  const rows = phases.map(({ tab, from, to, clicked, busy, profile, trace, draws }) => {
     const tasks = result.longTasks.filter(([start]) => start >= from && start <= to);
     const atSwitch = tasks.filter(([start]) => start < from + SWITCH_MS);
     const frames = result.frames.filter(([asked]) => asked >= from && asked <= to).map(([, ms]) => ms);
@@ -307,9 +334,23 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
         .filter(([name, t, dt]) => name !== 'plotly-ready' && t >= start && t + dt <= start + d + 1)
         .map(([name, , dt]) => `${name} ${Math.round(dt)}`)
         .join('; ') || 'no draw';
+    // Each figure first drawn on this tab: when its first draw ended (the end of its second
+    // task when it was drawn in two), in ms after the click reached the page.
+    const origin = clicked ?? from;
+    const inTab = result.timings.filter(([, t]) => t >= from && t <= to);
+    const firstDrawn: Record<string, number> = {};
+    for (const [name, t, dt] of inTab) {
+      const title = name.startsWith('draw ') && !name.startsWith('draw 2 ') ? name.slice(5) : null;
+      if (title !== null && !(title in firstDrawn)) {
+        const rest = inTab.find(([n, t2]) => n === `draw 2 ${title}` && t2 >= t);
+        firstDrawn[title] = Math.round((rest ? rest[1] + rest[2] : t + dt) - origin);
+      }
+    }
     return {
       tab,
       seconds: (to - from) / 1000,
+      click_ms: clicked === null ? null : Math.round(clicked - from),
+      figures_drawn_ms: firstDrawn,
       long_tasks: tasks.length,
       long_task_ms: tasks.map(([start, d]) => [Math.round(start - from), Math.round(d)]),
       long_task_max_ms: Math.max(0, ...tasks.map(([, d]) => d)),
@@ -363,6 +404,14 @@ test('256-rank run: long tasks, frame delay and latency on every tab', async ({ 
   for (const r of rows) {
     const load = r.plotly_ready_ms === null ? '' : `plotly.js loaded and warmed up ${r.plotly_ready_ms} ms after the click; `;
     console.log(`\n${r.tab}: ${load}long tasks after that: ${r.long_tasks_after_plotly_ready.join(', ') || 'none'}`);
+    const drawnText = Object.entries(r.figures_drawn_ms)
+      .map(([title, ms]) => `${title} ${ms} ms`)
+      .join(', ');
+    if (drawnText) {
+      console.log(
+        `${r.tab}: figures first drawn (ms after the click reached the page, ${r.click_ms ?? '?'} ms after it was asked): ${drawnText}`
+      );
+    }
   }
   for (const r of rows.filter(r => r.profile.length)) {
     console.log(`\nTop functions by own time, ${r.tab} tab:\n${r.profile.join('\n')}`);

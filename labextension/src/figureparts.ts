@@ -1,10 +1,11 @@
 /**
  * What the panel's figure (`figureview.tsx`) needs around plotly: the theme's colours, the y
- * range plotly drew, the x range a zoom set, the CSV download and the draws' User Timing.
+ * range plotly drew, the x range a zoom set, the CSV download, the draws' User Timing, the
+ * modebar's icons and plot passes in two tasks.
  */
 
 import type { IFigureTheme } from './figures';
-import type { IGraphDiv } from './plotly';
+import { type IGraphDiv, nextTask } from './plotly';
 
 /**
  * A User Timing entry for a draw's synchronous part, `jupyter-distributed:<what> <title>`:
@@ -74,4 +75,26 @@ export function rangeOf(event: Record<string, unknown>): [number, number] | null
     return [both[0], both[1]];
   }
   return event['xaxis.autorange'] === true ? null : undefined;
+}
+
+/** The modebar's PNG button's icon (a picture frame). */
+export const PNG_ICON = { width: 16, height: 16, path: 'M1 2h14v12H1zM3 4v8h10V4zm1 7 3-4 2 3 1-1 2 2z' };
+
+/** The modebar's CSV button's icon (a sheet with rows). */
+export const CSV_ICON = { width: 16, height: 16, path: 'M2 1h12v14H2zM4 4v2h8V4zm0 3v2h8V7zm0 3v2h8v-2z' };
+
+/** `Plotly.animate`'s options for points moved at once: no transition, no plot pass. */
+export const ANIMATE_NOW = { transition: { duration: 0 }, frame: { duration: 0, redraw: false }, mode: 'immediate' };
+
+/**
+ * Every plot pass of `node` after this call in two tasks: plotly's defaults and calc in the
+ * task that asked for it, the drawing in the next (plotly draws once the promises in the
+ * graph div's `_promises` are settled: `Plots.previousPromises`). `started` is called when the
+ * second task begins. A figure's draw took 50–110 ms of CPU in one task (RESULTS.md).
+ */
+export function inTwoTasks(node: IGraphDiv, started: () => void): void {
+  node.on?.('plotly_beforeplot', () => {
+    node._promises ??= [];
+    node._promises.push(nextTask().then(started));
+  });
 }

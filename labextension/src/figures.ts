@@ -201,7 +201,7 @@ export function withAlpha(color: string, alpha: number): string {
 }
 
 /** A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180). */
-function csvField(value: string | number): string {
+export function csvField(value: string | number): string {
   const text = typeof value === 'number' ? (Number.isFinite(value) ? String(value) : '') : value;
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
@@ -235,13 +235,21 @@ export type XScale = 'linear' | 'integer' | 'bytes';
 
 /** Plotly's layout of a line plot: a unified hover on x, zoom by drag, the theme's colours;
  * `yTitle` names the y axis' unit (none: no title). */
+/**
+ * Every axis' tick labels: the margins make room for them (automargin), and plotly does not
+ * measure each label again to hide those past the figure's edge (its default for numeric axes,
+ * `ticklabeloverflow: 'hide past div'`: a forced layout per label, 20–50 % of a figure's draw in
+ * the panel; RESULTS.md). With automargin no label lies past the edge.
+ */
+export const AXIS_LABELS = { automargin: true, ticklabeloverflow: 'allow' } as const;
+
 export function lineLayout(
   theme: IFigureTheme,
   x: { title: string; scale?: XScale; range?: [number, number] | null; ticks?: { values: number[]; text: string[] } },
   height: number,
   yTitle = ''
 ): Record<string, unknown> {
-  const axis = { color: theme.font, gridcolor: theme.grid, zerolinecolor: theme.grid, automargin: true };
+  const axis = { ...AXIS_LABELS, color: theme.font, gridcolor: theme.grid, zerolinecolor: theme.grid };
   const xaxis: Record<string, unknown> = { ...axis, title: { text: x.title } };
   if (x.scale === 'bytes') {
     xaxis.type = 'log';
@@ -273,45 +281,4 @@ export function lineLayout(
     yaxis: { ...axis, rangemode: 'tozero', ...(yTitle ? { title: { text: yTitle } } : {}) },
     uirevision: 'keep'
   };
-}
-
-/** A matrix of values by row and column; null is a cell without one. */
-export type Matrix = readonly (readonly (number | null)[])[];
-
-/** A heatmap of an n × n matrix: one z-matrix, one hover template, no per-cell text. */
-export interface IHeatmapTrace {
-  type: 'heatmap';
-  z: (number | null)[][];
-  colorscale: string;
-  hovertemplate: string;
-  hoverongaps: false;
-  colorbar: { title: { text: string }; thickness: number };
-}
-
-/** The bandwidth heatmap's trace: NaN (not measured, a rank with itself) is a gap. */
-export function heatmapData(matrix: Matrix, unit: string): IHeatmapTrace[] {
-  const z = matrix.map(row => row.map(v => (v !== null && Number.isFinite(v) ? v : null)));
-  return [
-    {
-      type: 'heatmap',
-      z,
-      colorscale: 'Viridis',
-      hovertemplate: `%{y}↔%{x}: %{z:.3f} ${unit}<extra></extra>`,
-      hoverongaps: false,
-      colorbar: { title: { text: unit }, thickness: 10 }
-    }
-  ];
-}
-
-/** An n × n matrix as CSV: `row,column,value`, one row per measured cell. */
-export function matrixCsv(matrix: Matrix, names: [string, string, string]): string {
-  const rows = [names.map(csvField).join(',')];
-  matrix.forEach((row, i) => {
-    row.forEach((v, j) => {
-      if (v !== null && Number.isFinite(v)) {
-        rows.push(`${i},${j},${v}`);
-      }
-    });
-  });
-  return `${rows.join('\r\n')}\r\n`;
 }

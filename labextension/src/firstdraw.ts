@@ -20,3 +20,21 @@ export function frameOf(figure: IFigure): IFigure {
     layout: figure.layout
   };
 }
+
+/**
+ * A figure's empty first pass: its size, margins and background, no trace, axis or legend.
+ * plotly sets the div up in it (its events: `plotly_beforeplot` can then split the frame's pass
+ * in two tasks), for about a third of a frame's cost.
+ */
+export function emptyOf(layout: Record<string, unknown>): Record<string, unknown> {
+  const { height, margin, paper_bgcolor, plot_bgcolor } = layout;
+  return {
+    height,
+    margin,
+    paper_bgcolor,
+    plot_bgcolor,
+    showlegend: false,
+    xaxis: { visible: false },
+    yaxis: { visible: false }
+  };
+}

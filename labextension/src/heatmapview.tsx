@@ -5,8 +5,9 @@
  */
 
 import * as React from 'react';
-import { heatmapData, type Matrix, matrixCsv } from './figures';
+import { AXIS_LABELS } from './figures';
 import { Figure } from './figureview';
+import { heatmapData, type Matrix, matrixCsv } from './heatmapdata';
 import { useTrans } from './translate';
 
 export interface IHeatmapProps {
@@ -39,7 +40,7 @@ export function Heatmap(props: IHeatmapProps): JSX.Element {
           color: theme.font,
           showgrid: false,
           zeroline: false,
-          automargin: true
+          ...AXIS_LABELS
         });
         return {
           data: heatmapData(latest.current.matrix, 'GB/s'),

@@ -21,24 +21,32 @@ export interface IPoints {
   traces: number[];
 }
 
-/** The figure without its points: two figures with one shape differ only in x and y. */
+/** Whether a trace is given as a z matrix (a heatmap). */
+function hasZ(trace: unknown): boolean {
+  return (trace as { z?: unknown }).z !== undefined;
+}
+
+/**
+ * The figure without its points: two figures with one shape differ only in x and y, or in z.
+ * A z matrix is left out (its rows and columns stay): a 256-rank heatmap's 65k cells took
+ * 15–25 ms of its draw's task to turn to text (RESULTS.md); `figureKey` tells them apart.
+ */
 export function shapeOf(figure: IBuilt): string {
   const data = figure.data.map(t => {
-    const { x: _x, y: _y, ...rest } = t as Record<string, unknown>;
-    return rest;
+    const { x: _x, y: _y, z, ...rest } = t as Record<string, unknown>;
+    return z === undefined ? rest : { ...rest, z: Array.isArray(z) ? [z.length, (z[0] as unknown[])?.length ?? 0] : 0 };
   });
   return JSON.stringify([data, figure.layout]);
 }
 
 /**
- * What tells two figures apart, given the figure's `shape` (`shapeOf`): the shape and each
- * trace's points. One pass over the figure's data with the shape: a 256-rank heatmap's z (65k
- * cells, in the shape) is turned to text once a draw, not once for this key and once for the
- * shape (each 66–123 ms on the loaded VM).
+ * What tells two figures apart, given the figure's `shape` (`shapeOf`): the shape, each
+ * trace's points, and for a figure of z matrices `zVersion`, what changes whenever a matrix
+ * does (the figure's version): the matrices themselves are never turned to text.
  */
-export function figureKey(shape: string, figure: IBuilt): string {
+export function figureKey(shape: string, figure: IBuilt, zVersion = ''): string {
   const points = figure.data.map(t => [(t as { x?: unknown }).x, (t as { y?: unknown }).y]);
-  return `${shape}\n${JSON.stringify(points)}`;
+  return `${shape}\n${figure.data.some(hasZ) ? zVersion : ''}\n${JSON.stringify(points)}`;
 }
 
 /** The finite numbers among a trace's y values. */
@@ -60,7 +68,7 @@ export function livePoints(
   zoomed: boolean,
   nextShape: string = shapeOf(next)
 ): IPoints | null {
-  if (zoomed || !yRange || nextShape !== drawnShape) {
+  if (zoomed || !yRange || nextShape !== drawnShape || next.data.some(hasZ)) {
     return null;
   }
   const [lo, hi] = yRange[0] <= yRange[1] ? yRange : [yRange[1], yRange[0]];

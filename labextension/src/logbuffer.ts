@@ -15,6 +15,9 @@ export interface ILogFilter {
   search: string;
 }
 
+/** Lines read between two looks at `filtered`'s `done`. */
+const CHECK_EVERY = 1024;
+
 export const ALL_LINES: ILogFilter = { ranks: [], stderrOnly: false, search: '' };
 
 export class LogBuffer {
@@ -53,8 +56,11 @@ export class LogBuffer {
   /**
    * The lines that pass `filter`, oldest first. The returned array is reused
    * and grown on later calls with an equal filter: treat it as read-only.
+   * With `done`, reading stops once it says so (checked every few hundred
+   * lines): the array then holds the matches of the lines read so far, and
+   * `unread` counts the others.
    */
-  filtered(filter: ILogFilter): readonly LogLine[] {
+  filtered(filter: ILogFilter, done?: () => boolean): readonly LogLine[] {
     const key = filterKey(filter);
     const base = this._offset + this._start; // absolute index of the first line held
     if (!this._cache || this._cache.key !== key || this._cache.scanned < base) {
@@ -72,15 +78,28 @@ export class LogBuffer {
     }
     const match = matcher(filter);
     const end = this._offset + this._lines.length;
-    for (let abs = cache.scanned; abs < end; abs++) {
-      const line = this._lines[abs - this._offset];
-      if (line && match(line)) {
-        cache.lines.push(line);
-        cache.firstAbs.push(abs);
+    let abs = cache.scanned;
+    while (abs < end) {
+      const stop = done ? Math.min(end, abs + CHECK_EVERY) : end;
+      for (; abs < stop; abs++) {
+        const line = this._lines[abs - this._offset];
+        if (line && match(line)) {
+          cache.lines.push(line);
+          cache.firstAbs.push(abs);
+        }
+      }
+      cache.scanned = abs;
+      if (done?.()) {
+        break;
       }
     }
-    cache.scanned = end;
     return cache.lines;
+  }
+
+  /** Lines held that the last `filtered` call has not read yet (all of them before any call). */
+  get unread(): number {
+    const end = this._offset + this._lines.length;
+    return end - Math.max(this._cache?.scanned ?? 0, this._offset + this._start);
   }
 
   private _compact(): void {

@@ -263,6 +263,7 @@ export class DistributedModel implements IDisposable {
     this.actions.dispose();
     this.probe?.dispose();
     this._stream?.dispose();
+    this.logView.dispose();
     this._throttle.stop();
     Signal.clearData(this);
   }
@@ -312,6 +313,9 @@ export class DistributedModel implements IDisposable {
 
   private _onEvents(_: EventStream, items: ISeqEvent[]): void {
     this._live?.apply(items);
+    if (this._live) {
+      this.logView.keepUp(this._live.logs);
+    }
     this._throttle.soon();
   }
 

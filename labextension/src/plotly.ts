@@ -5,7 +5,8 @@
  * few calls the figures make.
  */
 
-import { heatmapData, lineLayout, scatterData } from './figures';
+import { lineLayout, scatterData } from './figures';
+import { heatmapData } from './heatmapdata';
 
 /** The graph div plotly draws into (`.js-plotly-plot`), with its figure and events. */
 export interface IGraphDiv extends HTMLDivElement {
@@ -14,6 +15,8 @@ export interface IGraphDiv extends HTMLDivElement {
   /** plotly's layout as drawn (with the axes' computed ranges). */
   _fullLayout?: { yaxis?: unknown };
   on?(event: string, handler: (event: Record<string, unknown>) => void): void;
+  /** What plotly waits for before it draws a plot pass (`Plots.previousPromises`). */
+  _promises?: Promise<unknown>[];
   removeAllListeners?(event: string): void;
 }
 
@@ -35,7 +38,7 @@ export interface IPlotly {
 let loading: Promise<IPlotly> | null = null;
 
 /** The next task: work after it does not lengthen the task before. */
-function nextTask(): Promise<void> {
+export function nextTask(): Promise<void> {
   return new Promise(resolve => setTimeout(resolve, 0));
 }
 

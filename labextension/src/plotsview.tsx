@@ -81,6 +81,7 @@ export function Plot(props: IPlotProps): JSX.Element {
       link={props.link}
       defaultRange={props.range ?? null}
       ready={props.ready}
+      splitFrame
       build={theme => {
         const traces = shown();
         const { xScale, range, smoothing } = latest.current;

@@ -4,9 +4,7 @@ import {
   BAND_RANKS,
   figureCsv,
   fileName,
-  heatmapData,
   lineLayout,
-  matrixCsv,
   NEUTRAL,
   parseRanks,
   rankTraces,
@@ -15,6 +13,7 @@ import {
   uidOf,
   withAlpha
 } from '../../labextension/src/figures';
+import { heatmapData, matrixCsv } from '../../labextension/src/heatmapdata';
 import { rankColor } from '../../labextension/src/palette';
 import { metricUnit, samplesTraces } from '../../labextension/src/plotdata';
 import { RedrawGate, XLink } from '../../labextension/src/redraw';
@@ -171,6 +170,13 @@ describe('the traces of a figure', () => {
     expect(uidOf('a_b')).not.toBe(uidOf('a b'));
   });
 
+  it('makes room for the tick labels and does not measure each label again to hide it', () => {
+    const layout = lineLayout(THEME, { title: 's', range: [0, 30] }, 240);
+    for (const axis of [layout.xaxis, layout.yaxis]) {
+      expect(axis).toMatchObject({ automargin: true, ticklabeloverflow: 'allow' });
+    }
+  });
+
   it('titles the y axis of the system plots with their units, and of no other plot', () => {
     const units = ['sys.cpu_percent', 'sys.rss_mb', 'sys.gpu_mem_mb', 'sys.gpu_util', 'loss'].map(metricUnit);
     expect(units).toEqual(['%', 'MiB', 'MiB', 'GPU %', '']);
@@ -199,6 +205,18 @@ describe('the traces of a figure', () => {
     expect(trace?.z[3]?.[3]).toBeNull();
     expect(trace?.z[1]?.[2]).toBe(3);
     expect(trace?.hovertemplate).toContain('%{z');
+    // The colour scale's ends are the matrix's: plotly need not look through it again.
+    expect([trace?.zmin, trace?.zmax]).toEqual([1, 2 * n - 3]);
+    expect(trace?.colorbar.ticklabeloverflow).toBe('allow');
+    expect(
+      heatmapData(
+        [
+          [null, 2],
+          [2, null]
+        ],
+        'GB/s'
+      )[0]
+    ).not.toHaveProperty('zmin');
     expect(Object.keys(trace ?? {})).not.toContain('text');
   });
 });

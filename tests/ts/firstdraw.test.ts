@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 
-import { heatmapData, lineLayout, scatterData } from '../../labextension/src/figures';
-import { frameOf } from '../../labextension/src/firstdraw';
+import { lineLayout, scatterData } from '../../labextension/src/figures';
+import { emptyOf, frameOf } from '../../labextension/src/firstdraw';
+import { heatmapData } from '../../labextension/src/heatmapdata';
 
 const theme = { font: '#444', grid: '#e5e5e5', background: '#fff' };
 
@@ -39,5 +40,19 @@ describe("a figure's first draw in two tasks", () => {
       layout: {}
     }).data;
     expect(trace).toMatchObject({ type: 'heatmap', visible: 'legendonly' });
+  });
+
+  it('passes empty first with the figure’s size and background, and no axis or legend', () => {
+    const layout = lineLayout({ font: '#222', grid: '#ddd', background: '#fff' }, { title: 's' }, 240, 'MiB');
+    const empty = emptyOf(layout);
+    expect(empty).toMatchObject({
+      height: 240,
+      margin: layout.margin,
+      paper_bgcolor: layout.paper_bgcolor,
+      showlegend: false,
+      xaxis: { visible: false },
+      yaxis: { visible: false }
+    });
+    expect(JSON.stringify(empty)).not.toContain('MiB');
   });
 });

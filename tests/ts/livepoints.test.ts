@@ -82,7 +82,7 @@ describe('what tells two figures apart', () => {
     expect(key(figure([1, 2]))).not.toBe(key({ ...figure([1, 2]), layout: { height: 320 } }));
   });
 
-  it('tells heatmaps apart by their z (in the shape), reading the matrix once', () => {
+  it('tells heatmaps apart by their version, never turning the matrix to text', () => {
     const heat = (v: number): { data: unknown[]; layout: Record<string, unknown> } => ({
       data: [
         {
@@ -95,19 +95,31 @@ describe('what tells two figures apart', () => {
       ],
       layout: {}
     });
-    expect(key(heat(1))).toBe(key(heat(1)));
-    expect(key(heat(1))).not.toBe(key(heat(2)));
+    const hkey = (f: ReturnType<typeof heat>, version: string): string => figureKey(shapeOf(f), f, version);
+    expect(hkey(heat(1), 'a')).toBe(hkey(heat(1), 'a'));
+    expect(hkey(heat(1), 'a')).not.toBe(hkey(heat(2), 'b'));
+    expect(hkey(heat(1), 'a')).not.toBe(hkey({ ...heat(1), layout: { height: 320 } }, 'a'));
+    // A line plot's key does not change with the version (new log lines, no new point).
+    expect(figureKey(shapeOf(figure([1, 2])), figure([1, 2]), 'a')).toBe(
+      figureKey(shapeOf(figure([1, 2])), figure([1, 2]), 'b')
+    );
     const f = heat(1);
     const z = (f.data[0] as { z: unknown[] }).z;
     let reads = 0;
-    const counted = {
-      toJSON: (): unknown[] => {
-        reads++;
-        return z;
+    (f.data[0] as { z: unknown }).z = new Proxy(z, {
+      get(target, prop, receiver) {
+        if (prop === 'toJSON') {
+          reads++;
+        }
+        return Reflect.get(target, prop, receiver);
       }
-    };
-    (f.data[0] as { z: unknown }).z = counted;
-    figureKey(shapeOf(f), f);
-    expect(reads).toBe(1);
+    });
+    figureKey(shapeOf(f), f, 'a');
+    expect(reads).toBe(0);
+  });
+
+  it('never moves the points of a heatmap: its new matrix is drawn', () => {
+    const heat = { data: [{ type: 'heatmap', z: [[1]] }], layout: {} };
+    expect(livePoints(shapeOf(heat), heat, [0, 20], false)).toBeNull();
   });
 });

@@ -1,0 +1,167 @@
+import { describe, expect, it } from 'vitest';
+
+import { ALL_LINES, LogBuffer } from '../../labextension/src/logbuffer';
+import { LogCollapse, ranksText } from '../../labextension/src/logcollapse';
+import { LogViewState } from '../../labextension/src/logstate';
+import { type ISliceHost, SLICE_MS, Slices } from '../../labextension/src/slices';
+import type { LogLine } from '../../labextension/src/wire';
+
+/** A fake clock and timer: `run` calls what is due, in order, one at a time. */
+class FakeHost implements ISliceHost {
+  time = 0;
+  /** How far the clock moves each time it is read (work takes time). */
+  step = 0;
+  queue: (() => void)[] = [];
+  tasks = 0;
+  now(): number {
+    this.time += this.step;
+    return this.time;
+  }
+  later(fn: () => void): () => void {
+    this.queue.push(fn);
+    return () => {
+      this.queue = this.queue.filter(f => f !== fn);
+    };
+  }
+  run(): void {
+    while (this.queue.length) {
+      this.tasks++;
+      (this.queue.shift() as () => void)();
+    }
+  }
+}
+
+/** Lines as a training loop writes them: most the same on every rank within a few ms, some not. */
+function lines(n: number, ranks = 8): LogLine[] {
+  const out: LogLine[] = [];
+  for (let i = 0; i < n; i++) {
+    const step = Math.floor(i / ranks);
+    out.push({
+      seq: i,
+      rank: i % ranks,
+      t: 100 + step * 0.05 + (i % ranks) * 0.001,
+      stream: step % 5 === 0 ? 'stderr' : 'stdout',
+      text: step % 3 === 0 ? `rank-local ${i}` : `step ${step}`
+    });
+  }
+  return out;
+}
+
+function text(rows: readonly { rank: number; text: string; ranks?: readonly number[] }[]): string[] {
+  return rows.map(r => `${r.ranks ? `[ranks ${ranksText(r.ranks)}]` : `[rank ${r.rank}]`} ${r.text}`);
+}
+
+describe('work in slices', () => {
+  it('works in tasks of at most a slice each until the work is over', () => {
+    const host = new FakeHost();
+    let left = 30; // 30 units of 1 ms
+    const slices: number[] = [];
+    const work = new Slices(done => {
+      let units = 0;
+      while (left > 0 && !done()) {
+        host.time += 1;
+        left--;
+        units++;
+      }
+      slices.push(units);
+      return left === 0;
+    }, host);
+    work.request();
+    work.request(); // one slice is due already
+    expect(host.queue.length).toBe(1);
+    host.run();
+    expect(left).toBe(0);
+    expect(slices.every(units => units <= SLICE_MS)).toBe(true);
+    expect(slices.length).toBe(Math.ceil(30 / SLICE_MS));
+  });
+
+  it('does nothing once stopped', () => {
+    const host = new FakeHost();
+    let calls = 0;
+    const work = new Slices(() => {
+      calls++;
+      return true;
+    }, host);
+    work.request();
+    work.stop();
+    work.request();
+    host.run();
+    expect(calls).toBe(0);
+  });
+});
+
+describe('the Logs tab’s rows, prepared before the tab is shown', () => {
+  it('reads lines in parts with the same rows as at once', () => {
+    const all = lines(5000);
+    const once = new LogCollapse().rows(all);
+    const parts = new LogCollapse();
+    let calls = 0;
+    do {
+      parts.rows(all, () => true); // stops at every look
+      calls++;
+    } while (!parts.caughtUp);
+    expect(calls).toBeGreaterThan(5);
+    expect(text(parts.rows(all))).toEqual(text(once));
+    expect(text(once)).toContain('[ranks 0-7] step 1');
+  });
+
+  it('filters in parts, counting the lines not read yet', () => {
+    const buffer = new LogBuffer();
+    for (const line of lines(5000)) {
+      buffer.push(line);
+    }
+    const stderr = { ...ALL_LINES, stderrOnly: true };
+    expect(buffer.unread).toBe(5000);
+    const first = buffer.filtered(stderr, () => true).length;
+    expect(buffer.unread).toBeGreaterThan(0);
+    expect(first).toBeLessThan(5000 / 5);
+    while (buffer.unread > 0) {
+      buffer.filtered(stderr, () => true);
+    }
+    expect(buffer.filtered(stderr)).toEqual(lines(5000).filter(l => l.stream === 'stderr'));
+  });
+
+  it('keeps up with the lines in slices whichever tab is shown, so showing them reads none', () => {
+    const host = new FakeHost();
+    host.step = 0.5; // each look at the clock: half a ms of work
+    const state = new LogViewState(() => undefined, host);
+    const buffer = new LogBuffer();
+    const all = lines(40_000);
+    for (const line of all.slice(0, 20_000)) {
+      buffer.push(line);
+    }
+    state.keepUp(buffer);
+    host.run();
+    const afterFirst = host.tasks;
+    expect(afterFirst).toBeGreaterThan(3); // in several tasks, not one
+    for (const line of all.slice(20_000)) {
+      buffer.push(line);
+    }
+    state.keepUp(buffer);
+    host.run();
+    // Nothing left to read when the tab is shown.
+    expect(buffer.unread).toBe(0);
+    expect(state.prepare(buffer, () => true)).toBe(true);
+    const expected = new LogViewState(() => undefined).shown(all);
+    expect(text(state.shown(buffer.filtered(state.filter)))).toEqual(text(expected));
+  });
+
+  it('prepares the expanded rows too, and forgets the buffer of another run', () => {
+    const host = new FakeHost();
+    const state = new LogViewState(() => undefined, host);
+    state.setCollapsed(false);
+    const buffer = new LogBuffer();
+    for (const line of lines(3000)) {
+      buffer.push(line);
+    }
+    state.keepUp(buffer);
+    host.run();
+    expect(buffer.unread).toBe(0);
+    const other = new LogBuffer();
+    other.push(lines(1)[0] as LogLine);
+    state.keepUp(other);
+    state.reset(); // another run selected before the slice
+    host.run();
+    expect(other.unread).toBe(1);
+  });
+});

@@ -17,7 +17,7 @@ from jupyter_distributed.events import (
     count,
     each,
 )
-from jupyter_distributed.history import eventrows
+from jupyter_distributed.history import eventrows, grouprows
 from jupyter_distributed.history.store import RunRecord, Store
 
 
@@ -100,7 +100,7 @@ def test_lines_read_back_as_the_same_events_written_one_by_one(tmp_path: Path) -
     size = "LENGTH(CAST(text AS BLOB)) + LENGTH(gaps)"
     for store in (fast, slow):  # rows of several lines are never wider than ROW_BYTES
         span, widest = store._query(f"SELECT MAX(span), MAX({size}) FROM events")[0]  # noqa: S608
-        assert span < eventrows.SPAN and widest <= eventrows.ROW_BYTES
+        assert span < eventrows.SPAN and widest <= grouprows.ROW_BYTES
 
 
 def test_a_messages_lines_at_one_time_make_the_same_rows_as_one_by_one(tmp_path: Path) -> None:

@@ -28,16 +28,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from ..events import DisplayEvent, Event, MetricEvent, OutputEvent, Stream
+from .grouprows import ROW_BYTES, Group, Item
 from .rowkeys import Codes, Keys
 from .staterows import States, write_states
 
 #: The most seqs one row's events span. Readers rely on it: never lower it.
 SPAN = 4096
-
-#: The most bytes of text (or metric JSON) and gaps in one row, about: two such rows fill a
-#: 4 KiB page (SQLite's), where a longer row would spill into overflow pages and leave much of
-#: its own page empty, and shorter ones cost more in their own keys and index entries.
-ROW_BYTES = 2000
 
 #: Kinds whose events of one rank (and stream) are grouped into rows.
 GROUPED = ("output", "metric")
@@ -45,18 +41,6 @@ GROUPED = ("output", "metric")
 #: The columns readers select, in :class:`Row`'s order.
 COLUMNS = "seq, span, run, kind, rank, stream, t, gaps, text, data"
 _INSERT = f"INSERT INTO events ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"  # noqa: S608 - ours
-
-
-class Item(NamedTuple):
-    """One event as the table keeps it."""
-
-    run_id: str
-    kind: str
-    rank: int | None
-    t: float
-    stream: str | None = None
-    text: str | None = None
-    data: str | None = None  # metric: the values' JSON; other kinds: the event's JSON
 
 
 def item(ev: Event) -> Item:
@@ -124,7 +108,7 @@ def write(
     """Write items at the given (increasing) seqs, grouped into rows no wider than SPAN; the
     lines of :class:`Lines` take one seq each from theirs on. ``keys``: those known already."""
     codes = Codes(db, keys)
-    groups: dict[tuple[str, str, int | None, str | None], _Group] = {}
+    groups: dict[tuple[str, str, int | None, str | None], Group] = {}
     rows: list[tuple[Any, ...]] = []
     start = -SPAN
     for seq, it in numbered:
@@ -148,8 +132,8 @@ def write(
                 rows.append(group.row(codes))
                 group = None
             if group is None:
-                groups[key] = _Group(seq, it)
-        else:  # (a row of its own: what _Group(seq, it).row gives, without the group)
+                groups[key] = Group(seq, it)
+        else:  # (a row of its own: what Group(seq, it).row gives, without the group)
             stream = codes.code(it.stream) if it.stream is not None else None
             head = (seq, 0, codes.run(it.run_id), codes.code(it.kind), it.rank, stream, it.t)
             rows.append((*head, None, it.text, it.data))
@@ -161,7 +145,7 @@ def _write_lines(
     seq: int,
     it: Lines,
     start: int,
-    groups: dict[Any, _Group],
+    groups: dict[Any, Group],
     rows: list[tuple[Any, ...]],
     codes: Codes,
 ) -> int:
@@ -170,7 +154,8 @@ def _write_lines(
     i, count = 0, len(it.lines)
     key = (it.run_id, "output", it.rank, it.stream)
     if count > 1 and key not in groups and seq + count - 1 - start < SPAN:
-        group = _Group.joined(seq, it)  # (one read of a rank's pipe: one time, one row)
+        # (one read of a rank's pipe: one time, one row)
+        group = Group.joined(seq, it.run_id, it.rank, it.stream, it.lines)
         if group is not None:
             groups[key] = group
             return start
@@ -189,9 +174,9 @@ def _write_lines(
         t, text = it.lines[i]
         line = Item(it.run_id, "output", it.rank, t, it.stream, text)
         if "\n" in text:  # a row of its own
-            rows.append(_Group(seq + i, line).row(codes))
+            rows.append(Group(seq + i, line).row(codes))
         else:
-            groups[key] = _Group(seq + i, line)
+            groups[key] = Group(seq + i, line)
         i += 1
     return start
 
@@ -201,7 +186,7 @@ def _write_shared(
     seq: int,
     it: Shared,
     start: int,
-    groups: dict[Any, _Group],
+    groups: dict[Any, Group],
     rows: list[tuple[Any, ...]],
     codes: Codes,
 ) -> int:
@@ -237,7 +222,7 @@ def _write_shared(
 
 def _flush(
     db: sqlite3.Connection,
-    groups: dict[Any, _Group],
+    groups: dict[Any, Group],
     rows: list[tuple[Any, ...]],
     codes: Codes,
 ) -> None:
@@ -248,108 +233,3 @@ def _flush(
     db.executemany(_INSERT, rows)
     groups.clear()
     rows.clear()
-
-
-class _Group:
-    """The events of one row being made."""
-
-    __slots__ = ("first", "first_seq", "gaps", "last_seq", "last_us", "parts", "size")
-
-    def __init__(self, seq: int, it: Item) -> None:
-        self.first, self.first_seq, self.last_seq = it, seq, seq
-        self.last_us = round(it.t * 1e6)
-        self.parts = [it.text or it.data or ""]  # the events' text (output) or values (metric)
-        self.gaps = bytearray()
-        self.size = len(self.parts[0].encode())
-
-    @classmethod
-    def joined(cls, seq: int, it: Lines) -> _Group | None:
-        """The row :meth:`extend` would make of all of ``it``'s lines (from ``seq`` on), made
-        from their text joined once, where they are at one time and fit one row; else None."""
-        n = len(it.lines)
-        times, texts = zip(*it.lines, strict=True)
-        t = times[0]
-        if times.count(t) != n:
-            return None
-        joined = "\n".join(texts)
-        size = (len(joined) if joined.isascii() else len(joined.encode())) + 2 * (n - 1)
-        if size > ROW_BYTES or joined.count("\n") != n - 1:
-            return None
-        group = cls(seq, Item(it.run_id, "output", it.rank, t, it.stream, texts[0]))
-        group.parts, group.gaps, group.size = list(texts), bytearray(2 * (n - 1)), size
-        group.last_seq = seq + n - 1
-        return group
-
-    def add(self, seq: int, it: Item) -> bool:
-        """Add ``it`` unless the row would pass ROW_BYTES."""
-        us = round(it.t * 1e6)
-        mark = len(self.gaps)
-        _varint(self.gaps, seq - self.last_seq - 1)
-        _varint(self.gaps, _zigzag(us - self.last_us))
-        part = it.text or it.data or ""
-        size = self.size + len(part.encode()) + 1 + len(self.gaps) - mark
-        if size > ROW_BYTES:
-            del self.gaps[mark:]
-            return False
-        self.parts.append(part)
-        self.size, self.last_seq, self.last_us = size, seq, us
-        return True
-
-    def extend(self, seq: int, lines: Sequence[tuple[float, str]], i: int, stop: int) -> int:
-        """Add ``lines[i:stop]``, the first at ``seq`` and the others at the seqs after it,
-        while the row stays within ROW_BYTES and no line holds a ``\\n``; returns the index of
-        the first line not added. :meth:`add`'s work per line, inlined; a line at the time of
-        the one before it (the lines of one read of a rank's pipe) costs the least."""
-        gaps, parts = self.gaps, self.parts
-        size, last_us, step = self.size, self.last_us, seq - self.last_seq - 1
-        last_t = None  # the time of the line before (in this call), as it came
-        j, stop = i, min(stop, len(lines))
-        while j < stop:
-            t, text = lines[j]
-            if "\n" in text:
-                break
-            grown = (len(text) if text.isascii() else len(text.encode())) + 1
-            if t == last_t:  # the same time: its gaps are (0, 0)
-                grown += 2
-                if size + grown > ROW_BYTES:
-                    break
-                gaps += b"\0\0"
-            else:
-                us = round(t * 1e6)
-                mark = len(gaps)
-                _varint(gaps, step)
-                _varint(gaps, _zigzag(us - last_us))
-                grown += len(gaps) - mark
-                if size + grown > ROW_BYTES:
-                    del gaps[mark:]
-                    break
-                last_us, last_t, step = us, t, 0
-            parts.append(text)
-            size += grown
-            j += 1
-        if j > i:
-            self.size, self.last_us, self.last_seq = size, last_us, seq + (j - i) - 1
-        return j
-
-    def row(self, codes: Codes) -> tuple[Any, ...]:
-        first = self.first
-        stream = codes.code(first.stream) if first.stream is not None else None
-        run, kind = codes.run(first.run_id), codes.code(first.kind)
-        span = self.last_seq - self.first_seq
-        head = (self.last_seq, span, run, kind, first.rank, stream, first.t)
-        if len(self.parts) == 1:
-            return (*head, None, first.text, first.data)
-        if first.kind == "metric":
-            return (*head, bytes(self.gaps), None, "[" + ",".join(self.parts) + "]")
-        return (*head, bytes(self.gaps), "\n".join(self.parts), None)
-
-
-def _zigzag(step: int) -> int:
-    return step * 2 if step >= 0 else -step * 2 - 1
-
-
-def _varint(out: bytearray, value: int) -> None:
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)

@@ -24,7 +24,7 @@ import sqlite3
 from collections.abc import Iterator
 
 from . import eventrows, probestore, storefile
-from .eventrows import Item
+from .grouprows import Item
 
 
 class NewerStore(Exception):

@@ -32,6 +32,7 @@ from ..pids import pid_alive
 from . import eventrows, migrate, probestore, rankspans, reaper, rowkeys, staterows, storefile
 from .budget import Bounds
 from .coordination import Coordination
+from .grouprows import Item
 from .queries import Queries
 from .records import Control, JsonMemo, LogLine, RankRecord, RunRecord
 from .rowupdates import RowUpdates
@@ -204,7 +205,7 @@ class Store(Queries, Coordination, Bounds):
 
     def _create(
         self, db: sqlite3.Connection, run: RunRecord, coords: dict[int, dict[str, Any]] | None
-    ) -> eventrows.Item:
+    ) -> Item:
         """Insert the run's and its ranks' rows; returns its first event, to append."""
         dumps = self._json.dumps
         db.execute(

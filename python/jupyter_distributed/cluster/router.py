@@ -14,8 +14,8 @@ two, its control channel (``rN``) and its main thread's cell socket (``cN``, cel
 ends out, see ``worker/cellsocket.py``). Where ranks connect, and how the socket keeps others
 out, is the :mod:`.transport`'s business. Where every rank is on this machine, the cell sockets
 are Unix connections the I/O thread reads beside the ROUTER (:mod:`.cellpeers`), and a cell is
-written to them by the thread that sends it, not handed to the I/O thread. Rejected messages
-are logged at most a few times a minute, then counted (:mod:`.throttle`).
+written to them by the thread that sends it, not handed to the I/O thread (:mod:`.outbox`).
+Rejected messages are logged at most a few times a minute, then counted (:mod:`.throttle`).
 
 No message may pass the cap on a whole message that the last cell sent its ranks
 (``Distributed.max_message_mb``; ZeroMQ's ``MAXMSGSIZE`` bounds only each frame). A rank checks
@@ -28,7 +28,6 @@ from __future__ import annotations
 import logging
 import queue
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -39,17 +38,17 @@ from ..events import Recorded, count
 from ..history.store import Store
 from ..interface import RankInfo, RunWriter
 from ..ioloop import Batch, IoLoop
-from ..protocol.commands import MAIN_THREAD, Execute, Ping
+from ..protocol.commands import Execute, Ping
 from ..protocol.frames import MAX_MESSAGE, too_large
 from ..protocol.header import Message
 from ..protocol.packets import BadPacket, TooLarge
-from ..protocol.signing import KERNEL, Buffer, Signer, digest
+from ..protocol.signing import KERNEL, Buffer, Signer
 from .cellpeers import CellPeer, CellServer
 from .cellrun import RECORD_AFTER, CellRun
 from .decode import Ranks
 from .inbox import ChannelLost, Item, Show
 from .intake import Intake, Peer, Taken
-from .routes import Routes
+from .outbox import Outbox
 from .throttle import Throttled
 from .transport import Transport, listen
 
@@ -77,8 +76,6 @@ class Router:
         self.cell = CellRun()  # (I/O thread) the cell being run
         self.intake = Intake(self.ranks, self.cell, self._signer, self._rejected_from)
         self.board = self.intake.board  # stack answers go here, to whichever thread asked
-        self._send_lock = threading.Lock()
-        self._routes = Routes()  # (sending threads, under _send_lock's caller) who gets a cell
         self.rejected = Throttled()
         self.max_message = MAX_MESSAGE  # bytes of one message from a peer (the last cell's cap)
         self._ctx = zmq.Context()
@@ -95,6 +92,7 @@ class Router:
         self.address = self.listener.address
         self.curve = self.listener.curve
         self._loop = IoLoop(sock, self._on_batch, self._on_tick, self._failed, 50, name)
+        self._outbox = Outbox(self._loop, self._signer, self.intake, self.cell)
         self._cells: CellServer | None = None
         if self.listener.directory is not None and CellServer.supported():
             try:
@@ -114,44 +112,11 @@ class Router:
         self._loop.start()
 
     def send(self, ranks: Sequence[int], message: Message, buffers: Sequence[Buffer] = ()) -> None:
-        """Sign ``message`` once per rank (its buffers hashed once for all) and queue it. A rank
-        that has not been heard from yet has no connection to send on: it is skipped."""
-        header = message.to_header()
-        digests = [digest(b) for b in buffers]
-        peers, names, shared, reached = self._routes.of(
-            ranks, isinstance(message, MAIN_THREAD), self.intake
-        )
-        if isinstance(message, Execute):  # (before the cell leaves: its answers are awaited)
+        """Sign ``message`` once per rank and send it (see :class:`~.outbox.Outbox`); a cell
+        sets the cap on the messages that come back."""
+        if isinstance(message, Execute):
             self.max_message = message.max_message or self.max_message
-            sent = set(reached)
-            self._loop.call(lambda: self.cell.sent_to(sent), wake=False)
-        direct: list[tuple[CellPeer, list[Buffer]]] = []
-        locked: dict[CellPeer, None] = {}
-        with self._send_lock:  # counters leave in order, whichever thread sends
-            if shared:  # through relays: signed once for all, one message per relay
-                once = self._signer.pack_all(header, names, buffers, digests)
-                for relay in shared:
-                    self._loop.put([relay, *once], wake=False)
-                peers = []
-            signed = self._signer.pack_each(header, names, buffers, digests) if peers else []
-            for (_, peer), frames in zip(peers, signed, strict=True):
-                if isinstance(peer, CellPeer):
-                    direct.append((peer, frames))
-                else:
-                    self._loop.put([peer, *frames], wake=False)
-            for peer in dict.fromkeys(p for p, _ in direct):  # (the next sender's turn is after)
-                peer.lock.acquire()
-                locked[peer] = None
-        try:
-            for peer, frames in direct:  # written from this thread, at once
-                peer.send(frames)
-        finally:
-            for peer in locked:
-                peer.lock.release()
-        # once for all ranks; a cell written to every rank directly wakes nobody else: what
-        # it queued above runs when the I/O thread wakes for the first answer, or at its tick
-        if shared or len(direct) < len(peers) or not isinstance(message, Execute):
-            self._loop.wake()
+        self._outbox.send(ranks, message, buffers)
 
     def peer_count(self) -> int:
         """The connections the kernel holds to its ranks (to their relays, where they have

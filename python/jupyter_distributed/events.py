@@ -271,7 +271,7 @@ def count(events: Iterable[Recorded]) -> int:
         if isinstance(e, OutputLines)
         else len(e.ranks) * len(e.texts)
         if isinstance(e, SharedLines)
-        else len(e.states)
+        else e.count
         if isinstance(e, RankStates)
         else 1
         for e in events

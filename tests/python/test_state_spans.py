@@ -179,3 +179,18 @@ def test_an_older_reader_refuses_the_layout_and_an_older_store_reads_as_before(
         assert got == [(0, "done"), (1, "done")]
     finally:
         store.close()
+
+
+def test_states_not_recorded_are_counted_with_their_spans() -> None:
+    """What the history failed to write is counted state by state, the spans' ranks included
+    (the cell's note says how many events are not in the history)."""
+    from jupyter_distributed.events import count
+
+    spanned = RankStates(
+        "r",
+        0.0,
+        [(7, RankState.FAILED, "h", 70)],
+        [(0, 4, (RankState.RUNNING, RankState.DONE), "h", [1] * 5)],
+    )
+    assert spanned.count == 1 + 5 * 2
+    assert count([spanned]) == spanned.count == len(spanned.each())

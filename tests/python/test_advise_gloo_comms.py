@@ -8,8 +8,13 @@ gone on, and the same layout's measured peak moved by a unit from run to run."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,7 +39,8 @@ def _model() -> Any:
     return torch.nn.Sequential(*blocks, lin(32, 64))
 
 
-def _rank(rank: int, port: int, out: Any) -> None:
+def _rank(rank: int, port: int, out: str) -> None:
+    """One rank, in its own process: its findings in ``out``/<rank>.json."""
     import torch.distributed as dist
     from torch.distributed.fsdp import fully_shard
     from torch.profiler import ProfilerActivity, profile
@@ -69,8 +75,13 @@ def _rank(rank: int, port: int, out: Any) -> None:
         torch.equal(a.full_tensor(), b.full_tensor())
         for a, b in zip(ours.parameters(), theirs.parameters(), strict=True)
     )
-    out.put((rank, copies, [total - size for size, total in markers], same))
+    found = [rank, copies, [total - size for size, total in markers], same]
+    Path(out, f"{rank}.json").write_text(json.dumps(found))
     dist.destroy_process_group()
+    sys.stdout.flush()
+    os._exit(
+        0
+    )  # as a rank leaves (worker/leave.py): no teardown of gloo's and the profiler's threads
 
 
 def _train(model: Any, x: Any) -> None:
@@ -85,12 +96,36 @@ def _in(ops: list[str], prefix: str) -> bool:
     return any(o.startswith(prefix) for o in ops)
 
 
-def _run() -> list[tuple[int, int, list[int], bool]]:
-    import torch.multiprocessing as mp
+RANK = (
+    "import sys; sys.path.insert(0, sys.argv[4]); import {0} as t; "
+    "t._rank(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])"
+)
 
-    queue = mp.get_context("spawn").SimpleQueue()
-    mp.spawn(_rank, args=(_free_port(), queue), nprocs=2)  # type: ignore[attr-defined,no-untyped-call]
-    return [queue.get() for _ in range(2)]
+
+def _run() -> list[tuple[int, int, list[int], bool]]:
+    """Two ranks as plain processes (no multiprocessing: its resource tracker would outlive the
+    test as a child of this process), both ended whatever happens."""
+    here, port = str(Path(__file__).parent), str(_free_port())
+    with tempfile.TemporaryDirectory() as out:
+        code = RANK.format(Path(__file__).stem)
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", code, str(r), port, out, here],
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for r in range(2)
+        ]
+        try:
+            errors = [p.communicate(timeout=110)[1] for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        for p, err in zip(procs, errors, strict=True):
+            assert p.returncode == 0, err[-3000:]
+        return [tuple(json.loads(Path(out, f"{r}.json").read_text())) for r in range(2)]
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,9 @@
 /**
  * A bounded buffer of log lines with an incrementally maintained filtered
  * view: appending a line costs O(1) and re-reading the same filter only looks
- * at the lines added since, so a million lines stay cheap to follow.
+ * at the lines added since, so a million lines stay cheap to follow. A new
+ * filter reads the lines held from the newest back, so that read in parts its
+ * newest matches come first.
  */
 
 import type { LogLine } from './wire';
@@ -55,18 +57,22 @@ export class LogBuffer {
 
   /**
    * The lines that pass `filter`, oldest first. The returned array is reused
-   * and grown on later calls with an equal filter: treat it as read-only.
-   * With `done`, reading stops once it says so (checked every few hundred
-   * lines): the array then holds the matches of the lines read so far, and
-   * `unread` counts the others.
+   * and grown on later calls with an equal filter (a new one once older
+   * matches are found): treat it as read-only. With `done`, reading stops
+   * once it says so (checked every few hundred lines): the array then holds
+   * the matches of the lines read so far, and `unread` counts the others.
+   * Lines that came since the last call are read first, then a new filter's
+   * older lines, newest first.
    */
   filtered(filter: ILogFilter, done?: () => boolean): readonly LogLine[] {
     const key = filterKey(filter);
     const base = this._offset + this._start; // absolute index of the first line held
+    const end = this._offset + this._lines.length;
     if (!this._cache || this._cache.key !== key || this._cache.scanned < base) {
-      this._cache = { key, scanned: base, lines: [], firstAbs: [] };
+      this._cache = { key, low: end, scanned: end, lines: [], firstAbs: [] };
     }
     const cache = this._cache;
+    cache.low = Math.max(cache.low, base);
     // Forget matches that were dropped from the front.
     let drop = 0;
     while (drop < cache.firstAbs.length && (cache.firstAbs[drop] ?? 0) < base) {
@@ -77,7 +83,6 @@ export class LogBuffer {
       cache.firstAbs.splice(0, drop);
     }
     const match = matcher(filter);
-    const end = this._offset + this._lines.length;
     let abs = cache.scanned;
     while (abs < end) {
       const stop = done ? Math.min(end, abs + CHECK_EVERY) : end;
@@ -90,16 +95,53 @@ export class LogBuffer {
       }
       cache.scanned = abs;
       if (done?.()) {
-        break;
+        return cache.lines;
       }
     }
+    this._readBack(cache, base, match, done);
     return cache.lines;
   }
 
   /** Lines held that the last `filtered` call has not read yet (all of them before any call). */
   get unread(): number {
+    const base = this._offset + this._start;
     const end = this._offset + this._lines.length;
-    return end - Math.max(this._cache?.scanned ?? 0, this._offset + this._start);
+    const cache = this._cache;
+    if (!cache || cache.scanned < base) {
+      return end - base;
+    }
+    return end - cache.scanned + Math.max(0, cache.low - base);
+  }
+
+  /** A new filter's lines older than those read, newest first, down to the oldest held (or `done`). */
+  private _readBack(cache: IFilterCache, base: number, match: (line: LogLine) => boolean, done?: () => boolean): void {
+    const lines: LogLine[][] = [];
+    const firstAbs: number[][] = [];
+    let low = cache.low;
+    while (low > base) {
+      const from = done ? Math.max(base, low - CHECK_EVERY) : base;
+      const chunk: LogLine[] = [];
+      const at: number[] = [];
+      for (let abs = from; abs < low; abs++) {
+        const line = this._lines[abs - this._offset];
+        if (line && match(line)) {
+          chunk.push(line);
+          at.push(abs);
+        }
+      }
+      lines.push(chunk);
+      firstAbs.push(at);
+      low = from;
+      if (done?.()) {
+        break;
+      }
+    }
+    cache.low = low;
+    if (lines.some(chunk => chunk.length > 0)) {
+      // Chunks were read newest first: the oldest first, before the matches read before.
+      cache.lines = lines.reverse().flat().concat(cache.lines);
+      cache.firstAbs = firstAbs.reverse().flat().concat(cache.firstAbs);
+    }
   }
 
   private _compact(): void {
@@ -112,12 +154,19 @@ export class LogBuffer {
   private _start = 0;
   private _offset = 0;
   private _dropped = 0;
-  private _cache: {
-    key: string;
-    scanned: number;
-    lines: LogLine[];
-    firstAbs: number[];
-  } | null = null;
+  private _cache: IFilterCache | null = null;
+}
+
+/** The matches of one filter: those of the lines `[low, scanned)` (absolute indexes). */
+interface IFilterCache {
+  key: string;
+  /** The oldest line read (a new filter reads back from the newest). */
+  low: number;
+  /** One past the newest line read. */
+  scanned: number;
+  lines: LogLine[];
+  /** Each match's absolute index. */
+  firstAbs: number[];
 }
 
 function filterKey(filter: ILogFilter): string {

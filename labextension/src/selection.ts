@@ -31,7 +31,7 @@ export interface ISelectionHost {
 export class RunSelection {
   constructor(private readonly _host: ISelectionHost) {
     this.image = new ImageOpener(_host.now);
-    this.logView = new LogViewState(_host.now);
+    this.logView = new LogViewState(_host.now, undefined, _host.soon);
     this.shownRanks = new ShownRanks(_host.now);
     this.probePairs = new ProbePairs(id => _host.api.run(id), _host.soon);
   }

@@ -39,7 +39,7 @@ export const TAB_VIEWS: { readonly [T in Tab]: TabView } = {
   )),
   logs: ofRun((model, live) => (
     <LogsView
-      lines={model.logView.shown(live.logs.filtered(model.logView.filter))}
+      lines={model.logView.rows(live.logs)}
       version={live.version}
       filter={model.logView.filter}
       follow={model.logView.follow}

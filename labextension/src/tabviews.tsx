@@ -6,8 +6,8 @@
 import * as React from 'react';
 
 import { rankGroups, tileHasStacks } from './derive';
-import { BAND_RANKS } from './figures';
 import { LogsView } from './logsview';
+import { BAND_RANKS } from './manyranks';
 import type { DistributedModel } from './model';
 import { ThroughputView } from './plotsview';
 import { RanksView } from './ranksview';

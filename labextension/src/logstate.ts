@@ -12,6 +12,9 @@ import { type IShownLine, LogCollapse } from './logcollapse';
 import { type ISliceHost, SLICE_MS, Slices } from './slices';
 import type { LogLine } from './wire';
 
+/** Rows shown while a new filter is read: its newest matches read so far. */
+const SHOWN_WHILE_READING = 10_000;
+
 export class LogViewState {
   /**
    * @param changed - called after every change (the model re-renders)
@@ -63,18 +66,21 @@ export class LogViewState {
     this._buffer = buffer;
     const deadline = this._host.now() + SLICE_MS;
     const done = (): boolean => this._host.now() >= deadline;
-    const lines = buffer.filtered(this._filter, done);
-    let rows: readonly IShownLine[] = lines;
-    let over = buffer.unread === 0;
-    if (over && this._collapsed) {
-      const collapsed = this._collapse.rows(lines, done);
-      over = this._collapse.caughtUp;
-      rows = over ? collapsed : lines;
-    }
-    if (!over) {
+    buffer.read(this._filter, done);
+    if (buffer.unread > 0 || buffer.pending) {
       this._slices.request();
+      return buffer.newestRead(this._filter, SHOWN_WHILE_READING);
     }
-    return rows;
+    const lines = buffer.filtered(this._filter);
+    if (!this._collapsed) {
+      return lines;
+    }
+    const collapsed = this._collapse.rows(lines, done);
+    if (this._collapse.caughtUp) {
+      return collapsed;
+    }
+    this._slices.request();
+    return lines;
   }
 
   /**
@@ -84,12 +90,15 @@ export class LogViewState {
    * since (its first show on a run of 160,000 lines was one task of about 200 ms: RESULTS.md).
    */
   prepare(buffer: LogBuffer, done: () => boolean): boolean {
-    const lines = buffer.filtered(this._filter, done);
+    buffer.read(this._filter, done);
     if (buffer.unread > 0) {
       return false;
     }
+    if (!buffer.settle(done)) {
+      return false;
+    }
     if (this._collapsed) {
-      this._collapse.rows(lines, done);
+      this._collapse.rows(buffer.filtered(this._filter), done);
       return this._collapse.caughtUp;
     }
     return true;

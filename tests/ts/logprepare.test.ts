@@ -226,3 +226,38 @@ describe('a filter change on many lines', () => {
     expect(text(state.rows(buffer))).toEqual(text(new LogViewState(() => undefined).shown(matches(all))));
   });
 });
+
+describe('a filter read in parts while lines come and the oldest are dropped', () => {
+  it('ends with the same lines as the filter read at once', () => {
+    const all = lines(30_000);
+    const buffer = new LogBuffer(5000); // drops the oldest beyond 5,000 lines
+    const search = { ...ALL_LINES, search: 'rank-local' };
+    let next = 0;
+    const push = (n: number): void => {
+      for (const line of all.slice(next, next + n)) {
+        buffer.push(line);
+      }
+      next += n;
+    };
+    push(8000);
+    buffer.filtered(ALL_LINES);
+    let looks = 0;
+    const twoLooks = (): boolean => ++looks % 2 === 0; // a slice: new lines, then older ones
+    while (next < all.length) {
+      buffer.read(search, twoLooks);
+      if (looks % 3 === 0) {
+        buffer.settle(twoLooks);
+      }
+      if (looks % 2 === 0) {
+        buffer.newestRead(search, 100); // a render while reading
+      }
+      push(700);
+    }
+    while (buffer.unread > 0 || buffer.pending) {
+      buffer.read(search, () => true);
+      buffer.settle(() => true);
+    }
+    const held = all.slice(all.length - 5000);
+    expect(buffer.filtered(search)).toEqual(held.filter(l => l.text.includes('rank-local')));
+  });
+});

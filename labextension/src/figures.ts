@@ -1,17 +1,12 @@
 /**
  * The pure part of the panel's plotly figures: traces (plotly.js' JSON) from
- * the model's series, the many-rank view (a total, a min–max band with its
- * median, the stragglers highlighted, any other rank on request: `shownranks.ts`),
- * TensorBoard's smoothing, the figure's data as CSV text, and the layouts.
+ * the model's series (which ranks get one: `manyranks.ts`), TensorBoard's
+ * smoothing, the figure's data as CSV text, and the layouts.
  * No DOM and no plotly.js: `figureview.tsx` hands what these return to
  * `Plotly.react`.
  */
 
-import { rankColor } from './palette';
 import type { Series } from './runstate';
-
-/** Above this many ranks a plot shows the total, the band and the stragglers, not every rank. */
-export const BAND_RANKS = 16;
 
 /** How a trace's line is drawn: solid (the default), dashed (a total or a median), or dotted. */
 export type LineStyle = 'solid' | 'dash' | 'dot';
@@ -51,68 +46,6 @@ export interface IScatter {
   fill?: 'tonexty';
   fillcolor?: string;
   hovertemplate: string;
-}
-
-/**
- * One trace per rank at most `BAND_RANKS` ranks, the stragglers named and highlighted. Above, the total,
- * the band (min to max across ranks, and the median), the stragglers named and highlighted, and
- * the ranks the user asked to see (`shown`): a figure of a few traces however many ranks, so that
- * a 256-rank run redraws in a few milliseconds. `seriesOf` is asked only for the ranks drawn.
- */
-export function rankTraces(
-  total: IPlotTrace | null,
-  ranks: readonly number[],
-  seriesOf: (rank: number) => Series,
-  stragglers: ReadonlySet<number>,
-  band: () => { min: Series; median: Series; max: Series },
-  shown: ReadonlySet<number> = new Set()
-): IPlotTrace[] {
-  const sorted = [...ranks].sort((a, b) => a - b);
-  const out: IPlotTrace[] = total ? [total] : [];
-  const many = sorted.length > BAND_RANKS;
-  if (many) {
-    const { min, median, max } = band();
-    out.push(
-      { name: 'min rank', series: min, color: NEUTRAL, noLegend: true },
-      { name: 'min – max rank', series: max, color: NEUTRAL, fillToPrevious: true },
-      { name: 'median rank', series: median, color: NEUTRAL, line: 'dot' }
-    );
-  }
-  for (const rank of sorted) {
-    // A straggler is named and drawn thicker however many ranks: among 16 lines one 30 % slower
-    // is hard to see otherwise.
-    const slow = stragglers.has(rank);
-    if (many && !slow && !shown.has(rank)) {
-      continue;
-    }
-    const trace: IPlotTrace = {
-      name: slow ? `rank ${rank} (straggler)` : `rank ${rank}`,
-      series: seriesOf(rank),
-      color: rankColor(rank)
-    };
-    if (slow) {
-      trace.highlight = true;
-    }
-    out.push(trace);
-  }
-  return out;
-}
-
-/** The ranks named in `text` ("3, 17 40-42"), at most `max` of them; what is not a rank is skipped. */
-export function parseRanks(text: string, max = 32): Set<number> {
-  const out = new Set<number>();
-  for (const word of text.split(/[\s,]+/)) {
-    const range = /^(\d{1,6})(?:-(\d{1,6}))?$/.exec(word);
-    if (!range) {
-      continue;
-    }
-    const lo = Number(range[1]);
-    const hi = range[2] === undefined ? lo : Number(range[2]);
-    for (let r = lo; r <= hi && out.size < max; r++) {
-      out.add(r);
-    }
-  }
-  return out;
 }
 
 /**

@@ -1,8 +1,8 @@
 /**
  * The panel's model: owns all I/O (REST polling with backoff that stands by
- * while the panel is hidden, the live event stream of the selected run,
- * control actions, the saved panel state) and tells views when to re-render,
- * a few times per second at most. No DOM.
+ * while the panel is hidden, the selected run's snapshot and live event
+ * stream through `selection.ts`, control actions, the saved panel state) and
+ * tells views when to re-render, a few times per second at most. No DOM.
  */
 
 import { ServerConnection } from '@jupyterlab/services';
@@ -14,18 +14,18 @@ import { RunActions } from './actions';
 import { AdviceCells, type INotebookCells } from './advicecells';
 import { DistributedApi } from './api';
 import { DEFAULT_CONFIG, type IPanelConfig, pollFrequency } from './config';
-import { ImageOpener } from './image';
-import { LogViewState } from './logstate';
+import type { ImageOpener } from './image';
+import type { LogViewState } from './logstate';
 import { type IStateStore, loadPanelState, savePanelState } from './panelstate';
 import { type INotebookKernels, ProbeAction } from './probe';
-import { ProbePairs } from './probepairs';
+import type { ProbePairs } from './probepairs';
 import { STRAGGLER_THRESHOLD } from './rates';
-import { RunLive } from './runstate';
-import { ShownRanks } from './shownranks';
-import { EventStream, type ISeqEvent } from './stream';
+import type { RunLive } from './runstate';
+import { RunSelection } from './selection';
+import type { ShownRanks } from './shownranks';
 import type { Tab } from './tabs';
 import { Throttle } from './throttle';
-import { isRunActive, type LogLine, type Run } from './wire';
+import type { LogLine, Run } from './wire';
 
 export { type IStateStore, STATE_KEY } from './panelstate';
 
@@ -50,13 +50,23 @@ export class DistributedModel implements IDisposable {
   constructor(options: IModelOptions = {}) {
     const settings = options.settings ?? ServerConnection.makeSettings();
     this.api = new DistributedApi(settings);
-    this._WebSocket = settings.WebSocket;
     this._state = options.state ?? null;
     this._config = options.config ?? DEFAULT_CONFIG;
     this._throttle = new Throttle(() => this._changed.emit(), options.throttle ?? 250);
-    this.image = new ImageOpener(() => this._throttle.now());
-    this.logView = new LogViewState(() => this._throttle.now());
-    this.shownRanks = new ShownRanks(() => this._throttle.now());
+    this._selection = new RunSelection({
+      api: this.api,
+      WebSocket: settings.WebSocket,
+      runs: () => this._runs,
+      failed: message => {
+        this._error = message;
+      },
+      soon: () => this._throttle.soon(),
+      now: () => this._throttle.now()
+    });
+    this.image = this._selection.image;
+    this.logView = this._selection.logView;
+    this.shownRanks = this._selection.shownRanks;
+    this.probePairs = this._selection.probePairs;
     this.actions = new RunActions(
       this.api,
       () => this.selectedRun,
@@ -65,7 +75,10 @@ export class DistributedModel implements IDisposable {
       {
         confirmStop: options.confirmStop,
         changed: () => this._throttle.now(),
-        runOf: id => (this._live?.run?.id === id ? this._live.run : (this._runs.find(r => r.id === id) ?? null))
+        runOf: id => {
+          const run = this.live?.run;
+          return run?.id === id ? run : (this._runs.find(r => r.id === id) ?? null);
+        }
       }
     );
     this.now = options.now ?? (() => Date.now() / 1000);
@@ -73,10 +86,6 @@ export class DistributedModel implements IDisposable {
     this.probe = options.kernels ? new ProbeAction(options.kernels, this) : null;
     this.probe?.changed.connect(() => this._throttle.now());
     this.adviceCells = options.cells ? new AdviceCells(options.cells, () => this._throttle.now()) : null;
-    this.probePairs = new ProbePairs(
-      id => this.api.run(id),
-      () => this._throttle.soon()
-    );
     this._poll = new Poll({
       name: 'jupyter-distributed:runs',
       factory: () => this.refresh(),
@@ -131,16 +140,16 @@ export class DistributedModel implements IDisposable {
   }
 
   get selectedId(): string | null {
-    return this._selectedId;
+    return this._selection.id;
   }
 
   get selectedRun(): Run | null {
-    return this._live?.run ?? this._runs.find(r => r.id === this._selectedId) ?? null;
+    return this.live?.run ?? this._runs.find(r => r.id === this.selectedId) ?? null;
   }
 
   /** The live state of the selected run. */
   get live(): RunLive | null {
-    return this._live;
+    return this._selection.live;
   }
 
   get tab(): Tab {
@@ -171,10 +180,8 @@ export class DistributedModel implements IDisposable {
   }
 
   /** Open the image of a display's log line of the selected run (from the history). */
-  async openImage(line: LogLine): Promise<void> {
-    if (this._selectedId !== null) {
-      await this.image.open(this.api, this._selectedId, line);
-    }
+  openImage(line: LogLine): Promise<void> {
+    return this._selection.openImage(line);
   }
 
   get isDisposed(): boolean {
@@ -199,29 +206,10 @@ export class DistributedModel implements IDisposable {
 
   /** Show one run: its ranks snapshot, then every event of it through the live stream. */
   select(id: string | null): void {
-    if (id === this._selectedId && (id === null || this._live)) {
-      return;
+    if (this._selection.select(id)) {
+      this._save();
+      this._throttle.now();
     }
-    this._stream?.dispose();
-    this._stream = null;
-    this._selectedId = id;
-    this._live = id === null ? null : new RunLive(id);
-    this.logView.reset();
-    this.shownRanks.forRun(id);
-    this.image.close();
-    this._opening = id !== null;
-    this._save();
-    if (id !== null) {
-      const live = this._live as RunLive;
-      void this._open(live);
-      const stream = new EventStream({
-        url: after => this.api.streamUrl(id, after),
-        WebSocket: this._WebSocket
-      });
-      stream.received.connect(this._onEvents, this);
-      this._stream = stream;
-    }
-    this._throttle.now();
   }
 
   /** Refresh the runs list (the poll calls this); selects a run started since the panel opened. */
@@ -241,16 +229,10 @@ export class DistributedModel implements IDisposable {
     if (newest && newest.started >= this._openedAt && !this._autoSelected.has(newest.id)) {
       this._autoSelected.add(newest.id);
       this.select(newest.id);
-    } else if (this._selectedId !== null && !this._live?.run) {
-      this.select(this._selectedId);
+    } else if (this.selectedId !== null && !this.live?.run) {
+      this.select(this.selectedId);
     }
-    const live = this._live;
-    if (live?.run && isRunActive(live.run.state)) {
-      await this._loadRun(live);
-    }
-    if (!this._opening) {
-      this._followProbe();
-    }
+    await this._selection.refreshed();
     this._throttle.soon();
   }
 
@@ -262,8 +244,7 @@ export class DistributedModel implements IDisposable {
     this._poll.dispose();
     this.actions.dispose();
     this.probe?.dispose();
-    this._stream?.dispose();
-    this.logView.dispose();
+    this._selection.dispose();
     this._throttle.stop();
     Signal.clearData(this);
   }
@@ -271,7 +252,7 @@ export class DistributedModel implements IDisposable {
   /** A deleted run: out of the list and no longer selected. */
   private _forget(id: string): void {
     this._runs = this._runs.filter(run => run.id !== id);
-    if (this._selectedId === id) {
+    if (this.selectedId === id) {
       this.select(null);
     }
   }
@@ -283,73 +264,33 @@ export class DistributedModel implements IDisposable {
     this._throttle.soon();
   }
 
-  /** A new selection's first snapshot, then its probe's pairs if the snapshot did not bring them. */
-  private async _open(live: RunLive): Promise<void> {
-    await this._loadRun(live);
-    if (live === this._live) {
-      this._opening = false;
-      this._followProbe();
-    }
-  }
-
-  /** Fetch the pairs of the selected run's probe when the list has it without them. */
-  private _followProbe(): void {
-    this.probePairs.follow(this._runs.find(r => r.id === this._selectedId) ?? null);
-  }
-
-  private async _loadRun(live: RunLive): Promise<void> {
-    try {
-      const reply = await this.api.run(live.runId);
-      if (live === this._live) {
-        live.setSnapshot(reply);
-        this.probePairs.offer(reply.run);
-        this._throttle.soon();
-      }
-    } catch (error) {
-      this._error = (error as Error).message;
-      this._throttle.soon();
-    }
-  }
-
-  private _onEvents(_: EventStream, items: ISeqEvent[]): void {
-    this._live?.apply(items);
-    if (this._live) {
-      this.logView.keepUp(this._live.logs);
-    }
-    this._throttle.soon();
-  }
-
   private async _restore(): Promise<void> {
     const saved = await loadPanelState(this._state);
     // A choice the user made before the state arrived wins.
     if (saved.tab && this._tab === 'runs') {
       this._tab = saved.tab;
     }
-    if (saved.run && this._selectedId === null) {
-      this._selectedId = saved.run; // Loaded once the runs list arrives.
+    if (saved.run) {
+      this._selection.restore(saved.run); // Loaded once the runs list arrives.
     }
     this._throttle.now();
   }
 
   private _save(): void {
-    savePanelState(this._state, { run: this._selectedId, tab: this._tab });
+    savePanelState(this._state, { run: this.selectedId, tab: this._tab });
   }
 
   private _runs: Run[] = [];
   private _loaded = false;
   private _error = '';
-  private _selectedId: string | null = null;
-  private _live: RunLive | null = null;
-  /** The selected run's first snapshot is under way (it may bring its probe's pairs). */
-  private _opening = false;
+  /** The selected run and its I/O. */
+  private _selection: RunSelection;
   private _tab: Tab = 'runs';
   private _hidden = false;
   private _disposed = false;
   private _openedAt: number;
   private _autoSelected = new Set<string>();
-  private _stream: EventStream | null = null;
   private _poll: Poll;
-  private _WebSocket: typeof WebSocket;
   private _state: IStateStore | null;
   private _config: IPanelConfig;
   private _stragglerThreshold = STRAGGLER_THRESHOLD;

@@ -3,14 +3,15 @@
  * on every render): samples/s in total and per rank, and each metric per
  * rank; above `BAND_RANKS` ranks the total, a band (min, median, max across
  * ranks) and the stragglers, every other rank hidden until its legend entry
- * is clicked (`figures.ts`). Across-rank lines come from the run's per-second
+ * is clicked (`manyranks.ts`). Across-rank lines come from the run's per-second
  * statistics (`secondstats.ts`), kept up to date as samples arrive; what a
  * long run's first draw must compute first can be done in slices
  * (`samplesReady`, `metricReady`).
  */
 
 import { acrossRanks, GPU_MEM_METRIC, GPU_UTIL_METRIC, runDataParallelDegree } from './derive';
-import { BAND_RANKS, type IPlotTrace, NEUTRAL, rankTraces } from './figures';
+import { type IPlotTrace, NEUTRAL } from './figures';
+import { BAND_RANKS, rankTraces } from './manyranks';
 import type { RunLive, Series } from './runstate';
 import { lowerBound, type SecondStats } from './secondstats';
 

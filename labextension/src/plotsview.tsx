@@ -10,10 +10,11 @@ import * as React from 'react';
 
 import { lastSeconds, rankRates } from './derive';
 import { LabelledInput } from './field';
-import { BAND_RANKS, figureCsv, type IPlotTrace, lineLayout, scatterData, type XScale } from './figures';
+import { figureCsv, type IPlotTrace, lineLayout, scatterData, type XScale } from './figures';
 import { Figure } from './figureview';
 import { extent, formatBytes, logAxis } from './lineplot';
 import { roundedEnd } from './livepoints';
+import { BAND_RANKS } from './manyranks';
 import { metricReady, metricTraces, metricUnit, runEnd, samplesReady, samplesTraces } from './plotdata';
 import { RankPicker } from './rankpicker';
 import { STRAGGLER_THRESHOLD, stragglers } from './rates';

@@ -6,7 +6,7 @@
  * emptied when another run is selected. No DOM.
  */
 
-import { parseRanks } from './figures';
+import { parseRanks } from './manyranks';
 
 /** The most ranks shown as their own lines at once: a figure of a few traces stays fast. */
 export const MAX_SHOWN = 32;

@@ -6,8 +6,8 @@
 import * as React from 'react';
 
 import { rankGroups, tileHasStacks } from './derive';
-import { BAND_RANKS } from './figures';
 import { LogsView } from './logsview';
+import { BAND_RANKS } from './manyranks';
 import type { DistributedModel } from './model';
 import { ThroughputView } from './plotsview';
 import { RanksView } from './ranksview';
@@ -39,7 +39,7 @@ export const TAB_VIEWS: { readonly [T in Tab]: TabView } = {
   )),
   logs: ofRun((model, live) => (
     <LogsView
-      lines={model.logView.shown(live.logs.filtered(model.logView.filter))}
+      lines={model.logView.rows(live.logs)}
       version={live.version}
       filter={model.logView.filter}
       follow={model.logView.follow}

@@ -4,7 +4,9 @@
  * Each interface here mirrors a JSON document that the server extension
  * (`python/jupyter_distributed/server/`) sends, field for field, with the
  * Python snake_case names kept: runs and ranks from `store.py`, events from
- * `events.py` (`to_json`), failures from `errors.py` (`RankFailure.to_json`).
+ * `events.py` (`to_json`). What ranks report inside them (a failure, stacks,
+ * a probe's pairs) is in `wirereports.ts`, re-exported here: every wire type
+ * is imported from this module.
  *
  * `tests/wire/*.json` holds one real document of each kind, written by
  * `tests/python/test_wire.py` from the Python code; `tests/ts/wire.test.ts`
@@ -12,6 +14,10 @@
  */
 
 import type { JSONObject } from '@lumino/coreutils';
+
+import type { RankFailure, RankStacks } from './wirereports';
+
+export type { GroupFlight, ProbePair, ProbeSummary, RankFailure, RankStacks, ThreadStack } from './wirereports';
 
 /**
  * The version of the REST API this panel speaks (`version` in `GET runs`).
@@ -62,40 +68,6 @@ export interface Run {
   sweep_id: string;
   /** The id of the Jupyter kernel that ran it; "" when it ran outside a kernel. */
   kernel_id: string;
-}
-
-/** One pair of ranks that `%distributed probe` measured (`probe.assemble`). */
-export interface ProbePair {
-  a: number;
-  b: number;
-  link: 'intra' | 'inter';
-  latency_us: number;
-  bandwidth_gbs: number;
-  median_latency_us: number;
-  median_bandwidth_gbs: number;
-}
-
-/**
- * `summary.probe` of a run of `%distributed probe` (`probe.assemble`).
- * `GET runs/<id>` has `pairs`, one per pair of ranks (32,640 at 256 ranks:
- * megabytes); `GET runs`, which the panel polls, leaves them out and gives
- * their number, `pair_count`.
- */
-export interface ProbeSummary {
-  run_id: string;
-  library: string;
-  world_size: number;
-  /** By rank. */
-  hosts: string[];
-  /** By link: intra, inter. */
-  groups: { [link: string]: { pairs: number; latency_us: number; bandwidth_gbs: number; min_bandwidth_gbs: number } };
-  allreduce: { bytes: number; seconds: number; algbw_gbs: number; busbw_gbs: number }[];
-  rank_seconds: number;
-  seconds: number;
-  /** `GET runs/<id>` only. */
-  pairs?: ProbePair[];
-  /** `GET runs` only. */
-  pair_count?: number;
 }
 
 /**
@@ -183,27 +155,6 @@ export interface MetricsReply {
   next: number;
 }
 
-/** `errors.RankFailure.to_json` */
-export interface RankFailure {
-  rank: number;
-  t: number;
-  host: string;
-  pid: number | null;
-  ename: string;
-  evalue: string;
-  traceback: string[];
-  exit_code: number | null;
-  /** The number of the signal that killed the rank (`errors.RankFailure.signal`). */
-  signal: number | null;
-  kind: 'exception' | 'exit' | 'timeout' | 'interrupted';
-  /** Who sent the signal, when known ("the out-of-memory killer (RSS … of … when killed)"). */
-  cause?: string;
-  /** Lines after the traceback (a CUDA out-of-memory error's memory picture). */
-  notes?: string[];
-  /** The rank's last lines of output before it died. */
-  last_lines?: string[];
-}
-
 export interface RunEvent {
   kind: 'run';
   run_id: string;
@@ -245,37 +196,6 @@ export interface ErrorEvent {
   rank: number;
   t: number;
   failure: RankFailure;
-}
-
-/** One thread of a rank (`protocol.stacks.ThreadStack`); frames outermost first. */
-export interface ThreadStack {
-  name: string;
-  main: boolean;
-  /** [file, line, function, module, source line] */
-  frames: [string, number, string, string, string][];
-}
-
-/** One process group in torch's flight recorder on one rank (`protocol.flight.GroupFlight`);
- * sequence ids are -1 when none (or unknown). */
-export interface GroupFlight {
-  group: string;
-  enqueued: number;
-  started: number;
-  completed: number;
-  /** collectives still active: [sequence id, op, input sizes] */
-  active: [number, string, number[][]][];
-}
-
-/** Every thread of one rank (`protocol.stacks.RankStacks`). */
-export interface RankStacks {
-  rank: number;
-  threads: ThreadStack[];
-  stage: string;
-  /** channel: its I/O thread answered; faulthandler: a signal dump (the GIL was held); none */
-  source: 'channel' | 'faulthandler' | 'none';
-  error: string;
-  /** torch's flight recorder per process group; absent when the rank had none */
-  flight?: GroupFlight[];
 }
 
 /** Where ranks were when their stacks were taken (`events.StacksEvent`). */

@@ -1,19 +1,17 @@
 import { describe, expect, it } from 'vitest';
 
 import {
-  BAND_RANKS,
   figureCsv,
   fileName,
   lineLayout,
   NEUTRAL,
-  parseRanks,
-  rankTraces,
   scatterData,
   smooth,
   uidOf,
   withAlpha
 } from '../../labextension/src/figures';
 import { heatmapData, matrixCsv } from '../../labextension/src/heatmapdata';
+import { BAND_RANKS, parseRanks, rankTraces } from '../../labextension/src/manyranks';
 import { rankColor } from '../../labextension/src/palette';
 import { metricUnit, samplesTraces } from '../../labextension/src/plotdata';
 import { RedrawGate, XLink } from '../../labextension/src/redraw';

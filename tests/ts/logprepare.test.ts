@@ -165,3 +165,99 @@ describe('the Logs tab’s rows, prepared before the tab is shown', () => {
     expect(other.unread).toBe(1);
   });
 });
+
+describe('a filter change on many lines', () => {
+  const search = { ...ALL_LINES, search: 'rank-local' };
+  const matches = (all: LogLine[]): LogLine[] => all.filter(l => l.text.includes('rank-local'));
+
+  it('reads a new filter from the newest line back, so that its newest matches come first', () => {
+    const all = lines(20_000);
+    const buffer = new LogBuffer();
+    for (const line of all) {
+      buffer.push(line);
+    }
+    buffer.filtered(ALL_LINES); // every line read with the old filter
+    const first = buffer.filtered(search, () => true); // one look: a part only
+    expect(buffer.unread).toBeGreaterThan(0);
+    expect(first.length).toBeGreaterThan(0);
+    expect(first.length).toBeLessThan(matches(all).length);
+    expect(first).toEqual(matches(all).slice(-first.length)); // the newest, oldest first
+    buffer.push({ seq: 20_000, rank: 0, t: 1e4, stream: 'stdout', text: 'rank-local new' });
+    while (buffer.unread > 0) {
+      buffer.filtered(search, () => true);
+    }
+    expect(buffer.filtered(search).map(l => l.seq)).toEqual([...matches(all).map(l => l.seq), 20_000]);
+  });
+
+  it('applies a filter in slices, showing its newest matches at once and every one in the end', () => {
+    const host = new FakeHost();
+    let progressed = 0;
+    const state = new LogViewState(
+      () => undefined,
+      host,
+      () => progressed++
+    );
+    const buffer = new LogBuffer();
+    const all = lines(60_000);
+    for (const line of all) {
+      buffer.push(line);
+    }
+    state.keepUp(buffer);
+    host.run();
+    host.step = 0.5; // each look at the clock: half a ms of work
+    host.tasks = 0;
+    state.setFilter({ search: 'rank-local' });
+    const shown = state.rows(buffer); // the panel's render: at most a slice's reading
+    expect(buffer.unread).toBeGreaterThan(0);
+    expect(shown.length).toBeGreaterThan(0);
+    expect(shown.at(-1)).toBe(matches(all).at(-1));
+    const read: number[] = [];
+    let before = buffer.unread;
+    while (host.queue.length) {
+      host.tasks++;
+      (host.queue.shift() as () => void)();
+      read.push(before - buffer.unread);
+      before = buffer.unread;
+    }
+    expect(host.tasks).toBeGreaterThan(2); // in several tasks, not one
+    // A slice reads what fits in its time: a look at the clock every 1,024 lines.
+    expect(Math.max(...read)).toBeLessThanOrEqual(1024 * (SLICE_MS / host.step + 1));
+    expect(progressed).toBeGreaterThan(0);
+    expect(text(state.rows(buffer))).toEqual(text(new LogViewState(() => undefined).shown(matches(all))));
+  });
+});
+
+describe('a filter read in parts while lines come and the oldest are dropped', () => {
+  it('ends with the same lines as the filter read at once', () => {
+    const all = lines(30_000);
+    const buffer = new LogBuffer(5000); // drops the oldest beyond 5,000 lines
+    const search = { ...ALL_LINES, search: 'rank-local' };
+    let next = 0;
+    const push = (n: number): void => {
+      for (const line of all.slice(next, next + n)) {
+        buffer.push(line);
+      }
+      next += n;
+    };
+    push(8000);
+    buffer.filtered(ALL_LINES);
+    let looks = 0;
+    const twoLooks = (): boolean => ++looks % 2 === 0; // a slice: new lines, then older ones
+    while (next < all.length) {
+      buffer.read(search, twoLooks);
+      if (looks % 3 === 0) {
+        buffer.settle(twoLooks);
+      }
+      if (looks % 2 === 0) {
+        buffer.newestRead(search, 100); // a render while reading
+      }
+      push(700);
+    }
+    while (buffer.unread > 0 || buffer.pending) {
+      buffer.read(search, () => true);
+      buffer.settle(() => true);
+    }
+    const held = all.slice(all.length - 5000);
+    expect(buffer.filtered(search)).toEqual(held.filter(l => l.text.includes('rank-local')));
+  });
+});

@@ -56,7 +56,11 @@ def _step_of(module: Any, batch: Any, optimizer: str) -> Parts:
     saved_units = tuple(max(0, u) for u in units)
     acts = by["Total"] - p - g - o
     bw = _backward_peaks(tracker, children, held)
-    return Parts(p, g, o, acts, boundary, max(0, saved), saved_units, held, min(loss[0], acts), bw)
+    loss_peak = min(loss[0], acts)
+    fed = batch.numel() * batch.element_size()
+    return Parts(
+        p, g, o, acts, boundary, max(0, saved), saved_units, held, loss_peak, bw, loss[0], fed
+    )
 
 
 def _backward_peaks(tracker: Any, children: list[Any], held: tuple[int, ...]) -> tuple[int, ...]:
@@ -186,13 +190,17 @@ def layout_memory(
         best: Memory | None = None
         for s, part in enumerate(stages):
             in_flight = min(microbatches, pp - s) if interleaved else microbatches
-            # the input received from the stage before and its gradient sent back; the
-            # gradient of its own output received from the stage after
+            # the schedule's buffers, one per microbatch and allocated once: the inputs received
+            # from the stage before; the gradients of its own outputs received from the stage
+            # after (the one in backward is in the traced backward's peak)
             received = stages[s - 1].boundary if s > 0 else 0
-            buffers = 2 * received + (part.boundary if s < pp - 1 else 0)
-            if s == pp - 1:  # the schedule keeps every microbatch's output to merge them
-                buffers += (microbatches - in_flight) * part.boundary
-            m = _stage_memory(part, in_flight, microbatches, buffers, optimizer_states, margin)
+            last = s == pp - 1
+            buffers = microbatches * received + (0 if last else (microbatches - 1) * part.boundary)
+            # and the step's whole batch, which every stage's rank holds (the helper's step
+            # takes it on every rank; the first stage splits it into microbatches)
+            buffers += microbatches * stages[0].inputs
+            states = optimizer_states
+            m = _stage_memory(part, in_flight, microbatches, buffers, states, margin, last)
             best = m if best is None or m.total > best.total else best
         assert best is not None  # noqa: S101 (a layout has at least one stage)
         return best
@@ -209,32 +217,48 @@ def layout_memory(
 
 
 def _stage_memory(
-    part: Parts, in_flight: int, microbatches: int, buffers: int, states: int, margin: float
+    part: Parts,
+    in_flight: int,
+    microbatches: int,
+    buffers: int,
+    states: int,
+    margin: float,
+    last: bool,
 ) -> Memory:
-    """A pipeline stage's worst moment: its backward, with the other microbatches in flight
-    keeping what their forwards saved, or its optimizer's step."""
+    """A pipeline stage's worst moment: a microbatch's backward, with the others in flight
+    keeping what their forwards saved and their outputs; its optimizer's step; on the last
+    stage, the schedule's merge of every microbatch's output (which it keeps to the end)."""
     held = min(part.optim, states * part.params)  # the optimizer's state, no temporaries
-    waiting = (in_flight - 1) * part.saved
+    b = part.boundary
+    # the first microbatch's backward: no gradient yet, the others in flight keeping their
+    # saved activations and outputs; a later one's: the whole gradient, one fewer in flight (the
+    # last stage keeps every output, the backwarded ones' too)
+    waiting = (in_flight - 1) * (part.saved + b)
+    later_n = min(in_flight, microbatches - 1) - 1
+    later = later_n * part.saved + ((microbatches - 1) * b if last else later_n * b)
+    merged = 2 * microbatches * b if last else 0  # every output and their concatenation
+    worst = with_margin(part.params, part.params, held, merged, buffers, margin)
     # at the step's peak the optimizer holds temporaries the size of a parameter, more than its
     # 4-byte step counters
     if part.optim - held <= held // 100 or not part.unit_bw:  # the traced peak is in backward
-        # a microbatch after the first runs its backward with the gradients of the ones before
-        # already accumulated (and, on the last stage, the outputs of the others kept): the
-        # traced peak of one microbatch may predate them
-        grads = part.params if microbatches > 1 else part.grads
-        acts = part.activations + waiting
-        return with_margin(part.params, grads, part.optim, acts, buffers, margin)
+        acts = part.activations
+        worst = _worse(worst, with_margin(part.params, part.grads, part.optim, acts + waiting,
+                                          buffers, margin))  # fmt: skip
+        if microbatches > 1:
+            rest = with_margin(part.params, part.params, part.optim, acts + later, buffers, margin)
+            worst = _worse(worst, rest)
+        return worst
     # the traced peak is the optimizer's step (its temporaries in part.optim); the backward's
     # worst moment is then a child's own peak (its gradients as computed included) or the loss's
-    worst = with_margin(part.params, part.params, part.optim, part.activations, buffers, margin)
-    for c, bw in enumerate((*part.unit_bw, part.loss_peak)):
+    # (the traced step holds its one output: on a stage before the last, the last gradient
+    # buffer's size; the last stage holds every microbatch's output)
+    step = part.activations + ((microbatches - 1) * b if last else 0)
+    worst = _worse(worst, with_margin(part.params, part.params, part.optim, step, buffers, margin))
+    for c, bw in enumerate((*part.unit_bw, max(part.loss_peak, part.loss_bw))):
         after = sum(part.unit_bytes[c + 1 :])
-        # the first microbatch's backward: no gradient yet, the others in flight keeping what
-        # their forwards saved; a later one's: the whole gradient, one fewer in flight
         first = with_margin(part.params, after, held, bw + waiting, buffers, margin)
         worst = _worse(worst, first)
         if microbatches > 1:
-            later = (min(in_flight, microbatches - 1) - 1) * part.saved
             rest = with_margin(part.params, part.params, held, bw + later, buffers, margin)
             worst = _worse(worst, rest)
     return worst

@@ -23,6 +23,10 @@ class Parts:
     # optimizer's state and the gradients of the children after it (its own gradients as they
     # are computed, the saved activations, the temporaries)
     unit_bw: tuple[int, ...] = ()
+    # the loss's own backward at its peak, not capped at the step's traced peak (which may be the
+    # optimizer's step, with fewer activations): its temporaries the size of the output
+    loss_bw: int = -1
+    inputs: int = 0  # bytes of the batch it was traced on
 
     @property
     def total(self) -> int:

@@ -98,6 +98,8 @@ def _between(a: Parts, b: Parts, w: float) -> Parts:
         boundary=at(a.boundary, b.boundary),
         saved=at(a.saved, b.saved),
         loss_peak=at(a.loss_peak, b.loss_peak),
+        loss_bw=at(a.loss_bw, b.loss_bw),
+        inputs=at(a.inputs, b.inputs),
         unit_saved=tuple(at(x, y) for x, y in zip(a.unit_saved, b.unit_saved, strict=True)),
         unit_bw=tuple(at(x, y) for x, y in zip(a.unit_bw, b.unit_bw, strict=True)),
     )

@@ -10,26 +10,19 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from . import glooranks
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed.fsdp")
 
 STEPS = 40  # forwards, each gathering 4 units; the last one's buffers were late in ~1 in 3
 MARK = 99_991  # bytes of the tensor allocated after each forward (no other has this size)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _model() -> Any:
@@ -96,41 +89,9 @@ def _in(ops: list[str], prefix: str) -> bool:
     return any(o.startswith(prefix) for o in ops)
 
 
-RANK = (
-    "import sys; sys.path.insert(0, sys.argv[4]); import {0} as t; "
-    "t._rank(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])"
-)
-
-
-def _run() -> list[tuple[int, int, list[int], bool]]:
-    """Two ranks as plain processes (no multiprocessing: its resource tracker would outlive the
-    test as a child of this process), both ended whatever happens."""
-    here, port = str(Path(__file__).parent), str(_free_port())
-    with tempfile.TemporaryDirectory() as out:
-        code = RANK.format(Path(__file__).stem)
-        procs = [
-            subprocess.Popen(
-                [sys.executable, "-c", code, str(r), port, out, here],
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for r in range(2)
-        ]
-        try:
-            errors = [p.communicate(timeout=110)[1] for p in procs]
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-        for p, err in zip(procs, errors, strict=True):
-            assert p.returncode == 0, err[-3000:]
-        return [tuple(json.loads(Path(out, f"{r}.json").read_text())) for r in range(2)]
-
-
 @pytest.fixture(scope="module")
 def ranks() -> list[tuple[int, int, list[int], bool]]:
-    return _run()
+    return [tuple(r) for r in glooranks.run(_rank)]
 
 
 def test_the_reduce_scatter_does_not_copy_its_input(ranks: Any) -> None:

@@ -6,10 +6,12 @@ outputs (logits) the prediction that counted one output was 23-53 % under the me
 from __future__ import annotations
 
 import os
-import socket
 from typing import Any
 
 import pytest
+
+from . import glooranks
+from .glooranks import found
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed.pipelining")
@@ -24,16 +26,10 @@ def _head() -> Any:  # a small body and a wide head: the last stage's outputs do
                                lin(32, 400))  # fmt: skip
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 LAYOUTS = [(8, False), (4, False), (8, True)]  # (microbatches, 1F1B) of 1 sample each
 
 
-def _rank(rank: int, port: int, out: Any) -> None:
+def _rank(rank: int, port: int, out: str) -> None:
     import gc
 
     import torch.distributed as dist
@@ -73,18 +69,14 @@ def _rank(rank: int, port: int, out: Any) -> None:
         peaks.append(peak_live_bytes(prof))
         del model, x, runner, opt
         dist.barrier()
-    out.put(peaks)
     dist.destroy_process_group()
+    found(out, rank, peaks)
 
 
 @pytest.fixture(scope="module")
 def measured() -> list[int]:
     """The larger rank's peak of each layout."""
-    import torch.multiprocessing as mp
-
-    queue = mp.get_context("spawn").SimpleQueue()
-    mp.spawn(_rank, args=(_free_port(), queue), nprocs=2)  # type: ignore[attr-defined,no-untyped-call]
-    a, b = queue.get(), queue.get()
+    a, b = glooranks.run(_rank)
     return [max(int(x), int(y)) for x, y in zip(a, b, strict=True)]
 
 

@@ -138,8 +138,8 @@ def test_bad_input_is_one_line(shell: Any, line: str, said: str) -> None:  # noq
 
 def test_ranks_get_their_share_of_the_cores(shell: Any) -> None:  # noqa: F811
     """Ranks forked from the fork server (which imported torch before OMP_NUM_THREADS was
-    set) run as many torch threads as their share of the cores, the count the advisor times
-    compute with: more, and ranks that share cores spin against each other."""
+    set) run the torch threads the advisor times compute with: one each where ranks share a
+    machine, as under torchrun; more, and ranks that share cores spin against each other."""
     from jupyter_distributed.advise.timing import rank_threads
 
     shell.run_cell(

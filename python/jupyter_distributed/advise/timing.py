@@ -105,10 +105,11 @@ def _forward_backward(stage: Any, x: Any) -> None:
 
 
 def rank_threads(procs_per_node: int) -> tuple[int, float]:
-    """The threads a local rank gets (as the worker sets OMP_NUM_THREADS) and how oversubscribed
-    the cores are (ranks beyond the cores share them)."""
+    """The threads a local rank gets (as the worker sets OMP_NUM_THREADS: all the cores for a
+    rank alone on its machine, else one, as under torchrun) and how oversubscribed the cores are
+    (ranks beyond the cores share them)."""
     cores = os.cpu_count() or 1
-    return max(1, cores // procs_per_node), max(1.0, procs_per_node / cores)
+    return (cores if procs_per_node == 1 else 1), max(1.0, procs_per_node / cores)
 
 
 @functools.lru_cache(maxsize=8)

@@ -196,7 +196,7 @@ def main() -> None:
 
     rows = [(n, "gloo") for n in args.ranks]
     if torch.cuda.is_available() and not args.no_gpu:
-        rows.append((1, "nccl"))
+        rows.insert(0, (1, "nccl"))  # first: the row only a GPU machine gives
     else:
         print("no GPU: nccl at 1 rank is left out", file=sys.stderr)
     ip, tmp = bench_shell("jd-bench-train-")

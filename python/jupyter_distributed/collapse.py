@@ -30,6 +30,21 @@ _STALE = 4  # the index of held texts is rebuilt when it holds this many times t
 
 def ranks_text(ranks: Collection[int]) -> str:
     """``0-3,5``: sorted ranks, runs of consecutive ones as ranges."""
+    return ",".join(_runs(ranks))
+
+
+def ranks_brief(ranks: Collection[int], most: int = 8) -> str:
+    """:func:`ranks_text` when it has at most ``most`` runs, else the first and last runs and
+    the count (``0-2,4,…,9990-9999 (7,412 in all)``): a notice stays one line at 10,000
+    ranks."""
+    runs = _runs(ranks)
+    if len(runs) <= most:
+        return ",".join(runs)
+    head, tail = runs[: most - 2], runs[-2:]
+    return f"{','.join(head)},…,{','.join(tail)} ({len(set(ranks)):,} in all)"
+
+
+def _runs(ranks: Collection[int]) -> list[str]:
     parts: list[str] = []
     ordered = sorted(set(ranks))
     start = prev = ordered[0] if ordered else 0
@@ -40,7 +55,7 @@ def ranks_text(ranks: Collection[int]) -> str:
         prev = rank
     if ordered:
         parts.append(f"{start}-{prev}" if prev > start else str(start))
-    return ",".join(parts)
+    return parts
 
 
 def label(ranks: Sequence[int]) -> str:

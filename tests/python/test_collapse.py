@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_distributed.collapse import Collapser, Run, label, ranks_text
+from jupyter_distributed.collapse import Collapser, Run, label, ranks_brief, ranks_text
 
 
 def _shown(runs: list[Run]) -> list[str]:
@@ -143,3 +143,10 @@ def test_equal_lines_written_together_collapse_though_one_arrives_late() -> None
     c.add(0, "stdout", ["step", "end"], now=10.0, times=[1000.0, 1000.01])
     c.add(1, "stdout", ["end"], now=10.05, times=[1000.03])
     assert _shown(c.due(10.05)) == ["[rank 0] step", "[ranks 0-1] end"]
+
+
+def test_ranks_brief_keeps_short_lists_and_bounds_long_ones() -> None:
+    assert ranks_brief([0, 1, 2, 5]) == ranks_text([0, 1, 2, 5]) == "0-2,5"
+    scattered = range(0, 100, 2)
+    assert ranks_brief(scattered, most=4) == "0,2,…,96,98 (50 in all)"
+    assert ranks_text(scattered).count(",") == 49  # the exact form stays exact

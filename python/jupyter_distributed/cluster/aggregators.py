@@ -31,7 +31,7 @@ from typing import Any
 
 import zmq
 
-from ..collapse import ranks_text
+from ..collapse import ranks_brief
 from ..errors import RankFailure
 from ..protocol.signing import BOOTSTRAP_ENV
 from .curve import curve_server
@@ -136,8 +136,8 @@ def aggregator_failure(
     """A dead aggregator is a dead set of nodes: "aggregator 1 on host h died (killed by
     signal 9): its nodes 3-5 are gone, with their ranks 24-47"."""
     how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-    behind = f"node {nodes[0]} is" if len(nodes) == 1 else f"nodes {ranks_text(nodes)} are"
-    with_ranks = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks_text(ranks)}"
+    behind = f"node {nodes[0]} is" if len(nodes) == 1 else f"nodes {ranks_brief(nodes)} are"
+    with_ranks = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks_brief(ranks)}"
     return RankFailure(
         rank=-1, t=now, host=host, kind="relay",
         evalue=f"aggregator {index} on host {host} died ({how}): its {behind} gone, "

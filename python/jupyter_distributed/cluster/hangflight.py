@@ -11,13 +11,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..collapse import ranks_brief
 from ..protocol.flight import DEFAULT_PG, LABEL, Collective, GroupFlight
 from ..protocol.stacks import RankStacks, Where
 
 
 def ranks_text(ranks: Sequence[int]) -> str:
-    ranks = sorted(ranks)
-    return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
+    """``rank 3``, ``ranks 0, 1, 5``; past 8 ranks as runs, bounded (:func:`ranks_brief`)."""
+    ranks = sorted(set(ranks))
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    return "ranks " + (", ".join(map(str, ranks)) if len(ranks) <= 8 else ranks_brief(ranks))
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from typing import Any
 
 import zmq
 
-from ..collapse import ranks_text
+from ..collapse import ranks_brief
 from ..errors import RankFailure
 from ..history.reaper import leftover_prefix
 from ..interface import Plan
@@ -134,7 +134,7 @@ def relay_failure(ranks: Sequence[int], node: int, host: str, code: int, now: fl
     """A dead relay is a dead node: "relay of node 1 on host h died: its ranks 4-7 are gone"
     (``ranks``: the node's)."""
     how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-    gone = f"rank {ranks[0]} is" if len(ranks) == 1 else f"ranks {ranks_text(ranks)} are"
+    gone = f"rank {ranks[0]} is" if len(ranks) == 1 else f"ranks {ranks_brief(ranks)} are"
     return RankFailure(
         rank=-1, t=now, host=host, kind="relay",
         evalue=f"relay of node {node} on host {host} died ({how}): its {gone} gone",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..collapse import ranks_text
+from ..collapse import ranks_brief
 from ..errors import LaunchError
 from ..protocol.stacks import RankStacks
 from .hang import diagnose
@@ -87,7 +87,7 @@ class StartWatch:
         order = [*SHOWN, *sorted(set(at) - set(SHOWN))]
         parts = [
             f"{SHOWN.get(stage, stage)}: rank{'s' if len(at[stage]) > 1 else ''} "
-            f"{ranks_text(at[stage])}"
+            f"{ranks_brief(at[stage])}"
             for stage in order
             if stage in at
         ]
@@ -102,7 +102,7 @@ class StartWatch:
             alike.setdefault((stage, f"{now - since:.0f}", detail), []).append(r)
         parts = []
         for (stage, secs, detail), group in alike.items():
-            who = f"rank {group[0]}" if len(group) == 1 else f"ranks {ranks_text(group)}"
+            who = f"rank {group[0]}" if len(group) == 1 else f"ranks {ranks_brief(group)}"
             parts.append(f"{who} in {stage} for {secs}s" + (f", {detail}" if detail else ""))
         return "; ".join(parts)
 

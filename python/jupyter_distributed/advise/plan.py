@@ -227,8 +227,9 @@ def _compute(
     else:
         from .timing import gemm_flops
 
-        seconds = 6 * info.parameters * (seq or 1) * micro / gemm_flops(threads)
-        width = DTYPE_BYTES[info.analytic.dtype] if info.analytic else 4
+        dtype = info.analytic.dtype if info.analytic else "fp32"
+        seconds = 6 * info.parameters * (seq or 1) * micro / gemm_flops(threads, dtype)
+        width = DTYPE_BYTES[dtype]
         tensors = tuple(p * width for p in info.layer_params)
         timed = (Compute(seconds, 0.0, tensors, 0),)
     return tuple(c.scaled(oversub) for c in timed)

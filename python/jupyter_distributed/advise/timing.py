@@ -101,7 +101,8 @@ def stage_compute(
     sync, cpu = device_sync(device), threads == 1 and device == "cpu"
     try:
         torch.manual_seed(0)
-        model = factory().to(device)
+        with torch.device(device):  # built there (a large model's CPU init is slow)
+            model = factory().to(device)
         layers = list(model) if parts > 1 else [model]
         counts = [sum(p.numel() for p in layer.parameters()) for layer in layers]
         stages = [torch.nn.Sequential(*layers[a:b]) for a, b in pieces(cut(counts, parts))]

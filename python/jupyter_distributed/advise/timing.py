@@ -80,6 +80,31 @@ def compute_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+@functools.cache
+def device_workspace_bytes() -> int:
+    """Bytes a GPU rank's math libraries keep from its first matrix product on: the cuBLAS and
+    cuBLASLt workspaces, which torch's allocator counts (32 MiB a stream on an H100 by
+    default); measured here by clearing them and making them again (fp32 and bf16, with and
+    without a bias); 0 on CPU, or where it cannot be measured."""
+    if compute_device() != "cuda":
+        return 0
+    import torch
+
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is None:
+        return 0
+    torch.cuda.synchronize()
+    clear()
+    before = torch.cuda.memory_allocated()
+    for dtype in (torch.float32, torch.bfloat16):
+        a = torch.ones(64, 64, device="cuda", dtype=dtype)
+        torch.nn.functional.linear(a, a, a[0])
+        torch.nn.functional.linear(a, a)
+    del a
+    torch.cuda.synchronize()
+    return max(0, torch.cuda.memory_allocated() - before)
+
+
 def device_sync(device: str) -> Callable[[], Any] | None:
     """What waits for ``device``'s queued work (None: work on it is done when a call returns)."""
     import torch

@@ -232,6 +232,10 @@ def row_b(r: dict[str, Any]) -> str:
     )
 
 
+def _rate(flops: float) -> str:
+    return f"{flops / 1e12:.1f} TFLOP/s" if flops >= 1e12 else f"{flops / 1e9:.1f} GFLOP/s"
+
+
 def _guarded(label: str, run: Callable[[], dict[str, Any]], rows: list[dict[str, Any]]) -> None:
     try:
         rows.append(run())
@@ -269,7 +273,8 @@ def run(
         for k, v in facts.items():
             shown = f"{v / MIB:.1f} MiB" if k == "workspace_bytes" else (
                 f"{v / GIB:.2f} GiB") if k.startswith(("mem_", "budget_b")) else (
-                f"{v / 1e12:.2f} TFLOP/s" if k.endswith("_flops") else v)  # fmt: skip
+                _rate(v) if k.endswith("_flops") else f"{v:.3f}" if isinstance(v, float) else v
+            )  # fmt: skip
             print(f"  {k}: {shown}")
     except Exception as exc:  # noqa: BLE001
         print(f"  facts: FAILED {_first_line(exc)}")

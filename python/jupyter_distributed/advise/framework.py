@@ -71,8 +71,8 @@ def _ddp(factory: Callable[[], Any], seq: int | None, threads: int, micro: int) 
 
     was = torch.get_num_threads()
     torch.set_num_threads(threads)
-    dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)  # type: ignore[attr-defined]
-    try:
+    try:  # (NCCL's group may fail to start where gloo's does not)
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)  # type: ignore[attr-defined]
         torch.manual_seed(0)
         model = factory().to(device)
         x = _on(sample_input(model, micro, seq), device)
@@ -87,7 +87,8 @@ def _ddp(factory: Callable[[], Any], seq: int | None, threads: int, micro: int) 
     except Exception:  # noqa: BLE001 (a model DDP cannot wrap: no framework term)
         return None
     finally:
-        dist.destroy_process_group()
+        if dist.is_initialized():
+            dist.destroy_process_group()
         torch.set_num_threads(was)
 
 
@@ -117,7 +118,8 @@ def _fsdp(
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
     try:
         torch.manual_seed(0)
-        model = factory()
+        with torch.device(compute_device()):  # built where FSDP2's mesh puts it
+            model = factory()
         x = sample_input(model, micro, seq)
         for child in model.children():
             if any(True for _ in child.parameters()):

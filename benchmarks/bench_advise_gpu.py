@@ -247,16 +247,19 @@ def _guarded(label: str, run: Callable[[], dict[str, Any]], rows: list[dict[str,
 def run(
     device: str, quick: bool, repeats: int, budget_s: float, out: Path | None
 ) -> dict[str, Any]:
-    """Every part, each guarded; the results so far are written to ``out`` after each."""
+    """Every part, each guarded; the results so far are written to ``out`` after each row."""
     began = time.perf_counter()
     kind = "quick" if quick else device
     done: dict[str, Any] = {"device": device, "quick": quick, "repeats": repeats}
 
+    def write() -> None:
+        if out is not None:
+            out.write_text(json.dumps(done, indent=1, default=str))
+
     def save(part: str, part_began: float) -> None:
         done[f"{part}_s"] = time.perf_counter() - part_began
         print(f"[{part}: {done[f'{part}_s']:.1f} s; {time.perf_counter() - began:.1f} s in all]\n")
-        if out is not None:
-            out.write_text(json.dumps(done, indent=1, default=str))
+        write()
 
     def over(label: str, share: float = 1.0) -> bool:
         """Past ``share`` of the budget (part A stops at 55 %, leaving part B its time)."""
@@ -288,6 +291,7 @@ def run(
     for p in POINTS[kind]:
         if not over(p.name, 0.55):
             _guarded(p.name, lambda p=p: point_a(p, device, repeats), rows_a)
+            write()
             if "error" not in rows_a[-1]:
                 print(row_a(rows_a[-1]), flush=True)
     ok = [r for r in rows_a if "error" not in r]
@@ -310,6 +314,7 @@ def run(
                 if not over(label):
                     _guarded(label, lambda p=p, w=world, s=strategy: layout_b(
                         p, w, s, device, repeats), rows_b)  # fmt: skip
+                    write()
                     if "error" not in rows_b[-1]:
                         print(row_b(rows_b[-1]), flush=True)
     ok = [r for r in rows_b if "error" not in r]

@@ -65,7 +65,7 @@ def _ddp(factory: Callable[[], Any], seq: int | None, threads: int, micro: int) 
 
     device = compute_device()
     backend = "nccl" if device == "cuda" else "gloo"
-    if not dist.is_backend_available(backend):
+    if not (dist.is_nccl_available() if backend == "nccl" else dist.is_gloo_available()):
         return None
     from torch.nn.parallel import DistributedDataParallel
 

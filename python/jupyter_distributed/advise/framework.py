@@ -17,6 +17,10 @@ to gloo's worker thread per bucket (on loaded cores, each hand-off waits for the
 Measured here (load ~7, median of 15): ``mlp`` 1.7 ms plain, 4.7-5.1 ms under DDP; ``deep``
 0.7 → 2.7-3.1 ms.
 
+Where this process has a GPU (``timing.compute_device``), both run on it as GPU ranks do: FSDP2
+puts the shards there itself (its default mesh is the GPU's), the batch follows them; DDP runs on
+a one-rank NCCL group; each run is timed after ``torch.cuda.synchronize``.
+
 Needs no default process group in this process (the notebook's kernel has none); where one is
 there, or torch lacks the fake backend, nothing is timed and the advice says so.
 """
@@ -28,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..modelshapes import loss_of, sample_input
-from .timing import typical_seconds
+from .timing import compute_device, device_sync, typical_seconds
 
 
 def _free() -> bool:
@@ -59,29 +63,37 @@ def _ddp(factory: Callable[[], Any], seq: int | None, threads: int, micro: int) 
     import torch
     import torch.distributed as dist
 
-    if not dist.is_gloo_available():
+    device = compute_device()
+    backend = "nccl" if device == "cuda" else "gloo"
+    if not (dist.is_nccl_available() if backend == "nccl" else dist.is_gloo_available()):
         return None
     from torch.nn.parallel import DistributedDataParallel
 
     was = torch.get_num_threads()
     torch.set_num_threads(threads)
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)  # type: ignore[attr-defined]
-    try:
+    try:  # (NCCL's group may fail to start where gloo's does not)
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)  # type: ignore[attr-defined]
         torch.manual_seed(0)
-        model = factory()
-        x = sample_input(model, micro, seq)
+        model = factory().to(device)
+        x = _on(sample_input(model, micro, seq), device)
         # CPU seconds count gloo's worker thread too (all of this process's threads); the DDP
         # module is gone before its process group is (no reference kept here)
         run = functools.partial(_forward_backward, DistributedDataParallel(model), x)
         try:
-            return typical_seconds(run, cpu=threads == 1)
+            cpu = threads == 1 and device == "cpu"
+            return typical_seconds(run, cpu=cpu, sync=device_sync(device))
         finally:
             del run
     except Exception:  # noqa: BLE001 (a model DDP cannot wrap: no framework term)
         return None
     finally:
-        dist.destroy_process_group()
+        if dist.is_initialized():
+            dist.destroy_process_group()
         torch.set_num_threads(was)
+
+
+def _on(x: Any, device: Any) -> Any:
+    return x.to(device) if x is not None else x
 
 
 def _forward_backward(model: Any, x: Any) -> None:
@@ -106,16 +118,21 @@ def _fsdp(
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
     try:
         torch.manual_seed(0)
-        model = factory()
+        with torch.device(compute_device()):  # built where FSDP2's mesh puts it
+            model = factory()
         x = sample_input(model, micro, seq)
         for child in model.children():
             if any(True for _ in child.parameters()):
                 fully_shard(child)
         fully_shard(model)
+        device = next(model.parameters()).device  # FSDP2's mesh's (on a GPU: the GPU)
+        x = _on(x, device)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
-        cpu = threads == 1
-        fwd_bwd = typical_seconds(functools.partial(_forward_backward, model, x), cpu=cpu)
-        return fwd_bwd, typical_seconds(opt.step, cpu=cpu)
+        cpu, sync = threads == 1 and device.type == "cpu", device_sync(device.type)
+        fwd_bwd = typical_seconds(
+            functools.partial(_forward_backward, model, x), cpu=cpu, sync=sync
+        )
+        return fwd_bwd, typical_seconds(opt.step, cpu=cpu, sync=sync)
     except Exception:  # noqa: BLE001 (a model FSDP2 cannot shard: no framework term)
         return None
     finally:

@@ -24,7 +24,10 @@ the peak is the same in every run, and ``collectives`` says which ranks are pred
 - ``"gloo"``: the launch line's collectives on CPU, as above;
 - ``"gloo-late"``: gloo's own (a torch without FSDP2's custom collectives): the reduce-scatter
   copies its input, and one such copy is counted as still live at every later moment;
-- ``"nccl"``: a GPU's: the reduce-scatter's input counted twice, nothing late.
+- ``"nccl"``: a GPU's: NCCL's collectives allocate nothing through torch's allocator (its own
+  buffers are outside it), so FSDP2's own tensors only: no all-gather buffer while a prefetch
+  runs, no copy of the reduce-scatter's input, nothing late (what torch's fake process group
+  does too; ``benchmarks/bench_advise_gpu.py`` measures a rank on it).
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ def fsdp_memory(
     if collectives not in COLLECTIVES:
         raise ValueError(f"collectives {collectives!r}: one of {', '.join(COLLECTIVES)}")
     late_free = collectives == "gloo-late"
-    copied = collectives != "gloo"  # the reduce-scatter's input copied by the collective
+    copied = late_free  # the reduce-scatter's input copied by the collective (gloo's own)
+    own = 0 if collectives == "nccl" else 1  # an all-gather's own buffer (gloo's) while it runs
     units, saved, peaks = _children(whole, layer_params, parameters)
     shard = -(-whole.params // dp)
     states = optimizer_states * shard
@@ -70,7 +74,7 @@ def fsdp_memory(
             continue
         moments = (
             (saved[c], 2 * unit),  # the copy-out: the all-gather's output and the parameters
-            (saved[c], unit + 2 * before),  # the prefetch of the unit before: gloo's buffer too
+            (saved[c], unit + (1 + own) * before),  # the prefetch before (and gloo's buffer)
             (saved[c], 2 * unit + before),  # its gradients computed, the prefetch's output kept
         )
         for acts, buffers in moments:

@@ -7,6 +7,7 @@ allocator keeps more than that, which the allocator margin covers.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 from collections.abc import Callable
@@ -214,6 +215,12 @@ def layout_memory(
     # wrap time, was a free on gloo's thread that the profiler missed)
     buckets = whole.params if strategy == "ddp" and dp > 1 else 0
     return with_margin(whole.params, whole.grads, whole.optim, whole.activations, buckets, margin)
+
+
+def on_device(memory: Memory, device_bytes: int) -> Memory:
+    """``memory`` with what the device's libraries keep besides the step's tensors (a GPU's
+    cuBLAS workspaces, ``timing.device_workspace_bytes``), counted with the buffers."""
+    return dataclasses.replace(memory, buffers=memory.buffers + device_bytes)
 
 
 def _stage_memory(

@@ -14,13 +14,13 @@ from .comm import Links, fit_links
 from .enumerate import Candidate, Row, candidates, dominant
 from .framework import ddp_seconds, fsdp_seconds
 from .intake import DTYPE_BYTES, AdviseError, Analytic, ModelInfo, from_factory, from_numbers
-from .memory import OPTIMIZER_STATES, analytic_parts, layout_memory
+from .memory import OPTIMIZER_STATES, analytic_parts, layout_memory, on_device
 from .parts import Parts
 from .report import Advice
 from .rules import annotate
 from .sampled import Sampled, sample
 from .steptime import step_parts
-from .timing import Compute, rank_threads
+from .timing import Compute, device_workspace_bytes, rank_threads
 
 FIT_FRACTION = 0.95
 
@@ -227,8 +227,9 @@ def _compute(
     else:
         from .timing import gemm_flops
 
-        seconds = 6 * info.parameters * (seq or 1) * micro / gemm_flops(threads)
-        width = DTYPE_BYTES[info.analytic.dtype] if info.analytic else 4
+        dtype = info.analytic.dtype if info.analytic else "fp32"
+        seconds = 6 * info.parameters * (seq or 1) * micro / gemm_flops(threads, dtype)
+        width = DTYPE_BYTES[dtype]
         tensors = tuple(p * width for p in info.layer_params)
         timed = (Compute(seconds, 0.0, tensors, 0),)
     return tuple(c.scaled(oversub) for c in timed)
@@ -256,22 +257,22 @@ def _row(
 ) -> Row:  # fmt: skip
     micro = c.micro(global_batch)
     stages = _stage_parts(info, c.pp, micro, seq, optimizer, sampled)
-    collectives = _collectives()
-    memory = layout_memory(
+    collectives, fixed = _collectives(), device_workspace_bytes()
+    memory = on_device(layout_memory(
         stages, info.layer_params, info.parameters, c.strategy, c.dp, c.microbatches,
         c.interleaved, margin, OPTIMIZER_STATES[optimizer], collectives,
-    )  # fmt: skip
+    ), fixed)  # fmt: skip
     computes = _compute(info, c.pp, seq, cluster.procs_per_node, micro, sampled)
     wrapped = _wrapped(info, c, seq, cluster.procs_per_node, micro, computes[0])
     parts, comm_name = step_parts(info, c, micro, computes, links, cluster.procs_per_node, wrapped)
     raw_parts, raw_memory = parts, memory
     if calibration is not None:
         parts = apply(parts, c.strategy, calibration)
-        memory = layout_memory(
+        memory = on_device(layout_memory(
             stages, info.layer_params, info.parameters, c.strategy, c.dp, c.microbatches,
             c.interleaved, max(margin, float(calibration["memory"]) - 1),
             OPTIMIZER_STATES[optimizer], collectives,
-        )  # fmt: skip
+        ), fixed)  # fmt: skip
     step = sum(parts.values())
     return Row(
         candidate=c,

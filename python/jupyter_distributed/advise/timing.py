@@ -12,6 +12,10 @@ pipeline row 3-9x over); what the ranks' share of the cores is when they run is 
 the real shape, a step bound by launching many small operations is timed as it is (a block
 timed at a toy size and scaled up misses that). What the stage holds (its parameter tensors, the
 bytes of its output) comes with it, for the communication it causes.
+
+Where this process has a GPU (the ranks then run on theirs), the stage runs on it: the model and
+its batch moved there, each run's time read after ``torch.cuda.synchronize`` (the kernels are
+queued, not done, when the Python call returns), in wall seconds.
 """
 
 from __future__ import annotations
@@ -44,20 +48,68 @@ class Compute:
         return Compute(self.fwd_bwd * factor, self.optimizer * factor, self.tensors, self.boundary)
 
 
-def typical_seconds(run: Callable[[], Any], cpu: bool = False) -> float:
+def typical_seconds(
+    run: Callable[[], Any], cpu: bool = False, sync: Callable[[], Any] | None = None
+) -> float:
     """The median of a few runs after a warm-up: what a step typically takes on this machine,
     as the ranks' measured step (a median) does. ``cpu``: in this process's CPU seconds (its
-    threads' work, not the time it waited for a core); for work on one thread."""
+    threads' work, not the time it waited for a core); for work on one thread. ``sync``: waits
+    for the device's queued work (``torch.cuda.synchronize``), before each run's clock starts
+    and before it is read."""
     clock = time.process_time if cpu else time.perf_counter
-    began = clock()
-    run()  # warm up
-    once = clock() - began
-    times = []
-    for _ in range((CPU_REPEATS if cpu else REPEATS) if once < BUDGET_S else 1):
+
+    def timed() -> float:
+        if sync is not None:
+            sync()
         began = clock()
         run()
-        times.append(clock() - began)
+        if sync is not None:
+            sync()
+        return clock() - began
+
+    once = timed()  # warm up
+    times = [timed() for _ in range((CPU_REPEATS if cpu else REPEATS) if once < BUDGET_S else 1)]
     return statistics.median(times)
+
+
+@functools.cache
+def compute_device() -> str:
+    """Where the advisor times compute: ``"cuda"`` where this process has a GPU, else ``"cpu"``."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@functools.cache
+def device_workspace_bytes() -> int:
+    """Bytes a GPU rank's math libraries keep from its first matrix product on: the cuBLAS and
+    cuBLASLt workspaces, which torch's allocator counts (32 MiB a stream on an H100 by
+    default); measured here by clearing them and making them again (fp32 and bf16, with and
+    without a bias); 0 on CPU, or where it cannot be measured."""
+    if compute_device() != "cuda":
+        return 0
+    import torch
+
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is None:
+        return 0
+    torch.cuda.synchronize()
+    clear()
+    before = torch.cuda.memory_allocated()
+    for dtype in (torch.float32, torch.bfloat16):
+        a = torch.ones(64, 64, device="cuda", dtype=dtype)
+        torch.nn.functional.linear(a, a, a[0])
+        torch.nn.functional.linear(a, a)
+    del a
+    torch.cuda.synchronize()
+    return max(0, torch.cuda.memory_allocated() - before)
+
+
+def device_sync(device: str) -> Callable[[], Any] | None:
+    """What waits for ``device``'s queued work (None: work on it is done when a call returns)."""
+    import torch
+
+    return torch.cuda.synchronize if device == "cuda" else None
 
 
 @functools.lru_cache(maxsize=128)
@@ -70,25 +122,29 @@ def stage_compute(
 
     was = torch.get_num_threads()
     torch.set_num_threads(threads)
+    device = compute_device()
+    sync, cpu = device_sync(device), threads == 1 and device == "cpu"
     try:
         torch.manual_seed(0)
-        model = factory()
+        with torch.device(device):  # built there (a large model's CPU init is slow)
+            model = factory().to(device)
         layers = list(model) if parts > 1 else [model]
         counts = [sum(p.numel() for p in layer.parameters()) for layer in layers]
         stages = [torch.nn.Sequential(*layers[a:b]) for a, b in pieces(cut(counts, parts))]
         x = sample_input(model, micro, seq)
+        x = x.to(device) if x is not None else x
         out = []
         for stage in stages:
             opt = torch.optim.AdamW(stage.parameters(), lr=1e-3, foreach=False)
             run = functools.partial(_forward_backward, stage, x)
-            seconds = typical_seconds(run, cpu=threads == 1)
+            seconds = typical_seconds(run, cpu=cpu, sync=sync)
             with torch.no_grad():
                 y = stage(x)
             tensors = tuple(p.numel() * p.element_size() for p in stage.parameters())
             out.append(
                 Compute(
                     seconds,
-                    typical_seconds(opt.step, cpu=threads == 1),
+                    typical_seconds(opt.step, cpu=cpu, sync=sync),
                     tensors,
                     y.numel() * y.element_size(),
                 )
@@ -112,11 +168,27 @@ def rank_threads(procs_per_node: int) -> tuple[int, float]:
     return (cores if procs_per_node == 1 else 1), max(1.0, procs_per_node / cores)
 
 
+GEMM_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
 @functools.lru_cache(maxsize=8)
-def gemm_flops(threads: int) -> float:
-    """This machine's float32 matrix-multiply rate (FLOP/s) with ``threads`` threads."""
+def gemm_flops(threads: int, dtype: str = "fp32") -> float:
+    """This machine's matrix-multiply rate (FLOP/s): on a GPU, 10 products of 4096² matrices in
+    ``dtype`` (one is a few hundred microseconds there: launch-bound alone); on CPU, a 512²
+    float32 product with ``threads`` threads (``dtype`` is not used: the CPU rate the suite's
+    models run at)."""
     import torch
 
+    device = compute_device()
+    if device != "cpu":
+        n, times = 4096, 10
+        a = torch.randn(n, n, device=device, dtype=getattr(torch, GEMM_DTYPES[dtype]))
+
+        def products() -> None:
+            for _ in range(times):
+                a @ a
+
+        return times * 2 * n**3 / typical_seconds(products, sync=device_sync(device))
     was = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:

@@ -32,9 +32,8 @@ class Outbox:
         that has not been heard from yet has no connection to send on: it is skipped."""
         header = message.to_header()
         digests = [digest(b) for b in buffers]
-        peers, names, shared, reached = self._routes.of(
-            ranks, isinstance(message, MAIN_THREAD), self._intake
-        )
+        main = isinstance(message, MAIN_THREAD)
+        peers, names, shared, reached = self._routes.of(ranks, main, self._intake)
         if isinstance(message, Execute):  # (before the cell leaves: its answers are awaited)
             sent = set(reached)
             self._loop.call(lambda: self._cell.sent_to(sent), wake=False)
@@ -42,7 +41,8 @@ class Outbox:
         locked: dict[CellPeer, None] = {}
         with self._lock:  # counters leave in order, whichever thread sends
             if shared:  # through relays: signed once for all, one message per relay
-                once = self._signer.pack_all(header, names, buffers, digests)
+                dst = self._routes.dst(names, main)
+                once = self._signer.pack_all(header, names, buffers, digests, dst)
                 for relay in shared:
                     self._loop.put([relay, *once], wake=False)
                 peers = []

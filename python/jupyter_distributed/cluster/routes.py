@@ -10,6 +10,7 @@ step per rank); otherwise it is worked out again.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Sequence
 from typing import Protocol
@@ -33,6 +34,7 @@ class Routes:
         self._lock = threading.Lock()
         # per kind: (ranks, each rank's connection or None, what was worked out of them)
         self._kept: dict[bool, tuple[tuple[int, ...], list[Peer | None], _Route]] = {}
+        self._dsts: dict[bool, tuple[list[str], str]] = {}  # per kind: a route's names as JSON
 
     def of(self, ranks: Sequence[int], main: bool, conns: Connections) -> _Route:
         """``(peers, names, relays, reached)``: each reached rank with its connection, their
@@ -51,6 +53,15 @@ class Routes:
         with self._lock:
             self._kept[main] = (key, got, route)
         return route
+
+    def dst(self, names: list[str], main: bool) -> str:
+        """``names`` (a route's, as :meth:`of` gave them) as one JSON list, encoded once
+        per route: a cell or ping to 10,000 ranks through relays names them all."""
+        with self._lock:
+            kept = self._dsts.get(main)
+            if kept is None or kept[0] is not names:
+                kept = self._dsts[main] = (names, json.dumps(names, separators=(",", ":")))
+            return kept[1]
 
 
 _Route = tuple[list[tuple[int, Peer]], list[str], list[bytes], list[int]]

@@ -35,7 +35,7 @@ class Outbox:
         main = isinstance(message, MAIN_THREAD)
         peers, names, shared, reached = self._routes.of(ranks, main, self._intake)
         if isinstance(message, Execute):  # (before the cell leaves: its answers are awaited)
-            sent = set(reached)
+            sent = self._routes.awaited(reached, main)
             self._loop.call(lambda: self._cell.sent_to(sent), wake=False)
         direct: list[tuple[CellPeer, list[Buffer]]] = []
         locked: dict[CellPeer, None] = {}

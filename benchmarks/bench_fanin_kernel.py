@@ -85,9 +85,10 @@ def main() -> None:
 
     store.append = timed_append  # type: ignore[method-assign]
     try:
+        # where the ranks are, as the session makes it once per cluster (recorder.cluster_coords)
+        coords = {r: {**i.coords.to_json(), "host": i.host, "pid": i.pid} for r, i in info.items()}
         for cell in range(1, args.cells + 1):
             run = f"run-{cell}"
-            coords = {r: {"host": i.host, "pid": i.pid} for r, i in info.items()}  # (as a cell's)
             store.create_run(RunRecord(run, "local", n, list(range(n))), coords)
             router.ranks.begin(run)
             router.cell.awaited = set(range(n))

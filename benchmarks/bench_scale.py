@@ -57,15 +57,18 @@ class FakeRanks:
 
     helpers = 4
     nodes = 4  # (--mode relay: nodes, each behind its relay)
+    whole_nodes = False  # (--whole-nodes: a helper serves whole nodes, not every helpers-th rank)
     folder = Path()
 
     def __init__(self, plan: Any, boot_env: dict[str, str]) -> None:
         env = {**os.environ, **boot_env, "FAKE_DIR": str(self.folder)}
+        if self.whole_nodes:
+            env["FAKE_WHOLE_NODES"] = "1"
         from jupyter_distributed.cluster.relays import LocalRelays, relay_nodes
 
         nodes = relay_nodes(boot_env)
         self.relays = LocalRelays(nodes, env, self.folder) if nodes else None
-        count = min(self.helpers, len(plan.ranks))
+        count = min(self.helpers, plan.spec.layout.nodes if self.whole_nodes else len(plan.ranks))
         self.procs = [
             subprocess.Popen(  # noqa: S603 (our own helper)
                 [sys.executable, str(HERE / "fake_ranks.py"), str(i), str(count)],
@@ -204,17 +207,25 @@ def main() -> None:
     parser.add_argument("--mode", choices=MODES, nargs="+", default=list(MODES))
     parser.add_argument("--nodes", type=int, default=4, help="relays in --mode relay")
     parser.add_argument("--code", choices=("pass", "None"), default="pass")
+    parser.add_argument(
+        "--whole-nodes",
+        action="store_true",
+        help="each helper serves whole nodes (a node's ranks answer together, as on a host of "
+        "their own) instead of every --helpers-th rank",
+    )
     args = parser.parse_args()
     CODE[0] = args.code
     use_checkout()
     FakeRanks.nodes = args.nodes
     FakeRanks.helpers = args.helpers
+    FakeRanks.whole_nodes = args.whole_nodes
     ip, tmp = bench_shell("jd-bench-scale-")
     if max(args.ranks) > 1024:  # (the default cap on a cluster's size)
         ip.run_line_magic("config", f"Distributed.max_world_size = {max(args.ranks)}")
     print(
         f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, {args.helpers} helper processes "
-        f"of fake ranks, {args.cells} trivial cells ({args.code!r}) per row; kernel "
+        f"of fake ranks{' (whole nodes each)' if args.whole_nodes else ''}, {args.cells} "
+        f"trivial cells ({args.code!r}) per row; kernel "
         f"descriptors before any cluster: {descriptors()}"
     )
     modes: dict[str, Callable[[Any, int, int, Path], dict[str, str]]]

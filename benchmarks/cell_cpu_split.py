@@ -9,6 +9,7 @@ its clock (a wall-clock profile on a shared core charges a thread for the time i
 Nested figures include each other (a batch's store append is in the batch's figure).
 
     PYTHONPATH=python python benchmarks/cell_cpu_split.py [--cells 20] [--profile io]
+        [--mode relay|tree] [--ranks 1000] [--nodes 8] [--helpers 4] [--whole-nodes]
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import bench_scale  # noqa: E402
 from common import use_checkout  # noqa: E402
 
 use_checkout(always=True)
-from jupyter_distributed.cluster import intake, router  # noqa: E402
+from jupyter_distributed.cluster import intake, process, router, tracker  # noqa: E402
 from jupyter_distributed.history import store  # noqa: E402
 
 ON = [False]  # while a measured cell runs
@@ -69,6 +70,9 @@ def main() -> None:
     parser.add_argument("--cells", type=int, default=20)
     parser.add_argument("--ranks", type=int, default=1000)
     parser.add_argument("--nodes", type=int, default=8)
+    parser.add_argument("--mode", choices=("relay", "tree"), default="relay")
+    parser.add_argument("--helpers", type=int, default=4)
+    parser.add_argument("--whole-nodes", action="store_true", help="as bench_scale.py's")
     parser.add_argument("--profile", choices=("io", "main"), default=None)
     args = parser.parse_args()
     io_profiled = args.profile == "io"
@@ -76,6 +80,8 @@ def main() -> None:
         (router.Router, "_on_batch", io_profiled),
         (router.Router, "_on_tick", io_profiled),
         (intake.Intake, "_take_relayed", False),
+        (process.ProcessCluster, "_watch", False),
+        (tracker.RunTracker, "take", False),
         (store.Store, "append", False),
     ]:
         timed(owner, name, profiled)
@@ -90,6 +96,7 @@ def main() -> None:
     store.Store._tx = tx  # type: ignore[method-assign]
     main_cpu: list[float] = []
     process_cpu: list[float] = []
+    walls: list[float] = []
     real_cluster = bench_scale.cluster
 
     def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, str]:
@@ -102,6 +109,7 @@ def main() -> None:
                 return real_run(line, *a, **k)
             ON[0] = True
             u0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.thread_time()
+            w0 = time.perf_counter()
             if args.profile == "main":
                 PROFILE.enable()
             try:
@@ -109,6 +117,7 @@ def main() -> None:
             finally:
                 PROFILE.disable()
                 main_cpu.append(time.thread_time() - t0)
+                walls.append(time.perf_counter() - w0)
                 u1 = resource.getrusage(resource.RUSAGE_SELF)
                 process_cpu.append(u1.ru_utime + u1.ru_stime - u0.ru_utime - u0.ru_stime)
                 ON[0] = False
@@ -120,8 +129,9 @@ def main() -> None:
             ip.run_cell = real_run
 
     bench_scale.cluster = cluster  # type: ignore[assignment]
-    sys.argv = [sys.argv[0], "--mode", "relay", "--ranks", str(args.ranks), "--nodes"]
+    sys.argv = [sys.argv[0], "--mode", args.mode, "--ranks", str(args.ranks), "--nodes"]
     sys.argv += [str(args.nodes), "--cells", str(args.cells), "--code", "None"]
+    sys.argv += ["--helpers", str(args.helpers)] + ["--whole-nodes"] * args.whole_nodes
     with contextlib.redirect_stdout(io.StringIO()):
         bench_scale.main()
     n = len(main_cpu)
@@ -129,7 +139,8 @@ def main() -> None:
     print(
         f"  the kernel process {statistics.median(process_cpu) * 1e3:.2f} / "
         f"{sum(process_cpu) / n * 1e3:.2f}; its main thread "
-        f"{statistics.median(main_cpu) * 1e3:.2f} / {sum(main_cpu) / n * 1e3:.2f}"
+        f"{statistics.median(main_cpu) * 1e3:.2f} / {sum(main_cpu) / n * 1e3:.2f}; "
+        f"the cell's wall {statistics.median(walls) * 1e3:.0f} ms (median)"
     )
     for label in sorted(SPENT, key=lambda k: -SPENT[k]):
         print(f"  {label:24} {SPENT[label] / n * 1e3:7.3f} ms, {CALLS[label] / n:5.2f} calls")

@@ -118,13 +118,19 @@ def main() -> int:
     die_with_parent()  # (a benchmark stopped by a timeout leaves no helper behind)
     boot = json.loads(os.environ[BOOTSTRAP_ENV])
     layout = Layout.from_json(boot["layout"])
-    mine = len(range(first, layout.world_size, step))
+    if os.environ.get("FAKE_WHOLE_NODES"):  # this helper's nodes, each node's ranks in turn
+        per = layout.procs_per_node
+        nodes = range(first, layout.world_size // per, step)
+        owned = [r for n in nodes for r in range(n * per, (n + 1) * per)]
+    else:  # every step-th rank
+        owned = list(range(first, layout.world_size, step))
+    mine = len(owned)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # ~4 descriptors a fake rank
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8 * mine + 64)), hard))
     ctx: zmq.Context[Any] = zmq.Context()
     ctx.set(zmq.MAX_SOCKETS, max(ctx.get(zmq.MAX_SOCKETS), 2 * mine + 16))  # (1,023 by default)
     Path(os.environ["FAKE_DIR"], f"{first}.start").write_text(repr(time.time()))
-    ranks = [FakeRank(r, boot, ctx, layout) for r in range(first, layout.world_size, step)]
+    ranks = [FakeRank(r, boot, ctx, layout) for r in owned]
     poller = zmq.Poller()  # (zmq_poll is poll(2): descriptors past 1024 are fine)
     by_key: dict[Any, FakeRank] = {}
     for rank in ranks:

@@ -39,3 +39,25 @@ def test_the_main_threads_routes_are_the_cell_sockets_and_apart() -> None:
     peers, names, relays, _ = routes.of([0, 1], True, conns)
     assert (peers, names, relays) == ([(0, b"x"), (1, b"y")], ["c0", "c1"], [])  # one each
     assert routes.of([0, 1], False, conns)[0] == [(0, b"a"), (1, b"b")]
+
+
+def test_a_message_through_relays_names_the_routes_ranks_as_a_fresh_signer_would() -> None:
+    """The ranks a cell names (its ``dst``, thousands through relays) are encoded once per
+    route; what the relays receive is the same message a signer encoding them anew sends."""
+    from itertools import count
+
+    from jupyter_distributed.protocol.signing import KERNEL, Signer
+
+    conns, routes = Conns(), Routes()
+    conns.cell_peers.update({r: b"n0" if r < 2 else b"n1" for r in range(4)})
+    conns.peers.update(dict.fromkeys(range(3), b"n0"))
+    messages = []
+    for ranks, main in [([0, 1, 2, 3], True), ([0, 1, 2], False), ([0, 1, 2, 3], True),
+                        ([1, 2, 3], True)]:  # fmt: skip
+        _, names, _, _ = routes.of(ranks, main, conns)
+        kept, fresh = Signer(b"k" * 32, KERNEL), Signer(b"k" * 32, KERNEL)
+        kept._counter, fresh._counter = count(7), count(7)  # (the same counters for both)
+        sent = kept.pack_all({"type": "ping"}, names, dst=routes.dst(names, main))
+        assert sent == fresh.pack_all({"type": "ping"}, names)
+        messages.append(bytes(sent[1]))
+    assert b'"dst":["c1","c2","c3"]' in messages[3] and b'"dst":["r0","r1","r2"]' in messages[1]

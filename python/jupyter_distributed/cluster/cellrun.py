@@ -21,6 +21,7 @@ from ..events import ErrorEvent, MetricEvent, RankEvent, RankStates, Recorded, R
 from ..interface import RunWriter
 from .fanin import HOLD_S
 from .inbox import Ended, Exited, Finished, Item, SetupFailed, Show
+from .rankset import RankSet
 
 # seconds a rank's quiet reply to a cell (its state and end, nothing to show) waits for the
 # other ranks' before it is recorded: a cell's replies in one transaction, not one per rank
@@ -41,7 +42,7 @@ RECORD_AFTER = 0.02
 
 class CellRun:
     def __init__(self) -> None:
-        self.awaited: set[int] = set()
+        self.awaited: RankSet | set[int] = RankSet()  # (runs of ranks, see .rankset)
         self.held: tuple[list[Recorded], list[Item]] = ([], [])
         self.held_since = self.held_until = 0.0  # (monotonic) the first held came, it is due
         self.writer: RunWriter | None = None  # the run's, while its record is not written
@@ -54,12 +55,12 @@ class CellRun:
         self.writer, self.clean, self.completed = writer, True, None
         self.record_by = record_by
 
-    def sent_to(self, ranks: set[int]) -> None:
+    def sent_to(self, ranks: RankSet | set[int]) -> None:
         """The cell left for ``ranks``: their answers are awaited."""
         self.awaited = ranks
 
     def end(self) -> None:
-        self.awaited = set()
+        self.awaited = RankSet()
         self.writer = None  # (the recorder writes the record with the end, if still due)
 
     def took(self, events: Sequence[Recorded], item: Item | None) -> None:

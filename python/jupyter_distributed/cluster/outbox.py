@@ -32,17 +32,17 @@ class Outbox:
         that has not been heard from yet has no connection to send on: it is skipped."""
         header = message.to_header()
         digests = [digest(b) for b in buffers]
-        peers, names, shared, reached = self._routes.of(
-            ranks, isinstance(message, MAIN_THREAD), self._intake
-        )
+        main = isinstance(message, MAIN_THREAD)
+        peers, names, shared, reached = self._routes.of(ranks, main, self._intake)
         if isinstance(message, Execute):  # (before the cell leaves: its answers are awaited)
-            sent = set(reached)
+            sent = self._routes.awaited(reached, main)
             self._loop.call(lambda: self._cell.sent_to(sent), wake=False)
         direct: list[tuple[CellPeer, list[Buffer]]] = []
         locked: dict[CellPeer, None] = {}
         with self._lock:  # counters leave in order, whichever thread sends
             if shared:  # through relays: signed once for all, one message per relay
-                once = self._signer.pack_all(header, names, buffers, digests)
+                dst = self._routes.dst(names, main)
+                once = self._signer.pack_all(header, names, buffers, digests, dst)
                 for relay in shared:
                     self._loop.put([relay, *once], wake=False)
                 peers = []

@@ -299,9 +299,11 @@ class ProcessCluster(Cluster):
                 events.append(ErrorEvent(self.router.ranks.run_id, failure))
             items.append(Exited(failure))
         # the exit is in the inbox before the cluster reads as lost: a cell that sees the
-        # cluster lost always finds the failure that lost it
+        # cluster lost always finds the failure that lost it. Nothing to record: what the
+        # cell's replies hold back stays held (one transaction per cell, see .cellrun)
         try:
-            self.router.record(events, items)
+            if events or items:
+                self.router.record(events, items)
         finally:
             if lost:
                 self.mark_lost(lost)

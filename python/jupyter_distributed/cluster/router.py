@@ -73,6 +73,7 @@ class Router:
         self._signer = Signer(key, KERNEL)
         self._tick, self._on_lost = tick, on_lost
         self._last_ping = 0.0
+        self._ping_to: list[int] = []  # (I/O thread) the ranks with a pid, once all have one
         self.cell = CellRun()  # (I/O thread) the cell being run
         self.intake = Intake(self.ranks, self.cell, self._signer, self._rejected_from)
         self.board = self.intake.board  # stack answers go here, to whichever thread asked
@@ -243,7 +244,9 @@ class Router:
         now = time.monotonic()
         if now - self._last_ping >= 2.0:
             self._last_ping = now
-            self.send([i for i, r in self.ranks.info.items() if r.pid], Ping())
+            if len(self._ping_to) < len(self.ranks.info):  # (not once every rank said hello)
+                self._ping_to = [i for i, r in self.ranks.info.items() if r.pid]
+            self.send(self._ping_to, Ping())
 
     def _on_batch(self, batch: Batch) -> None:
         taken: list[tuple[bytes | CellPeer, list[Buffer]]] = []

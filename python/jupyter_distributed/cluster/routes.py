@@ -10,12 +10,16 @@ step per rank); otherwise it is worked out again.
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar, cast
 
 from ..protocol.signing import cell_name, rank_name
 from .cellpeers import CellPeer
+from .rankset import RankSet
+
+T = TypeVar("T")
 
 Peer = bytes | CellPeer
 
@@ -33,6 +37,8 @@ class Routes:
         self._lock = threading.Lock()
         # per kind: (ranks, each rank's connection or None, what was worked out of them)
         self._kept: dict[bool, tuple[tuple[int, ...], list[Peer | None], _Route]] = {}
+        # per kind and use: what was made of a route's names or ranks (the JSON, the set)
+        self._made: dict[tuple[bool, str], tuple[object, object]] = {}
 
     def of(self, ranks: Sequence[int], main: bool, conns: Connections) -> _Route:
         """``(peers, names, relays, reached)``: each reached rank with its connection, their
@@ -51,6 +57,23 @@ class Routes:
         with self._lock:
             self._kept[main] = (key, got, route)
         return route
+
+    def dst(self, names: list[str], main: bool) -> str:
+        """``names`` (a route's, as :meth:`of` gave them) as one JSON list, encoded once
+        per route: a cell or ping to 10,000 ranks through relays names them all."""
+        return self._once(names, (main, "dst"), lambda: json.dumps(names, separators=(",", ":")))
+
+    def awaited(self, reached: list[int], main: bool) -> RankSet:
+        """``reached`` (a route's) as a new :class:`~.rankset.RankSet`, made once per route."""
+        return self._once(reached, (main, "set"), lambda: RankSet(reached)).copy()
+
+    def _once(self, source: object, kind: tuple[bool, str], make: Callable[[], T]) -> T:
+        """What ``make`` makes of ``source`` (a route's, never changed), made once for it."""
+        with self._lock:
+            kept = self._made.get(kind)
+            if kept is None or kept[0] is not source:
+                kept = self._made[kind] = (source, make())
+            return cast(T, kept[1])
 
 
 _Route = tuple[list[tuple[int, Peer]], list[str], list[bytes], list[int]]

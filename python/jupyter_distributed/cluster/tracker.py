@@ -13,7 +13,8 @@ import logging
 import pickle
 import queue
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Protocol
 
 from ..errors import RankFailure
@@ -38,6 +39,7 @@ from .inbox import (
     Show,
 )
 from .prompts import Prompts
+from .rankset import RankSet
 
 log = logging.getLogger("jupyter_distributed")
 
@@ -103,11 +105,11 @@ class RunTracker:
 
     def __init__(self, cluster: Supervised, request: RunRequest, view: RunView) -> None:
         self.cluster, self.request, self.view = cluster, request, view
-        self.pending = set(request.ranks)
+        self.pending = RankSet(request.ranks)  # (runs of ranks: see .rankset)
         self.outcome = RunOutcome(RunState.RUNNING)
         self.first_failure: float | None = None
         self.hinted = False
-        self.finished: set[int] = set()
+        self.finished: list[Iterable[int]] = []  # the ranks that ended, a range or one each
         self.shown = ""  # the diagnosis last shown under the cell (not repeated as such)
         self.prompts = Prompts(cluster, request.run_id)  # input() and pdb on the ranks
 
@@ -139,7 +141,7 @@ class RunTracker:
         elif isinstance(item, Ended):
             if item.run_id == self.request.run_id:  # (no value, nothing pulled)
                 self.pending.difference_update(item.ranks)
-                self.finished.update(item.ranks)
+                self.finished.append(item.ranks)
                 if self.prompts.serving is not None and self.prompts.serving in item.ranks:
                     self.prompts.left(self.prompts.serving, self.view.flush)
         elif isinstance(item, CancelRequested):
@@ -156,7 +158,7 @@ class RunTracker:
         if done.run_id != self.request.run_id:
             return
         self.pending.discard(rank)
-        self.finished.add(rank)
+        self.finished.append((rank,))
         self.prompts.left(rank, self.view.flush)
         if done.value is not None:
             self.outcome.values[rank] = done.value
@@ -219,7 +221,7 @@ class RunTracker:
         except Exception:  # a diagnosis must never hide the run's own outcome
             log.exception("jupyter-distributed: could not take the stacks of %s", ranks)
             return {}
-        finished = sorted(self.finished - set(ranks))
+        finished = sorted(set(chain.from_iterable(self.finished)) - set(ranks))
         diagnosis = diagnose(stacks, self.request.ranks, finished)
         event = StacksEvent(
             self.request.run_id, time.time(), reason, diagnosis.text,

@@ -116,10 +116,13 @@ class Signer:
         receivers: Sequence[str],
         buffers: Sequence[Buffer] = (),
         digests: Sequence[bytes] | None = None,
+        dst: str | None = None,
     ) -> list[Buffer]:
         """One message to all of ``receivers``, signed once (its ``dst`` is their list): what
-        a relay forwards unchanged to each of its ranks that the list names."""
-        dst = json.dumps(list(receivers), separators=(",", ":"))
+        a relay forwards unchanged to each of its ranks that the list names. ``dst``: that
+        list as JSON already (a sender that names the same thousands of ranks again)."""
+        if dst is None:
+            dst = json.dumps(list(receivers), separators=(",", ":"))
         return self._pack(fields, [dst], buffers, digests)[0]
 
     def _pack(

@@ -1,0 +1,41 @@
+"""What a cell awaits of thousands of ranks is kept as runs (issue 26): it must answer as the
+set of ranks it stands for would, whatever order a cell's nodes and ranks end in."""
+
+from __future__ import annotations
+
+import random
+
+from jupyter_distributed.cluster.rankset import RankSet
+
+
+def test_a_rank_set_answers_as_a_set_of_its_ranks_would() -> None:
+    rng = random.Random(26)
+    for start in ([*range(1000)], (5, 6, 7, 9, 2), range(3, 40), [], [4, 4, 1]):
+        ranks, plain = RankSet(start), set(start)
+        assert ranks == plain and len(ranks) == len(plain) and bool(ranks) == bool(plain)
+        for _ in range(300):
+            first = rng.randrange(-5, 1010)
+            change = rng.choice(
+                [range(first, first + rng.randrange(0, 130)), (first,), [first, first + 2]]
+            )
+            if len(change) == 1 and rng.random() < 0.5:
+                ranks.discard(change[0])
+                plain.discard(change[0])
+            else:
+                ranks.difference_update(change)
+                plain.difference_update(change)
+            probe = rng.randrange(-5, 1010)
+            assert (probe in ranks) == (probe in plain)
+            assert list(ranks) == sorted(plain) and len(ranks) == len(plain)
+        copy = ranks.copy()
+        ranks.clear()
+        assert not ranks and copy == plain
+
+
+def test_a_cell_to_every_rank_is_one_run_and_stays_a_few() -> None:
+    ranks = RankSet(tuple(range(10_000)))
+    assert repr(ranks) == "RankSet(0-9999)"
+    for node in range(0, 80, 2):  # (half the nodes' reductions came)
+        ranks.difference_update(range(node * 125, node * 125 + 125))
+    assert len(ranks) == 5_000 and repr(ranks).count(",") == 39  # 40 runs, not 5,000 ranks
+    assert 125 in ranks and 124 not in ranks and 9_999 in ranks

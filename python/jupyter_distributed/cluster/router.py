@@ -38,7 +38,7 @@ from ..events import Recorded, count
 from ..history.store import Store
 from ..interface import RankInfo, RunWriter
 from ..ioloop import Batch, IoLoop
-from ..protocol.commands import Execute, Ping
+from ..protocol.commands import Execute
 from ..protocol.frames import MAX_MESSAGE, too_large
 from ..protocol.header import Message
 from ..protocol.packets import BadPacket, TooLarge
@@ -243,7 +243,7 @@ class Router:
         now = time.monotonic()
         if now - self._last_ping >= 2.0:
             self._last_ping = now
-            self.send([i for i, r in self.ranks.info.items() if r.pid], Ping())
+            self._outbox.ping([i for i, r in self.ranks.info.items() if r.pid])
 
     def _on_batch(self, batch: Batch) -> None:
         taken: list[tuple[bytes | CellPeer, list[Buffer]]] = []

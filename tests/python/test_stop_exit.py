@@ -138,18 +138,16 @@ atexit.register(policies)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SCHED_BATCH is Linux's")
-@pytest.mark.parametrize("strategy", STRATEGIES)
 def test_ranks_told_to_stop_do_not_preempt_the_kernel_that_tells_the_others(
     shell: Any,  # noqa: F811 (the fixture)
     tmp_path: Path,
-    strategy: str,
 ) -> None:
     """Each rank the kernel wakes with its Shutdown was put on the kernel's core once every
     core was busy with ranks leaving, and ran first: the Shutdowns to 1,000 ranks went out
     one exit at a time (a stop of 2.2 s on 16 cores). Told to stop, every thread of a rank is
     under SCHED_BATCH (the same share of the CPU, no preemption on wake-up)."""
     cell = POLICIES.format(folder=str(tmp_path))
-    result = shell.run_cell(f"%%distributed -n 3 --strategy {strategy}\n{cell}")
+    result = shell.run_cell(f"%%distributed -n 3\n{cell}")
     assert result.error_in_exec is None, result.error_in_exec
     shell.run_line_magic("distributed", "stop")
     for rank in range(3):

@@ -130,15 +130,13 @@ def main() -> None:
     )
     sampler.start()
     header = f"| ranks | mode | connect + hello | {' | '.join(PARTS)} | load |"
-    rows = [header, "|---" * (header.count("|") - 1) + "|"]
+    print(header + "\n" + "|---" * (header.count("|") - 1) + "|", flush=True)
     for mode in args.mode:
         for n in args.ranks:
             if args.per_node:
                 bench_scale.FakeRanks.nodes = max(1, n // args.per_node)
-            rows.append(row(ip, tmp, n, mode, sampler))
-            print(rows[-1], file=sys.stderr, flush=True)
+            print(row(ip, tmp, n, mode, sampler), flush=True)  # (each as it comes)
     sampler.stopped.set()
-    print("\n".join(rows))
     if profile is not None:
         print(_top(profile, args.top))
 

@@ -115,10 +115,8 @@ def main() -> None:
             print(n, rows[n], file=real_err)
     finally:
         sys.stderr = real_err
-    print(
-        f"{os.cpu_count()} CPUs, load {load0:.1f} → {os.getloadavg()[0]:.1f}; "
-        "real idle ranks (local backend)"
-    )
+    load = f"load {load0:.1f} → {os.getloadavg()[0]:.1f}"
+    print(f"{os.cpu_count()} CPUs, {load}; real idle ranks (local backend)")
     print("| metric | " + " | ".join(f"{n:,} ranks" for n in args.ranks) + " |")
     print("|---|" + "---|" * len(args.ranks))
     for label in rows[args.ranks[0]]:

@@ -7,7 +7,8 @@ it sends ``Stage("setup")``), and its cell socket (signed as ``cN``: the Unix so
 ``protocol/packets.py`` where the kernel gives one, else a second DEALER) on which it says
 ``Hello`` and answers each ``Execute`` with ``Done(ok)`` at once, ``after`` its last control
 message, its value ``"RANK: CODE (N pushed bytes)"`` (what reached it, for the tests); a cell
-``None`` has no value (as a trivial cell), nor has ``fail R``, in which rank R ends in an error.
+``None`` has no value (as a trivial cell), nor has ``fail R``, in which rank R ends in an error;
+a cell ``control`` answers ``"RANK: control N"``, the control messages (pings) it was sent.
 Where the cluster has node relays (``bench_scale.py --mode relay``), both connections go to the
 rank's node's relay, as a real rank's do. Nothing runs a cell; everything the kernel reads is
 signed and framed by the project's own protocol code. Writes the time it began to connect to
@@ -61,6 +62,7 @@ class FakeRank:
         else:
             self.cell_zmq = dealer(ctx, address, curve)
         self._in, self._buf = Reassembler(), bytearray(RECORD)
+        self.control = 0  # control messages received (pings, read and dropped)
         self.ctl.send_multipart(self.ctl_signer.pack(Stage("setup", os.getpid()).to_header()))
         coords = layout.coords(rank).to_json()
         self.send_cell(Hello(rank, socket.gethostname(), os.getpid(), "fake", coords))
@@ -109,6 +111,8 @@ class FakeRank:
             return Done(message.run_id, "error", failure=failure.to_json())
         if code == "None" or code.startswith("fail "):
             return Done(message.run_id, "ok")
+        if code == "control":
+            return Done(message.run_id, "ok", value=f"{self.rank}: control {self.control}")
         pushed = sum(len(memoryview(b)) for b in buffers)
         return Done(message.run_id, "ok", value=f"{self.rank}: {code} ({pushed} pushed bytes)")
 
@@ -133,8 +137,10 @@ def main() -> int:
     ranks = [FakeRank(r, boot, ctx, layout) for r in owned]
     poller = zmq.Poller()  # (zmq_poll is poll(2): descriptors past 1024 are fine)
     by_key: dict[Any, FakeRank] = {}
+    by_ctl: dict[Any, FakeRank] = {}
     for rank in ranks:
         poller.register(rank.ctl, zmq.POLLIN)
+        by_ctl[rank.ctl] = rank
         cell_key: Any = rank.unix.fileno() if rank.unix is not None else rank.cell_zmq
         poller.register(cell_key, zmq.POLLIN)
         by_key[cell_key] = rank
@@ -146,7 +152,8 @@ def main() -> int:
                     poller.unregister(key)
                     live -= 1
             else:
-                key.recv_multipart()  # control messages (pings): read and dropped
+                key.recv_multipart()  # control messages (pings): read, counted and dropped
+                by_ctl[key].control += 1
     return 0
 
 

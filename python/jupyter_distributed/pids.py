@@ -64,3 +64,18 @@ def pidfds(pids: Iterable[int]) -> list[int]:
         with contextlib.suppress(AttributeError, OSError):  # not Linux ≥ 5.3, or reaped
             fds.append(os.pidfd_open(pid))
     return fds
+
+
+def no_wake_preemption(pids: Iterable[int]) -> None:
+    """Linux: every thread of each of ``pids`` (processes of this user) under ``SCHED_BATCH``:
+    the same share of the CPU, but a thread woken up no longer preempts the one running on the
+    core it is put on (the kernel's thread that woke it). For ranks about to be told to stop;
+    elsewhere, or for a process already gone, nothing."""
+    if not hasattr(os, "sched_setscheduler"):
+        return
+    param = os.sched_param(0)
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for tid in os.listdir(f"/proc/{pid}/task"):  # noqa: PTH208 (a plain listing)
+                with contextlib.suppress(OSError):
+                    os.sched_setscheduler(int(tid), os.SCHED_BATCH, param)

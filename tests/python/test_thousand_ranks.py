@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import io
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
 
 from .core_helpers import session_in
+from .relay_helpers import router_of
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
 FakeRanks: Any = importlib.import_module("bench_scale").FakeRanks
@@ -171,3 +173,22 @@ def test_one_failing_rank_among_a_thousand_is_its_own(session: Session, topology
     if topology != "star":
         assert rows <= 4 * NODES + 10
         assert rank_rows(session, last.id) <= 4 * NODES + 3  # rank 637 alone
+
+
+def test_a_ping_stops_at_the_relays_and_reaches_ranks_held_directly(
+    session: Session, topology: str
+) -> None:
+    """The kernel pings its connections every 2 s (a rank ignores a ping). Behind relays a
+    ping signed once for all named every rank (90 kB at 10,000 ranks) and each relay copied it
+    to each of its ranks; now it goes to the relays only. In a star each rank still gets one."""
+    run(session, topology, "None")  # (the cluster is up)
+    router = router_of(session)
+    router.call(lambda: setattr(router, "_last_ping", 0.0))  # (a ping at the next tick)
+    while router._last_ping == 0.0:  # (queued before anything this test sends next)
+        time.sleep(0.01)
+    run(session, topology, "None")  # (a round trip after it: the ping is delivered by then)
+    counts = {int(v.split()[-1]) for v in run(session, topology, "control").values.values()}
+    if topology == "star":
+        assert min(counts) >= 1
+    else:
+        assert counts == {0}

@@ -5,12 +5,16 @@ kernel); a probe shows the pairs measured, k of N, gone once its table shows."""
 from __future__ import annotations
 
 import os
+import queue
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from jupyter_client.manager import KernelManager
 
+from jupyter_distributed.cluster import startup
+from jupyter_distributed.cluster.inbox import Item, Ready, StageReached
 from jupyter_distributed.cluster.startwatch import StartWatch
 
 pytestmark = pytest.mark.timeout(180)
@@ -26,6 +30,39 @@ def test_the_line_names_each_stage_s_ranks_in_order_and_counts_the_ready() -> No
     assert watch.progress() == (
         "starting · imports: ranks 1-2 · init_process_group: rank 3 · ready: 1 of 4"
     )
+
+
+class _Lines:
+    """A run's view that keeps the start-up lines drawn."""
+
+    def __init__(self) -> None:
+        self.drawn: list[str] = []
+
+    def starting(self, text: str) -> None:
+        self.drawn.append(text)
+
+    def notice(self, text: str) -> None:
+        pass
+
+
+def test_thousands_of_hellos_at_once_redraw_the_line_a_few_times_not_once_each() -> None:
+    # the line names every rank's stage: drawn again for each of 10,000 ranks' messages, it
+    # made a start quadratic (81 s of the kernel's main thread) and sent the notebook 20,000
+    # redraws of a 50 kB line; it is drawn again at most every PROGRESS_EVERY seconds
+    n = 3000
+    inbox: queue.SimpleQueue[Item] = queue.SimpleQueue()
+    for r in range(n):
+        inbox.put(StageReached(r, "setup", 100 + r))
+    for r in range(n):
+        inbox.put(Ready(r))
+    view = _Lines()
+    t0 = time.monotonic()
+    startup.wait_ready(inbox, cast(Any, dict.fromkeys(range(n))), cast(Any, object()),
+               lambda ranks: {}, cast(Any, view), 60.0)  # fmt: skip
+    took = time.monotonic() - t0
+    assert view.drawn[0] == f"starting · process start: ranks 0-{n - 1} · ready: 0 of {n}"
+    assert view.drawn[-1] == ""  # gone once every rank is ready
+    assert len(view.drawn) <= 2 + took / startup.PROGRESS_EVERY + 1  # (not one per message: 6,000)
 
 
 def _iopub_of(code: str, store: Path) -> list[dict[str, Any]]:

@@ -38,7 +38,7 @@ from ..events import Recorded, count
 from ..history.store import Store
 from ..interface import RankInfo, RunWriter
 from ..ioloop import Batch, IoLoop
-from ..protocol.commands import Execute, Ping
+from ..protocol.commands import Execute
 from ..protocol.frames import MAX_MESSAGE, too_large
 from ..protocol.header import Message
 from ..protocol.packets import BadPacket, TooLarge
@@ -246,7 +246,7 @@ class Router:
             self._last_ping = now
             if len(self._ping_to) < len(self.ranks.info):  # (not once every rank said hello)
                 self._ping_to = [i for i, r in self.ranks.info.items() if r.pid]
-            self.send(self._ping_to, Ping())
+            self._outbox.ping(self._ping_to)
 
     def _on_batch(self, batch: Batch) -> None:
         taken: list[tuple[bytes | CellPeer, list[Buffer]]] = []

@@ -61,11 +61,11 @@ class StartWatch:
         return self._newly(now, self.stacks_after, self.stacked)
 
     def _newly(self, now: float, after: float, seen: set[int]) -> list[int]:
-        out = [
+        out = sorted(
             r
-            for r, (stage, since, _) in sorted(self.stages.items())
+            for r, (stage, since, _) in self.stages.items()
             if stage != "ready" and now - since > after and r not in seen
-        ]
+        )
         seen.update(out)
         return out
 

@@ -9,7 +9,7 @@ from collections import deque
 from collections.abc import Collection, Sequence
 
 from .collapse import Collapser, Run, affordable, ranks_text
-from .events import RankState, StacksEvent, Stream
+from .events import OutputBatch, RankState, StacksEvent, Stream
 from .protocol.flight import LABEL as FLIGHT_LABEL
 
 _RUNNING = (RankState.STARTING, RankState.RUNNING)
@@ -106,6 +106,26 @@ class ShownLines:
             also,
         )
         return tokens if result else left, dropped
+
+    def add_each(self, batch: OutputBatch, tokens: float, tails: Tails) -> tuple[float, int]:
+        """:meth:`add` for each message of ``batch`` (of stdout and stderr only), its lines
+        kept in ``tails`` too (a rank the tokens cut is cut there). Returns the tokens left and
+        how many lines they could not pay."""
+        assert self.held is not None  # noqa: S101 (only called with collapsing on)
+        add, now, dropped = self.held.add, time.monotonic(), 0
+        each = zip(batch.ranks, batch.streams, batch.texts, batch.times, strict=True)
+        for rank, stream, texts, times in each:
+            tails.add(rank, stream, texts)
+            cost = len(str(rank)) + 10  # (the label's and the newline's)
+            if tokens < cost:  # no line fits: a flood past the rate costs a count
+                cut = len(texts)
+            else:
+                at = times if len(times) == len(texts) else [times[0]] * len(texts)
+                tokens, cut = add(rank, stream.value, texts, now, tokens, cost, False, at)
+            if cut:
+                dropped += cut
+                tails.cut(rank)
+        return tokens, dropped
 
     def ended(self, rank: int, state: RankState) -> None:
         """A rank's state changed: once its cell ended, no line waits for it."""

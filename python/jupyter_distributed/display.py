@@ -32,6 +32,7 @@ from .events import (
     DisplayEvent,
     ErrorEvent,
     Event,
+    OutputBatch,
     OutputEvent,
     OutputLines,
     RankEvent,
@@ -169,6 +170,8 @@ class CellView:
                     self.lines.ended_span(first, last, states[-1])
             elif isinstance(event, SharedLines):
                 self._shared(event)
+            elif isinstance(event, OutputBatch):
+                self._batch(event)
             elif not isinstance(event, OutputLines):
                 self.on_event(event)
             elif self.areas.live_ids or self.areas.waiting:  # (a live line ends in on_event)
@@ -215,6 +218,16 @@ class CellView:
         if self.suppressed > suppressed:
             for rank in ranks:
                 self.tails.cut(rank)
+
+    def _batch(self, event: OutputBatch) -> None:
+        """A relay's batch of ranks' messages: in one pass where every rank's lines show and
+        are collapsed (else each message as :meth:`_many` takes it)."""
+        slow = self._held is None or self._quiet or self.areas.live_ids or self.areas.waiting
+        if slow or self.lines.output_ranks is not None:
+            return self.on_events(event.per_rank())
+        self._refill()
+        self._tokens, dropped = self.lines.add_each(event, self._tokens, self.tails)
+        self.suppressed += dropped
 
     def _lines(self, event: OutputLines, target: TextIO) -> None:
         """A message's lines, each shown while the tokens last."""

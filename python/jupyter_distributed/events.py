@@ -193,6 +193,40 @@ class SharedLines:
         return [event for lines in self.per_rank() for event in lines.events()]
 
 
+@dataclass(frozen=True, slots=True)
+class OutputBatch:
+    """Several ranks' messages of output of one run, as a relay's batch brought them (each
+    rank its own lines, issue 26): recorded (one row per message, as for each rank's
+    :class:`OutputLines`) and shown in one pass. Not a kind of its own: :meth:`per_rank` gives
+    each message back, in the order they came."""
+
+    kind: ClassVar[str] = "output"
+    run_id: str
+    ranks: Sequence[int]  # never empty; a rank appears once per message it sent
+    streams: Sequence[Stream]
+    texts: Sequence[Sequence[str]]  # each message's lines, never empty
+    times: Sequence[Sequence[float]]  # each message's times: one per line, or one for all
+
+    @property
+    def t(self) -> float:
+        """The first message's first line's time."""
+        return float(self.times[0][0])
+
+    def per_rank(self) -> list[OutputLines]:
+        """Each message as its rank's :class:`OutputLines`, in order."""
+        run_id, out = self.run_id, []
+        for rank, stream, texts, times in zip(
+            self.ranks, self.streams, self.texts, self.times, strict=True
+        ):
+            at = times if len(times) == len(texts) else [times[0]] * len(texts)
+            out.append(OutputLines(run_id, rank, stream, list(zip(at, texts, strict=True))))
+        return out
+
+    def events(self) -> list[OutputEvent]:
+        """Each line as an :class:`OutputEvent`, message by message."""
+        return [event for lines in self.per_rank() for event in lines.events()]
+
+
 @dataclass(frozen=True)
 class MetricEvent(JsonEvent):
     """One ``report(**values)`` call, or one system sample (names starting with ``sys.``)."""
@@ -261,7 +295,7 @@ Event = RunEvent | RankEvent | OutputEvent | MetricEvent | ErrorEvent | DisplayE
 
 #: What the kernel records and shows: an event, or a message's lines of output (expanded into
 #: :class:`OutputEvent`\ s where one line at a time is needed).
-Recorded = Event | OutputLines | RankStates | SharedLines
+Recorded = Event | OutputLines | RankStates | SharedLines | OutputBatch
 
 
 def count(events: Iterable[Recorded]) -> int:
@@ -271,6 +305,8 @@ def count(events: Iterable[Recorded]) -> int:
         if isinstance(e, OutputLines)
         else len(e.ranks) * len(e.texts)
         if isinstance(e, SharedLines)
+        else sum(map(len, e.texts))
+        if isinstance(e, OutputBatch)
         else e.count
         if isinstance(e, RankStates)
         else 1
@@ -282,7 +318,7 @@ def each(events: Iterable[Recorded]) -> list[Event]:
     """``events`` one at a time: an :class:`OutputLines`' lines as :class:`OutputEvent`\\ s."""
     out: list[Event] = []
     for event in events:
-        if isinstance(event, OutputLines | RankStates | SharedLines):
+        if isinstance(event, OutputLines | RankStates | SharedLines | OutputBatch):
             out.extend(event.events())
         else:
             out.append(event)

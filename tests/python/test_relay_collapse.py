@@ -79,7 +79,8 @@ def test_the_same_line_of_a_nodes_ranks_goes_up_once_with_each_ranks_counter_and
     assert [sent[n][0] for n in names] == seqs
     assert fields["lines"] == [[sent[names[0]][1], LINE]]
     assert times == [[sent[n][1]] for n in names[1:]]  # each other rank's own time
-    assert [(e[0], e[2]["lines"]) for e in rest] == [("r4", mine["lines"])]  # after its line
+    # after its line, as texts and times (see relaybatch.compact)
+    assert [(e[0], e[2]["texts"], e[2]["times"]) for e in rest] == [("r4", ["4's own"], [t0])]
     shared, one = relayed(header, lambda r: r // 4)
     assert isinstance(shared[4], Shared) and sorted(shared[4].ranks) == list(NODE_RANKS)
     assert one[:2] == (4, "r4")
@@ -104,7 +105,7 @@ def test_lines_written_apart_or_out_of_a_ranks_order_stay_each_ranks_own() -> No
     each = batcher.take()["each"]  # type: ignore[index]
     ranks = [e[0] if isinstance(e[0], list) else [e[0]] for e in each]
     assert ranks == [["r0", "r3"], ["r1"], ["r1"], ["r2"], ["r2"]]
-    texts = [e[2]["lines"][0][1] for e in each]
+    texts = [e[2]["texts"][0] if len(e) == 3 else e[2]["lines"][0][1] for e in each]
     assert texts == ["a", "b", "a", "a", "b"]
 
 

@@ -31,6 +31,7 @@ from ..protocol.messages import parse
 from ..protocol.signing import cell_name, rank_name
 from .fancollapse import Shared, shared_entry
 from .fanin import BadReduction, expand, speaker
+from .fanlines import Plain, plain
 from .relaybatch import BATCH
 
 Unbatched = tuple[int, int, dict[str, Any]] | tuple[list[int], list[int], dict[str, Any], Any]
@@ -63,15 +64,16 @@ def unbatch(header: dict[str, Any], node_of: Callable[[int], int | None]) -> lis
 
 def relayed(
     header: dict[str, Any], node_of: Callable[[int], int | None]
-) -> list[tuple[int, str, int, int, Message | Shared | None]]:
+) -> list[tuple[int, str, int, int, Message | Shared | Plain | None]]:
     """The kernel's side of a relay's verified message, a batch or a reduction: each rank's
     message in it as (rank, the name it was signed under, its counter, its ``after``, the
-    message; a :class:`~.fancollapse.Shared` for several ranks' alike, under its first rank).
+    message; a :class:`~.fancollapse.Shared` for several ranks' alike, under its first rank;
+    a :class:`~.fanlines.Plain` for a rank's lines).
     Raises :class:`~.fanin.BadReduction` or ``BadHeader`` where it is refused."""
     if header.get("type") != BATCH:
         each = [(r, cell_name(r), s, w, f) for r, s, w, f in expand(header, node_of)]
         return [(rank, src, seq, wait, parse(fields)) for rank, src, seq, wait, fields in each]
-    out: list[tuple[int, str, int, int, Message | Shared | None]] = []
+    out: list[tuple[int, str, int, int, Message | Shared | Plain | None]] = []
     for entry in unbatch(header, node_of):
         if len(entry) == 4:
             ranks, seqs, fields, times = entry
@@ -79,6 +81,7 @@ def relayed(
             if message is not None:
                 shared = Shared(tuple(ranks), tuple(seqs), message, times)
                 out.append((ranks[0], rank_name(ranks[0]), seqs[0], 0, shared))
-        else:
-            out.append((entry[0], rank_name(entry[0]), entry[1], 0, parse(entry[2])))
+        else:  # (a rank's lines: checked, taken without a message made, see .fanlines)
+            lines = plain(entry[2])
+            out.append((entry[0], rank_name(entry[0]), entry[1], 0, lines or parse(entry[2])))
     return out

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..events import Recorded
+from ..interface import LAST_LINES
 from ..protocol.frames import join_parts
 from ..protocol.header import BadHeader, Message
 from ..protocol.messages import parse
@@ -35,6 +36,7 @@ from .fanbatch import relayed
 from .fancollapse import Shared, take_shared
 from .fancompact import Compacting
 from .fanin import REDUCED, hop_nodes, ranged, spans
+from .fanlines import Gather, Plain
 from .inbox import Exited, Finished, Item, Show, StacksReply
 from .stackboard import StackBoard
 
@@ -124,21 +126,46 @@ class Intake:
         try:
             if plain:
                 self._take_plain(taken, peer, str(header["run_id"]), plain)
+            gather, now = Gather(), time.time()  # (ranks' lines in a row: one event, .fanlines)
             for rank, src, seq, wait, message in parsed:
+                if not (reduced or isinstance(message, Shared) or self._signer.vouched(src, seq)):
+                    self._reject(peer, f"replayed message {src}#{seq}")
+                    continue
+                if isinstance(message, Plain):
+                    if self._lines(gather, taken, peer, rank, message, now):
+                        self.batched += 1
+                        continue
+                    message = message.message()
+                gather.flush(taken.events)
                 if isinstance(message, Shared):  # several ranks' alike (see .fancollapse)
                     self._take_shared(taken, peer, message)
-                    continue
-                if not (reduced or self._signer.vouched(src, seq)):
-                    self._reject(peer, f"replayed message {src}#{seq}")
                     continue
                 cell = src[0] == "c"
                 self.reduced_ends += cell
                 self.batched += not cell
                 self._route(taken, peer, rank, cell, message, [], wait)
+            gather.flush(taken.events)
         finally:
             if taken.compacting is not None:
                 taken.shown = taken.compacting.close(taken.events, taken.items, taken.shown)
                 taken.compacting = None
+
+    def _lines(
+        self, gather: Gather, taken: Taken, peer: bytes, rank: int, lines: Plain, now: float
+    ) -> bool:
+        """A rank's lines from a relay's batch, its counter checked, gathered into one event
+        with the others' (what :func:`.decode` does for its message, and :meth:`_route`); False
+        where it must be taken alone (see :mod:`.fanlines`)."""
+        info = self.ranks.info.get(rank)
+        run_id = lines.run_id or self.ranks.run_id
+        if info is None or not run_id or self._order.waiting((rank,)):
+            return False
+        self.peers[rank] = peer
+        info.last_seen = now
+        info.lines.extend(lines.texts[-LAST_LINES:])
+        if lines.texts:
+            gather.add(taken.events, run_id, rank, lines)
+        return True
 
     def _take_shared(self, taken: Taken, peer: bytes, shared: Shared) -> None:
         """Lines or stacks that several ranks of a relay's node sent alike: each rank's counter

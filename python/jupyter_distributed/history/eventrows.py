@@ -79,7 +79,19 @@ class Shared(NamedTuple):
     times: Sequence[Sequence[float]]  # each rank's times of its lines
 
 
-Written = Item | Lines | States | Shared
+class Batch(NamedTuple):
+    """Several ranks' messages of output lines of one run, as a relay's batch brought them:
+    each message written as its :class:`Lines` would be, the common case (its lines at one
+    time, in one row, its rank's only message in the batch) made into its row at once."""
+
+    run_id: str
+    ranks: Sequence[int]
+    streams: Sequence[str]
+    texts: Sequence[Sequence[str]]
+    times: Sequence[Sequence[float]]  # each message's: one per line, or one for all
+
+
+Written = Item | Lines | States | Shared | Batch
 
 
 def append(db: sqlite3.Connection, items: Iterable[Written], keys: Keys | None = None) -> None:
@@ -98,6 +110,8 @@ def _numbered(seq: int, items: Iterable[Written]) -> Iterator[tuple[int, Written
             if isinstance(it, States)
             else len(it.ranks) * len(it.texts)
             if isinstance(it, Shared)
+            else sum(map(len, it.texts))
+            if isinstance(it, Batch)
             else 1
         )
 
@@ -121,6 +135,9 @@ def write(
             continue
         if isinstance(it, Shared):
             start = _write_shared(db, seq, it, start, groups, rows, codes)
+            continue
+        if isinstance(it, Batch):
+            start = _write_batch(db, seq, it, start, groups, rows, codes)
             continue
         if seq - start >= SPAN:
             _flush(db, groups, rows, codes)
@@ -217,6 +234,49 @@ def _write_shared(
             start = first
         gaps = bytes(2 * (n - 1))  # (the next seq, the same time: zeros)
         rows.append((first + n - 1, n - 1, run, kind, rank, stream, times[0], gaps, joined, None))
+    return start
+
+
+def _write_batch(
+    db: sqlite3.Connection,
+    seq: int,
+    it: Batch,
+    start: int,
+    groups: dict[Any, Group],
+    rows: list[tuple[Any, ...]],
+    codes: Codes,
+) -> int:
+    """:func:`write`'s work for ``it``: each message as :func:`_write_lines` writes it, the
+    row of one whose lines are at one time and fit (its rank's only message in the batch)
+    made from their text joined, at once. Returns where the current span starts."""
+    run_id, run, kind = it.run_id, codes.run(it.run_id), codes.code("output")
+    keys = list(zip(it.ranks, it.streams, strict=True))
+    again = set() if len(set(keys)) == len(keys) else {k for k in keys if keys.count(k) > 1}
+    for (rank, stream), texts, times in zip(keys, it.texts, it.times, strict=True):
+        n, t = len(texts), times[0]
+        joined = None
+        if (run_id, "output", rank, stream) not in groups and (rank, stream) not in again:
+            joined = "\n".join(texts)
+            size = (len(joined) if joined.isascii() else len(joined.encode())) + 2 * (n - 1)
+            if n > 1 and (
+                times.count(t) != len(times) or size > ROW_BYTES or joined.count("\n") >= n
+            ):
+                joined = None
+        if joined is None:
+            at = times if len(times) == n else [t] * n
+            lines = list(zip(at, texts, strict=True))
+            start = _write_lines(
+                db, seq, Lines(run_id, rank, stream, lines), start, groups, rows, codes
+            )
+        else:
+            if seq + n - 1 - start >= SPAN:
+                _flush(db, groups, rows, codes)
+                start = seq
+            gaps = bytes(2 * (n - 1)) if n > 1 else None  # (the next seq, the same time: zeros)
+            rows.append(
+                (seq + n - 1, n - 1, run, kind, rank, codes.code(stream), t, gaps, joined, None)
+            )
+        seq += n
     return start
 
 

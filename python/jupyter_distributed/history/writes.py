@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import (
     MetricEvent,
+    OutputBatch,
     OutputEvent,
     OutputLines,
     RankStates,
@@ -126,6 +127,12 @@ class Writes:
                     stream = ev.stream.value
                     items.append(eventrows.Shared(ev.run_id, ev.ranks, stream, ev.texts, ev.times))
                     count += len(ev.ranks) * len(ev.texts)
+                    continue
+                if isinstance(ev, OutputBatch):  # a relay's batch: each message's rows
+                    streams = [stream.value for stream in ev.streams]
+                    batch = eventrows.Batch(ev.run_id, ev.ranks, streams, ev.texts, ev.times)
+                    items.append(batch)
+                    count += sum(map(len, ev.texts))
                     continue
                 if isinstance(ev, RankStates):  # a relay's reduction: one row
                     items.append(staterows.States(ev.run_id, ev.t, ev.rows(), ev.span_rows()))

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..modelshapes import loss_of, sample_input
-from .timing import compute_device, device_sync, typical_seconds
+from .timing import compute_device, device_sync, step_seconds, typical_seconds
 
 
 def _free() -> bool:
@@ -128,11 +128,9 @@ def _fsdp(
         device = next(model.parameters()).device  # FSDP2's mesh's (on a GPU: the GPU)
         x = _on(x, device)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
-        cpu, sync = threads == 1 and device.type == "cpu", device_sync(device.type)
-        fwd_bwd = typical_seconds(
-            functools.partial(_forward_backward, model, x), cpu=cpu, sync=sync
-        )
-        return fwd_bwd, typical_seconds(opt.step, cpu=cpu, sync=sync)
+        cpu = threads == 1 and device.type == "cpu"
+        run = functools.partial(_forward_backward, model, x)
+        return step_seconds(run, opt.step, cpu, device.type)
     except Exception:  # noqa: BLE001 (a model FSDP2 cannot shard: no framework term)
         return None
     finally:

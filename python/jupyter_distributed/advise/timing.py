@@ -72,6 +72,27 @@ def typical_seconds(
     return statistics.median(times)
 
 
+def step_seconds(
+    fwd_bwd: Callable[[], Any], step: Callable[[], Any], cpu: bool, device: str
+) -> tuple[float, float]:
+    """Typical seconds of forward+backward and of the optimizer's step. On CPU each is timed
+    apart. On a GPU the optimizer's step is what it adds to a whole step (forward, backward and
+    step timed together, less forward+backward): its kernels are queued while the backward's
+    still run, so a step launched one small kernel at a time (``foreach=False``: about ten a
+    parameter) is hidden behind a long backward and exposed after a short one; timed alone, it
+    was the launches' CPU time, 1.8-5.7x the step's share on an H200."""
+    sync = device_sync(device)
+    fb = typical_seconds(fwd_bwd, cpu=cpu, sync=sync)
+    if sync is None:
+        return fb, typical_seconds(step, cpu=cpu)
+
+    def whole() -> None:
+        fwd_bwd()
+        step()
+
+    return fb, max(0.0, typical_seconds(whole, sync=sync) - fb)
+
+
 @functools.cache
 def compute_device() -> str:
     """Where the advisor times compute: ``"cuda"`` where this process has a GPU, else ``"cpu"``."""
@@ -83,9 +104,12 @@ def compute_device() -> str:
 @functools.cache
 def device_workspace_bytes() -> int:
     """Bytes a GPU rank's math libraries keep from its first matrix product on: the cuBLAS and
-    cuBLASLt workspaces, which torch's allocator counts (32 MiB a stream on an H100 by
-    default); measured here by clearing them and making them again (fp32 and bf16, with and
-    without a bias); 0 on CPU, or where it cannot be measured."""
+    cuBLASLt workspaces, which torch's allocator counts (32 MiB a handle and stream on an H100
+    by default); measured here by clearing them and making them again as a training step does:
+    products in forward and in backward (fp32 and bf16, with and without a bias). The backward
+    runs on autograd's own thread, whose cuBLAS handle has a workspace of its own: a forward
+    alone measured 33 MiB of the 65 MiB an H200's step held. 0 on CPU, or where it cannot be
+    measured."""
     if compute_device() != "cuda":
         return 0
     import torch
@@ -97,10 +121,11 @@ def device_workspace_bytes() -> int:
     clear()
     before = torch.cuda.memory_allocated()
     for dtype in (torch.float32, torch.bfloat16):
+        w = torch.ones(64, 64, device="cuda", dtype=dtype, requires_grad=True)
         a = torch.ones(64, 64, device="cuda", dtype=dtype)
-        torch.nn.functional.linear(a, a, a[0])
-        torch.nn.functional.linear(a, a)
-    del a
+        torch.nn.functional.linear(a, w).sum().backward()
+        torch.nn.functional.linear(a, w, w[0]).sum().backward()
+    del a, w
     torch.cuda.synchronize()
     return max(0, torch.cuda.memory_allocated() - before)
 
@@ -123,7 +148,7 @@ def stage_compute(
     was = torch.get_num_threads()
     torch.set_num_threads(threads)
     device = compute_device()
-    sync, cpu = device_sync(device), threads == 1 and device == "cpu"
+    cpu = threads == 1 and device == "cpu"
     try:
         torch.manual_seed(0)
         with torch.device(device):  # built there (a large model's CPU init is slow)
@@ -137,18 +162,11 @@ def stage_compute(
         for stage in stages:
             opt = torch.optim.AdamW(stage.parameters(), lr=1e-3, foreach=False)
             run = functools.partial(_forward_backward, stage, x)
-            seconds = typical_seconds(run, cpu=cpu, sync=sync)
+            seconds, stepping = step_seconds(run, opt.step, cpu, device)
             with torch.no_grad():
                 y = stage(x)
             tensors = tuple(p.numel() * p.element_size() for p in stage.parameters())
-            out.append(
-                Compute(
-                    seconds,
-                    typical_seconds(opt.step, cpu=cpu, sync=sync),
-                    tensors,
-                    y.numel() * y.element_size(),
-                )
-            )
+            out.append(Compute(seconds, stepping, tensors, y.numel() * y.element_size()))
             x = y.detach().requires_grad_(True) if y.is_floating_point() else y
         return tuple(out)
     finally:

@@ -128,3 +128,31 @@ def test_a_wait_for_the_cores_is_not_timed_as_compute() -> None:
     assert one.fwd_bwd < 0.02  # the block's work: well under a millisecond here
     (two,) = stage_compute(_Waits, 1, None, 2, 4)
     assert two.fwd_bwd >= 0.04
+
+
+def test_the_share_timed_between_the_steps_is_the_one_fitted() -> None:
+    """A trial's ranks timed the plain block between their steps (4x the advisor's time: the
+    load while they ran) and after them (2x: the load had gone): the correction is the 4x."""
+    trial = _row("ddp", 2.0, 1.0, step_s=12.0, plain_s=0.2, plain_during_s=0.4,
+                 plain_predicted_s=0.1)  # fmt: skip
+    fitted = fit([trial])
+    assert fitted is not None
+    assert fitted["compute"] == pytest.approx(4.0) == fitted["communication"]
+
+
+def test_a_rank_gets_the_threads_of_the_cores_it_may_run_on() -> None:
+    """The advisor sizes a rank's threads by the cores this process may run on (its affinity,
+    which the ranks it starts inherit), not every core of the machine."""
+    import os
+
+    from jupyter_distributed.advise.timing import rank_threads
+
+    if not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs CPU affinity and 2 cores")
+    was = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(was)})
+    try:
+        assert rank_threads(1) == (1, 1.0)
+        assert rank_threads(2) == (1, 2.0)
+    finally:
+        os.sched_setaffinity(0, was)

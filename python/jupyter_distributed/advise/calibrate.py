@@ -7,7 +7,9 @@ by component, so that a trial of one layout carries to layouts of other shapes:
 
 - ``compute``: the ranks' real share of the cores, measured: each verified rank also times the
   plain model's forward+backward at the layout's microbatch (all ranks at once, the same
-  neighbours), against the advisor's own time of the same block; the median ratio scales
+  neighbours) after each of its timed steps (``plain_during_s``; rows measured before that
+  timed it after all the steps, ``plain_s``), against the advisor's own time of the same
+  block; the median ratio scales
   compute, bubble, optimizer and framework alike. Rows without that timing (older runs) fall
   back to least squares below.
 - ``communication``: with fewer than 3 rows, the same measured share (a call on these ranks

@@ -104,19 +104,19 @@ def _forward_backward(stage: Any, x: Any) -> None:
     loss_of(stage(x)).backward()
 
 
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # (not on Linux)
+        return os.cpu_count() or 1
+
+
 def rank_threads(procs_per_node: int) -> tuple[int, float]:
     """The threads a local rank gets (as the worker sets OMP_NUM_THREADS) and how oversubscribed
     the cores are (ranks beyond the cores share them). The cores are the ones this process may
     run on (its affinity, which the ranks it starts inherit), not every core of the machine."""
     cores = _cores()
     return max(1, cores // procs_per_node), max(1.0, procs_per_node / cores)
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):  # (not on Linux)
-        return os.cpu_count() or 1
 
 
 @functools.lru_cache(maxsize=8)

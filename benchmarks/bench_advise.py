@@ -145,7 +145,8 @@ def scenario(ip: Any, model: str, n: int, batch: int, args: Any, hosts: TwoHosts
     return {
         "model": model, "ranks": n, "global_batch": batch, "answer_s": answer_s,
         "where": f" as 2 nodes ({hosts.shape or 'unshaped'})" if hosts else "",
-        "links": links.get("groups", {}), "wall_s": wall, "rounds": rounds,
+        "links": links.get("groups", {}), "allreduce": links.get("allreduce", []),
+        "wall_s": wall, "rounds": rounds,
         "load": [round(x, 1) for x in (load_before, os.getloadavg()[0])], **fits,
         "layouts": out, "top_within_5": top["measured_s"] <= 1.05 * best["measured_s"] or tie,
         "best_in_top3": best["rank"] <= 3,

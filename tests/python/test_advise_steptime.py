@@ -156,3 +156,18 @@ def test_a_rank_gets_the_threads_of_the_cores_it_may_run_on() -> None:
         assert rank_threads(2) == (1, 2.0)
     finally:
         os.sched_setaffinity(0, was)
+
+
+def test_a_probe_stopped_at_small_sizes_does_not_set_the_rate() -> None:
+    """A quick probe that spent its budget in a busy moment kept two small all_reduce points
+    (1 KiB in 2 ms, 4 KiB in 32 ms): their "rate" (128 KB/s) is the call's overhead, and a
+    656 KB all-reduce was predicted 5.2 s (measured 22 ms). The bytes go at the pairs' rate."""
+    from jupyter_distributed.advise.comm import fit_links
+
+    probe = {
+        "run_id": "p", "world_size": 4,
+        "pairs": [{"a": 0, "b": 1, "link": "intra", "latency_us": 50.0, "bandwidth_gbs": 1.0}],
+        "allreduce": [{"bytes": 1024, "seconds": 2e-3}, {"bytes": 4096, "seconds": 32e-3}],
+    }  # fmt: skip
+    seconds = fit_links(probe).allreduce(656_000, 4, spans_nodes=False)
+    assert 0.017 <= seconds < 0.02  # the points' median call, then the bytes at the pairs' rate

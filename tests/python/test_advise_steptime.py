@@ -171,3 +171,19 @@ def test_a_probe_stopped_at_small_sizes_does_not_set_the_rate() -> None:
     }  # fmt: skip
     seconds = fit_links(probe).allreduce(656_000, 4, spans_nodes=False)
     assert 0.017 <= seconds < 0.02  # the points' median call, then the bytes at the pairs' rate
+
+
+def test_no_pipeline_layout_has_a_stage_without_parameters() -> None:
+    """Cut into 4, a Linear-ReLU-Linear-ReLU-Linear model leaves a stage with only a ReLU:
+    its optimizer has nothing to step (torch refuses an empty parameter list), so no 4-stage
+    layout is listed; 2 stages are."""
+    from jupyter_distributed.advise.enumerate import candidates
+    from jupyter_distributed.advise.intake import from_factory
+
+    def wide() -> Any:
+        lin = torch.nn.Linear
+        relu = torch.nn.ReLU
+        return torch.nn.Sequential(lin(8, 16), relu(), lin(16, 16), relu(), lin(16, 8))
+
+    stages = {c.pp for c in candidates(from_factory(wide, None), 4, 8)}
+    assert stages == {1, 2}

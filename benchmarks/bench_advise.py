@@ -2,7 +2,8 @@
 global batch) on CPU ranks over gloo, every launchable layout of each run for real.
 
 Run: ``python benchmarks/bench_advise.py [--quick | --only mlp:4:8,...] [--ranks 2,4]
-[--repeats R] [--budget S] [--shaped RATE[/DELAY] | --two-nodes] [--probe-only] [--json out]``.
+[--repeats R] [--budget S] [--deadline S] [--shaped RATE[/DELAY] | --two-nodes] [--probe-only]
+[--json out]``.
 
 Per scenario: a ``--quick`` probe of the ranks, ``advise()`` (uncalibrated), then every layout
 it lists that fits, measured through its own launch line (``verify``: peak live tensor bytes and
@@ -16,7 +17,8 @@ ranks between its steps (``probed``) and after them (``after``, how it was first
 average at each scenario's start and end; the wall time of its probe, advice and measurement.
 The runs are interleaved: one round over every layout, then the next, so the trial and the
 layouts it is applied to are measured in the same minutes; ``--budget S`` starts no new round
-once a scenario's measurement has taken S seconds (at least one round is run). Then the median
+once a scenario's measurement has taken S seconds (at least one round is run), ``--deadline S``
+no new round or scenario once the whole run has. Then the median
 and worst errors of the suite. ``--json`` keeps each layout's predicted parts and the ranks' and
 the advisor's time of the plain block.
 
@@ -136,7 +138,7 @@ def scenario(ip: Any, model: str, n: int, batch: int, args: Any, hosts: TwoHosts
             extra = hosts.launch_options(threads(n, hosts))
             advice.layouts = [dataclasses.replace(r, launch=f"{r.launch} {extra}")
                               for r in advice.layouts]  # fmt: skip
-        rounds = interleaved(advice, ip, model, args.repeats, args.budget)
+        rounds = interleaved(advice, ip, model, args.repeats, args.budget, args.stop_at)
         wall["measure"] = time.perf_counter() - began
     out, fits = score([r for r in advice.layouts if r.measured])
     best = min(out, key=lambda x: x["measured_s"])
@@ -153,19 +155,25 @@ def scenario(ip: Any, model: str, n: int, batch: int, args: Any, hosts: TwoHosts
     }  # fmt: skip
 
 
-def interleaved(advice: Any, ip: Any, model: str, repeats: int, budget: float | None) -> int:
+def interleaved(advice: Any, ip: Any, model: str, repeats: int, budget: float | None,
+                stop_at: float = float("inf")) -> int:  # fmt: skip
     """Measure every layout up to ``repeats`` times, one round over all of them after another,
     so that the trial (the top layout) and the layouts its correction is applied to are measured
     in the same minutes, not one layout's runs before the next one's; no new round once
-    ``budget`` seconds are spent. Each row then holds the median of its runs (step, and the
-    ranks' plain block between and after its steps). Returns the rounds run."""
+    ``budget`` seconds are spent, or after ``stop_at`` (``time.perf_counter``). Each row then
+    holds the median of its runs (step, and the ranks' plain block between and after its
+    steps). Returns the rounds run."""
     from jupyter_distributed.advise.verify import verify
 
     runs: dict[int, list[dict[str, Any]]] = {}
     began = time.perf_counter()
     done = 0
-    while done < repeats and (done == 0 or budget is None
-                              or time.perf_counter() - began < budget):  # fmt: skip
+
+    def another() -> bool:
+        now = time.perf_counter()
+        return now < stop_at and (budget is None or now - began < budget)
+
+    while done < repeats and (done == 0 or another()):
         verify(advice, len(advice.layouts), ip, model, None, "adamw", 1)
         done += 1
         for i, r in enumerate(advice.layouts):
@@ -193,6 +201,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--ranks", default="2,4", help="rank counts of the suite (default 2,4)")
     parser.add_argument("--repeats", type=int, default=2, help="rounds over the layouts")
     parser.add_argument("--budget", type=float, help="no new round after S s of a scenario")
+    parser.add_argument("--deadline", type=float, help="no new round or scenario after S s")
     parser.add_argument("--shaped", help="two nodes, their link shaped: RATE[/DELAY]")
     parser.add_argument("--two-nodes", action="store_true", help="two nodes, unshaped")
     parser.add_argument("--probe-only", action="store_true", help="only probe the clusters")
@@ -222,6 +231,7 @@ def arguments() -> argparse.Namespace:
 def main() -> None:
     args = arguments()
     began = time.perf_counter()
+    args.stop_at = began + args.deadline if args.deadline else float("inf")
     use_checkout(always=True)
     ip, _tmp = bench_shell("bench-advise-")
     from jupyter_distributed.magics import DistributedMagics
@@ -244,6 +254,9 @@ def main() -> None:
                   f"{hosts.shape or 'unshaped'}")  # fmt: skip
         stack.callback(magics.session.shutdown)
         for model, n, batch in args.suite:
+            if time.perf_counter() > args.stop_at:
+                print(f"\n--deadline {args.deadline:.0f} s: not run from {model}:{n}:{batch} on")
+                break
             try:
                 if args.probe_only:
                     t0 = time.perf_counter()

@@ -128,3 +128,62 @@ def test_a_wait_for_the_cores_is_not_timed_as_compute() -> None:
     assert one.fwd_bwd < 0.02  # the block's work: well under a millisecond here
     (two,) = stage_compute(_Waits, 1, None, 2, 4)
     assert two.fwd_bwd >= 0.04
+
+
+def test_the_share_timed_between_the_steps_is_the_one_fitted() -> None:
+    """A trial's ranks timed the plain block between their steps (4x the advisor's time: the
+    load while they ran) and after them (2x: the load had gone): the correction is the 4x."""
+    trial = _row("ddp", 2.0, 1.0, step_s=12.0, plain_s=0.2, plain_during_s=0.4,
+                 plain_predicted_s=0.1)  # fmt: skip
+    fitted = fit([trial])
+    assert fitted is not None
+    assert fitted["compute"] == pytest.approx(4.0) == fitted["communication"]
+
+
+def test_a_rank_gets_the_threads_of_the_cores_it_may_run_on() -> None:
+    """The advisor sizes a rank's threads by the cores this process may run on (its affinity,
+    which the ranks it starts inherit), not every core of the machine."""
+    import os
+
+    from jupyter_distributed.advise.timing import rank_threads
+
+    if not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs CPU affinity and 2 cores")
+    was = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(was)})
+    try:
+        assert rank_threads(1) == (1, 1.0)
+        assert rank_threads(2) == (1, 2.0)
+    finally:
+        os.sched_setaffinity(0, was)
+
+
+def test_a_probe_stopped_at_small_sizes_does_not_set_the_rate() -> None:
+    """A quick probe that spent its budget in a busy moment kept two small all_reduce points
+    (1 KiB in 2 ms, 4 KiB in 32 ms): their "rate" (128 KB/s) is the call's overhead, and a
+    656 KB all-reduce was predicted 5.2 s (measured 22 ms). The bytes go at the pairs' rate."""
+    from jupyter_distributed.advise.comm import fit_links
+
+    probe = {
+        "run_id": "p", "world_size": 4,
+        "pairs": [{"a": 0, "b": 1, "link": "intra", "latency_us": 50.0, "bandwidth_gbs": 1.0}],
+        "allreduce": [{"bytes": 1024, "seconds": 2e-3}, {"bytes": 4096, "seconds": 32e-3}],
+    }  # fmt: skip
+    seconds = fit_links(probe).allreduce(656_000, 4, spans_nodes=False)
+    assert 0.017 <= seconds < 0.02  # the points' median call, then the bytes at the pairs' rate
+
+
+def test_no_pipeline_layout_has_a_stage_without_parameters() -> None:
+    """Cut into 4, a Linear-ReLU-Linear-ReLU-Linear model leaves a stage with only a ReLU:
+    its optimizer has nothing to step (torch refuses an empty parameter list), so no 4-stage
+    layout is listed; 2 stages are."""
+    from jupyter_distributed.advise.enumerate import candidates
+    from jupyter_distributed.advise.intake import from_factory
+
+    def wide() -> Any:
+        lin = torch.nn.Linear
+        relu = torch.nn.ReLU
+        return torch.nn.Sequential(lin(8, 16), relu(), lin(16, 16), relu(), lin(16, 8))
+
+    stages = {c.pp for c in candidates(from_factory(wide, None), 4, 8)}
+    assert stages == {1, 2}

@@ -7,7 +7,9 @@ by component, so that a trial of one layout carries to layouts of other shapes:
 
 - ``compute``: the ranks' real share of the cores, measured: each verified rank also times the
   plain model's forward+backward at the layout's microbatch (all ranks at once, the same
-  neighbours), against the advisor's own time of the same block; the median ratio scales
+  neighbours) after each of its timed steps (``plain_during_s``; rows measured before that
+  timed it after all the steps, ``plain_s``), against the advisor's own time of the same
+  block; the median ratio scales
   compute, bubble, optimizer and framework alike. Rows without that timing (older runs) fall
   back to least squares below.
 - ``communication``: with fewer than 3 rows, the same measured share (a call on these ranks
@@ -59,9 +61,9 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     xs = [_split(r.get("raw_parts_s") or r["predicted_parts_s"]) for r in done]
     ys = [r["measured"]["step_s"] for r in done]
     shares = [
-        r["measured"]["plain_s"] / r["measured"]["plain_predicted_s"]
+        ranks / r["measured"]["plain_predicted_s"]
         for r in done
-        if r["measured"].get("plain_s") and r["measured"].get("plain_predicted_s")
+        if (ranks := share_seconds(r["measured"])) and r["measured"].get("plain_predicted_s")
     ]
     if shares:
         a = _clip(statistics.median(shares))
@@ -82,6 +84,12 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         "memory": _clip(max(memory)) if memory else 1.0,
         "layouts": len(done),
     }
+
+
+def share_seconds(measured: dict[str, Any]) -> float:
+    """The ranks' time of the plain block: timed between the steps (``plain_during_s``, the
+    load while they ran) where the row has it, else after them (``plain_s``); 0 without."""
+    return float(measured.get("plain_during_s") or measured.get("plain_s") or 0.0)
 
 
 def _raw_bytes(row: dict[str, Any]) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..modelshapes import cut, pieces
 from .intake import ModelInfo
 from .parts import Memory
 
@@ -55,7 +56,7 @@ def candidates(info: ModelInfo, world: int, global_batch: int) -> list[Candidate
         return out
     layers = len(info.layer_params)
     for pp in range(2, min(world, layers) + 1):
-        if world % pp:
+        if world % pp or not _every_stage_trains(info.layer_params, pp):
             continue
         dp = world // pp
         if global_batch % dp:
@@ -67,6 +68,13 @@ def candidates(info: ModelInfo, world: int, global_batch: int) -> list[Candidate
             if m >= pp:  # GPipe is also launchable there; below it 1F1B runs as GPipe
                 out.append(Candidate("model-parallel", dp, pp, m, interleaved=False))
     return out
+
+
+def _every_stage_trains(layer_params: tuple[int, ...], pp: int) -> bool:
+    """Whether each of the pipeline helper's ``pp`` stages holds parameters: a stage without
+    (a lone activation between two linear layers) has nothing for its optimizer, which torch
+    refuses ("optimizer got an empty parameter list"), so the layout's ranks cannot train."""
+    return all(sum(layer_params[a:b]) > 0 for a, b in pieces(cut(list(layer_params), pp)))
 
 
 def spans_nodes(ranks: list[int], procs_per_node: int) -> bool:

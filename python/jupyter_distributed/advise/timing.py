@@ -178,11 +178,19 @@ def _forward_backward(stage: Any, x: Any) -> None:
     loss_of(stage(x)).backward()
 
 
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # (not on Linux)
+        return os.cpu_count() or 1
+
+
 def rank_threads(procs_per_node: int) -> tuple[int, float]:
     """The threads a local rank gets (as the worker sets OMP_NUM_THREADS: all the cores for a
     rank alone on its machine, else one, as under torchrun) and how oversubscribed the cores are
-    (ranks beyond the cores share them)."""
-    cores = os.cpu_count() or 1
+    (ranks beyond the cores share them). The cores are the ones this process may run on (its
+    affinity, which the ranks it starts inherit), not every core of the machine."""
+    cores = _cores()
     return (cores if procs_per_node == 1 else 1), max(1.0, procs_per_node / cores)
 
 

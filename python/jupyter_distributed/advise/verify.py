@@ -29,33 +29,30 @@ def cell(model: str, step: str | None, micro: int, seq: int | None, m: int, opt:
     return (
         "# %distributed advise --verify: measure this layout\n"
         "from jupyter_distributed.worker.measure import measure as _jd_measure\n"
+        "from jupyter_distributed.worker.measure import plain_block as _jd_block\n"
+        f"_jd_plain = _jd_block({model}, {micro}, {seq!r})\n"
         f"{PULLED} = _jd_measure(globals(), {model}, micro={micro}, seq={seq!r}, "
-        f"microbatches={m}, optimizer={opt!r}, step={step or 'None'}, steps={STEPS})\n"
-        "del _jd_measure\n" + PLAIN.format(pulled=PULLED, model=model, micro=micro, seq=seq)
+        f"microbatches={m}, optimizer={opt!r}, step={step or 'None'}, steps={STEPS}, "
+        "probe=_jd_plain)\n" + PLAIN.format(pulled=PULLED)
     )
 
 
 # The plain model's forward+backward at the layout's microbatch, timed on every rank at once
 # (the same cores, threads and neighbours as the step): what compute really costs there,
-# against what the advisor timed alone (calibration's compute factor).
+# against what the advisor timed alone (calibration's compute factor). Timed twice: between
+# the steps (``measure``'s probe: its median is ``probe_seconds``, the load during the steps)
+# and after them (``plain_s``, how it was first done: a load change during the steps is missed).
 PLAIN = """\
-def _jd_plain(factory, micro, seq, runs={runs}):
+def _jd_after(once, runs={runs}):
     import statistics, time
-    from jupyter_distributed.modelshapes import loss_of, sample_input
-    model = factory()
-    x = sample_input(model, micro, seq)
-    def once():
-        model.zero_grad(set_to_none=True)
-        loss_of(model(x)).backward()
-    once()
     seconds = []
     for _ in range(runs):
         began = time.perf_counter()
         once()
         seconds.append(time.perf_counter() - began)
     return statistics.median(seconds)
-{pulled}["plain_s"] = _jd_plain({model}, {micro}, {seq!r})
-del _jd_plain
+{pulled}["plain_s"] = _jd_after(_jd_plain)
+del _jd_after, _jd_plain, _jd_measure, _jd_block
 """.replace("{runs}", str(STEPS))
 
 
@@ -91,8 +88,10 @@ def verify(
         times = [max(g["step_seconds"] for g in got) for got in runs]
         seconds = statistics.median(times)
         plain = [max(g.get("plain_s", 0.0) for g in got) for got in runs]
+        during = [max(g.get("probe_seconds", 0.0) for g in got) for got in runs]
         measured = {
             "plain_s": statistics.median(plain),
+            "plain_during_s": statistics.median(during),
             "plain_predicted_s": plain_predicted(shell.user_ns.get(model), advice, row.micro),
             "gib": peak / 2**30,
             "step_s": seconds,

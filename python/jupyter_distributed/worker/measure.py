@@ -96,10 +96,14 @@ def measure(
     steps: int = 3,
     optimizer: str = "adamw",
     step: Callable[..., Any] | None = None,
+    probe: Callable[[], Any] | None = None,
 ) -> dict[str, Any]:
     """Train ``steps`` steps of ``micro × microbatches`` samples on this rank; the peak live
     tensor bytes and the median seconds of a step. ``step(model, optimizer, batch)``: the user's
-    own step (a pipeline stage gets ``runner`` as its model), else forward, backward, step."""
+    own step (a pipeline stage gets ``runner`` as its model), else forward, backward, step.
+    ``probe``: a fixed block (the load probe) run and timed after each timed step, all ranks
+    then meeting at a barrier before the next step (so no rank's step waits for another's probe):
+    its median is ``probe_seconds``, what the cores gave during the steps."""
     from torch.profiler import ProfilerActivity, profile
 
     strategy = namespace.get("parallel", {}).get("strategy", "none")
@@ -119,16 +123,46 @@ def measure(
         one = step or _default_step
         for _ in range(PROFILED_STEPS):
             one(model, opt, batch)
-    seconds = []
+    seconds, probed = [], []
     for _ in range(steps):
         began = time.perf_counter()
         one(model, opt, batch)
         seconds.append(time.perf_counter() - began)
-    return {
+        if probe is not None:
+            began = time.perf_counter()
+            probe()
+            probed.append(time.perf_counter() - began)
+            _barrier()
+    out = {
         "peak_bytes": peak_live_bytes(prof),
         "step_seconds": statistics.median(seconds),
         "samples": micro * microbatches,
     }
+    if probed:
+        out["probe_seconds"] = statistics.median(probed)
+    return out
+
+
+def plain_block(factory: Callable[[], Any], micro: int, seq: int | None) -> Callable[[], None]:
+    """The plain model's forward+backward at ``micro`` samples, built and run once: the block
+    whose time on a rank, against the advisor's own time of it, is the rank's share of the
+    cores (calibration's compute factor)."""
+    model = factory()
+    x = sample_input(model, micro, seq)
+
+    def once() -> None:
+        model.zero_grad(set_to_none=True)
+        loss_of(model(x)).backward()
+
+    once()
+    return once
+
+
+def _barrier() -> None:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
 
 
 def _default_step(model: Any, opt: Any, batch: Any) -> None:

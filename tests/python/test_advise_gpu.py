@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
@@ -45,6 +46,91 @@ def test_compute_is_timed_on_the_advisors_device(monkeypatch: pytest.MonkeyPatch
     assert {p.device.type for p in built[-1].parameters()} == {"meta"}
     assert got.tensors == (8 * 8 * 4, 8 * 4, 4 * 8 * 4, 4 * 4)
     assert got.boundary == 4 * 4 * 4
+
+
+class _Device:
+    """A GPU's queue in simulated seconds: a call spends its launch time on the CPU clock, and
+    its kernels run on the device after the ones queued before, from the moment they are
+    launched; ``sync`` waits for the device."""
+
+    def __init__(self) -> None:
+        self.cpu = self.done = 0.0
+
+    def work(self, launch: float, kernels: float) -> Callable[[], None]:
+        def run() -> None:
+            began = self.cpu
+            self.cpu += launch
+            self.done = max(self.done, began) + kernels
+            self.done = max(self.done, self.cpu)  # its last kernel launched at the end
+
+        return run
+
+    def sync(self) -> None:
+        self.cpu = max(self.cpu, self.done)
+
+
+def _simulated(monkeypatch: pytest.MonkeyPatch, device: _Device) -> None:
+    clock = SimpleNamespace(perf_counter=lambda: device.cpu, process_time=lambda: device.cpu)
+    monkeypatch.setattr(timing, "time", clock)
+    monkeypatch.setattr(timing, "device_sync", lambda d: device.sync if d == "cuda" else None)
+
+
+def test_the_optimizers_step_on_a_gpu_is_what_it_adds_to_a_whole_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A backward of 10 s on the device (2 s to launch), then a step of ten small kernels a
+    parameter: 5 s to launch, 1 s on the device. Its launches run while the backward's kernels
+    do, so a step takes 11 s: 1 s is the optimizer's (timed alone, it was its 5 s of
+    launches: the H200's 1.8-5.7x over)."""
+    device = _Device()
+    _simulated(monkeypatch, device)
+    fb, step = device.work(2.0, 10.0), device.work(5.0, 1.0)
+    assert timing.step_seconds(fb, step, False, "cuda") == (10.0, 1.0)
+
+
+def test_the_optimizers_step_on_cpu_is_timed_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On CPU a call's work is done when it returns: each is timed apart, as before."""
+    device = _Device()
+    _simulated(monkeypatch, device)
+    fb, step = device.work(10.0, 0.0), device.work(5.0, 0.0)
+    assert timing.step_seconds(fb, step, True, "cpu") == (10.0, 5.0)
+
+
+def test_memory_is_traced_on_the_advisors_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake tensors of the trace are the advisor's device's (a GPU's kernels differ: bf16
+    attention's flash kernel keeps less than the CPU's); the meta device stands in for the GPU.
+    A tiny MLP's step keeps the same bytes on either."""
+    from jupyter_distributed.advise import memory
+
+    built: list[Any] = []
+
+    def small() -> Any:
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4))
+        built.append(model)
+        return model
+
+    cpu = memory.trace.__wrapped__(small, 4, None, "adamw")
+    monkeypatch.setattr(memory, "compute_device", lambda: "meta")
+    assert memory.trace.__wrapped__(small, 4, None, "adamw") == cpu
+    assert {p.device.type for p in built[-1].parameters()} == {"meta"}
+
+
+def test_a_device_whose_trace_fails_falls_back_to_the_cpus(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where fake tensors of the device cannot be made (here: a GPU named on a torch without
+    CUDA), the CPU's trace is used, and a warning says so."""
+    from jupyter_distributed.advise import memory
+
+    def small() -> Any:
+        return torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4))
+
+    cpu = memory.trace.__wrapped__(small, 4, None, "adamw")
+    monkeypatch.setattr(memory, "compute_device", lambda: "cuda")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.warns(UserWarning, match="memory traced on CPU fake tensors: on cuda's"):
+        assert memory.trace.__wrapped__(small, 4, None, "adamw") == cpu
 
 
 def test_every_row_on_a_gpu_counts_its_cublas_workspace(monkeypatch: pytest.MonkeyPatch) -> None:

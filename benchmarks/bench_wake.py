@@ -6,7 +6,8 @@ N forked processes each wait on their end of a Unix ``SOCK_SEQPACKET`` pair (as 
 its cell socket); one thread writes a byte to each in turn (as the kernel writes the
 Shutdowns); each process woken burns ``--cpu-ms`` of CPU (a rank's exit, ~3 ms) and exits.
 Per policy of the woken processes (``other``: as before; ``batch``: ``SCHED_BATCH``, set from
-the sending process just before, as the stop does), alternated over ``--rounds``, it prints
+the sending process just before and put back after, as the stop does), alternated over
+``--rounds``, it prints
 the time to write all N, and until all N have ended. On a machine with idle cores the writes
 take milliseconds while the cores are free; once every core is busy, a process woken with
 ``other`` is put on the writer's core and runs first, so the writes, and the exits with them,
@@ -45,6 +46,9 @@ def one(procs: int, cpu_ms: float, policy: str) -> tuple[float, float]:
     for end in ends:
         end.send(b"x")
     sent = time.monotonic() - t0
+    if policy == "batch":  # (back once all are written, as the stop does)
+        for pid in pids:
+            os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
     for pid in pids:
         os.waitpid(pid, 0)
     gone = time.monotonic() - t0

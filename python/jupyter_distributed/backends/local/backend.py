@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import ClassVar
 
@@ -108,10 +109,10 @@ class LocalProcesses:
     def running(self) -> bool:
         return any(p.poll() is None for p in self.procs.values())
 
-    def leaving(self, ranks: Sequence[int]) -> None:
-        """Ranks about to be told to stop: woken, they no longer take the core of the thread
-        that tells the others (:func:`~...cluster.liveness.tell_leaving`)."""
-        no_wake_preemption(self.procs[r].pid for r in ranks if r in self.procs)
+    def leaving(self, ranks: Sequence[int]) -> AbstractContextManager[None]:
+        """While ranks are told to stop: woken, they do not take the core of the thread that
+        tells the others (:func:`~...cluster.liveness.tell_leaving`)."""
+        return no_wake_preemption(self.procs[r].pid for r in ranks if r in self.procs)
 
     def terminate(self, grace: float) -> None:
         self._signal(signal.SIGTERM)

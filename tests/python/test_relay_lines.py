@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from jupyter_distributed.cluster import intake
+from jupyter_distributed.cluster.decode import decode
 from jupyter_distributed.cluster.relaybatch import Batcher
 from jupyter_distributed.cluster.router import Router
 from jupyter_distributed.cluster.transport import Transport
@@ -21,7 +22,7 @@ from jupyter_distributed.events import OutputBatch, OutputLines, Stream
 from jupyter_distributed.history.store import RunRecord, Store
 from jupyter_distributed.interface import RankInfo
 from jupyter_distributed.layout import Layout
-from jupyter_distributed.protocol.signing import Signer, rank_name
+from jupyter_distributed.protocol.signing import Buffer, Signer, rank_name
 
 RUN = "r"
 KEY = secrets.token_bytes(32)
@@ -61,16 +62,16 @@ def two(tmp_path: Path) -> Iterator[tuple[tuple[Router, Store], tuple[Router, St
         next(done, None)
 
 
-def _signed(signers: dict[int, Signer]) -> list[tuple[int, list[bytes]]]:
+def _signed(signers: dict[int, Signer]) -> list[tuple[int, list[Buffer]]]:
     """Each message as its rank signs it."""
-    out = []
+    out: list[tuple[int, list[Buffer]]] = []
     for rank, stream, lines in MESSAGES:
         fields = {"type": "output", "run_id": RUN, "stream": stream, "lines": lines}
         out.append((rank, [bytes(f) for f in signers[rank].pack(fields)]))
     return out
 
 
-def _batch(signed: list[tuple[int, list[bytes]]]) -> list[bytes]:
+def _batch(signed: list[tuple[int, list[Buffer]]]) -> list[Buffer]:
     """Node 0's relay: each rank's verified message kept, the batch signed as the relay."""
     batcher, relay = Batcher(range(4)), Signer(KEY, "n0")
     checker = Signer(KEY, "relay-n0")
@@ -88,7 +89,7 @@ def _output(store: Store) -> list[tuple[Any, ...]]:
 
 
 def _shown(router: Router) -> list[Any]:
-    events = []
+    events: list[Any] = []
     while not router.inbox.empty():
         events += getattr(router.inbox.get_nowait(), "events", ())
     return events
@@ -102,8 +103,13 @@ def test_a_batch_of_ranks_own_lines_is_one_event_recorded_as_each_message_alone(
     for rank, frames in signed:  # (the reference: each message straight from its rank)
         alone._take_batch([(f"rank{rank}".encode(), frames)])
     decoded: list[int] = []
-    real = intake.decode
-    monkeypatch.setattr(intake, "decode", lambda *a: decoded.append(a[1]) or real(*a))
+    real = decode
+
+    def counted(*args: Any) -> Any:
+        decoded.append(args[1])
+        return real(*args)
+
+    monkeypatch.setattr(intake, "decode", counted)
 
     batched._take_batch([(b"relay0", _batch(signed))])
 

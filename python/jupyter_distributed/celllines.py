@@ -36,7 +36,7 @@ class Tails:
         if tail is None:
             tail = self._tails[rank] = deque(maxlen=TAIL_LINES)
         stderr = stream is Stream.STDERR
-        tail.extend((stderr, text) for text in texts[-TAIL_LINES:])
+        tail.extend([(stderr, text) for text in texts[-TAIL_LINES:]])
 
     def cut(self, rank: int) -> None:
         """Some of ``rank``'s lines were not shown (the rate limit)."""

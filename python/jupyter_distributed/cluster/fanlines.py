@@ -45,23 +45,20 @@ def plain(fields: dict[str, Any]) -> Plain | None:
     times do not match the texts."""
     if fields.get("type") != "output" or "parts" in fields:
         return None
-    stream, texts, times = STREAMS.get(str(fields.get("stream"))), fields.get("texts"), None
     try:
-        if texts is None:
+        stream, texts = STREAMS[fields["stream"]], fields.get("texts")
+        if texts is None:  # (as the rank sent them)
             lines = fields["lines"]
             times, texts = [line[0] for line in lines], [line[1] for line in lines]
         else:
             times = fields["times"]
-    except (KeyError, TypeError, ValueError):
-        texts = None
-    if (
-        stream is None
-        or not isinstance(texts, list)
-        or not isinstance(times, list)
-        or (len(times) != len(texts) and not (len(times) == 1 and texts))
-    ):
-        raise BadHeader(f"an 'output' message with stream {fields.get('stream')!r}, bad lines")
-    return Plain(str(fields.get("run_id") or ""), stream, texts, times)
+        n = len(times)
+        ok = n == len(texts) or (n == 1 and bool(texts))
+        if ok and type(texts) is list and type(times) is list:
+            return Plain(str(fields.get("run_id") or ""), stream, texts, times)
+    except (KeyError, TypeError, IndexError):
+        pass
+    raise BadHeader(f"an 'output' message with stream {fields.get('stream')!r}, bad lines")
 
 
 class Gather:

@@ -91,9 +91,27 @@ help:
 lab: system-lab $(STAMPS)/deps-lab $(STAMPS)/package
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS) examples/
 
-test: system-test $(TORCH_STAMP) $(TENSORFLOW_STAMP) $(STAMPS)/deps-test $(STAMPS)/package $(TEST_STEPS)
+test: setup-test $(STAMPS)/package $(TEST_STEPS)
 
 # ---- set-up ------------------------------------------------------------------
+# `make test`'s packages come in two chains at once, as they share nothing: the Python ones (pip,
+# one install after another, into .venv) and the Node.js ones (npm ci of the extension and of
+# ui-tests, ~600 MB). Their output interleaves; a failure in either fails the set-up once both
+# have ended. The build and the checks run after both, in order.
+PY_SETUP := $(TORCH_STAMP) $(TENSORFLOW_STAMP) $(STAMPS)/deps-test $(STAMPS)/build-tools
+NODE_SETUP := node_modules/.stamp ui-tests/node_modules/.stamp
+.PHONY: setup-test setup-python setup-node
+setup-test: system-test
+	@$(MAKE) --no-print-directory setup-node & node=$$!; \
+	$(MAKE) --no-print-directory setup-python || { wait $$node; exit 1; }; \
+	wait $$node
+
+setup-python: $(PY_SETUP)
+	@:
+
+setup-node: $(NODE_SETUP)
+	@:
+
 # Set-up checks. `make lab` needs Python (with venv) and Node.js only: a user without root who
 # lacks the engines' or the browser's packages can still open a lab. `make test` also needs the
 # Debian packages in APT_PACKAGES, installed (after `apt-get update`) only when one is missing.

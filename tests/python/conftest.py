@@ -16,7 +16,14 @@ pytest_plugins = ["pytest_jupyter.jupyter_server"]
 from .core_helpers import shell  # noqa: E402, F401
 
 # `slurm_cluster`, `in_slurm`, `ray_head`, `in_ray`: real engines in their own network namespaces.
-from .engines.fixtures import in_ray, in_slurm, ray_head, slurm_cluster  # noqa: E402, F401
+from .engines.fixtures import (  # noqa: E402, F401
+    in_ray,
+    in_slurm,
+    ray_head,
+    slurm_cluster,
+    start_ray_early,
+    stop_early_ray,
+)
 from .relay_helpers import wire  # noqa: E402, F401
 
 # `platform`, `configured`: moto's server with the local SageMaker platform (SageMaker tests).
@@ -52,3 +59,11 @@ def _private_history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
         os.environ.pop(STORE_ENV, None)
     else:
         os.environ[STORE_ENV] = old
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    start_ray_early(session)  # Ray's head comes up while the tests before the first Ray test run
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    stop_early_ray()  # (one that no test took)

@@ -1,5 +1,6 @@
 """pytest fixtures for the real engines: one Slurm cluster and one Ray head per test session,
-started on first use and stopped by PID at the end; a test uses one through a function fixture
+started on first use (the Ray head once the tests are collected, when one needs it) and stopped
+by PID at the end; a test uses one through a function fixture
 that puts the test's main thread (the kernel side) into the engine's network namespace."""
 
 from __future__ import annotations
@@ -70,12 +71,47 @@ def in_slurm(
     yield from kernel_in(slurm_cluster, monkeypatch)
 
 
+_EARLY: list[ray.RayHead] = []  # the Ray head started once the tests were collected
+
+
+def _runs_on_ray(item: pytest.Item) -> bool:
+    """Whether ``item`` asks for the Ray head: by its fixtures, or as a backend case (of
+    :mod:`backend_cases`) that asks for ``in_ray`` when it runs."""
+    if any(mark.name == "skip" for mark in item.iter_markers()):
+        return False
+    if "ray_head" in getattr(item, "fixturenames", ()):
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return any("in_ray" in getattr(value, "fixtures", ()) for value in params.values())
+
+
+def start_ray_early(session: pytest.Session) -> None:
+    """Start the Ray head as soon as the tests are collected, when one of them runs on it: the
+    head comes up (a minute and more on a loaded 2-core machine) while the tests before the
+    first Ray test run, and ``ray_head`` waits only for the rest. The same head, started at
+    another time; stopped by :func:`stop_early_ray` if no test took it."""
+    if session.config.option.collectonly or session.config.option.setupplan:
+        return
+    if _EARLY or ray.missing():
+        return
+    if any(_runs_on_ray(item) for item in session.items):
+        _EARLY.append(ray.RayHead(Path(tempfile.mkdtemp(prefix="jd-ray-"))))
+        _DAEMONS.append(_EARLY[0].proc.pid)
+
+
+def stop_early_ray() -> None:
+    while _EARLY:
+        _EARLY.pop().stop()
+
+
 @pytest.fixture(scope="session")
 def ray_head() -> Iterator[ray.RayHead]:
     if reason := ray.missing():
         pytest.skip(f"no Ray here: {reason}")
-    head = ray.RayHead(Path(tempfile.mkdtemp(prefix="jd-ray-")))
-    _DAEMONS.append(head.proc.pid)
+    head = _EARLY.pop() if _EARLY else ray.RayHead(Path(tempfile.mkdtemp(prefix="jd-ray-")))
+    if head.proc.pid not in _DAEMONS:
+        _DAEMONS.append(head.proc.pid)
+    head.wait_up()  # (stopped, with the end of its log, if it does not come up)
     try:
         yield head
     finally:

@@ -44,6 +44,8 @@ def missing() -> str:
 
 
 class RayHead:
+    """A Ray head started (not yet up: :meth:`wait_up`) in a namespace of its own."""
+
     def __init__(self, root: Path) -> None:
         self.dir = root
         self.ns = NetNs("ray")
@@ -74,22 +76,27 @@ class RayHead:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+        self.started = time.monotonic()
+        self.up = False
+
+    def wait_up(self, within: float = 240.0) -> None:  # a loaded 2-core machine is slow
+        """Return once the head says it is up (at once after the first time); stopped and an
+        error with the end of its log when it is not, ``within`` seconds after its start."""
+        if self.up:
+            return
         try:
-            self._wait_up()
+            while time.monotonic() < self.started + within:
+                if self.proc.poll() is not None:
+                    break
+                if "Ray runtime started" in (self.dir / "head.log").read_text(errors="replace"):
+                    self.up = True
+                    return
+                time.sleep(0.2)
+            tail = (self.dir / "head.log").read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"the Ray head did not start: {tail}")
         except BaseException:
             self.stop()
             raise
-
-    def _wait_up(self, within: float = 240.0) -> None:  # a loaded 2-core machine is slow
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                break
-            if "Ray runtime started" in (self.dir / "head.log").read_text(errors="replace"):
-                return
-            time.sleep(0.2)
-        tail = (self.dir / "head.log").read_text(errors="replace")[-2000:]
-        raise RuntimeError(f"the Ray head did not start: {tail}")
 
     @contextlib.contextmanager
     def second_node(self, cpus: int = 2) -> Iterator[subprocess.Popen[bytes]]:

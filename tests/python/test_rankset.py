@@ -9,7 +9,7 @@ from jupyter_distributed.cluster.rankset import RankSet
 
 
 def test_a_rank_set_answers_as_a_set_of_its_ranks_would() -> None:
-    rng = random.Random(26)  # noqa: S311 (a test's reproducible draws)
+    rng = random.Random(26)  # noqa: S311 (a repeatable order, not a secret)
     for start in ([*range(1000)], (5, 6, 7, 9, 2), range(3, 40), [], [4, 4, 1]):
         ranks, plain = RankSet(start), set(start)
         assert ranks == plain and len(ranks) == len(plain) and bool(ranks) == bool(plain)

@@ -161,3 +161,26 @@ def test_a_batch_shows_as_each_message_alone_would(collapse: bool) -> None:
     if collapse:
         assert "[ranks 0,4] same line" in shown[0].splitlines()
     assert all(isinstance(e, OutputLines) for e in batch.per_rank())
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"texts": "a", "times": [1.0]},  # (texts no list)
+        {"texts": ["a", "b"], "times": [1.0, 2.0, 3.0]},  # (times that do not match)
+        {"lines": [[1.0]]},  # (a line without its text)
+        {"texts": ["a"], "times": [1.0], "stream": "stdin"},
+    ],
+)
+def test_a_batch_with_a_malformed_message_is_refused_whole(
+    two: tuple[tuple[Router, Store], tuple[Router, Store]], bad: dict[str, Any]
+) -> None:
+    (router, store), _ = two
+    refused: list[str] = []
+    router._reject = lambda where, cause: refused.append(str(cause))  # type: ignore[method-assign]
+    good = {"type": "output", "run_id": RUN, "stream": "stdout", "texts": ["ok"], "times": [1.0]}
+    each = [["r0", 1, good], ["r1", 1, {**good, "texts": None, "times": None, **bad}]]
+    frames = Signer(KEY, "n0").pack({"type": "batch", "each": each})
+    router._take_batch([(b"relay0", [bytes(f) for f in frames])])
+    assert _output(store) == []
+    assert len(refused) == 1 and "output" in refused[0] and "\n" not in refused[0]

@@ -7,9 +7,10 @@ for at most :data:`~.relaybatch.WINDOW_S` (longer while its ranks may still send
 :data:`~.relaybatch.MAX_BATCH_BYTES`, the kernel's cap on a header), and sends them as one
 message signed under its own name (:func:`~.fanin.relay_name`): ``{"type": "batch", "each":
 [[src, seq, fields], ...]}``, each rank's message as the rank signed it (its name, counter and
-fields), in the order they came. Anything else a rank sends goes after the batch kept before it
-where that batch holds the rank's own messages (so each rank's messages keep their order,
-whatever their kind), and a reduction (:mod:`.fanin`) always does.
+fields; an output message's lines as ``texts`` and ``times``, see :func:`~.relaybatch.compact`
+and :mod:`.fanlines`), in the order they came. Anything else a rank sends goes after the batch
+kept before it where that batch holds the rank's own messages (so each rank's messages keep
+their order, whatever their kind), and a reduction (:mod:`.fanin`) always does.
 
 Lines that several ranks wrote alike, and stack dumps that are alike, are kept once with
 each rank's name and counter (:mod:`.fancollapse`): ``[[src, ...], [seq, ...], fields,

@@ -17,10 +17,7 @@ Per run: N real ranks of the local backend (no torch strategy) start, idle for 5
   and when their pidfds fired (first, median, last), after the stop began.
 
 To compare two versions, run it alternately with each one first on ``PYTHONPATH``, on the same
-load: on 2 shared cores the wall times are shapes, the CPU per rank is what carries. With
-``--ab``, each run is made twice in a row, with the ranks put under SCHED_BATCH before their
-Shutdowns (as the local backend does) and without (as before it did, the backend's
-``leaving`` left out): the same code and load otherwise.
+load: on 2 shared cores the wall times are shapes, the CPU per rank is what carries.
 """
 
 from __future__ import annotations
@@ -172,35 +169,19 @@ def one(ip: Any, n: int, folder: Path) -> dict[str, str]:
     }
 
 
-def variant(ip: Any, run: tuple[int, int, str], folder: Path) -> dict[str, str]:
-    """:func:`one`, ``as before`` without the backend's ``leaving`` (no SCHED_BATCH)."""
-    from jupyter_distributed.backends.local.backend import LocalProcesses
-
-    kept = getattr(LocalProcesses, "leaving", None)
-    if run[2] == "as before" and kept is not None:
-        del LocalProcesses.leaving  # type: ignore[attr-defined]
-    try:
-        return one(ip, run[0], folder)
-    finally:
-        if kept is not None:
-            LocalProcesses.leaving = kept  # type: ignore[attr-defined]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, nargs="+", default=[100, 300])
     parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--ab", action="store_true", help="each run with and without SCHED_BATCH")
     args = parser.parse_args()
     # the ranks' guardians outlive their ranks a moment: adopted (and reaped) here, not by init
     ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     ip, tmp = bench_shell("jd-stop-")
-    ways = ("SCHED_BATCH", "as before") if args.ab else ("",)
-    runs = [(n, i, way) for n in args.ranks for i in range(args.repeat) for way in ways]
-    rows = {run: variant(ip, run, tmp / f"{run[0]}-{run[1]}{run[2][:2]}") for run in runs}
+    runs = [(n, i) for n in args.ranks for i in range(args.repeat)]
+    rows = {run: one(ip, run[0], tmp / f"{run[0]}-{run[1]}") for run in runs}
     code = Path(sys.modules["jupyter_distributed"].__file__ or "").parent
-    print(f"{os.cpu_count()} CPUs; real idle ranks (local backend); the code in {code}")
-    print("| metric | " + " | ".join(f"{n:,} ranks {way}" for n, _, way in runs) + " |")
+    print(f"2 CPUs; real idle ranks (local backend); the code in {code}")
+    print("| metric | " + " | ".join(f"{n:,} ranks" for n, _ in runs) + " |")
     print("|---|" + "---|" * len(runs))
     for label in rows[runs[0]]:
         print(f"| {label} | " + " | ".join(rows[run][label] for run in runs) + " |")

@@ -6,7 +6,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -64,28 +64,3 @@ def pidfds(pids: Iterable[int]) -> list[int]:
         with contextlib.suppress(AttributeError, OSError):  # not Linux ≥ 5.3, or reaped
             fds.append(os.pidfd_open(pid))
     return fds
-
-
-@contextlib.contextmanager
-def no_wake_preemption(pids: Iterable[int]) -> Iterator[None]:
-    """Linux: meanwhile, every thread of each of ``pids`` (processes of this user) is under
-    ``SCHED_BATCH``: the same share of the CPU, but a thread woken up does not preempt the one
-    running on the core it is put on (the thread that woke it); back under ``SCHED_OTHER``
-    after. For ranks being told to stop; elsewhere, or for a process gone, nothing."""
-    pids = list(pids)
-    _policy(pids, "SCHED_BATCH")
-    try:
-        yield
-    finally:
-        _policy(pids, "SCHED_OTHER")
-
-
-def _policy(pids: list[int], name: str) -> None:
-    if not hasattr(os, "sched_setscheduler"):
-        return
-    policy, param = getattr(os, name), os.sched_param(0)
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            for tid in os.listdir(f"/proc/{pid}/task"):  # noqa: PTH208 (a plain listing)
-                with contextlib.suppress(OSError):
-                    os.sched_setscheduler(int(tid), policy, param)

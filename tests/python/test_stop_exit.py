@@ -5,19 +5,13 @@ and no process (rank, guardian, zombie) is left."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from jupyter_distributed.pids import no_wake_preemption
-from jupyter_distributed.protocol.commands import Shutdown
 
 from .core_helpers import shell  # noqa: F401 (the fixture)
 
@@ -129,52 +123,3 @@ def test_a_ranks_guardian_is_a_small_copy_made_before_the_ranks_imports(
         assert "zmq" not in maps, f"guardian {pid} is a copy of the rank after its imports"
     shell.run_line_magic("distributed", "stop")
     assert not left(set(guardians)), "a guardian is left after stop"
-
-
-def policies(pid: int) -> set[int]:
-    """The scheduling policy of each thread of ``pid`` (none once it is gone)."""
-    out = set()
-    for tid in os.listdir(f"/proc/{pid}/task"):  # noqa: PTH208
-        with contextlib.suppress(OSError):
-            out.add(os.sched_getscheduler(int(tid)))
-    return out
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SCHED_BATCH is Linux's")
-def test_ranks_told_to_stop_do_not_preempt_the_kernel_that_tells_the_others(
-    shell: Any,  # noqa: F811 (the fixture)
-) -> None:
-    """Each rank the kernel wakes with its Shutdown was put on the kernel's core once every
-    core was busy with ranks leaving, and ran first: the Shutdowns to 1,000 ranks went out
-    one exit at a time (a stop of 2.2 s on 16 cores). While they go out, every thread of each
-    rank is under SCHED_BATCH (the same share of the CPU, no preemption on wake-up)."""
-    result = shell.run_cell("%%distributed -n 3 --pull pid\nimport os\npid = os.getpid()")
-    assert result.error_in_exec is None, result.error_in_exec
-    pids = [int(p) for p in shell.user_ns["pid"]]
-    (live,) = shell.user_ns["_jd_session"].live.values()
-    real, seen = live.cluster.send, []
-
-    def send(ranks: Any, message: Any, *rest: Any) -> None:
-        if isinstance(message, Shutdown):  # (as it goes out, before any rank took it)
-            seen.append(set().union(*map(policies, pids)))
-        real(ranks, message, *rest)
-
-    live.cluster.send = send
-    shell.run_line_magic("distributed", "stop")
-    assert seen == [{os.SCHED_BATCH}]
-    assert not left(set(pids))
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SCHED_BATCH is Linux's")
-def test_a_process_is_back_under_its_policy_once_told() -> None:
-    code = "import threading, time; threading.Thread(target=time.sleep, args=(60,)).start()"
-    proc = subprocess.Popen([sys.executable, "-c", f"{code}; time.sleep(60)"])
-    try:
-        while len(os.listdir(f"/proc/{proc.pid}/task")) < 2:  # noqa: PTH208 (its thread)
-            time.sleep(0.01)
-        with no_wake_preemption([proc.pid]):
-            assert policies(proc.pid) == {os.SCHED_BATCH}
-        assert policies(proc.pid) == {os.SCHED_OTHER}
-    finally:
-        proc.kill()
-        proc.wait()

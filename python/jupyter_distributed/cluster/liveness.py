@@ -7,16 +7,13 @@ I/O thread applies them and decides what to record and when the cluster is lost.
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from ..errors import RankFailure
 from ..interface import RankInfo
-from ..protocol.commands import Shutdown
-from ..protocol.header import Message
 from ..rankviews import RankSpans
 
 # Ranks on other hosts: silence this long (no heartbeat, which comes every second) is death,
@@ -43,9 +40,8 @@ class Processes(Protocol):
 
     # Optional: ``sentinels() -> list[int]``, new file descriptors (e.g. pidfds) that become
     # readable when a process ends; the cluster then looks at once instead of at its next
-    # periodic look (every WATCH_EVERY seconds), and closes them; ``waiting() -> str``,
-    # why a scheduler still queues the job ("" once it runs); and ``leaving(ranks)``, a context
-    # within which those ranks are told to stop (see :func:`tell_leaving`).
+    # periodic look (every WATCH_EVERY seconds), and closes them; and ``waiting() -> str``,
+    # why a scheduler still queues the job ("" once it runs).
 
 
 StartProcesses = Callable[[dict[str, str]], Processes]
@@ -114,20 +110,6 @@ def exit_failures(
 
 
 LEAVE_CAP = 10.0  # seconds, at most, that a stop waits for ranks told to leave
-
-
-def tell_leaving(
-    processes: Processes, ranks: Sequence[int], send: Callable[[Sequence[int], Message], None]
-) -> None:
-    """Send ``ranks`` a :class:`Shutdown` each (their ``atexit`` work runs as they leave),
-    within the backend's ``leaving(ranks)`` where it has one: local ranks meanwhile do not
-    preempt on wake-up (:func:`~..pids.no_wake_preemption`). Without it, once every core is
-    busy with ranks that are leaving, each rank the kernel's thread wakes with its Shutdown is
-    put on that thread's core and runs first: the sending of 1,000 Shutdowns was interleaved
-    with 1,000 exits, one at a time (2.2 s at 1,000 ranks on 16 cores, for ~0.2 s of CPU)."""
-    leaving = getattr(processes, "leaving", None)
-    with leaving(ranks) if leaving is not None else contextlib.nullcontext():
-        send(ranks, Shutdown())
 
 
 def wait_leaving(processes: Processes, info: dict[int, RankInfo], grace: float) -> None:

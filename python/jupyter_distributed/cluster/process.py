@@ -27,6 +27,7 @@ from ..events import ErrorEvent, Event, RunEvent, StacksEvent
 from ..history.reaper import leftover_prefix
 from ..history.store import Store
 from ..interface import Cluster, Plan, RankInfo, RunOutcome, RunRequest, RunView, RunWriter
+from ..protocol.commands import Shutdown
 from ..protocol.header import Message
 from ..protocol.signing import BOOTSTRAP_ENV, Buffer
 from ..protocol.stacks import RankStacks
@@ -36,7 +37,7 @@ from .fdlimit import make_room
 from .hang import snapshot_text
 from .hopdeaths import dead_hops
 from .inbox import CancelRequested, Exited, Item
-from .liveness import StartProcesses, exit_failures, silent_ranks, tell_leaving, wait_leaving
+from .liveness import StartProcesses, exit_failures, silent_ranks, wait_leaving
 from .relays import place_relays
 from .router import Router
 from .stackboard import collect
@@ -208,7 +209,7 @@ class ProcessCluster(Cluster):
         if hasattr(self, "processes"):
             idle = [r for r, i in self.info.items() if i.state == "idle"]
             busy = [r for r, i in self.info.items() if i.state in ("running", "starting")]
-            tell_leaving(self.processes, idle, self.send)
+            self.send(idle, Shutdown())
             if not busy:  # (a busy rank is terminated at once, as is everyone with it)
                 wait_leaving(self.processes, self.info, grace)
             self.processes.terminate(grace)

@@ -11,8 +11,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import ClassVar
 
@@ -24,7 +22,7 @@ from ...cluster.zygote import ForkServer, fork_server, stop_fork_servers, use_fo
 from ...history.reaper import leftover_prefix
 from ...history.store import Store
 from ...interface import Backend, Plan, RankPlan, RunView
-from ...pids import newly_ended, no_wake_preemption, pidfds
+from ...pids import newly_ended, pidfds
 from ...spec import RENDEZVOUS_ENV, Spec
 from .options import LocalOptions
 
@@ -108,11 +106,6 @@ class LocalProcesses:
 
     def running(self) -> bool:
         return any(p.poll() is None for p in self.procs.values())
-
-    def leaving(self, ranks: Sequence[int]) -> AbstractContextManager[None]:
-        """While ranks are told to stop: woken, they do not take the core of the thread that
-        tells the others (:func:`~...cluster.liveness.tell_leaving`)."""
-        return no_wake_preemption(self.procs[r].pid for r in ranks if r in self.procs)
 
     def terminate(self, grace: float) -> None:
         self._signal(signal.SIGTERM)

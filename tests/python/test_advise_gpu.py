@@ -100,7 +100,7 @@ def test_memory_is_traced_on_the_advisors_device(monkeypatch: pytest.MonkeyPatch
     """The fake tensors of the trace are the advisor's device's (a GPU's kernels differ: bf16
     attention's flash kernel keeps less than the CPU's); the meta device stands in for the GPU.
     A tiny MLP's step keeps the same bytes on either."""
-    from jupyter_distributed.advise import memory
+    from jupyter_distributed.advise import memtrace
 
     built: list[Any] = []
 
@@ -109,9 +109,9 @@ def test_memory_is_traced_on_the_advisors_device(monkeypatch: pytest.MonkeyPatch
         built.append(model)
         return model
 
-    cpu = memory.trace.__wrapped__(small, 4, None, "adamw")
-    monkeypatch.setattr(memory, "compute_device", lambda: "meta")
-    assert memory.trace.__wrapped__(small, 4, None, "adamw") == cpu
+    cpu = memtrace.trace.__wrapped__(small, 4, None, "adamw")
+    monkeypatch.setattr(memtrace, "compute_device", lambda: "meta")
+    assert memtrace.trace.__wrapped__(small, 4, None, "adamw") == cpu
     assert {p.device.type for p in built[-1].parameters()} == {"meta"}
 
 
@@ -120,17 +120,17 @@ def test_a_device_whose_trace_fails_falls_back_to_the_cpus(
 ) -> None:
     """Where fake tensors of the device cannot be made (here: a GPU named on a torch without
     CUDA), the CPU's trace is used, and a warning says so."""
-    from jupyter_distributed.advise import memory
+    from jupyter_distributed.advise import memtrace
 
     def small() -> Any:
         return torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4))
 
-    cpu = memory.trace.__wrapped__(small, 4, None, "adamw")
-    monkeypatch.setattr(memory, "compute_device", lambda: "cuda")
+    cpu = memtrace.trace.__wrapped__(small, 4, None, "adamw")
+    monkeypatch.setattr(memtrace, "compute_device", lambda: "cuda")
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     with pytest.warns(UserWarning, match="memory traced on CPU fake tensors: on cuda's"):
-        assert memory.trace.__wrapped__(small, 4, None, "adamw") == cpu
+        assert memtrace.trace.__wrapped__(small, 4, None, "adamw") == cpu
 
 
 def test_every_row_on_a_gpu_counts_its_cublas_workspace(monkeypatch: pytest.MonkeyPatch) -> None:

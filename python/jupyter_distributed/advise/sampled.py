@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .memory import trace
+from .memtrace import trace
 from .parts import Parts
 from .timing import Compute, stage_compute
 

@@ -2,15 +2,14 @@
 
 Shared by the ``local`` and ``mpi`` backends, which differ only in how processes start (their
 :class:`~.liveness.Processes`). The channel's I/O thread is the :class:`~.router.Router`; on it,
-this module watches the processes (:mod:`.liveness` says which ranks are dead) and takes
-cancel/stop requests from the store. If the thread fails (a full or locked history store, a
-ZeroMQ error), the cluster is lost with that cause. Start-up is :mod:`.startup`'s loop.
+the cluster watches the processes and takes cancel/stop requests from the store
+(:mod:`.processwatch`). If the thread fails (a full or locked history store, a ZeroMQ error),
+the cluster is lost with that cause. Start-up is :mod:`.startup`'s loop.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import queue
 import secrets
@@ -22,8 +21,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import RankFailure
-from ..events import ErrorEvent, Event, RunEvent, StacksEvent
+from ..events import Event, RunEvent, StacksEvent
 from ..history.reaper import leftover_prefix
 from ..history.store import Store
 from ..interface import Cluster, Plan, RankInfo, RunOutcome, RunRequest, RunView, RunWriter
@@ -31,30 +29,21 @@ from ..protocol.commands import Shutdown
 from ..protocol.header import Message
 from ..protocol.signing import BOOTSTRAP_ENV, Buffer
 from ..protocol.stacks import RankStacks
-from .deaths import explain
 from .fanin import RANGES
 from .fdlimit import make_room
 from .hang import snapshot_text
-from .hopdeaths import dead_hops
-from .inbox import CancelRequested, Exited, Item
-from .liveness import StartProcesses, exit_failures, silent_ranks, wait_leaving
+from .inbox import Item
+from .liveness import StartProcesses, wait_leaving
+from .processwatch import WATCH_EVERY, WATCH_SENTINELS, ProcessWatch
 from .relays import place_relays
 from .router import Router
 from .stackboard import collect
 from .startup import wait_ready
-from .supervise import STOPPED_REMOTELY, execute_run
+from .supervise import execute_run
 from .transport import Transport
 
-log = logging.getLogger("jupyter_distributed")
 
-CONTROL_POLL = 0.25  # seconds between looks at the store for cancel/stop from the server
-WATCH_EVERY = 0.05  # seconds between looks at the processes (at once on a sentinel)
-# ... where the processes have sentinels (a pidfd each wakes the look at once): a look polls
-# every process (1,000 ranks: ~3 ms), so it is done twice a second, for what has no pidfd
-WATCH_SENTINELS = 0.5
-
-
-class ProcessCluster(Cluster):
+class ProcessCluster(ProcessWatch, Cluster):
     start_timeout = 120.0
     defers_record = True  # (the router writes the run's events through request.record)
     silence_limit: float | None = None  # see __init__
@@ -220,90 +209,3 @@ class ProcessCluster(Cluster):
         for info in self.info.values():
             if info.state not in ("failed", "exited"):
                 info.state = "stopped"
-
-    # -- on the I/O thread ---------------------------------------------------------------
-
-    def _tick(self) -> None:
-        now = time.monotonic()
-        if now - self._last_watch >= self._watch_every and hasattr(self, "processes"):
-            self._last_watch = now
-            self._watch()
-        if now - self._last_control >= CONTROL_POLL:
-            self._last_control = now
-            self._take_controls()
-
-    def _watch_now(self) -> None:
-        """A process ended: look at this round's tick, once however many ended at once."""
-        self._last_watch = 0.0
-
-    def _take_controls(self) -> None:
-        """Act on cancel/stop requests the server extension queued in the store."""
-        for control in self.store.take_controls(self.id):
-            if control.action == "cancel" and control.target == self.router.ranks.run_id:
-                self.inbox.put(CancelRequested(control.target))
-            elif control.action == "stop" and not self._lost:
-                # stop() cannot run on this thread (it waits for this loop to end)
-                threading.Thread(
-                    target=self._stop_remotely, daemon=True, name=f"jd-stop-{self.id}"
-                ).start()
-            elif control.action == "stacks" and not self._lost:
-                ranks = sorted(r for r in self.info if control.rank in (None, r))
-                # answered off this thread (the answers arrive on it); recorded in the store
-                threading.Thread(
-                    target=self.snapshot, args=(ranks, "request", control.target),
-                    daemon=True, name=f"jd-stacks-{self.id}",
-                ).start()  # fmt: skip
-
-    def _stop_remotely(self) -> None:
-        """The panel's stop: the busy ranks' last stacks are recorded, then every rank stops (a
-        running cell sees the cluster is no longer alive and records its run as stopped)."""
-        busy = [r for r, i in self.info.items() if i.state == "running"]
-        if busy and self.router.ranks.run_id:
-            try:
-                self.snapshot(busy, "killed")
-            except Exception:  # the stop must happen whatever the stacks do
-                log.exception("jupyter-distributed: no stacks before stopping %s", self.id)
-        self.mark_lost(STOPPED_REMOTELY)
-        self.stop()
-
-    def _explain(self, failure: RankFailure) -> RankFailure:
-        """The failure with the cause of the death (:mod:`.deaths`)."""
-        return explain(failure, self.info.get(failure.rank), self.stacks_dir, self._code)
-
-    def _dead_nodes(self, now: float) -> list[RankFailure]:
-        """The failures of the relays and aggregators that ended (:mod:`.hopdeaths`)."""
-        dead = dead_hops(self.processes, self.info, self.relays, self.fanout, now)
-        for _, ranks in dead:
-            self._cut_off(ranks)
-        return [failure for failure, _ in dead]
-
-    def _cut_off(self, ranks: list[int]) -> None:
-        for rank in ranks:
-            self._unreachable.add(rank)
-            if self.info[rank].state not in ("exited", "failed"):
-                self.info[rank].state = "failed"
-
-    def _watch(self) -> None:
-        events: list[Event] = []
-        items: list[Item] = []
-        lost = ""
-        now = time.time()
-        failures = silent_ranks(self.info, self.silence_limit, now, self.router.intake.spans)
-        failures += exit_failures(self.info, self.processes.exited(), now)
-        failures += self._dead_nodes(now)
-        for failure in map(self._explain, failures):
-            if self._stopping.is_set() or self._lost == STOPPED_REMOTELY:
-                continue
-            lost = lost or failure.summary
-            if self.router.ranks.run_id:
-                events.append(ErrorEvent(self.router.ranks.run_id, failure))
-            items.append(Exited(failure))
-        # the exit is in the inbox before the cluster reads as lost: a cell that sees the
-        # cluster lost always finds the failure that lost it. Nothing to record: what the
-        # cell's replies hold back stays held (one transaction per cell, see .cellrun)
-        try:
-            if events or items:
-                self.router.record(events, items)
-        finally:
-            if lost:
-                self.mark_lost(lost)

@@ -1,0 +1,149 @@
+"""What a :class:`~.process.ProcessCluster` does on its channel's I/O thread (the
+:class:`~.router.Router`'s tick): it watches the processes (:mod:`.liveness` says which ranks
+are dead, :mod:`.hopdeaths` which relays and aggregators) and takes cancel/stop/stacks requests
+from the store.
+
+Mixed into :class:`~.process.ProcessCluster`, which provides the attributes declared below.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..errors import RankFailure
+from ..events import ErrorEvent, Event, StacksEvent
+from ..history.store import Store
+from ..interface import RankInfo
+from .deaths import explain
+from .hopdeaths import dead_hops
+from .inbox import CancelRequested, Exited, Item
+from .liveness import Processes, exit_failures, silent_ranks
+from .router import Router
+from .supervise import STOPPED_REMOTELY
+
+log = logging.getLogger("jupyter_distributed")
+
+CONTROL_POLL = 0.25  # seconds between looks at the store for cancel/stop from the server
+WATCH_EVERY = 0.05  # seconds between looks at the processes (at once on a sentinel)
+# ... where the processes have sentinels (a pidfd each wakes the look at once): a look polls
+# every process (1,000 ranks: ~3 ms), so it is done twice a second, for what has no pidfd
+WATCH_SENTINELS = 0.5
+
+
+class ProcessWatch:
+    """The cluster's part on the I/O thread: its tick, the processes' watch and the controls."""
+
+    if TYPE_CHECKING:  # provided by ProcessCluster
+        id: str
+        info: dict[int, RankInfo]
+        store: Store
+        router: Router
+        inbox: queue.SimpleQueue[Item]
+        processes: Processes
+        relays: int
+        fanout: int
+        stacks_dir: str
+        silence_limit: float | None
+        _stopping: threading.Event
+        _lost: str
+        _code: str
+        _last_control: float
+        _last_watch: float
+        _watch_every: float
+        _unreachable: set[int]
+
+        def mark_lost(self, why: str) -> None: ...
+
+        def snapshot(self, ranks: Sequence[int], reason: str, run_id: str = "") -> StacksEvent: ...
+
+        def stop(self, grace: float = 1.0) -> None: ...
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        if now - self._last_watch >= self._watch_every and hasattr(self, "processes"):
+            self._last_watch = now
+            self._watch()
+        if now - self._last_control >= CONTROL_POLL:
+            self._last_control = now
+            self._take_controls()
+
+    def _watch_now(self) -> None:
+        """A process ended: look at this round's tick, once however many ended at once."""
+        self._last_watch = 0.0
+
+    def _take_controls(self) -> None:
+        """Act on cancel/stop requests the server extension queued in the store."""
+        for control in self.store.take_controls(self.id):
+            if control.action == "cancel" and control.target == self.router.ranks.run_id:
+                self.inbox.put(CancelRequested(control.target))
+            elif control.action == "stop" and not self._lost:
+                # stop() cannot run on this thread (it waits for this loop to end)
+                threading.Thread(
+                    target=self._stop_remotely, daemon=True, name=f"jd-stop-{self.id}"
+                ).start()
+            elif control.action == "stacks" and not self._lost:
+                ranks = sorted(r for r in self.info if control.rank in (None, r))
+                # answered off this thread (the answers arrive on it); recorded in the store
+                threading.Thread(
+                    target=self.snapshot, args=(ranks, "request", control.target),
+                    daemon=True, name=f"jd-stacks-{self.id}",
+                ).start()  # fmt: skip
+
+    def _stop_remotely(self) -> None:
+        """The panel's stop: the busy ranks' last stacks are recorded, then every rank stops (a
+        running cell sees the cluster is no longer alive and records its run as stopped)."""
+        busy = [r for r, i in self.info.items() if i.state == "running"]
+        if busy and self.router.ranks.run_id:
+            try:
+                self.snapshot(busy, "killed")
+            except Exception:  # the stop must happen whatever the stacks do
+                log.exception("jupyter-distributed: no stacks before stopping %s", self.id)
+        self.mark_lost(STOPPED_REMOTELY)
+        self.stop()
+
+    def _explain(self, failure: RankFailure) -> RankFailure:
+        """The failure with the cause of the death (:mod:`.deaths`)."""
+        return explain(failure, self.info.get(failure.rank), self.stacks_dir, self._code)
+
+    def _dead_nodes(self, now: float) -> list[RankFailure]:
+        """The failures of the relays and aggregators that ended (:mod:`.hopdeaths`)."""
+        dead = dead_hops(self.processes, self.info, self.relays, self.fanout, now)
+        for _, ranks in dead:
+            self._cut_off(ranks)
+        return [failure for failure, _ in dead]
+
+    def _cut_off(self, ranks: list[int]) -> None:
+        for rank in ranks:
+            self._unreachable.add(rank)
+            if self.info[rank].state not in ("exited", "failed"):
+                self.info[rank].state = "failed"
+
+    def _watch(self) -> None:
+        events: list[Event] = []
+        items: list[Item] = []
+        lost = ""
+        now = time.time()
+        failures = silent_ranks(self.info, self.silence_limit, now, self.router.intake.spans)
+        failures += exit_failures(self.info, self.processes.exited(), now)
+        failures += self._dead_nodes(now)
+        for failure in map(self._explain, failures):
+            if self._stopping.is_set() or self._lost == STOPPED_REMOTELY:
+                continue
+            lost = lost or failure.summary
+            if self.router.ranks.run_id:
+                events.append(ErrorEvent(self.router.ranks.run_id, failure))
+            items.append(Exited(failure))
+        # the exit is in the inbox before the cluster reads as lost: a cell that sees the
+        # cluster lost always finds the failure that lost it. Nothing to record: what the
+        # cell's replies hold back stays held (one transaction per cell, see .cellrun)
+        try:
+            if events or items:
+                self.router.record(events, items)
+        finally:
+            if lost:
+                self.mark_lost(lost)

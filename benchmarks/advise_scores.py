@@ -76,6 +76,8 @@ def show(s: dict[str, Any]) -> None:
     for link, g in s.get("links", {}).items():
         print(f"  probe {link}: {g['pairs']} pairs, latency {g['latency_us']:.0f} µs, bandwidth "
               f"{g['bandwidth_gbs']:.3f} GB/s (min {g['min_bandwidth_gbs']:.3f})")  # fmt: skip
+    for name, why in s.get("failed", {}).items():
+        print(f"  FAILED, not scored: {name}: {why}")
     print(f"  {'#':>2} {'layout':<22} {'pred ms':>8} {'meas ms':>8} {'±95%':>6} {'err':>6} "
           f"{'cal err':>7} {'cal1':>6} {'probed':>6} {'after':>6} {'pred MiB':>8} "
           f"{'meas MiB':>8} {'mem err':>7}")  # fmt: skip

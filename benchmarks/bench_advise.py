@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import dataclasses
 import io
 import json
@@ -138,9 +139,12 @@ def scenario(ip: Any, model: str, n: int, batch: int, args: Any, hosts: TwoHosts
             extra = hosts.launch_options(threads(n, hosts))
             advice.layouts = [dataclasses.replace(r, launch=f"{r.launch} {extra}")
                               for r in advice.layouts]  # fmt: skip
-        rounds = interleaved(advice, ip, model, args.repeats, args.budget, args.stop_at)
+        rounds, failed = interleaved(advice, ip, model, args.repeats, args.budget, args.stop_at)
         wall["measure"] = time.perf_counter() - began
-    out, fits = score([r for r in advice.layouts if r.measured])
+    measured = [r for r in advice.layouts if r.measured]
+    if not measured:
+        raise RuntimeError(f"every layout failed: {failed}")
+    out, fits = score(measured)
     best = min(out, key=lambda x: x["measured_s"])
     top = out[0]
     tie = top["measured_s"] - top["ci_s"] <= best["measured_s"] + best["ci_s"]
@@ -148,7 +152,7 @@ def scenario(ip: Any, model: str, n: int, batch: int, args: Any, hosts: TwoHosts
         "model": model, "ranks": n, "global_batch": batch, "answer_s": answer_s,
         "where": f" as 2 nodes ({hosts.shape or 'unshaped'})" if hosts else "",
         "links": links.get("groups", {}), "allreduce": links.get("allreduce", []),
-        "wall_s": wall, "rounds": rounds,
+        "wall_s": wall, "rounds": rounds, "failed": failed,
         "load": [round(x, 1) for x in (load_before, os.getloadavg()[0])], **fits,
         "layouts": out, "top_within_5": top["measured_s"] <= 1.05 * best["measured_s"] or tie,
         "best_in_top3": best["rank"] <= 3,
@@ -156,13 +160,15 @@ def scenario(ip: Any, model: str, n: int, batch: int, args: Any, hosts: TwoHosts
 
 
 def interleaved(advice: Any, ip: Any, model: str, repeats: int, budget: float | None,
-                stop_at: float = float("inf")) -> int:  # fmt: skip
+                stop_at: float = float("inf")) -> tuple[int, dict[str, str]]:  # fmt: skip
     """Measure every layout up to ``repeats`` times, one round over all of them after another,
     so that the trial (the top layout) and the layouts its correction is applied to are measured
     in the same minutes, not one layout's runs before the next one's; no new round once
     ``budget`` seconds are spent, or after ``stop_at`` (``time.perf_counter``). Each row then
     holds the median of its runs (step, and the ranks' plain block between and after its
-    steps). Returns the rounds run."""
+    steps). A layout whose run fails is measured no more and named with its error (the others
+    go on). Returns the rounds run and the failed layouts."""
+    from jupyter_distributed.advise.intake import AdviseError
     from jupyter_distributed.advise.verify import verify
 
     runs: dict[int, list[dict[str, Any]]] = {}
@@ -173,12 +179,21 @@ def interleaved(advice: Any, ip: Any, model: str, repeats: int, budget: float | 
         now = time.perf_counter()
         return now < stop_at and (budget is None or now - began < budget)
 
+    failed: dict[int, str] = {}
     while done < repeats and (done == 0 or another()):
-        verify(advice, len(advice.layouts), ip, model, None, "adamw", 1)
+        for i, row in enumerate(advice.layouts):
+            if not row.fits or i in failed:
+                continue
+            one = copy.copy(advice)  # verify's top 1 of this layout alone
+            one.layouts = [row]
+            try:
+                verify(one, 1, ip, model, None, "adamw", 1)
+            except AdviseError as exc:
+                said = [x for x in LOG.getvalue().splitlines() if x.strip()]
+                failed[i] = f"{exc} ({said[-1].strip() if said else 'no output'})"
+                continue
+            runs.setdefault(i, []).append(dict(one.layouts[0].measured or {}))
         done += 1
-        for i, r in enumerate(advice.layouts):
-            if r.measured:
-                runs.setdefault(i, []).append(dict(r.measured))
     for i, got in runs.items():
         row = advice.layouts[i]
         merged = dict(got[-1])
@@ -191,7 +206,7 @@ def interleaved(advice: Any, ip: Any, model: str, repeats: int, budget: float | 
         merged["time_error"] = row.step_s / merged["step_s"] - 1
         merged["samples_per_s"] = advice.inputs["global_batch"] / merged["step_s"]
         advice.layouts[i] = dataclasses.replace(row, measured=merged)
-    return done
+    return done, {advice.layouts[i].candidate.name: why for i, why in failed.items()}
 
 
 def arguments() -> argparse.Namespace:

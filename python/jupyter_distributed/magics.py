@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import re
 import shlex
 from argparse import Namespace
 from typing import Any
@@ -28,46 +27,23 @@ from .cell_spec import spec_from_args
 from .debugging import NO_STDIN, notebook_stdin
 from .display import CellView
 from .errors import SpecError
+from .magicwords import line_words
 from .probe import ProbeSettings, parse_sizes
 from .session import Session
 from .settings import Distributed, Settings
 from .spec import Spec
-
-# a flag given "--" as its value (--nprocs=--, -n--): argparse passes it on as an empty list
-_EMPTY_VALUE = re.compile(r"(--[^=\s]+=|-[^-\s]=?)--")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _split(line: str) -> list[str]:
-    """The words of the line; a line that is not text or a flag without a value is refused."""
-    odd = _SURROGATE.search(line)
-    if odd:  # (not shown: a lone surrogate cannot even be printed)
-        raise UsageError(
-            f"%distributed: the line holds {odd.group()!a} at character {odd.start() + 1}, "
-            "half of a UTF-16 pair and not text; remove it"
-        )
-    try:
-        words = shlex.split(line)
-    except ValueError as exc:
-        raise UsageError(f"%distributed: {exc} in {line!r}") from None
-    for word in words:
-        if _EMPTY_VALUE.fullmatch(word):
-            flag = word[: -len("--")].rstrip("=")
-            raise UsageError(f"%distributed: {word} gives {flag} no value; write {flag} VALUE")
-    return words
-
 
 SPECS_KEPT = 16  # lines whose parsed flags and spec are kept
 
 
 @functools.lru_cache(maxsize=SPECS_KEPT)  # pure in the line, parsed again on every run of a cell
 def _parsed(line: str) -> Namespace:
-    _split(line)  # an unbalanced quote is a one-line error, not argparse's traceback
+    line_words(line)  # an unbalanced quote is a one-line error, not argparse's traceback
     return _arguments(line)
 
 
 def _arguments(line: str) -> Namespace:
-    """The cell magic's flags in ``line`` (checked by :func:`_split` first)."""
+    """The cell magic's flags in ``line`` (checked by :func:`.line_words` first)."""
     try:
         args: Namespace = parse_argstring(DistributedMagics.distributed, line)
     except ValueError as exc:  # IPython splits the line its own way (quotes inside a word)
@@ -227,7 +203,7 @@ class DistributedMagics(Magics):
         return plugin(name).defaults(self.backend_settings.get(name))
 
     def _line(self, line: str) -> None:
-        words = _split(line)
+        words = line_words(line)
         if words and words[0] in ("on", "off"):
             if words[0] == "off" and len(words) > 1:
                 raise UsageError("%distributed off takes no settings")

@@ -28,7 +28,8 @@ from .recorder import NamedView, RunRecorder, cluster_coords, new_run_id
 from .scaling import Throughput
 from .settings import HISTORY_MAX_MB, Distributed
 from .spec import Spec
-from .sweep_runner import SweepHost, SweepOutcome, run_sweep
+from .sweep_outcome import SweepOutcome
+from .sweep_runner import SweepHost, run_sweep
 from .tf_coordinator import PULL_NAME, Coordinators, coordinates, tasks_lost
 
 

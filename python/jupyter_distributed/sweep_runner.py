@@ -17,12 +17,12 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, TextIO, cast
 
 from .backends import get_backend
 from .display import CellView
-from .errors import DistributedError, interrupted
+from .errors import interrupted
 from .events import Event, RunEvent, RunState
 from .figures import kernel_figures
 from .history.store import Store
@@ -31,7 +31,8 @@ from .protocol.figures import FigureConfig
 from .push import Pickled, pickle_push
 from .recorder import NamedView, RunRecorder, new_run_id
 from .spec import Spec
-from .sweeps import Combination, combination_key, label
+from .sweep_outcome import ComboResult, SweepFailed, SweepOutcome
+from .sweeps import combination_key, label
 
 Record = Callable[[Spec, Plan, NamedView, str], RunRecorder]
 
@@ -50,41 +51,6 @@ class SweepHost:
 
 
 STOPPED = "interrupted: the sweep was stopped (the stop button)"
-
-
-class SweepFailed(DistributedError):
-    """Some combinations of a sweep failed (the others completed)."""
-
-
-@dataclass
-class ComboResult:
-    combo: Combination
-    run_id: str = ""
-    state: RunState = RunState.PENDING
-    message: str = ""
-    seconds: float = 0.0
-    pulled: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class SweepOutcome:
-    sweep_id: str
-    parallel: int
-    results: list[ComboResult]
-
-    def table(self) -> str:
-        done = sum(r.state is RunState.COMPLETED for r in self.results)
-        lines = [
-            f"sweep {self.sweep_id}: {len(self.results)} combination(s), {self.parallel} at a "
-            f"time; {done} completed"
-        ]
-        width = max(len(label(r.combo)) for r in self.results)
-        for r in self.results:
-            lines.append(
-                f"  {label(r.combo):<{width}}  {r.run_id or '-':<24} {r.state.value:<11} "
-                f"{r.seconds:6.1f}s  {r.message.splitlines()[0] if r.message else ''}".rstrip()
-            )
-        return "\n".join(lines)
 
 
 class _Prefixed:

@@ -324,3 +324,14 @@ def test_carriage_returns_show_what_a_notebook_shows() -> None:
     assert visible("\r 10%|#\r 20%|##") == " 20%|##"
     assert visible("done\r") == "done"
     assert visible("plain") == "plain"
+
+
+@pytest.mark.parametrize(
+    "lines", [[[1.0, None]], [["noon", "a"]], [[1.0]], [[1.0, "a", "b"]], ["a"]]
+)
+def test_output_lines_that_are_not_time_and_text_are_refused(lines: list[Any]) -> None:
+    """A line the history could not write (its texts are joined) is refused at the door, as a
+    bad header naming the message, not a failure of the store's write later."""
+    header = {"type": "output", "run_id": "r1", "stream": "stdout", "lines": lines}
+    with pytest.raises(BadHeader, match="'output'"):
+        Output.from_header(header)

@@ -170,6 +170,9 @@ def test_a_batch_shows_as_each_message_alone_would(collapse: bool) -> None:
         {"texts": ["a", "b"], "times": [1.0, 2.0, 3.0]},  # (times that do not match)
         {"lines": [[1.0]]},  # (a line without its text)
         {"texts": ["a"], "times": [1.0], "stream": "stdin"},
+        {"texts": [7], "times": [1.0]},  # (a text no string)
+        {"texts": ["a"], "times": ["noon"]},  # (a time no number)
+        {"lines": [[1.0, None]]},
     ],
 )
 def test_a_batch_with_a_malformed_message_is_refused_whole(

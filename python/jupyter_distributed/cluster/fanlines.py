@@ -54,11 +54,17 @@ def plain(fields: dict[str, Any]) -> Plain | None:
             times = fields["times"]
         n = len(times)
         ok = n == len(texts) or (n == 1 and bool(texts))
-        if ok and type(texts) is list and type(times) is list:
+        if ok and type(texts) is list and type(times) is list and _typed(texts, times):
             return Plain(str(fields.get("run_id") or ""), stream, texts, times)
     except (KeyError, TypeError, IndexError):
         pass
     raise BadHeader(f"an 'output' message with stream {fields.get('stream')!r}, bad lines")
+
+
+def _typed(texts: list[Any], times: list[Any]) -> bool:
+    """Every text a string and every time a number (~0.05 µs a line): else the history's
+    write of the whole batch would fail on it."""
+    return set(map(type, texts)) <= {str} and set(map(type, times)) <= {float, int}
 
 
 class Gather:

@@ -60,8 +60,11 @@ class State(Message):
 
 
 def _a_line(line: Any) -> bool:
-    return type(line) is list and len(line) == 2 and type(line[1]) is str and (
-        type(line[0]) is float or type(line[0]) is int
+    return (
+        type(line) is list
+        and len(line) == 2
+        and type(line[1]) is str
+        and (type(line[0]) is float or type(line[0]) is int)
     )
 
 

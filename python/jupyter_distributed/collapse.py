@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Collection, Iterator, Sequence
 
+from .risingmin import RisingMin
+
 WINDOW = 0.1  # seconds a line waits at most for the same line from other ranks
 _DONE = float("inf")  # a rank that writes no more lines is past every line
 _STALE = 4  # the index of held texts is rebuilt when it holds this many times the held lines
@@ -133,10 +135,9 @@ class Collapser:
         self._held = 0  # lines held
         self._index: dict[str, dict[str, Run]] = {}  # stream -> held text -> its latest run
         self._next = 0  # the next line's number
-        # rank -> the number of its latest line (-1: none yet)
-        self._last: dict[int, float] = dict.fromkeys(ranks, -1) if ranks is not None else {}
+        # rank -> the number of its latest line (-1: none yet); it only rises
+        self._last = RisingMin(ranks if ranks is not None else ())
         self._known = ranks is not None
-        self._low = -1.0  # a lower bound of min(_last.values())
 
     def __bool__(self) -> bool:
         """Whether lines are held."""
@@ -226,7 +227,7 @@ class Collapser:
             self._run(rank, stream, fresh, now, False, written, also)
         elif joined:  # (each rank's latest line: the last one it joined)
             for r in ranks:
-                self._last[r] = last
+                self._last.rise(r, last)
         return budget, dropped
 
     def _run(
@@ -252,14 +253,14 @@ class Collapser:
                         index.update(dict.fromkeys(held.texts, held))
             else:
                 index.update(dict.fromkeys(texts, run))
-        self._last[rank] = run.last
+        self._last.rise(rank, run.last)
         for other in also:
-            self._last[other] = run.last
+            self._last.rise(other, run.last)
 
     def done(self, rank: int) -> None:
         """``rank`` writes no more lines (its cell ended): no line waits for it."""
         if self._known:
-            self._last[rank] = _DONE
+            self._last.rise(rank, _DONE)
 
     def due(self, now: float) -> list[Run]:
         """The runs to show now, in order: those whose window has passed, and those no rank
@@ -279,11 +280,7 @@ class Collapser:
     def _complete(self, run: Run) -> bool:
         """Whether no rank can join ``run`` any more: every one has joined its last line or
         written a later line (see :meth:`add`)."""
-        if not self._known:
-            return False
-        if self._low < run.last:  # (a bound that only rises: recomputed only when short)
-            self._low = min(self._last.values(), default=_DONE)
-        return self._low >= run.last
+        return self._known and self._last.least(_DONE) >= run.last
 
     def _pop(self) -> Run:
         run = self._queue.popleft()

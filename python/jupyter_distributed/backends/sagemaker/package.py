@@ -22,7 +22,7 @@ _PACKAGE = Path(__file__).resolve().parents[2]  # python/jupyter_distributed
 #: The modules outside ``worker/`` and ``protocol/`` that the worker may import (the import
 #: contracts and tests/python/test_architecture.py hold the worker to them): a rank needs them all.
 SHARED_WITH_THE_WORKER = (
-    "errors", "collapse", "layout", "pids", "memcg", "ioloop", "modelshapes",
+    "errors", "collapse", "risingmin", "layout", "pids", "memcg", "ioloop", "modelshapes",
 )  # fmt: skip
 # What a rank imports: the package marker, the shared modules, the protocol and the worker.
 _RUNTIME_FILES = (

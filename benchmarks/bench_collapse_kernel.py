@@ -2,7 +2,7 @@
 or each rank's own (issue 26: the relay collapses identical lines).
 
     python benchmarks/bench_collapse_kernel.py [--ranks 1000] [--nodes 8] [--rounds 40]
-                                               [--lines 10] [--tree CHECKOUT]
+                                               [--lines 10] [--drain 1] [--tree CHECKOUT]
 
 Relays replaying a recorded line stream: each rank writes ``--lines`` lines per message,
 ``--rounds`` messages (``identical``: every rank the same lines, ``"epoch 3 step 7 loss
@@ -12,7 +12,9 @@ batch per round of its ranks' messages), signed as its relay signs them; the ker
 real: a router and a history store driven on this thread (as the tests drive them, no I/O
 thread), and the cell's view (collapsing on, as by default) taking every shown event. Prints
 the kernel's CPU per line (``time.thread_time`` around the router's batches and the view) and
-the lines/s that CPU allows, and checks that the history holds every line. ``--tree`` runs
+the lines/s that CPU allows, and checks that the history holds every line. ``--drain K`` hands
+the router up to K relays' batches at a time, as its I/O loop takes what has queued (up to
+1,000) when many relays send at once (default 1: each batch alone, the dearest). ``--tree`` runs
 another checkout's code (an export of an older commit), for a before/after on one machine.
 """
 
@@ -50,6 +52,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--lines", type=int, default=10)
     parser.add_argument("--kind", nargs="+", default=["identical", "distinct"])
+    parser.add_argument("--drain", type=int, default=1, help="batches per router call")
     parser.add_argument("--tree", default=str(HERE.parent))
     args = parser.parse_args()
     sys.path.insert(0, str(Path(args.tree, "python")))
@@ -57,13 +60,17 @@ def main() -> None:
     from common import kernel_router
 
     n = args.ranks // args.nodes * args.nodes
-    print(f"{n:,} ranks behind {args.nodes} relays, {args.rounds} messages of {args.lines} lines")
+    print(
+        f"{n:,} ranks behind {args.nodes} relays, {args.rounds} messages of {args.lines} lines, "
+        f"up to {args.drain} batches per router call"
+    )
     print("| lines | kernel CPU µs/line | of which the view | lines/s of kernel CPU | recorded |")
     print("|---|---|---|---|---|")
     for kind in args.kind:
         with kernel_router(n, args.nodes, "running") as (router, store, key):
             batches = relayed(key, kind, n, args)
-            recorded, cpu, view_cpu = replay(router, store, batches, n)
+            chunks = [batches[i : i + args.drain] for i in range(0, len(batches), args.drain)]
+            recorded, cpu, view_cpu = replay(router, store, chunks, n)
         total = n * args.rounds * args.lines
         print(
             f"| {kind} | {cpu / total * 1e6:.2f} | {view_cpu / total * 1e6:.2f} | "
@@ -105,7 +112,7 @@ def relayed(key: bytes, kind: str, n: int, args: Any) -> list[list[Any]]:
     return batches
 
 
-def replay(router: Any, store: Any, batches: list[list[Any]], n: int) -> tuple[int, float, float]:
+def replay(router: Any, store: Any, chunks: list[list[Any]], n: int) -> tuple[int, float, float]:
     """The batches into the kernel: lines recorded, its CPU (all, and the view's part)."""
     from jupyter_distributed.display import CellView
     from jupyter_distributed.history.store import RunRecord
@@ -114,9 +121,9 @@ def replay(router: Any, store: Any, batches: list[list[Any]], n: int) -> tuple[i
     router.ranks.begin(RUN)
     view = CellView(RUN, out=io.StringIO(), err=io.StringIO(), ranks=range(n))
     io_cpu = view_cpu = 0.0
-    for frames in batches:
+    for chunk in chunks:
         t0 = time.thread_time()
-        router._on_batch([frames])
+        router._on_batch(chunk)
         t1 = time.thread_time()
         while not router.inbox.empty():
             events = getattr(router.inbox.get_nowait(), "events", None)

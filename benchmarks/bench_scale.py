@@ -14,7 +14,9 @@ with ``Done``). Per rank count it prints:
   answer with a value each, or ``None``, which they answer without one, as a real rank answers
   ``pass``), median and p90 over ``--cells`` cells;
 - **trivial cell wall time** (median), which here shares 2 cores with the helpers: a shape only;
-- **kernel descriptors** with the cluster up (``/proc/self/fd``).
+- **kernel descriptors** with the cluster up (``/proc/self/fd``);
+- and, under the table, IPython's own CPU per cell for a cell magic that does nothing: the floor
+  under the kernel's CPU per cell that is not ours.
 
 ``--mode`` picks the topology: ``star`` (the kernel holds every rank's connections),
 ``relay`` (``Distributed.relays = "always"``: ``--nodes`` real relay processes,
@@ -239,10 +241,23 @@ def main() -> None:
             for metric, text in modes[mode](ip, n, args.cells, tmp).items():
                 rows.setdefault(metric, {})[column] = text
             print(f"  {column} done", file=sys.stderr, flush=True)
+    print(f"IPython's own CPU per cell of a cell magic that does nothing: {floor(ip, args.cells)}")
     print("| metric | " + " | ".join(columns) + " |")
     print("|---|" + "---|" * len(columns))
     for metric, cells in rows.items():
         print(f"| {metric} | " + " | ".join(cells.get(c, "") for c in columns) + " |")
+
+
+def floor(ip: Any, cells: int) -> str:
+    """The same shell's CPU per cell for a cell magic that returns at once: what IPython itself
+    spends on a cell (transform, compile, run, history), the floor under every figure above."""
+    ip.register_magic_function(lambda line, cell: None, "cell", "jd_bench_nothing")
+    spent = []
+    for _ in range(max(cells, 30)):
+        c0 = cpu()
+        ip.run_cell("%%jd_bench_nothing --oversubscribe --quiet\npass")
+        spent.append(cpu() - c0)
+    return f"{median(spent) * 1e3:.2f} / {pct(spent, 90) * 1e3:.2f} ms (median / p90)"
 
 
 if __name__ == "__main__":

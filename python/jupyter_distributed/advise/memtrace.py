@@ -18,7 +18,11 @@ from .parts import Parts
 from .timing import compute_device
 
 
-def _step_of(module: Any, batch: Any, optimizer: str) -> Parts:
+def _step_of(module: Any, batch: Any, optimizer: str, keep_output: bool = True) -> Parts:
+    """The traced step's parts. ``keep_output``: the step holds the module's output to the end
+    of its backward, as a pipeline's schedule does; without it the output goes once the loss
+    is made from it, as in ``loss_of(model(x)).backward()`` (a bf16 model's logits then free
+    after the loss's fp32 copy: holding them was one logits tensor over an H200's peaks)."""
     import torch
     from torch.distributed._tools.mem_tracker import MemTracker
 
@@ -43,7 +47,10 @@ def _step_of(module: Any, batch: Any, optimizer: str) -> Parts:
         saved = _live(tracker) - before - boundary  # (the output is the boundary)
         with warnings.catch_warnings():  # the hook fires alike when its input needs no grad
             warnings.filterwarnings("ignore", "Full backward hook is firing", UserWarning)
-            loss_of(out).backward()
+            scalar = loss_of(out)
+            if not keep_output:
+                del out
+            scalar.backward()
         opt.step()
     by = _peaks(tracker)
     p, g, o = by["Parameter"] + by["Buffer"], by["Gradient"], by["Optstate"]
@@ -166,7 +173,7 @@ def _traced(
         model = factory()
         batch = sample_input(model, micro, seq)
         if parts == 1:
-            return (_step_of(model, batch, optimizer),)
+            return (_step_of(model, batch, optimizer, keep_output=False),)
         layers = list(model)
         sizes = [sum(p.numel() for p in layer.parameters()) for layer in layers]
         out: list[Parts] = []

@@ -18,6 +18,8 @@ from typing import Any
 
 from .intake import AdviseError
 
+MESSAGE_ROUND_TRIPS = 2  # what a pipeline's message costs, in the probe's pair round trips
+
 
 @dataclass(frozen=True)
 class Links:
@@ -61,18 +63,25 @@ class Links:
         return self._alpha_beta(nbytes, n, spans_nodes, 1.0)
 
     def p2p(self, nbytes: float, spans_nodes: bool) -> float:
-        """One message of ``nbytes`` from a rank to another: one message's share of a call's
-        overhead on these ranks, where the probe has an all_reduce curve and the link does not
-        span nodes (a ring all_reduce of n ranks is 2(n − 1) messages; the pairs' one-way
-        latency, 60-100 µs here, was 5-10x below what a pipeline's send cost the ranks, and
-        the whole per-call overhead 2-3x above it), else the pairs' typical (median) one-way
-        latency of that link class; then bytes at the link's bandwidth."""
+        """One pipeline message of ``nbytes`` from a rank to another: where the probe measured
+        that link class's pairs, ``MESSAGE_ROUND_TRIPS`` of their typical (median) ping-pong
+        round trips, else (given hardware) the link's one-way latency; then the bytes at the
+        link's bandwidth.
+
+        Not the all_reduce curve's per-call overhead, as it was: gloo's all_reduce of 16 KiB to
+        1 MiB took 1.5-3 ms on 2 ranks here where one of 1 KiB took 0.3 ms, so the curve's
+        fitted overhead (1.6-2.5 ms on a quiet machine) made each send 0.8-1.3 ms and the
+        pipelines' steps about 2x too long. Nor the one-way latency: a pipeline's message
+        costs its ranks a hand-off to gloo's thread and back on each side and the receiver's
+        ready notice before the data. Measured in a 2-stage pipeline of a stage of no
+        compute (``Linear(4, 4)``, 16 microbatches, against each rank's stage run as a
+        one-stage schedule in the same process, load ~4.5): 0.48-0.55 ms a slot for its two
+        messages, while the probe's pairs' round trip was 0.11-0.12 ms."""
         k = self.klass(spans_nodes)
-        if self.curve and not spans_nodes:
-            share = self.curve[0] / (2 * max(1, self.curve_world - 1))
-            overhead = max(share, self.typical.get(k, self.latency[k]))
+        if k in self.typical:
+            overhead = MESSAGE_ROUND_TRIPS * 2 * self.typical[k]
         else:
-            overhead = self.typical.get(k, self.latency[k])
+            overhead = self.latency[k]
         return overhead + nbytes / self.bandwidth[k]
 
 

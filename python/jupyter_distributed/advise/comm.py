@@ -68,15 +68,18 @@ class Links:
         round trips, else (given hardware) the link's one-way latency; then the bytes at the
         link's bandwidth.
 
-        Not the all_reduce curve's per-call overhead, as it was: gloo's all_reduce of 16 KiB to
-        1 MiB took 1.5-3 ms on 2 ranks here where one of 1 KiB took 0.3 ms, so the curve's
-        fitted overhead (1.6-2.5 ms on a quiet machine) made each send 0.8-1.3 ms and the
-        pipelines' steps about 2x too long. Nor the one-way latency: a pipeline's message
-        costs its ranks a hand-off to gloo's thread and back on each side and the receiver's
-        ready notice before the data. Measured in a 2-stage pipeline of a stage of no
-        compute (``Linear(4, 4)``, 16 microbatches, against each rank's stage run as a
-        one-stage schedule in the same process, load ~4.5): 0.48-0.55 ms a slot for its two
-        messages, while the probe's pairs' round trip was 0.11-0.12 ms."""
+        Not the all_reduce curve's per-call overhead, as it was: fitted from points that are
+        each the mean of 5 calls (one call that waits for a core moves it), it moved from 0.05
+        to 2.5 ms between probes of the same 2 ranks within an hour, while the pairs' latency
+        of those probes stayed at 52-76 µs; a send cost 0.06-1.3 ms by it, and the pipelines
+        were predicted ~2x too slow on a quiet machine (overhead 1.6-2.5 ms) and 50-70 % short
+        at load 8-20 (0.1-0.9 ms). Nor the one-way latency: in a 2-stage pipeline of a stage
+        of no compute (``Linear(4, 4)``, 16 microbatches, against each rank's stage run as a
+        one-stage schedule in the same process, load ~4.5) a slot's two messages took
+        0.48-0.55 ms, while the probe's pairs' round trip was 0.11-0.12 ms (a message waits
+        for hand-offs to gloo's thread on both sides; which of them costs what was not
+        measured).
+        """
         k = self.klass(spans_nodes)
         if k in self.typical:
             overhead = MESSAGE_ROUND_TRIPS * 2 * self.typical[k]

@@ -64,9 +64,12 @@ class Links:
 
     def p2p(self, nbytes: float, spans_nodes: bool) -> float:
         """One pipeline message of ``nbytes`` from a rank to another: where the probe measured
-        that link class's pairs, ``MESSAGE_ROUND_TRIPS`` of their typical (median) ping-pong
-        round trips, else (given hardware) the link's one-way latency; then the bytes at the
-        link's bandwidth.
+        that link class's pairs, ``MESSAGE_ROUND_TRIPS`` of their best ping-pong round trip,
+        else (given hardware) the link's one-way latency; then the bytes at the link's
+        bandwidth. The best, not the median: a ``--quick`` probe's median of 4 round trips
+        caught a load spike once in four runs here (a send then cost 60 ms, the pipelines 10-70x
+        their measured steps), its best stayed at 52-94 µs; what the load adds is the ranks'
+        share of the cores, which ``--verify`` measures and calibration carries.
 
         Not the all_reduce curve's per-call overhead, as it was: fitted from points that are
         each the mean of 5 calls (one call that waits for a core moves it), it moved from 0.05
@@ -81,10 +84,8 @@ class Links:
         measured).
         """
         k = self.klass(spans_nodes)
-        if k in self.typical:
-            overhead = MESSAGE_ROUND_TRIPS * 2 * self.typical[k]
-        else:
-            overhead = self.latency[k]
+        measured = k in self.typical  # the probe's pairs (given hardware has no typical)
+        overhead = MESSAGE_ROUND_TRIPS * 2 * self.latency[k] if measured else self.latency[k]
         return overhead + nbytes / self.bandwidth[k]
 
 

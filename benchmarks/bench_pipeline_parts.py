@@ -7,7 +7,7 @@ compute). Per microbatch count M: a ``--quick`` probe of the 2 ranks; on the ran
 of 21 pipeline steps (``--pipeline simple``; the slower rank's), each rank's stage run as a
 one-stage schedule of the same M microbatches in the same process (no messages), and a message
 there and back through ``batch_isend_irecv`` (the pipelining library's path). So the messages
-of one slot are (two-stage − one-stage) ÷ (M + 1). Beside them the advisor's prediction: the
+of one slot are two-stage ÷ (M + 1) − one-stage ÷ M. Beside them the advisor's prediction: the
 schedule's own work per microbatch (``advise/framework.py``, in this process) and one message
 (``advise/comm.py``, from the probe). The load average with every row (the machine is shared).
 """
@@ -83,7 +83,7 @@ def measure(ip: Any, model: str, batch: int, m: int) -> dict[str, Any] | None:
     return {
         "two": two,
         "one": one,
-        "messages_per_slot": (two - one) / (m + 1),
+        "messages_per_slot": two / (m + 1) - one / m,  # a slot less one microbatch's
         "round_trip": max(g["round_trip"] for g in got),
         "predicted_message": links.p2p(0, spans_nodes=False),
         "pair_latency": links.latency["intra"],

@@ -79,7 +79,7 @@ class Links:
         at load 8-20 (0.1-0.9 ms). Nor the one-way latency: in a 2-stage pipeline of a stage
         of no compute (``Linear(4, 4)``, 16 microbatches, against each rank's stage run as a
         one-stage schedule in the same process, load ~4.5) a slot's two messages took
-        0.48-0.55 ms, while the probe's pairs' round trip was 0.11-0.12 ms (a message waits
+        0.47-0.53 ms, while the probe's pairs' round trip was 0.11-0.12 ms (a message waits
         for hand-offs to gloo's thread on both sides; which of them costs what was not
         measured).
         """

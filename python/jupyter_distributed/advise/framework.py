@@ -24,10 +24,10 @@ microbatch on each stage: it splits the batch, runs ``forward_one_chunk`` and
 the sends and receives. Each stage is timed here as a one-stage pipeline of ``SCHEDULED``
 microbatches on a one-rank gloo group (no message is sent), less that many plain
 forward+backward runs of the stage: the slowest stage's excess per microbatch. Measured on the
-suite's ``mlp`` (2 stages, microbatch 1, load ~30, CPU seconds): 0.2-0.35 ms a microbatch
-against a stage's 0.4-0.8 ms block; it was missing from the prediction, as was each slot's
-share of it in the measured pipeline steps (0.8 ms a microbatch beyond the block on a quiet
-machine, 1.1-1.8 ms at load 8).
+suite's models (2 stages, microbatch 1, CPU seconds, load 5-30): ``mlp`` 0.14-0.60 ms a
+microbatch, ``deep`` 0.20-0.38, ``tfm`` 0.37, against a stage's block of 0.4-1.1 ms. It was in
+no part of the prediction, while the measured steps spent ~0.8 ms a slot beyond the block on a
+quiet machine (1.2-1.8 ms at load 8), the rest being the messages (:meth:`.comm.Links.p2p`).
 
 Where this process has a GPU (``timing.compute_device``), both run on it as GPU ranks do: FSDP2
 puts the shards there itself (its default mesh is the GPU's), the batch follows them; DDP runs on

@@ -18,6 +18,8 @@ from typing import Any
 
 from .intake import AdviseError
 
+MESSAGE_ROUND_TRIPS = 2  # what a pipeline's message costs, in the probe's pair round trips
+
 
 @dataclass(frozen=True)
 class Links:
@@ -61,18 +63,29 @@ class Links:
         return self._alpha_beta(nbytes, n, spans_nodes, 1.0)
 
     def p2p(self, nbytes: float, spans_nodes: bool) -> float:
-        """One message of ``nbytes`` from a rank to another: one message's share of a call's
-        overhead on these ranks, where the probe has an all_reduce curve and the link does not
-        span nodes (a ring all_reduce of n ranks is 2(n − 1) messages; the pairs' one-way
-        latency, 60-100 µs here, was 5-10x below what a pipeline's send cost the ranks, and
-        the whole per-call overhead 2-3x above it), else the pairs' typical (median) one-way
-        latency of that link class; then bytes at the link's bandwidth."""
+        """One pipeline message of ``nbytes`` from a rank to another: where the probe measured
+        that link class's pairs, ``MESSAGE_ROUND_TRIPS`` of their best ping-pong round trip,
+        else (given hardware) the link's one-way latency; then the bytes at the link's
+        bandwidth. The best, not the median: a ``--quick`` probe's median of 4 round trips
+        caught a load spike once in four runs here (a send then cost 60 ms, the pipelines 10-70x
+        their measured steps), its best stayed at 52-94 µs; what the load adds is the ranks'
+        share of the cores, which ``--verify`` measures and calibration carries.
+
+        Not the all_reduce curve's per-call overhead, as it was: fitted from points that are
+        each the mean of 5 calls (one call that waits for a core moves it), it moved from 0.05
+        to 2.5 ms between probes of the same 2 ranks within an hour, while the pairs' latency
+        of those probes stayed at 52-76 µs; a send cost 0.06-1.3 ms by it, and the pipelines
+        were predicted ~2x too slow on a quiet machine (overhead 1.6-2.5 ms) and 50-70 % short
+        at load 8-20 (0.1-0.9 ms). Nor the one-way latency: in a 2-stage pipeline of a stage
+        of no compute (``Linear(4, 4)``, 16 microbatches, against each rank's stage run as a
+        one-stage schedule in the same process, load ~4.5) a slot's two messages took
+        0.47-0.53 ms, while the probe's pairs' round trip was 0.11-0.12 ms (a message waits
+        for hand-offs to gloo's thread on both sides; which of them costs what was not
+        measured).
+        """
         k = self.klass(spans_nodes)
-        if self.curve and not spans_nodes:
-            share = self.curve[0] / (2 * max(1, self.curve_world - 1))
-            overhead = max(share, self.typical.get(k, self.latency[k]))
-        else:
-            overhead = self.typical.get(k, self.latency[k])
+        measured = k in self.typical  # the probe's pairs (given hardware has no typical)
+        overhead = MESSAGE_ROUND_TRIPS * 2 * self.latency[k] if measured else self.latency[k]
         return overhead + nbytes / self.bandwidth[k]
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from .calibrate import apply, calibrated_note
 from .comm import Links, fit_links
 from .enumerate import Candidate, Row, candidates, dominant
-from .framework import ddp_seconds, fsdp_seconds
+from .framework import ddp_seconds, fsdp_seconds, pipeline_seconds
 from .intake import DTYPE_BYTES, AdviseError, Analytic, ModelInfo, from_factory, from_numbers
 from .memory import OPTIMIZER_STATES, analytic_parts, layout_memory, on_device
 from .parts import Parts
@@ -141,14 +141,15 @@ def advise(
     if sampled is not None:
         notes.append(sampled.note())
         if any(
-            r.candidate.strategy in ("ddp", "fsdp")
-            and "framework" not in (r.raw_parts_s or r.parts_s)
+            "framework" not in (r.raw_parts_s or r.parts_s)
             for r in rows
+            if r.candidate.dp > 1 or r.candidate.pp > 1
         ):
             notes.append(
                 "NOT TIMED: what DDP/FSDP add to the block (hooks, copies, the sharded optimizer "
-                "step), which needs this process free of a process group (or torch's fake "
-                "backend); their step times leave it out"
+                "step) and the pipeline schedule's own work per microbatch, which need this "
+                "process free of a process group (or torch's fake backend); their step times "
+                "leave it out"
             )
     if calibration is not None:
         notes.insert(0, calibrated_note(calibration))
@@ -239,10 +240,14 @@ def _wrapped(
     info: ModelInfo, c: Candidate, seq: int | None, procs_per_node: int, micro: int,
     plain: Compute,
 ) -> tuple[float, float] | None:  # fmt: skip
-    """Forward+backward and optimizer seconds under the strategy's wrapper, timed here."""
-    if info.factory is None or c.strategy not in ("ddp", "fsdp"):
+    """Forward+backward and optimizer seconds under the strategy's wrapper, timed here (a
+    pipeline: its schedule's seconds per microbatch, :func:`.framework.pipeline_seconds`)."""
+    if info.factory is None:
         return None
     threads, oversub = rank_threads(procs_per_node)
+    if c.strategy == "model-parallel":
+        per_micro = pipeline_seconds(info.factory, seq, threads, c.pp)
+        return None if per_micro is None else (per_micro * oversub, 0.0)
     if c.strategy == "fsdp":
         timed = fsdp_seconds(info.factory, seq, threads, micro, c.dp)
         return (timed[0] * oversub, timed[1] * oversub) if timed else None

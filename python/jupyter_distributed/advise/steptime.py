@@ -1,13 +1,18 @@
 """Time per step of one layout: compute per stage (timed here at its real shape), plus the
 communication it exposes (each call costed on its own, see :mod:`.comm`), plus the pipeline's
-bubble, plus the optimizer, plus (DDP, FSDP) what the framework adds, timed here with no-op
-collectives (:mod:`.framework`). Communication is assumed not to overlap compute.
+bubble, plus the optimizer, plus what the framework adds (DDP, FSDP: timed here with no-op
+collectives; the pipeline: its schedule's own work per microbatch, see :mod:`.framework`).
+Communication is assumed not to overlap compute.
 
 The calls are the ones our strategies make: DDP all-reduces its gradient buckets (the first
 1 MiB, then 25 MiB each); FSDP2 all-gathers each unit forward and again backward and
 reduce-scatters its gradient; the pipeline helper sends each microbatch's activation forward and
 its gradient back across each stage boundary, and all-reduces each parameter's gradient over
 the data-parallel replicas, one call per tensor.
+
+A pipeline of ``p`` stages and ``m`` microbatches takes ``m + p - 1`` slots of its slowest
+stage; each slot is the stage's block, the schedule's own work for one microbatch and a
+message each way across a boundary (:meth:`.comm.Links.p2p`).
 """
 
 from __future__ import annotations
@@ -45,7 +50,8 @@ def step_parts(
     """The predicted seconds of each part of one step, and what its communication is.
     ``wrapped``: forward+backward and optimizer seconds timed under the strategy's wrapper
     (:mod:`.framework`: FSDP2 with no-op collectives, DDP on one rank); its excess over the
-    plain block is the part ``framework``."""
+    plain block is the part ``framework``. For a pipeline, ``wrapped[0]`` is the seconds its
+    schedule adds per microbatch on the slowest stage; each slot pays it."""
     dp_inter, pp_inter = groups(c, procs_per_node)
     where = "inter-node" if dp_inter else "intra-node"
     if c.strategy == "model-parallel":
@@ -62,6 +68,8 @@ def step_parts(
             "communication": p2p + reduce_,
             "optimizer": max(s.optimizer for s in computes),
         }
+        if wrapped is not None:
+            parts["framework"] = (c.microbatches + c.pp - 1) * wrapped[0]
         kind = "point-to-point" if p2p >= reduce_ else "all-reduce"
         inter = pp_inter if p2p >= reduce_ else dp_inter
         return parts, f"{'inter' if inter else 'intra'}-node {kind}"

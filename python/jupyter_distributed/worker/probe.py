@@ -24,6 +24,7 @@ from typing import Any
 
 KB, MB = 1024, 1024 * 1024
 SIZES = tuple(KB * 4**i for i in range(10))  # 1 KB .. 256 MB
+LATENCY_ROUND_TRIPS = 20
 
 
 class _Torch:
@@ -217,7 +218,10 @@ def run_probe(
     lib = _library(namespace)
     try:
         lib.barrier()
-        pairs = _pairs(lib, pair_bytes, 4 if quick else 20, 2 if quick else 4)
+        # 20 latency round trips even when quick (about 2 ms a pair): the best of 4 was once
+        # 4 ms at load 7 on a 2-core machine, where 52-76 µs was the rule; the advisor costs a
+        # pipeline's messages from it
+        pairs = _pairs(lib, pair_bytes, LATENCY_ROUND_TRIPS, 2 if quick else 4)
         left = None if budget is None else max(0.5, budget - (time.perf_counter() - began))
         curve = _curve(lib, sizes, left)
         _progress(lib, f"{_count(lib)} pairs measured, all_reduce at {len(curve)} sizes", "\n")

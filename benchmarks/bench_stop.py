@@ -142,7 +142,8 @@ def one(ip: Any, n: int, folder: Path, timeline: bool, perf: bool) -> dict[str, 
     while any(Path(f"/proc/{p}").exists() for p in pids) and time.monotonic() - t0 < 30:
         time.sleep(0.005)
     gone = time.monotonic() - t0
-    perf_lines = recorder.finish([*pids, *kin, os.getpid()]) if recorder else []
+    kinds = {"ranks": pids, "guardians": kin, "kernel": [os.getpid()]}
+    perf_lines = recorder.finish(kinds) if recorder else []
     ended = watcher.ended()
     deadline = time.monotonic() + 5  # the guardians end after their ranks
     while any(Path(f"/proc/{g}/stat").exists() for g in kin) and time.monotonic() < deadline:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import importlib.util
 import os
 import resource
 import statistics
@@ -92,6 +93,16 @@ def guardians(pids: list[int]) -> list[int]:
             for task in Path(f"/proc/{pid}/task").iterdir():
                 out += map(int, (task / "children").read_text().split())
     return out
+
+
+def machine() -> str:
+    """What else decides a stop's cost here: the OS, transparent huge pages, NVML."""
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    return (
+        f"Linux {os.uname().release}, THP {thp.read_text().strip() if thp.exists() else '?'}, "
+        f"pynvml {'importable' if importlib.util.find_spec('pynvml') else 'absent'}, "
+        f"Python {sys.version.split()[0]}"
+    )
 
 
 def reap_orphans() -> None:
@@ -196,7 +207,9 @@ def main() -> None:
         run: one(ip, run[0], tmp / f"{run[0]}-{run[1]}", args.timeline, args.perf) for run in runs
     }
     code = Path(sys.modules["jupyter_distributed"].__file__ or "").parent
-    print(f"{os.cpu_count()} CPUs; real idle ranks (local backend); the code in {code}")
+    print(
+        f"{os.cpu_count()} CPUs; real idle ranks (local backend); the code in {code}; {machine()}"
+    )
     print("| metric | " + " | ".join(f"{n:,} ranks" for n, _ in runs) + " |")
     print("|---|" + "---|" * len(runs))
     for label in rows[runs[0]]:

@@ -90,6 +90,17 @@ def test_diagnosis_names_ranks_without_a_stack_and_gil_held_dumps() -> None:
     assert "dumped by faulthandler: the GIL was held" in d.text
 
 
+def test_ranks_without_a_stack_for_the_same_reason_are_named_once() -> None:
+    """At 10,000 ranks, thousands that did not answer made one clause each in the line."""
+    unread = {r: RankStacks(r, (), "", "none", "no answer within 1s") for r in range(1, 5000)}
+    unread[7000] = RankStacks(7000, (), "", "none", "no process yet")
+    d = diagnose(unread, list(range(7001)), finished=[0])
+    assert d.headline == (
+        "rank 0 finished the cell; ranks 1-4999: no stack (no answer within 1s); "
+        "rank 7000: no stack (no process yet)"
+    )
+
+
 def test_start_watch_names_a_slow_stage_once_and_a_rendezvous_that_hangs() -> None:
     w = StartWatch([0, 1], t0=0.0, notice_after=5.0, rendezvous_limit=5.0)
     assert w.slow(4.0) == []

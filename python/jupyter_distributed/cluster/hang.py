@@ -71,8 +71,10 @@ def diagnose(
             collective.append(f"{w.call} was entered by {len(members)} of {total} ranks{never}")
     if finished:
         parts.append(f"{ranks_text(finished)} finished the cell")
+    why: dict[str, list[int]] = {}  # ranks without a stack, alike once (thousands may be)
     for s in unread:
-        parts.append(f"{ranks_text([s.rank])}: no stack ({s.error or 'no answer'})")
+        why.setdefault(s.error or "no answer", []).append(s.rank)
+    parts.extend(f"{ranks_text(members)}: no stack ({error})" for error, members in why.items())
     details: list[str] = []
     if flight is not None:  # the collective and its sequence number say more than the stacks
         if "finished the cell" in flight.headline:

@@ -7,10 +7,11 @@ The kernel is real (an IPython shell with ``%%distributed``), and so are the nod
 with ``--mode tree``, the aggregators above them); the ranks are ``fake_ranks.py``'s, each
 helper serving whole nodes (``bench_scale.py``'s machinery). Per rank count, on one clock:
 
-- **hang diagnosis**: a cell ``hang`` (rank 0 answers, the others hold it, as ranks in
-  ``time.sleep`` would) under ``--timeout 3``: from the timeout firing to the diagnosis line
-  under the cell (every rank's stacks asked through the relays, answered, grouped alike);
 - **stop**: ``%distributed stop`` returning, and every helper and relay process gone;
+- **hang diagnosis** (a fresh cluster): a cell ``hang`` (rank 0 answers, the others hold it,
+  as ranks in ``time.sleep`` would) under ``--timeout 3``: from the timeout firing to the
+  diagnosis line under the cell (every rank's stacks asked through the relays, answered,
+  grouped alike);
 - **dead node named**: a fresh cluster runs ``sleep`` (no rank answers); one relay is
   SIGKILLed; from the kill to the line naming its node and ranks. (A fake rank has no process of
   its own, so a single rank's death is not what this measures; a relay's is: its node's ranks
@@ -71,12 +72,6 @@ def one(ip: Any, err: Stamped, n: int, nodes: int, folder: Path) -> dict[str, st
     if not ip.run_cell(f"%%distributed {shape}\nNone").success:
         raise RuntimeError(f"{n} fake ranks did not start")
     start = time.monotonic() - t0
-    err.lines.clear()
-    t1 = time.monotonic()
-    run(ip, f"{shape} --timeout 3", "hang")
-    fired = t1 + 3.0
-    seen = err.first(DIAGNOSIS, fired)
-    text = diagnosis(err, fired)
     pids = Tracked.last.pids() if Tracked.last else []
     t2 = time.monotonic()
     ip.run_line_magic("distributed", "stop")
@@ -84,6 +79,15 @@ def one(ip: Any, err: Stamped, n: int, nodes: int, folder: Path) -> dict[str, st
     while alive(pids) and time.monotonic() - t2 < 60:
         time.sleep(0.005)
     gone = time.monotonic() - t2
+    ip.run_cell(f"%%distributed {shape}\nNone")  # a fresh cluster
+    err.lines.clear()
+    t1 = time.monotonic()
+    run(ip, f"{shape} --timeout 3", "hang")
+    fired = t1 + 3.0
+    seen = err.first(DIAGNOSIS, fired)
+    text = diagnosis(err, fired)
+    with contextlib.suppress(Exception):  # (lost where the ranks did not yield in time)
+        ip.run_line_magic("distributed", "stop")
     ip.run_cell(f"%%distributed {shape}\nNone")  # a fresh cluster
     killed: list[float] = []
     relays = Tracked.last.relays if Tracked.last else None

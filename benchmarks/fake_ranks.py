@@ -193,13 +193,20 @@ def main() -> None:
         by_key[cell_key] = rank
     live = len(ranks)
     while live:
+        stopped = []
         for key, _ in poller.poll(1000):
             if key in by_key:
                 if not by_key[key].cell_readable():
-                    poller.unregister(key)
-                    live -= 1
+                    stopped.append(key)
             else:
                 by_ctl[key].control_readable()
+        if stopped:  # (a new poller once per round: pyzmq's unregister is O(sockets) each)
+            live -= len(stopped)
+            gone = {*stopped, *(by_key[k].ctl for k in stopped)}
+            kept = [k for k, _ in poller.sockets if k not in gone]
+            poller = zmq.Poller()
+            for key in kept:
+                poller.register(key, zmq.POLLIN)
     os._exit(0)  # (as a stopped rank leaves: no teardown of thousands of sockets and objects)
 
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from jupyter_distributed.cluster.hang import diagnose
+from jupyter_distributed.cluster.hang import diagnose, last_seen
 from jupyter_distributed.cluster.inbox import StacksReply
 from jupyter_distributed.cluster.stackboard import StackBoard
 from jupyter_distributed.cluster.startwatch import StartWatch, watch_start
@@ -186,3 +186,16 @@ def test_answers_that_keep_coming_are_all_waited_for() -> None:
     got = board.wait("q", list(range(41)), timeout=1.0)  # rank 40 never answers
     thread.join()
     assert sorted(got) == list(range(40))
+
+
+def test_where_thousands_of_stuck_ranks_were_last_seen_is_one_short_line() -> None:
+    """A notice of ranks that did not stop named each rank, and each one's place, in one line:
+    at 10,000 ranks a list of 9,999 numbers and 9,999 clauses."""
+    sleeping = _rank(0, Frame(CELL, 3, "<module>", "", "time.sleep(60)"))
+    stacks = {r: RankStacks(r, sleeping.threads, "", "channel") for r in range(1, 10_000)}
+    stacks[5000] = _rank(5000, *BARRIER)
+    seen = last_seen([*range(1, 10_000), 10_000], stacks)  # (10,000: no stack)
+    assert seen == (
+        "ranks 1-4999,5001-9999 are at cell line 3: time.sleep(60); "
+        "rank 5000 waits in torch.distributed.barrier (cell line 3: dist.barrier())"
+    )

@@ -107,3 +107,20 @@ def snapshot_text(
         details = [line for r in idle for line in (f"--- rank {r} (idle):", *stacks[r].format())]
         text = "\n".join([text or f"{ranks_text(idle)} idle", *details])
     return text
+
+
+def last_seen(ranks: Sequence[int], stacks: dict[int, RankStacks]) -> str:
+    """Where ``ranks`` were last seen, ranks alike once ("ranks 1-9999 are at cell line 3: …"):
+    one line at 10,000 ranks; "" where no stack says."""
+    alike: dict[tuple[str, int | None], list[int]] = {}
+    wheres: dict[tuple[str, int | None], Where] = {}
+    for rank in ranks:
+        s = stacks.get(rank)
+        w = s.where if s is not None else None
+        if w is not None:
+            alike.setdefault(w.key, []).append(rank)
+            wheres[w.key] = w
+    return "; ".join(
+        f"{ranks_text(members)} {describe(wheres[key], len(members) > 1)}"
+        for key, members in alike.items()
+    )

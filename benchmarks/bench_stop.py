@@ -163,13 +163,22 @@ def one(ip: Any, n: int, folder: Path, timeline: bool, perf: bool) -> dict[str, 
     reap_orphans()
     ranks_cpu = (children_cpu() - c0 - before) / n
     stamps = [float(f.read_text()) - t0 for f in folder.iterdir() if f.name.isdigit()]
+    split: dict[str, str] = {}
     if timeline:
         rank_of = {pid: rank for rank, pid in enumerate(pids)}
-        print(
-            "\n".join(
-                report(t0, n, kernel_marks, rank_marks(marks), ended, rank_of, (sched0, sched1))
-            )
-        )
+        got = rank_marks(marks)
+        print("\n".join(report(t0, n, kernel_marks, got, ended, rank_of, (sched0, sched1))))
+        own = [
+            m["exit"][1] - m["shutdown"][1] for m in got.values() if {"exit", "shutdown"} <= set(m)
+        ]
+        if own:  # (a lock spun on in the exits counts as CPU here)
+            python = statistics.mean(own)
+            split = {
+                "of which the ranks' own Python, Shutdown → os._exit": f"{python * 1e3:.1f} ms",
+                "of which the rest: the OS's exits, guardians, wake-ups": (
+                    f"{(ranks_cpu - python) * 1e3:.1f} ms"
+                ),
+            }
     print("\n".join(perf_lines))
     return {
         "load average at the stop": f"{load:.0f}",
@@ -181,6 +190,7 @@ def one(ip: Any, n: int, folder: Path, timeline: bool, perf: bool) -> dict[str, 
         "ranks' CPU from the stop to their end (guardians included), per rank": (
             f"{ranks_cpu * 1e3:.1f} ms"
         ),
+        **split,
         "atexit handlers ran (first / median / last)": spread(stamps),
         "ranks ended (first / median / last)": spread([t - t0 for t in ended.values()]),
     }
@@ -213,7 +223,7 @@ def main() -> None:
     print("| metric | " + " | ".join(f"{n:,} ranks" for n, _ in runs) + " |")
     print("|---|" + "---|" * len(runs))
     for label in rows[runs[0]]:
-        print(f"| {label} | " + " | ".join(rows[run][label] for run in runs) + " |")
+        print(f"| {label} | " + " | ".join(rows[run].get(label, "") for run in runs) + " |")
 
 
 if __name__ == "__main__":

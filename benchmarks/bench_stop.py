@@ -37,10 +37,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from common import bench_shell  # noqa: E402
+from stop_perf import Perf  # noqa: E402
 from stop_timeline import (  # noqa: E402
     RANK_MARKS,
     KernelMarks,
-    Perf,
     Watcher,
     rank_marks,
     report,
@@ -153,15 +153,15 @@ def one(ip: Any, n: int, folder: Path, timeline: bool, perf: bool) -> dict[str, 
     while any(Path(f"/proc/{p}").exists() for p in pids) and time.monotonic() - t0 < 30:
         time.sleep(0.005)
     gone = time.monotonic() - t0
-    kinds = {"ranks": pids, "guardians": kin, "kernel": [os.getpid()]}
-    perf_lines = recorder.finish(kinds) if recorder else []
-    ended = watcher.ended()
     deadline = time.monotonic() + 5  # the guardians end after their ranks
     while any(Path(f"/proc/{g}/stat").exists() for g in kin) and time.monotonic() < deadline:
         reap_orphans()
         time.sleep(0.01)
     reap_orphans()
-    ranks_cpu = (children_cpu() - c0 - before) / n
+    ranks_cpu = (children_cpu() - c0 - before) / n  # (before perf and the watcher are reaped)
+    kinds = {"ranks": pids, "guardians": kin, "kernel": [os.getpid()]}
+    perf_lines = recorder.finish(kinds) if recorder else []
+    ended = watcher.ended()
     stamps = [float(f.read_text()) - t0 for f in folder.iterdir() if f.name.isdigit()]
     split: dict[str, str] = {}
     if timeline:

@@ -10,7 +10,8 @@ the kernel's stamps read on one clock, from the moment the stop began:
 - **ranks** (a cell wraps the worker's own functions in each rank): the Shutdown received, the
   control channel closed, the ``atexit`` handlers started, ``os._exit`` called, with the
   rank's CPU (``process_time``) at each;
-- **the OS**: each rank's pidfd firing, watched here (``bench_stop.watch``).
+- **the OS**: each rank's end, as a watcher process of its own sees its pidfd fire
+  (:class:`Watcher`). Where the CPUs went: :mod:`stop_perf`.
 
 What it prints: per stage, first / median / p90 / last; per rank, the time between stages
 (median, p90); the ends per 100 ms; and where the kernel's threads spent the stop.
@@ -21,13 +22,9 @@ from __future__ import annotations
 import ast
 import contextlib
 import itertools
-import os
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -72,7 +69,8 @@ del _jd_marks
 RANK_STAGES = ("shutdown", "closed", "atexit", "exit")
 
 # A process of its own that notes when each pid ends (its pidfd fires): no GIL of the kernel's
-# between a rank's end and its stamp. Prints "ready", then "PID TIME" per end, then "done".
+# between a rank's end and its stamp. Prints "ready"; once its stdin closes, "PID TIME" per end,
+# then "done" (it stays until then: its CPU is not reaped among the ranks' by whoever counts it).
 WATCHER = """\
 import os, select, sys, time
 fds = {os.pidfd_open(int(p)): int(p) for p in sys.argv[1:]}
@@ -85,6 +83,7 @@ while len(out) < len(fds) and time.monotonic() < deadline:
     for fd, _ in poll.poll(1000):
         out.append(f"{fds[fd]} {time.monotonic()!r}")
         poll.unregister(fd)
+sys.stdin.read()
 print("\\n".join(out), "done", sep="\\n", flush=True)
 """
 
@@ -95,13 +94,13 @@ class Watcher:
     def __init__(self, pids: list[int]) -> None:
         self.proc = subprocess.Popen(  # noqa: S603 (this Python, our own code)
             [sys.executable, "-c", WATCHER, *map(str, pids)],
-            stdout=subprocess.PIPE, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert self.proc.stdout is not None
         self.proc.stdout.readline()  # "ready"
 
     def ended(self) -> dict[int, float]:
-        out, _ = self.proc.communicate(timeout=90)
+        out, _ = self.proc.communicate("", timeout=90)
         ends = {}
         for line in out.splitlines():
             if line != "done":
@@ -310,98 +309,3 @@ def report(
         f"{_ms(kernel.look_time)} ms in them) | | |"
     )
     return lines
-
-
-class Perf:
-    """``perf record`` of every CPU (software clock, call graphs), started ahead and switched
-    on only around the stop (``--control``: its start-up, which reads every process's
-    mappings, takes seconds with hundreds of ranks). ``None`` from :meth:`start` without perf."""
-
-    def __init__(self, folder: Path, perf: str) -> None:
-        self.folder = folder
-        ctl, ack = folder / "perf.ctl", folder / "perf.ack"
-        os.mkfifo(ctl)
-        os.mkfifo(ack)
-        self.proc = subprocess.Popen(  # noqa: S603
-            [perf, "record", "-a", "-g", "-F", "999", "-e", "cpu-clock", "-D", "-1",
-             "--control", f"fifo:{ctl},{ack}", "-o", str(folder / "perf.data")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        self.ctl = ctl.open("w")
-        self.ack = ack.open()
-
-    @classmethod
-    def start(cls, folder: Path) -> Perf | None:
-        perf = shutil.which("perf")
-        return None if perf is None else cls(folder, perf)
-
-    def _say(self, what: str) -> None:
-        self.ctl.write(what + "\n")
-        self.ctl.flush()
-        self.ack.readline()
-
-    def enable(self) -> None:
-        self._say("enable")
-
-    def finish(self, kinds: dict[str, list[int]]) -> list[str]:
-        """Switched off and written; where the CPUs of ``kinds``' pids went."""
-        self._say("disable")
-        self.proc.send_signal(signal.SIGINT)
-        self.proc.wait(60)
-        self.ctl.close()
-        self.ack.close()
-        return perf_report(self.folder, kinds)
-
-
-# Kernel functions whose inclusive share says where a stop's CPU goes: the exits, the memory
-# they free, lock contention (a slow path), the files they close (a GPU driver's among them).
-PERF_KEYS = (
-    "do_exit", "exit_mmap", "unmap_vmas", "free_pages_and_swap_cache", "free_pcppages_bulk",
-    "native_queued_spin_lock_slowpath", "__pv_queued_spin_lock_slowpath",
-    "rwsem_down_write_slowpath", "osq_lock", "exit_files", "nvidia_close", "release_task",
-    "proc_flush_pid", "exit_notify", "do_wait", "unix_release_sock", "schedule",
-)  # fmt: skip
-
-
-def _perf(data: Path, *args: str) -> list[str]:
-    cmd = [shutil.which("perf") or "perf", "report", "-i", str(data), "--stdio", *args]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False).stdout  # noqa: S603
-    return [line for line in out.splitlines() if line.strip() and not line.startswith("#")]
-
-
-def perf_report(folder: Path, kinds: dict[str, list[int]], top: int = 25) -> list[str]:
-    """Where the CPUs went during the stop in the processes of ``kinds`` (ranks, guardians,
-    the kernel: pids): each kind's share of the samples, the kernel functions of
-    :data:`PERF_KEYS` (inclusive), the top symbols (own time). The record is kept (in ``$OUT``
-    where that is set, else the temporary directory) for ``perf report -g -i``."""
-    data = folder / "perf.data"
-    if not data.exists():
-        return ["(no perf record)"]
-    pids = [p for group in kinds.values() for p in group]
-    kept = Path(os.environ.get("OUT") or tempfile.gettempdir()) / f"perf-stop-{os.getpid()}.data"
-    shutil.copy(data, kept)
-    only = ("--pid", ",".join(map(str, pids)))
-    kind_of = {p: kind for kind, group in kinds.items() for p in group}
-    shares: dict[str, int] = {}
-    script = [shutil.which("perf") or "perf", "script", "-i", str(data), "-F", "pid"]
-    samples = subprocess.run(script, capture_output=True, text=True, check=False).stdout  # noqa: S603
-    for word in samples.split():  # (a sample's process, its thread group: not the thread)
-        with contextlib.suppress(ValueError):
-            kind = kind_of.get(int(word), "others")
-            shares[kind] = shares.get(kind, 0) + 1
-    total = sum(shares.values()) or 1
-    keys = [
-        f"{line.split()[0]} {line.split()[-1]}"
-        for line in _perf(data, "--children", "--sort", "sym", "-g", "none", *only)
-        if line.split()[-1] in PERF_KEYS
-    ]
-    own = _perf(data, "--no-children", "--sort", "comm,dso,sym", "-g", "none", *only)
-    return [
-        "",
-        f"perf (record kept: {kept}), the samples of the ranks, their guardians and the kernel "
-        "during the stop; all samples by process "
-        + ", ".join(f"{kind} {100 * k / total:.1f} %" for kind, k in sorted(shares.items())),
-        "inclusive (children): " + (", ".join(dict.fromkeys(keys)) or "none of the listed"),
-        "own time (comm / object / symbol):",
-        *own[:top],
-    ]

@@ -72,7 +72,9 @@ RANK_STAGES = ("shutdown", "closed", "atexit", "exit")
 # between a rank's end and its stamp. Prints "ready"; once its stdin closes, "PID TIME" per end,
 # then "done" (it stays until then: its CPU is not reaped among the ranks' by whoever counts it).
 WATCHER = """\
-import os, select, sys, time
+import os, resource, select, sys, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # (a pidfd per rank)
+resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, len(sys.argv) + 64)), hard))
 fds = {os.pidfd_open(int(p)): int(p) for p in sys.argv[1:]}
 poll = select.poll()
 for fd in fds:

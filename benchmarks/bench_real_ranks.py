@@ -33,7 +33,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_hang import Stamped, hang_case  # noqa: E402
-from common import bench_shell, median, pct  # noqa: E402
+from common import bench_shell, median, pct, rank_table  # noqa: E402
 
 
 def cpu() -> float:
@@ -117,10 +117,7 @@ def main() -> None:
         sys.stderr = real_err
     load = f"load {load0:.1f} → {os.getloadavg()[0]:.1f}"
     print(f"{os.cpu_count()} CPUs, {load}; real idle ranks (local backend)")
-    print("| metric | " + " | ".join(f"{n:,} ranks" for n in args.ranks) + " |")
-    print("|---|" + "---|" * len(args.ranks))
-    for label in rows[args.ranks[0]]:
-        print(f"| {label} | " + " | ".join(rows[n][label] for n in args.ranks) + " |")
+    rank_table(rows, args.ranks)
 
 
 if __name__ == "__main__":

@@ -25,12 +25,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import importlib.util
 import os
 import resource
-import select
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,15 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from common import bench_shell  # noqa: E402
+from stop_perf import Perf  # noqa: E402
+from stop_timeline import (  # noqa: E402
+    RANK_MARKS,
+    KernelMarks,
+    Watcher,
+    rank_marks,
+    report,
+    threads_sched,
+)
 
 PR_SET_CHILD_SUBREAPER = 36
 IDLE = 3.0  # seconds of idleness measured before the stop
@@ -87,24 +95,14 @@ def guardians(pids: list[int]) -> list[int]:
     return out
 
 
-def watch(pids: list[int], ended: dict[int, float]) -> threading.Thread:
-    """A thread noting when each pid ends (its pidfd fires)."""
-    fds = {os.pidfd_open(p): p for p in pids}
-
-    def run() -> None:
-        poll = select.poll()
-        for fd in fds:
-            poll.register(fd, select.POLLIN)
-        deadline = time.monotonic() + 60
-        while len(ended) < len(fds) and time.monotonic() < deadline:
-            for fd, _ in poll.poll(1000):
-                ended[fds[fd]] = time.monotonic()
-                poll.unregister(fd)
-                os.close(fd)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
+def machine() -> str:
+    """What else decides a stop's cost here: the OS, transparent huge pages, NVML."""
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    return (
+        f"Linux {os.uname().release}, THP {thp.read_text().strip() if thp.exists() else '?'}, "
+        f"pynvml {'importable' if importlib.util.find_spec('pynvml') else 'absent'}, "
+        f"Python {sys.version.split()[0]}"
+    )
 
 
 def reap_orphans() -> None:
@@ -121,10 +119,14 @@ def spread(values: list[float]) -> str:
     return f"{values[0] * 1e3:.0f} / {mid * 1e3:.0f} / {values[-1] * 1e3:.0f} ms"
 
 
-def one(ip: Any, n: int, folder: Path) -> dict[str, str]:
+def one(ip: Any, n: int, folder: Path, timeline: bool, perf: bool) -> dict[str, str]:
     folder.mkdir()
+    marks = folder / "marks"
+    marks.mkdir()
     line = f"%%distributed -n {n} --oversubscribe --quiet --pull pid"
     cell = f"{line}\n{STAMP.format(folder=str(folder))}"
+    if timeline:
+        cell += RANK_MARKS.format(folder=str(marks))
     if not ip.run_cell(cell).success:
         raise RuntimeError(f"{n} ranks did not start")
     pids = [int(p) for p in ip.user_ns["pid"]]
@@ -136,24 +138,48 @@ def one(ip: Any, n: int, folder: Path) -> dict[str, str]:
     idle_cpu = sum(b[0] - a[0] for a, b in zip(idle0, idle1, strict=True)) / n / IDLE
     idle_runs = sum(b[1] - a[1] for a, b in zip(idle0, idle1, strict=True)) / n / IDLE
     before = sum(spent(p) for p in (*pids, *kin))
-    ended: dict[int, float] = {}
-    thread = watch(pids, ended)
+    watcher = Watcher(pids)
     load = os.getloadavg()[0]
     reap_orphans()
-    c0, k0, t0 = children_cpu(), own_cpu(), time.monotonic()
-    ip.run_line_magic("distributed", "stop")
-    stop, kernel = time.monotonic() - t0, own_cpu() - k0
+    recorder = Perf.start(folder) if perf else None
+    if recorder is not None:
+        recorder.enable()
+    kernel_marks, sched0 = KernelMarks(), threads_sched()
+    with kernel_marks.hooked() if timeline else contextlib.nullcontext():
+        c0, k0, t0 = children_cpu(), own_cpu(), time.monotonic()
+        ip.run_line_magic("distributed", "stop")
+        stop, kernel = time.monotonic() - t0, own_cpu() - k0
+    sched1 = threads_sched()
     while any(Path(f"/proc/{p}").exists() for p in pids) and time.monotonic() - t0 < 30:
         time.sleep(0.005)
     gone = time.monotonic() - t0
-    thread.join(5)
     deadline = time.monotonic() + 5  # the guardians end after their ranks
     while any(Path(f"/proc/{g}/stat").exists() for g in kin) and time.monotonic() < deadline:
         reap_orphans()
         time.sleep(0.01)
     reap_orphans()
-    ranks_cpu = (children_cpu() - c0 - before) / n
-    stamps = [float(f.read_text()) - t0 for f in folder.iterdir()]
+    ranks_cpu = (children_cpu() - c0 - before) / n  # (before perf and the watcher are reaped)
+    kinds = {"ranks": pids, "guardians": kin, "kernel": [os.getpid()]}
+    perf_lines = recorder.finish(kinds) if recorder else []
+    ended = watcher.ended()
+    stamps = [float(f.read_text()) - t0 for f in folder.iterdir() if f.name.isdigit()]
+    split: dict[str, str] = {}
+    if timeline:
+        rank_of = {pid: rank for rank, pid in enumerate(pids)}
+        got = rank_marks(marks)
+        print("\n".join(report(t0, n, kernel_marks, got, ended, rank_of, (sched0, sched1))))
+        own = [
+            m["exit"][1] - m["shutdown"][1] for m in got.values() if {"exit", "shutdown"} <= set(m)
+        ]
+        if own:  # (a lock spun on in the exits counts as CPU here)
+            python = statistics.mean(own)
+            split = {
+                "of which the ranks' own Python, Shutdown → os._exit": f"{python * 1e3:.1f} ms",
+                "of which the rest: the OS's exits, guardians, wake-ups": (
+                    f"{(ranks_cpu - python) * 1e3:.1f} ms"
+                ),
+            }
+    print("\n".join(perf_lines))
     return {
         "load average at the stop": f"{load:.0f}",
         "idle: CPU per rank (guardian included) per second": f"{idle_cpu * 1e3:.2f} ms",
@@ -164,6 +190,7 @@ def one(ip: Any, n: int, folder: Path) -> dict[str, str]:
         "ranks' CPU from the stop to their end (guardians included), per rank": (
             f"{ranks_cpu * 1e3:.1f} ms"
         ),
+        **split,
         "atexit handlers ran (first / median / last)": spread(stamps),
         "ranks ended (first / median / last)": spread([t - t0 for t in ended.values()]),
     }
@@ -173,18 +200,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, nargs="+", default=[100, 300])
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument(
+        "--timeline", action="store_true", help="print each stop's timeline (stop_timeline.py)"
+    )
+    parser.add_argument(
+        "--perf",
+        action="store_true",
+        help="record the stop with perf (system-wide) and print where the CPUs went",
+    )
     args = parser.parse_args()
     # the ranks' guardians outlive their ranks a moment: adopted (and reaped) here, not by init
     ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     ip, tmp = bench_shell("jd-stop-")
     runs = [(n, i) for n in args.ranks for i in range(args.repeat)]
-    rows = {run: one(ip, run[0], tmp / f"{run[0]}-{run[1]}") for run in runs}
+    rows = {
+        run: one(ip, run[0], tmp / f"{run[0]}-{run[1]}", args.timeline, args.perf) for run in runs
+    }
     code = Path(sys.modules["jupyter_distributed"].__file__ or "").parent
-    print(f"2 CPUs; real idle ranks (local backend); the code in {code}")
+    print(
+        f"{os.cpu_count()} CPUs; real idle ranks (local backend); the code in {code}; {machine()}"
+    )
     print("| metric | " + " | ".join(f"{n:,} ranks" for n, _ in runs) + " |")
     print("|---|" + "---|" * len(runs))
     for label in rows[runs[0]]:
-        print(f"| {label} | " + " | ".join(rows[run][label] for run in runs) + " |")
+        print(f"| {label} | " + " | ".join(rows[run].get(label, "") for run in runs) + " |")
 
 
 if __name__ == "__main__":

@@ -154,6 +154,14 @@ class Results:
         return "\n".join(lines)
 
 
+def rank_table(rows: dict[int, dict[str, str]], counts: list[int]) -> None:
+    """Print a metric per row and a rank count per column (``rows[count][metric]``)."""
+    print("| metric | " + " | ".join(f"{n:,} ranks" for n in counts) + " |")
+    print("|---|" + "---|" * len(counts))
+    for label in rows[counts[0]]:
+        print(f"| {label} | " + " | ".join(rows[n][label] for n in counts) + " |")
+
+
 def ms(x: float) -> str:
     return "n/a" if x != x else f"{x * 1e3:.1f} ms"
 

@@ -8,7 +8,12 @@ it sends ``Stage("setup")``), and its cell socket (signed as ``cN``: the Unix so
 ``Hello`` and answers each ``Execute`` with ``Done(ok)`` at once, ``after`` its last control
 message, its value ``"RANK: CODE (N pushed bytes)"`` (what reached it, for the tests); a cell
 ``None`` has no value (as a trivial cell), nor has ``fail R``, in which rank R ends in an error;
-a cell ``control`` answers ``"RANK: control N"``, the control messages (pings) it was sent.
+a cell ``control`` answers ``"RANK: control N"``, the control messages (pings) it was sent; a
+cell ``hang`` is answered by rank 0 only, ``sleep`` by none: the others hold it until an
+``Interrupt`` (then ``Done(interrupted)``), as ranks stuck in ``time.sleep`` would. A
+``StackRequest`` is answered on the control channel with a rank's threads as a real rank's
+``Stacks`` (the main thread in the cell's ``time.sleep`` while a cell is held, else waiting for
+the next cell), so the kernel's hang diagnosis and the relays' grouping of alike stacks run.
 Where the cluster has node relays (``bench_scale.py --mode relay``), both connections go to the
 rank's node's relay, as a real rank's do. Nothing runs a cell; everything the kernel reads is
 signed and framed by the project's own protocol code. Writes the time it began to connect to
@@ -31,10 +36,10 @@ import zmq
 from jupyter_distributed.errors import RankFailure
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.pids import die_with_parent
-from jupyter_distributed.protocol.commands import Execute, Shutdown
+from jupyter_distributed.protocol.commands import Execute, Interrupt, Shutdown, StackRequest
 from jupyter_distributed.protocol.messages import parse
 from jupyter_distributed.protocol.packets import RECORD, BadPacket, Reassembler, records
-from jupyter_distributed.protocol.reports import Done, Hello, Stage
+from jupyter_distributed.protocol.reports import Done, Hello, Stacks, Stage
 from jupyter_distributed.protocol.signing import (
     BOOTSTRAP_ENV,
     BadMessage,
@@ -42,6 +47,7 @@ from jupyter_distributed.protocol.signing import (
     cell_name,
     rank_name,
 )
+from jupyter_distributed.protocol.stacks import Frame, ThreadStack
 from jupyter_distributed.worker.channel import dealer  # (the real rank's connection)
 
 
@@ -63,6 +69,7 @@ class FakeRank:
             self.cell_zmq = dealer(ctx, address, curve)
         self._in, self._buf = Reassembler(), bytearray(RECORD)
         self.control = 0  # control messages received (pings, read and dropped)
+        self.held: str | None = None  # the run a hung cell holds (``hang``, ``sleep``)
         self.ctl.send_multipart(self.ctl_signer.pack(Stage("setup", os.getpid()).to_header()))
         coords = layout.coords(rank).to_json()
         self.send_cell(Hello(rank, socket.gethostname(), os.getpid(), "fake", coords))
@@ -98,18 +105,58 @@ class FakeRank:
         except BadMessage:
             return True
         if isinstance(message, Execute):
-            self.send_cell(self.answer(message, buffers))
+            done = self.answer(message, buffers)
+            if done is None:
+                self.held = message.run_id
+            else:
+                self.send_cell(done)
         return not isinstance(message, Shutdown)
 
-    def answer(self, message: Execute, buffers: list[Any]) -> Done:
+    def control_readable(self) -> None:
+        """A message on the control channel: a ping (counted), a stack request (answered), an
+        interrupt (a held cell ends)."""
+        self.control += 1
+        try:
+            header, _ = self.ctl_signer.unpack(self.ctl.recv_multipart())
+            message = parse(header)
+        except BadMessage:
+            return
+        if isinstance(message, StackRequest):
+            stacks = Stacks(message.request_id, [t.to_json() for t in self.threads()], "cell")
+            self.ctl.send_multipart(self.ctl_signer.pack(stacks.to_header()))
+        elif isinstance(message, Interrupt) and self.held is not None:
+            failure = RankFailure(self.rank, time.time(), socket.gethostname(), os.getpid(),
+                                  "KeyboardInterrupt", "", kind="interrupted")  # fmt: skip
+            self.send_cell(Done(self.held, "interrupted", failure=failure.to_json()))
+            self.held = None
+
+    def threads(self) -> list[ThreadStack]:
+        """What a real rank's threads would say: in the cell's sleep, or waiting for a cell."""
+        worker, runtime = "jupyter_distributed/worker/", "jupyter_distributed.worker.runtime"
+        wait = [
+            Frame(worker + "runtime.py", 158, "Runtime.serve", runtime,
+                  "command, buffers = receive()"),
+            Frame(worker + "cellsocket.py", 73, "CellSocket.recv",
+                  "jupyter_distributed.worker.cellsocket", "frames = self._wire.recv()"),
+        ]  # fmt: skip
+        held = [
+            Frame(worker + "runtime.py", 163, "Runtime.execute", runtime,
+                  "self.execute(command, buffers, sync_output)"),
+            Frame("<cell 1>", 3, "<module>", "", "time.sleep(60)"),
+        ]  # fmt: skip
+        return [ThreadStack("MainThread", True, tuple(held if self.held else wait))]
+
+    def answer(self, message: Execute, buffers: list[Any]) -> Done | None:
         """Its value says what reached it (for the tests); a cell ``None`` has no value (a
         trivial cell), nor has ``fail R``, in which rank R fails."""
         code = message.code.strip()
+        if code == "sleep" or (code == "hang" and self.rank != 0):
+            return None
         if code == f"fail {self.rank}":
             failure = RankFailure(self.rank, time.time(), socket.gethostname(), os.getpid(),
                                   "ValueError", f"rank {self.rank} failed on purpose")  # fmt: skip
             return Done(message.run_id, "error", failure=failure.to_json())
-        if code == "None" or code.startswith("fail "):
+        if code in ("None", "hang") or code.startswith("fail "):
             return Done(message.run_id, "ok")
         if code == "control":
             return Done(message.run_id, "ok", value=f"{self.rank}: control {self.control}")
@@ -117,7 +164,7 @@ class FakeRank:
         return Done(message.run_id, "ok", value=f"{self.rank}: {code} ({pushed} pushed bytes)")
 
 
-def main() -> int:
+def main() -> None:
     first, step = int(sys.argv[1]), int(sys.argv[2])
     die_with_parent()  # (a benchmark stopped by a timeout leaves no helper behind)
     boot = json.loads(os.environ[BOOTSTRAP_ENV])
@@ -146,16 +193,22 @@ def main() -> int:
         by_key[cell_key] = rank
     live = len(ranks)
     while live:
+        stopped = []
         for key, _ in poller.poll(1000):
             if key in by_key:
                 if not by_key[key].cell_readable():
-                    poller.unregister(key)
-                    live -= 1
+                    stopped.append(key)
             else:
-                key.recv_multipart()  # control messages (pings): read, counted and dropped
-                by_ctl[key].control += 1
-    return 0
+                by_ctl[key].control_readable()
+        if stopped:  # (a new poller once per round: pyzmq's unregister is O(sockets) each)
+            live -= len(stopped)
+            gone = {*stopped, *(by_key[k].ctl for k in stopped)}
+            kept = [k for k, _ in poller.sockets if k not in gone]
+            poller = zmq.Poller()
+            for key in kept:
+                poller.register(key, zmq.POLLIN)
+    os._exit(0)  # (as a stopped rank leaves: no teardown of thousands of sockets and objects)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

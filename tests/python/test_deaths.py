@@ -154,8 +154,12 @@ class NVMLError(Exception):
     pass
 
 
+inits = 0  # NVML clients this process started
+
+
 def nvmlInit():
-    pass
+    global inits
+    inits += 1
 
 
 def nvmlDeviceGetCount():
@@ -181,7 +185,9 @@ def nvmlDeviceGetUtilizationRates(handle):
 
 CUDA_OOM_CELL = """
 import time
+from jupyter_distributed.worker import sampler
 from jupyter_distributed.worker.sampler import GPU
+sampler.gpu_open = lambda fd_dir="": True  # (as once a CUDA context holds /dev/nvidia0)
 t0, deadline = time.time(), time.monotonic() + 30
 while not (GPU.recent and GPU.recent[-1][0] > t0) and time.monotonic() < deadline:
     time.sleep(0.05)  # a heartbeat of this run has its GPU sample
@@ -201,11 +207,7 @@ def test_gpu_samples_from_nvml_and_a_cuda_oom_memory_picture(
     shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("torch")
-    fake = tmp_path / "fake_nvml"
-    fake.mkdir()
-    (fake / "pynvml.py").write_text(FAKE_NVML)
-    path = os.environ.get("PYTHONPATH", "")
-    monkeypatch.setenv("PYTHONPATH", f"{fake}{os.pathsep}{path}" if path else str(fake))
+    _fake_nvml(tmp_path, monkeypatch)
     res = shell.run_cell("%%distributed -n 2\n" + CUDA_OOM_CELL)
     error, shown = _failed(res)
     assert error.root.rank == 1 and error.root.ename == "OutOfMemoryError"
@@ -226,3 +228,41 @@ def test_gpu_samples_from_nvml_and_a_cuda_oom_memory_picture(
     assert {(s["values"]["sys.gpu_mem_mb"], s["values"]["sys.gpu_util"]) for s in rows} == {
         (512, 37)
     }
+
+
+def _fake_nvml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "fake_nvml"
+    fake.mkdir()
+    (fake / "pynvml.py").write_text(FAKE_NVML)
+    path = os.environ.get("PYTHONPATH", "")
+    monkeypatch.setenv("PYTHONPATH", f"{fake}{os.pathsep}{path}" if path else str(fake))
+
+
+OPENS_A_GPU = """
+import time, pynvml
+from jupyter_distributed.worker import sampler
+sampler.gpu_open = lambda fd_dir="": True  # (as once a CUDA context holds /dev/nvidia0)
+deadline = time.monotonic() + 30
+while sampler.GPU.nvml is None and time.monotonic() < deadline:
+    time.sleep(0.05)  # the next heartbeat's sample
+inits = pynvml.inits
+"""
+
+
+def test_nvml_starts_only_once_a_rank_opens_a_gpu(
+    shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rank that never opens a GPU device starts no NVML client (a thousand idle ranks each
+    held one on a GPU machine: the driver's devices opened, and released as they all exit at a
+    stop); one that does has its GPU samples from its next heartbeat."""
+    _fake_nvml(tmp_path, monkeypatch)
+    idle = "%%distributed -n 2 --pull inits\nimport time, pynvml\ntime.sleep(1.5)\n"
+    shell.run_cell(idle + "inits = pynvml.inits")
+    assert shell.user_ns["inits"] == [0, 0]  # (two heartbeats each: no GPU device open)
+    shell.run_cell("%%distributed -n 2 --pull inits\n" + OPENS_A_GPU)
+    assert shell.user_ns["inits"] == [1, 1]
+    session: Session = shell.user_ns["_jd_session"]
+    shell.run_cell("%%distributed -n 2\nimport time\ntime.sleep(1.5)")
+    run_id = session.store.runs(limit=1)[0].id
+    gpu = [m.values for _, m in session.store.metrics(run_id) if "sys.gpu_mem_mb" in m.values]
+    assert gpu and all(v["sys.gpu_mem_mb"] == 512 for v in gpu)

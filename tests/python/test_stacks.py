@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import faulthandler
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from jupyter_distributed.cluster.hang import diagnose
+from jupyter_distributed.cluster.hang import diagnose, last_seen
+from jupyter_distributed.cluster.inbox import StacksReply
+from jupyter_distributed.cluster.stackboard import StackBoard
 from jupyter_distributed.cluster.startwatch import StartWatch, watch_start
 from jupyter_distributed.protocol.stacks import Frame, RankStacks, ThreadStack, parse_faulthandler
 from jupyter_distributed.worker.stacks import current_stacks
@@ -90,6 +93,17 @@ def test_diagnosis_names_ranks_without_a_stack_and_gil_held_dumps() -> None:
     assert "dumped by faulthandler: the GIL was held" in d.text
 
 
+def test_ranks_without_a_stack_for_the_same_reason_are_named_once() -> None:
+    """At 10,000 ranks, thousands that did not answer made one clause each in the line."""
+    unread = {r: RankStacks(r, (), "", "none", "no answer within 1s") for r in range(1, 5000)}
+    unread[7000] = RankStacks(7000, (), "", "none", "no process yet")
+    d = diagnose(unread, list(range(7001)), finished=[0])
+    assert d.headline == (
+        "rank 0 finished the cell; ranks 1-4999: no stack (no answer within 1s); "
+        "rank 7000: no stack (no process yet)"
+    )
+
+
 def test_start_watch_names_a_slow_stage_once_and_a_rendezvous_that_hangs() -> None:
     w = StartWatch([0, 1], t0=0.0, notice_after=5.0, rendezvous_limit=5.0)
     assert w.slow(4.0) == []
@@ -153,3 +167,35 @@ def test_a_diagnosis_of_some_ranks_says_nothing_about_who_entered_the_collective
     text = diagnose(one, [0, 1], whole=False).text
     assert text.startswith("rank 1 waits in torch.distributed.barrier (cell line 3: dist.barri")
     assert "entered" not in text and "rank 0" not in text
+
+
+def test_answers_that_keep_coming_are_all_waited_for() -> None:
+    """Thousands of ranks answer a stack request over seconds (through relays, each answer
+    verified): the kernel waits while answers keep coming, not a fixed time from the request,
+    which at 10,000 ranks left 9 of 10 ranks without a stack."""
+    board = StackBoard()
+    board.open("q")
+
+    def answer() -> None:
+        for rank in range(40):  # one every 50 ms: 2 s in all, twice the quiet time allowed
+            time.sleep(0.05)
+            board.put(StacksReply("q", RankStacks(rank, (), "", "channel")))
+
+    thread = threading.Thread(target=answer)
+    thread.start()
+    got = board.wait("q", list(range(41)), timeout=1.0)  # rank 40 never answers
+    thread.join()
+    assert sorted(got) == list(range(40))
+
+
+def test_where_thousands_of_stuck_ranks_were_last_seen_is_one_short_line() -> None:
+    """A notice of ranks that did not stop named each rank, and each one's place, in one line:
+    at 10,000 ranks a list of 9,999 numbers and 9,999 clauses."""
+    sleeping = _rank(0, Frame(CELL, 3, "<module>", "", "time.sleep(60)"))
+    stacks = {r: RankStacks(r, sleeping.threads, "", "channel") for r in range(1, 10_000)}
+    stacks[5000] = _rank(5000, *BARRIER)
+    seen = last_seen([*range(1, 10_000), 10_000], stacks)  # (10,000: no stack)
+    assert seen == (
+        "ranks 1-4999,5001-9999 are at cell line 3: time.sleep(60); "
+        "rank 5000 waits in torch.distributed.barrier (cell line 3: dist.barrier())"
+    )

@@ -47,6 +47,7 @@ from typing import Any
 import zmq
 
 from ..layout import Layout
+from ..protocol.receivers import Receivers
 from ..protocol.signing import Signer, cell_name, rank_name
 from .aggregators import aggregated_nodes, bind_address, listen_curve
 from .fanin import HOLD_S, REDUCED, aggregator_name, relay_name
@@ -76,8 +77,8 @@ class Merger:
     def sent(self, header: dict[str, Any]) -> None:
         """A message from the kernel went down: a cell starts on the ranks it names."""
         if header.get("type") == "execute":
-            dst, mine = header["dst"], self._mine
-            ranks = {mine[d] for d in (dst if isinstance(dst, list) else [dst]) if d in mine}
+            mine = self._mine
+            ranks = {mine[d] for d in Receivers(header["dst"]).among(mine)}
             if ranks:  # (one message per rank, where a cell goes to one rank here)
                 self._runs.setdefault(str(header.get("run_id")), _Run(set())).awaited |= ranks
 

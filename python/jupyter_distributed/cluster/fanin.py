@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol.receivers import Receivers
 from ..protocol.signing import cell_name, rank_name
 
 REDUCED = "dones"  # the type of a relay's reduced message (the kernel expands it)
@@ -128,9 +129,7 @@ class Reducer:
         """A message from the kernel went down: a cell starts on the ranks it names."""
         if header.get("type") != "execute":
             return
-        dst = header["dst"]
-        names = dst if isinstance(dst, list) else [dst]
-        ranks = {self._mine[d] for d in names if d in self._mine}
+        ranks = {self._mine[d] for d in Receivers(header["dst"]).among(self._mine)}
         if ranks:
             self._cells[str(header.get("run_id"))] = _Cell(ranks, self._clock())
 

@@ -71,8 +71,10 @@ def diagnose(
             collective.append(f"{w.call} was entered by {len(members)} of {total} ranks{never}")
     if finished:
         parts.append(f"{ranks_text(finished)} finished the cell")
+    why: dict[str, list[int]] = {}  # ranks without a stack, alike once (thousands may be)
     for s in unread:
-        parts.append(f"{ranks_text([s.rank])}: no stack ({s.error or 'no answer'})")
+        why.setdefault(s.error or "no answer", []).append(s.rank)
+    parts.extend(f"{ranks_text(members)}: no stack ({error})" for error, members in why.items())
     details: list[str] = []
     if flight is not None:  # the collective and its sequence number say more than the stacks
         if "finished the cell" in flight.headline:
@@ -105,3 +107,20 @@ def snapshot_text(
         details = [line for r in idle for line in (f"--- rank {r} (idle):", *stacks[r].format())]
         text = "\n".join([text or f"{ranks_text(idle)} idle", *details])
     return text
+
+
+def last_seen(ranks: Sequence[int], stacks: dict[int, RankStacks]) -> str:
+    """Where ``ranks`` were last seen, ranks alike once ("ranks 1-9999 are at cell line 3: …"):
+    one line at 10,000 ranks; "" where no stack says."""
+    alike: dict[tuple[str, int | None], list[int]] = {}
+    wheres: dict[tuple[str, int | None], Where] = {}
+    for rank in ranks:
+        s = stacks.get(rank)
+        w = s.where if s is not None else None
+        if w is not None:
+            alike.setdefault(w.key, []).append(rank)
+            wheres[w.key] = w
+    return "; ".join(
+        f"{ranks_text(members)} {describe(wheres[key], len(members) > 1)}"
+        for key, members in alike.items()
+    )

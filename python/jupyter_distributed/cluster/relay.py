@@ -45,6 +45,7 @@ import zmq
 from ..layout import Layout
 from ..pids import die_with_parent, pid_alive
 from ..protocol.frames import MAX_FRAME, MAX_HEADER
+from ..protocol.receivers import Receivers
 from ..protocol.signing import BOOTSTRAP_ENV, BadMessage, Signer, cell_name, rank_name
 from .aggregators import upward
 from .fanin import Reducer, relay_name
@@ -171,10 +172,9 @@ class Hop:
 
     def _down(self, message: list[zmq.Frame], header: dict[str, Any]) -> None:
         """A verified message from above: forwarded unchanged to each connection it names."""
-        dst, routes = header["dst"], self._routes
-        for peer in {routes.get(str(name)) for name in (dst if isinstance(dst, list) else [dst])}:
-            if peer is not None:
-                self.down.send_multipart([peer, *message], copy=False)
+        routes = self._routes
+        for peer in {routes[name] for name in Receivers(header["dst"]).among(routes)}:
+            self.down.send_multipart([peer, *message], copy=False)
 
     def _reduce(self) -> float | None:
         """What is due upward now; in how many seconds the next is (None: nothing waits)."""

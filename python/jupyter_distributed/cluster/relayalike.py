@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..collapse import WINDOW
+from ..protocol.receivers import Receivers
 
 LINES_WAIT_S = 0.05  # the longest a batch waits for the same lines from the node's ranks
 STACKS_WAIT_S = 0.3  # ... for the stacks of the ranks asked, from the request (the kernel: 0.5 s)
@@ -51,10 +52,8 @@ class Alike:
         kind = header.get("type")
         if kind not in ("execute", "stack_request"):
             return
-        dst = header["dst"]
-        names = [str(d) for d in (dst if isinstance(dst, list) else [dst])]
-        ranks = {int(d[1:]) for d in names if d[1:].isdigit()}
-        mine = ranks & self._node
+        receivers = Receivers(header["dst"])
+        mine = {r for r in self._node if f"c{r}" in receivers or f"r{r}" in receivers}
         key = str(header.get("run_id" if kind == "execute" else "request_id"))
         if kind == "execute":  # (a cell signed once per rank comes in as many messages)
             self._running = mine | self._running if key == self._cell else mine

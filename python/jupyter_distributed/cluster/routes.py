@@ -10,11 +10,11 @@ step per rank); otherwise it is worked out again.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar, cast
 
+from ..protocol.receivers import encode
 from ..protocol.signing import cell_name, rank_name
 from .cellpeers import CellPeer
 from .rankset import RankSet
@@ -59,9 +59,10 @@ class Routes:
         return route
 
     def dst(self, names: list[str], main: bool) -> str:
-        """``names`` (a route's, as :meth:`of` gave them) as one JSON list, encoded once
-        per route: a cell or ping to 10,000 ranks through relays names them all."""
-        return self._once(names, (main, "dst"), lambda: json.dumps(names, separators=(",", ":")))
+        """``names`` (a route's, as :meth:`of` gave them) as one JSON ``dst``, encoded once
+        per route: a cell or ping to 10,000 ranks through relays names them all, each run of
+        consecutive ranks as one item (:mod:`..protocol.receivers`)."""
+        return self._once(names, (main, "dst"), lambda: encode(names))
 
     def awaited(self, reached: list[int], main: bool) -> RankSet:
         """``reached`` (a route's) as a new :class:`~.rankset.RankSet`, made once per route."""

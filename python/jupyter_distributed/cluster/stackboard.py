@@ -33,7 +33,8 @@ from ..protocol.stacks import (
 )
 from .inbox import StacksReply
 
-ANSWER_WAIT = 0.5  # seconds for the ranks' I/O threads to answer
+ANSWER_WAIT = 0.5  # seconds for the ranks' I/O threads to answer: without a new answer ...
+ANSWER_CAP = 3.0  # ... and in all, while answers keep coming (10,000 ranks answer over seconds)
 DUMP_WAIT = 0.5  # seconds for a signal's faulthandler dump to appear
 
 
@@ -41,29 +42,44 @@ class StackBoard:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._answers: dict[str, dict[int, RankStacks]] = {}
+        self._order: dict[str, list[int]] = {}  # each request's answering ranks, as they came
 
     def open(self, request_id: str) -> None:
         with self._cond:
             self._answers[request_id] = {}
+            self._order[request_id] = []
 
     def put(self, reply: StacksReply) -> None:
         with self._cond:
             answers = self._answers.get(reply.request_id)
             if answers is not None:  # a late answer to a closed request is dropped
                 answers[reply.stacks.rank] = reply.stacks
+                self._order[reply.request_id].append(reply.stacks.rank)
                 self._cond.notify_all()
 
-    def wait(self, request_id: str, ranks: Sequence[int], timeout: float) -> dict[int, RankStacks]:
-        """The answers of ``ranks`` that came within ``timeout``; closes the request."""
-        deadline = time.monotonic() + timeout
+    def wait(
+        self, request_id: str, ranks: Sequence[int], timeout: float, cap: float = ANSWER_CAP
+    ) -> dict[int, RankStacks]:
+        """The answers of ``ranks`` until none came for ``timeout`` seconds (at most ``cap`` in
+        all: thousands of ranks answer over seconds, through relays, each verified); closes the
+        request. Each answer is looked at once, however many ranks wait."""
+        now = time.monotonic()
+        deadline, last = now + timeout, now + max(cap, timeout)
         with self._cond:
             answers = self._answers.get(request_id, {})
-            while not set(ranks) <= set(answers):
-                left = deadline - time.monotonic()
+            order = self._order.get(request_id, [])
+            missing, seen = set(ranks), 0
+            while missing:
+                if len(order) > seen:
+                    missing.difference_update(order[seen:])
+                    seen, deadline = len(order), time.monotonic() + timeout
+                    continue
+                left = min(deadline, last) - time.monotonic()
                 if left <= 0:
                     break
                 self._cond.wait(left)
             self._answers.pop(request_id, None)
+            self._order.pop(request_id, None)
             return {r: answers[r] for r in ranks if r in answers}
 
 

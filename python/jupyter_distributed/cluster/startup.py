@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from ..errors import LaunchError
 from ..interface import RankInfo, RunView
 from ..protocol.stacks import RankStacks
+from .hangflight import ranks_text
 from .inbox import ChannelLost, Exited, Item, Ready, SetupFailed, StageReached
 from .liveness import Processes
 from .startwatch import StartWatch, watch_start
@@ -64,7 +65,7 @@ def wait_ready(
                 now = time.monotonic()
                 if now > deadline:
                     raise LaunchError(
-                        f"rank(s) {sorted(waiting)} did not start within "
+                        f"{ranks_text(sorted(waiting))} did not start within "
                         f"{timeout:.0f}s ({watch.describe(waiting, now)})"
                     ) from None
                 watch_start(watch, now, list(info), stacks, view.notice)

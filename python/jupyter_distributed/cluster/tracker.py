@@ -24,7 +24,7 @@ from ..protocol.commands import Interrupt
 from ..protocol.header import Message
 from ..protocol.signing import Buffer
 from ..protocol.stacks import RankStacks
-from .hang import diagnose
+from .hang import diagnose, last_seen
 from .hangflight import ranks_text
 from .inbox import (
     CancelRequested,
@@ -209,8 +209,8 @@ class RunTracker:
         if time.monotonic() - self.first_failure > STRAGGLER_HINT:
             self.hinted = True
             self.view.notice(
-                f"rank(s) {sorted(self.pending)} are still running after a failure; they may be "
-                "waiting for a failed rank in a collective. Press stop to interrupt them."
+                f"{ranks_text(sorted(self.pending))} are still running after a failure; they may "
+                "be waiting for a failed rank in a collective. Press stop to interrupt them."
             )
             self.diagnose(sorted(self.pending), "straggler")
 
@@ -267,17 +267,12 @@ class RunTracker:
             stuck = sorted(self.pending)
             # their last stacks, before they are killed (shown in full unless a timeout just did,
             # or the interrupt's diagnosis said the same)
-            last = self.diagnose(stuck, "killed", show=kind != "timeout")
-            seen = [
-                f"{ranks_text([r])} {w.describe()}"
-                for r in stuck
-                if (s := last.get(r)) is not None and (w := s.where) is not None
-            ]
+            seen = last_seen(stuck, self.diagnose(stuck, "killed", show=kind != "timeout"))
             self.view.notice(
-                f"rank(s) {stuck} did not stop within {self.request.interrupt_grace:g}s; "
+                f"{ranks_text(stuck)} did not stop within {self.request.interrupt_grace:g}s; "
                 "terminating the cluster (its variables are lost)"
-                + (f"; last seen: {'; '.join(seen)}" if seen else "")
+                + (f"; last seen: {seen}" if seen else "")
             )
-            self.cluster.mark_lost(f"rank(s) {stuck} were killed after not yielding")
+            self.cluster.mark_lost(f"{ranks_text(stuck)} were killed after not yielding")
             self.cluster.stop()
             self.pending.clear()

@@ -29,6 +29,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from .receivers import Receivers, encode
+
 PROTOCOL_VERSION = 2
 BOOTSTRAP_ENV = "JUPYTER_DISTRIBUTED_BOOTSTRAP"
 # Set by the mpi launcher: the rank initialises MPI (mpi4py) and gets ``comm``.
@@ -122,7 +124,7 @@ class Signer:
         a relay forwards unchanged to each of its ranks that the list names. ``dst``: that
         list as JSON already (a sender that names the same thousands of ranks again)."""
         if dst is None:
-            dst = json.dumps(list(receivers), separators=(",", ":"))
+            dst = encode(receivers)
         return self._pack(fields, [dst], buffers, digests)[0]
 
     def _pack(
@@ -169,7 +171,7 @@ class Signer:
         """The verified header (its ``src`` says who sent it) and buffers of ``frames``."""
         header = self.check(frames)
         dst = header["dst"]
-        if dst != self.me and not (isinstance(dst, list) and self.me in dst):
+        if dst != self.me and not (isinstance(dst, list) and self.me in Receivers(dst)):
             raise BadMessage(f"a message from {header['src']} to {dst!r} reached {self.me}")
         return header, list(frames[2:])
 

@@ -1,9 +1,14 @@
 """A rank's system samples for its heartbeat: RSS, its memory cgroup, and its GPUs.
 
 GPU memory and utilisation come from NVML (``nvidia-ml-py``, ``import pynvml``, optional) for
-this process, from the rank's start and whatever framework uses the GPU; where NVML is absent,
-from torch once a cell has used CUDA. The last GPU samples are kept for the picture that
-follows a CUDA out-of-memory error (:mod:`.cudaoom`).
+this process, from the moment it opens a GPU device, whatever framework uses the GPU; where NVML
+is absent, from torch once a cell has used CUDA. The last GPU samples are kept for the picture
+that follows a CUDA out-of-memory error (:mod:`.cudaoom`).
+
+NVML is started only once the process holds a GPU device open (``/dev/nvidia<N>``: a CUDA
+context, whatever the framework): an NVML client opens the driver's devices and allocates in the
+driver, which a rank that never uses a GPU should not pay, nor make its machine pay: a thousand
+idle ranks each starting one, and the driver releasing each as they all exit at a stop.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import contextlib
 import functools
 import importlib.util
 import os
+import re
 import sys
 import time
 from collections import deque
@@ -21,6 +27,21 @@ from typing import Any
 from ..memcg import MiB, cgroup_dir, counters, memory_total_mb
 
 RECENT = 5  # GPU samples kept for a CUDA out-of-memory picture
+GPU_DEVICE = re.compile(r"/dev/nvidia\d+$")  # a GPU's device file (not nvidiactl, nvidia-uvm)
+
+
+def gpu_open(fd_dir: str = "/proc/self/fd") -> bool | None:
+    """Whether this process holds a GPU device open; None where that cannot be told (no
+    ``/proc``)."""
+    try:
+        fds = list(Path(fd_dir).iterdir())
+    except OSError:
+        return None
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if GPU_DEVICE.match(str(fd.readlink())):
+                return True
+    return False
 
 
 def rss_mb() -> float:
@@ -58,19 +79,30 @@ class GpuSampler:
     """This process's GPU memory (MiB) and utilisation (%) through NVML, or torch's view."""
 
     def __init__(self) -> None:
-        self.nvml: Any = None
+        self.nvml: Any = None  # NVML, once started
+        self.module: Any = None  # pynvml, imported (where installed), NVML not started yet
         self.handles: list[Any] = []
         self.recent: deque[tuple[float, float, float | None]] = deque(maxlen=RECENT)
         self._seen = 0  # NVML's timestamp of the last utilisation sample read
 
     def start(self) -> None:
-        """On the main thread at the rank's start: import and start NVML where it is installed
-        (an import on the I/O thread could wait on one the main thread holds)."""
+        """On the main thread at the rank's start: import NVML's module where it is installed
+        (an import on the I/O thread could wait on one the main thread holds); NVML itself
+        starts at the first sample that finds a GPU device open (at once where that cannot be
+        told)."""
         if importlib.util.find_spec("pynvml") is None:
             return
         try:
             import pynvml  # type: ignore[import-not-found,unused-ignore]
+        except Exception:  # noqa: BLE001 - a broken install: no GPU samples
+            return
+        self.module = pynvml
+        if gpu_open() is None:
+            self._start_nvml()
 
+    def _start_nvml(self) -> None:
+        pynvml, self.module = self.module, None
+        try:
             pynvml.nvmlInit()
             count = pynvml.nvmlDeviceGetCount()
             self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
@@ -79,7 +111,10 @@ class GpuSampler:
         self.nvml = pynvml
 
     def sample(self, torch_device: int | None) -> dict[str, float]:
-        """``gpu_mem_mb`` and, where known, ``gpu_util``; {} without a GPU."""
+        """``gpu_mem_mb`` and, where known, ``gpu_util``; {} without a GPU (or before this
+        process opened one)."""
+        if self.module is not None and gpu_open():
+            self._start_nvml()
         out = self._nvml() if self.nvml is not None else _torch_sample(torch_device)
         if out:
             self.recent.append((time.time(), out["gpu_mem_mb"], out.get("gpu_util")))

@@ -78,6 +78,8 @@ export function RanksView(props: {
       }),
     []
   );
+  // Node tiles come NODE_TILES_STEP more a task: 1,250 at once were one task of 60-90 ms of CPU.
+  const grown = useGrowing(data.nodes && data.nodes.length > NODE_TILES_ABOVE ? data.nodes.length : 0, NODE_TILES_STEP);
   const tiles = (list: readonly RankTile[]): JSX.Element | null =>
     list.length ? (
       <div role="list" className="jp-Distributed-tiles">
@@ -156,6 +158,7 @@ export function RanksView(props: {
     );
   }
   const run = runSummary(nodes, data.context);
+  const mounted = grown;
   const open = nodes.filter(node => expanded.has(node.host));
   const inOpen = new Set(open.flatMap(node => node.ranks));
   const worth = notable(run.notable.filter(rank => !inOpen.has(rank)));
@@ -170,7 +173,7 @@ export function RanksView(props: {
         {line}
       </p>
       <div className="jp-Distributed-nodeTiles" role="group" aria-label={trans.__('Nodes')}>
-        {nodes.map(node => (
+        {nodes.slice(0, mounted).map(node => (
           <NodeTile
             key={node.host}
             host={node.host}
@@ -187,6 +190,22 @@ export function RanksView(props: {
       {more()}
     </div>
   );
+}
+
+/** Node tiles first drawn in one task at most; the others in the tasks after it. */
+export const NODE_TILES_STEP = 200;
+
+/** How many of `total` items to show: `step` at first, then `step` more in each task after. */
+function useGrowing(total: number, step: number): number {
+  const [shown, setShown] = React.useState(step);
+  React.useEffect(() => {
+    if (shown >= total) {
+      return;
+    }
+    const timer = setTimeout(() => setShown(n => n + step), 0);
+    return () => clearTimeout(timer);
+  }, [shown, total, step]);
+  return Math.min(shown, total);
 }
 
 /** A node as a small tile (many nodes): marked by its most urgent state; a click opens it below. */

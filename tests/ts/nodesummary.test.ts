@@ -11,7 +11,7 @@ import {
   ranksData,
   runSummary
 } from '../../labextension/src/nodesummary';
-import { RanksView } from '../../labextension/src/ranksview';
+import { NODE_TILES_STEP, RanksView } from '../../labextension/src/ranksview';
 import { RunLive } from '../../labextension/src/runstate';
 import type { DistributedEvent, RankInfo } from '../../labextension/src/wire';
 import { makeRun } from './fakes';
@@ -88,7 +88,8 @@ describe('node summaries (many ranks)', () => {
     const live = run(1250, 8, [17]);
     const data = ranksData(live, T + 2);
     const html = renderToStaticMarkup(React.createElement(RanksView, { data }));
-    expect(count(html, NODE_TILE)).toBe(1250);
+    // the first NODE_TILES_STEP in the first render, the others in the tasks after it (ui-tests)
+    expect(count(html, NODE_TILE)).toBe(NODE_TILES_STEP);
     expect(html).toContain('aria-label="Node node0: 8 running"');
     expect(html).toContain('aria-label="Node node2: 8 running · 1 straggler(s)"');
     expect(html).toContain('class="jp-Distributed-nodeTile jp-mod-straggler"');
@@ -109,7 +110,7 @@ describe('node summaries (many ranks)', () => {
       const html = renderToStaticMarkup(React.createElement(RanksView, { data: ranksData(live, T + 60) }));
       expect(count(html, RANK_TILE)).toBe(NOTABLE_TILES);
       expect(html).toContain(`${nodes * perNode - NOTABLE_TILES} more ranks worth a look`);
-      expect(count(html, NODE_TILE)).toBe(nodes > NODE_TILES_ABOVE ? nodes : 0);
+      expect(count(html, NODE_TILE)).toBe(nodes > NODE_TILES_ABOVE ? NODE_TILES_STEP : 0);
     }
   });
 });

@@ -174,14 +174,7 @@ export function RanksView(props: {
       </p>
       <div className="jp-Distributed-nodeTiles" role="group" aria-label={trans.__('Nodes')}>
         {nodes.slice(0, mounted).map(node => (
-          <NodeTile
-            key={node.host}
-            host={node.host}
-            mark={nodeMark(node)}
-            label={trans.__('Node %1: %2', hostName(node.host), countParts(node, trans).join(' · '))}
-            open={expanded.has(node.host)}
-            onToggle={toggle}
-          />
+          <NodeTile key={node.host} summary={node} open={expanded.has(node.host)} onToggle={toggle} />
         ))}
       </div>
       {open.map(opened)}
@@ -208,26 +201,49 @@ function useGrowing(total: number, step: number): number {
   return Math.min(shown, total);
 }
 
-/** A node as a small tile (many nodes): marked by its most urgent state; a click opens it below. */
-const NodeTile = React.memo(function NodeTile(props: {
-  host: string;
-  mark: string;
-  label: string;
+interface INodeTileProps {
+  summary: NodeSummary;
   open: boolean;
   onToggle: (host: string) => void;
-}): JSX.Element {
-  const { host, onToggle } = props;
+}
+
+/** Whether two node tiles look the same: their ranks per state and stragglers (not the rates). */
+function sameNodeTile(a: INodeTileProps, b: INodeTileProps): boolean {
+  const [x, y] = [a.summary, b.summary];
+  return (
+    a.open === b.open &&
+    a.onToggle === b.onToggle &&
+    x.host === y.host &&
+    x.stragglers === y.stragglers &&
+    x.states.length === y.states.length &&
+    x.states.every(([state, n], i) => y.states[i]?.[0] === state && y.states[i]?.[1] === n)
+  );
+}
+
+/**
+ * A node as a small tile (many nodes): marked by its most urgent state; a click opens it below.
+ * Rendered again only when its counts change (its label is translated text: 1,250 of them a
+ * render were most of a 10,000-rank render's work).
+ */
+const NodeTile = React.memo(function NodeTile(props: INodeTileProps): JSX.Element {
+  const { summary, onToggle } = props;
+  const trans = useTrans();
+  const label = trans.__(
+    'Node %1: %2',
+    summary.host || trans.__('unknown host'),
+    countParts(summary, trans).join(' · ')
+  );
   return (
     <button
       type="button"
-      className={`jp-Distributed-nodeTile jp-mod-${props.mark}`}
-      aria-label={props.label}
+      className={`jp-Distributed-nodeTile jp-mod-${nodeMark(summary)}`}
+      aria-label={label}
       aria-pressed={props.open}
-      title={props.label}
-      onClick={() => onToggle(host)}
+      title={label}
+      onClick={() => onToggle(summary.host)}
     />
   );
-});
+}, sameNodeTile);
 
 /** A node's ranks in one line (many ranks), with the button that shows or hides every tile. */
 function NodeLine(props: { summary: NodeSummary; open: boolean; onToggle: (host: string) => void }): JSX.Element {

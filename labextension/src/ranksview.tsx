@@ -134,7 +134,7 @@ export function RanksView(props: {
   const more = (): JSX.Element | null =>
     hidden ? (
       <p className="jp-Distributed-empty" role="status">
-        {trans.__('%1 more ranks worth a look: counted in their node’s line, shown when it is opened', hidden)}
+        {trans.__('%1 more ranks worth a look: counted in their node’s line or tile, shown when it is opened', hidden)}
       </p>
     ) : null;
   if (nodes.length <= NODE_TILES_ABOVE) {

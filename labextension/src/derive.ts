@@ -65,38 +65,79 @@ export function runDataParallelDegree(live: RunLive): number {
   );
 }
 
+/** What every tile of one render shares: the ranks' rates, the stragglers, the time. */
+export interface ITileContext {
+  rates: ReadonlyMap<number, number>;
+  slow: ReadonlySet<number>;
+  runActive: boolean;
+  now: number;
+}
+
 /**
- * The rank tiles of a run, grouped by host (node rank order, then name), ranks ascending.
- * A rank below `stragglerThreshold` of its peers' median samples/s is a straggler (`rates.ts`;
- * the threshold is the server's `c.Distributed.straggler_threshold`).
+ * What the tiles of a run at `now` share. A rank below `stragglerThreshold` of its peers' median
+ * samples/s is a straggler (`rates.ts`; the threshold is the server's
+ * `c.Distributed.straggler_threshold`).
+ */
+export function tileContext(live: RunLive, now: number, stragglerThreshold = STRAGGLER_THRESHOLD): ITileContext {
+  const rates = rankRates(live);
+  return {
+    rates,
+    slow: stragglers(rates, stragglerThreshold),
+    runActive: live.run === null || isRunActive(live.run.state),
+    now
+  };
+}
+
+/** One rank's tile. */
+export function rankTile(live: RunLive, rank: RankLive, context: ITileContext): RankTile {
+  return {
+    ...tile(rank, context.rates.get(rank.rank) ?? null, context.slow.has(rank.rank), context.runActive, context.now),
+    progress: lastValue(live.metrics.get(PROGRESS_METRIC)?.get(rank.rank)?.y),
+    gpuMemMb: lastValue(live.system.get(GPU_MEM_METRIC)?.get(rank.rank)?.y),
+    gpuUtil: lastValue(live.system.get(GPU_UTIL_METRIC)?.get(rank.rank)?.y)
+  };
+}
+
+/** A rank's state as its tile shows it: a running rank without a heartbeat for a while is stalled. */
+export function tileState(rank: RankLive, runActive: boolean, now: number): TileState {
+  const state: TileState = rank.state;
+  const age = rank.heartbeat === null ? null : now - rank.heartbeat;
+  return state === 'running' && runActive && age !== null && age > STALL_SECONDS ? 'stalled' : state;
+}
+
+/** The order of nodes: by node rank (a rank's coordinates), then by name. */
+export function nodeOrder(a: { host: string; node: number }, b: { host: string; node: number }): number {
+  return a.node - b.node || a.host.localeCompare(b.host);
+}
+
+/** A rank's host: as its events name it, else its coordinates'. */
+export function rankHost(rank: RankLive): string {
+  return rank.host || rank.coords.host || '';
+}
+
+/**
+ * The rank tiles of a run, grouped by host (node rank order, then name), ranks ascending
+ * (see `tileContext` for the stragglers).
  */
 export function rankGroups(live: RunLive, now: number, stragglerThreshold = STRAGGLER_THRESHOLD): HostGroup[] {
-  const runActive = live.run === null || isRunActive(live.run.state);
-  const rates = rankRates(live);
-  const slow = stragglers(rates, stragglerThreshold);
-  const tiles = [...live.ranks.values()]
-    .sort((a, b) => a.rank - b.rank)
-    .map(rank => ({
-      ...tile(rank, rates.get(rank.rank) ?? null, slow.has(rank.rank), runActive, now),
-      progress: lastValue(live.metrics.get(PROGRESS_METRIC)?.get(rank.rank)?.y),
-      gpuMemMb: lastValue(live.system.get(GPU_MEM_METRIC)?.get(rank.rank)?.y),
-      gpuUtil: lastValue(live.system.get(GPU_UTIL_METRIC)?.get(rank.rank)?.y)
-    }));
-  const groups = new Map<string, { node: number; tiles: RankTile[] }>();
-  for (const t of tiles) {
-    const live_ = live.ranks.get(t.rank);
-    const node = live_?.coords.node_rank ?? Number.MAX_SAFE_INTEGER;
+  return groupTiles(live, tileContext(live, now, stragglerThreshold));
+}
+
+/** `rankGroups` with the tiles' context given. */
+export function groupTiles(live: RunLive, context: ITileContext): HostGroup[] {
+  const groups = new Map<string, { host: string; node: number; tiles: RankTile[] }>();
+  for (const rank of [...live.ranks.values()].sort((a, b) => a.rank - b.rank)) {
+    const t = rankTile(live, rank, context);
+    const node = rank.coords.node_rank ?? Number.MAX_SAFE_INTEGER;
     let group = groups.get(t.host);
     if (!group) {
-      group = { node, tiles: [] };
+      group = { host: t.host, node, tiles: [] };
       groups.set(t.host, group);
     }
     group.node = Math.min(group.node, node);
     group.tiles.push(t);
   }
-  return [...groups.entries()]
-    .sort(([ha, a], [hb, b]) => a.node - b.node || ha.localeCompare(hb))
-    .map(([host, group]) => ({ host, tiles: group.tiles }));
+  return [...groups.values()].sort(nodeOrder).map(({ host, tiles }) => ({ host, tiles }));
 }
 
 /**
@@ -124,17 +165,12 @@ function tile(
   runActive: boolean,
   now: number
 ): Omit<RankTile, 'progress' | 'gpuMemMb' | 'gpuUtil'> {
-  const age = rank.heartbeat === null ? null : Math.max(0, now - rank.heartbeat);
-  let state: TileState = rank.state;
-  if (state === 'running' && runActive && age !== null && age > STALL_SECONDS) {
-    state = 'stalled';
-  }
   return {
     rank: rank.rank,
-    host: rank.host || rank.coords.host || '',
+    host: rankHost(rank),
     pid: rank.pid ?? rank.coords.pid ?? null,
-    state,
-    heartbeatAge: age,
+    state: tileState(rank, runActive, now),
+    heartbeatAge: rank.heartbeat === null ? null : Math.max(0, now - rank.heartbeat),
     samplesPerSec: rate,
     color: rankColor(rank.rank),
     straggler,

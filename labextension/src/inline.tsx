@@ -8,7 +8,7 @@ import { nullTranslator, type TranslationBundle } from '@jupyterlab/translation'
 import * as React from 'react';
 
 import { DEFAULT_CONFIG } from './config';
-import { rankGroups } from './derive';
+import { ranksData } from './nodesummary';
 import { ThroughputView } from './plotsview';
 import { RanksView } from './ranksview';
 import { sourceLine } from './runkind';
@@ -42,7 +42,7 @@ export function InlineRun(props: { live: RunLive; now: number }): JSX.Element {
   return (
     <div className="jp-Distributed-inline">
       {live.run ? <RunHeader run={live.run} title={inlineTitle(live.run, trans)} /> : null}
-      <RanksView groups={rankGroups(live, props.now)} />
+      <RanksView data={ranksData(live, props.now)} />
       <ThroughputView live={live} origin={Math.floor(live.run?.started ?? 0)} window={DEFAULT_CONFIG.plotWindow} />
     </div>
   );

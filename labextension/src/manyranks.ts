@@ -13,6 +13,26 @@ import type { Series } from './runstate';
 export const BAND_RANKS = 16;
 
 /**
+ * Above `BAND_RANKS` ranks at most this many stragglers are drawn as lines of their own, the
+ * slowest: at 10,000 ranks a slow second can make a thousand ranks stragglers for a moment, and
+ * a legend of a thousand lines took plotly seconds to lay out.
+ */
+export const STRAGGLER_LINES = 8;
+
+/** The `max` slowest ranks of `slow` by their `rates` (ties: the lower rank first). */
+export function slowest(
+  slow: ReadonlySet<number>,
+  rates: ReadonlyMap<number, number>,
+  max = STRAGGLER_LINES
+): Set<number> {
+  if (slow.size <= max) {
+    return new Set(slow);
+  }
+  const rate = (rank: number): number => rates.get(rank) ?? Number.POSITIVE_INFINITY;
+  return new Set([...slow].sort((a, b) => rate(a) - rate(b) || a - b).slice(0, max));
+}
+
+/**
  * One trace per rank at most `BAND_RANKS` ranks, the stragglers named and highlighted. Above, the total,
  * the band (min to max across ranks, and the median), the stragglers named and highlighted, and
  * the ranks the user asked to see (`shown`): a figure of a few traces however many ranks, so that

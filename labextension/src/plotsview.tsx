@@ -14,7 +14,7 @@ import { figureCsv, type IPlotTrace, lineLayout, scatterData, type XScale } from
 import { Figure } from './figureview';
 import { extent, formatBytes, logAxis } from './lineplot';
 import { roundedEnd } from './livepoints';
-import { BAND_RANKS } from './manyranks';
+import { BAND_RANKS, slowest } from './manyranks';
 import { metricReady, metricTraces, metricUnit, runEnd, samplesReady, samplesTraces } from './plotdata';
 import { RankPicker } from './rankpicker';
 import { STRAGGLER_THRESHOLD, stragglers } from './rates';
@@ -146,12 +146,14 @@ export function ThroughputView(props: {
   // The end rounded up to a step of the span: the axis changes once a step, and the new points
   // in between are drawn without plotly's plot pass (`livepoints.ts`).
   const range: [number, number] | null = end === null ? null : [start, roundedEnd(start, end)];
-  const slow = stragglers(rankRates(live), props.stragglerThreshold ?? STRAGGLER_THRESHOLD);
-  // Above BAND_RANKS ranks the plots show the band and the stragglers, and the ranks asked for.
+  const rates = rankRates(live);
+  const allSlow = stragglers(rates, props.stragglerThreshold ?? STRAGGLER_THRESHOLD);
+  // Above BAND_RANKS ranks the plots show the band and the slowest stragglers, and the ranks asked for.
   const picked = props.shownRanks;
   const shown = picked?.set ?? NONE;
   const asked = picked?.key ?? '';
   const many = Math.max(live.samples.size, live.ranks.size) > BAND_RANKS;
+  const slow = many ? slowest(allSlow, rates) : allSlow;
   const shared = { link, range, smoothing, window, origin, slow, shown, style: asked };
   return (
     <div className="jp-Distributed-plots" role="group" aria-label={trans.__('Throughput')}>
@@ -167,6 +169,11 @@ export function ThroughputView(props: {
         <output>{smoothing.toFixed(2)}</output>
       </LabelledInput>
       {many && picked ? <RankPicker shown={picked} /> : null}
+      {slow.size < allSlow.size ? (
+        <p className="jp-Distributed-empty" role="status">
+          {trans.__('%1 stragglers: the %2 slowest drawn as their own lines', allSlow.size, slow.size)}
+        </p>
+      ) : null}
       {live.samples.size > 0 ? (
         <Plot
           title="samples/s"

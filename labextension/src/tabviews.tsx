@@ -5,10 +5,11 @@
 
 import * as React from 'react';
 
-import { rankGroups, tileHasStacks } from './derive';
+import { tileHasStacks } from './derive';
 import { LogsView } from './logsview';
 import { BAND_RANKS } from './manyranks';
 import type { DistributedModel } from './model';
+import { ranksData } from './nodesummary';
 import { ThroughputView } from './plotsview';
 import { RanksView } from './ranksview';
 import type { RunLive } from './runstate';
@@ -30,7 +31,7 @@ export const TAB_VIEWS: { readonly [T in Tab]: TabView } = {
   ),
   ranks: ofRun((model, live) => (
     <RanksView
-      groups={rankGroups(live, model.now(), model.stragglerThreshold)}
+      data={ranksData(live, model.now(), model.stragglerThreshold)}
       onStacks={rank => void model.actions.requestStacks(rank)}
       hasStacks={tile => tileHasStacks(model.selectedRun, tile)}
       plotted={live.ranks.size > BAND_RANKS ? model.shownRanks.set : undefined}

@@ -5,7 +5,7 @@ import { LogBuffer } from '../../labextension/src/logbuffer';
 import { parseRanks } from '../../labextension/src/logtoolbar';
 import { rankColor } from '../../labextension/src/palette';
 import { metricUnit } from '../../labextension/src/plotdata';
-import { gpuText } from '../../labextension/src/ranksview';
+import { gpuText } from '../../labextension/src/ranktile';
 import { median } from '../../labextension/src/rates';
 import { RunLive } from '../../labextension/src/runstate';
 import type { DistributedEvent } from '../../labextension/src/wire';

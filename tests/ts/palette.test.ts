@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 
 import { rankGroups } from '../../labextension/src/derive';
 import { LogRows } from '../../labextension/src/logrows';
+import { ranksData } from '../../labextension/src/nodesummary';
 import { RANK_PALETTE, rankColor } from '../../labextension/src/palette';
 import { metricTraces, samplesTraces } from '../../labextension/src/plotdata';
 import { RanksView } from '../../labextension/src/ranksview';
@@ -69,7 +70,7 @@ describe('one colour per rank', () => {
     const samples = new Map(samplesTraces(live, T, 0).map(t => [t.name, t.color]));
     const loss = new Map(metricTraces(live, 'loss', T, 0).map(t => [t.name, t.color]));
     const groups = rankGroups(live, T + 2);
-    const tiles = renderToStaticMarkup(React.createElement(RanksView, { groups }));
+    const tiles = renderToStaticMarkup(React.createElement(RanksView, { data: ranksData(live, T + 2) }));
     const lines: LogLine[] = [0, 1, 2, 3, 4].map(rank => ({ seq: rank + 1, rank, t: T, stream: 'stdout', text: 'x' }));
     const chips = renderToStaticMarkup(React.createElement(LogRows, { lines, first: 0, last: 5, slots: 5 }));
     for (let rank = 0; rank < 5; rank++) {

@@ -8,7 +8,7 @@ import * as React from 'react';
 import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
 
-import { rankGroups } from '../../labextension/src/derive';
+import { ranksData } from '../../labextension/src/nodesummary';
 import { metricTraces, samplesTraces } from '../../labextension/src/plotdata';
 import { ThroughputView } from '../../labextension/src/plotsview';
 import { RanksView } from '../../labextension/src/ranksview';
@@ -82,7 +82,7 @@ describe('the ranks shown as their own lines', () => {
     shown.toggle(4);
     const html = renderToStaticMarkup(
       React.createElement(RanksView, {
-        groups: rankGroups(live, T + 2, 0.8),
+        data: ranksData(live, T + 2, 0.8),
         plotted: shown.set,
         onPlot: (rank: number) => shown.toggle(rank)
       })
@@ -91,7 +91,7 @@ describe('the ranks shown as their own lines', () => {
     expect(html).toMatch(/aria-pressed="true" aria-label="Plot rank 4"/);
     expect(html.match(/aria-pressed="true"/g)?.length).toBe(1);
     // A few ranks: every rank has its line already, no Plot buttons.
-    const few = renderToStaticMarkup(React.createElement(RanksView, { groups: rankGroups(liveOf(4), T + 2, 0.8) }));
+    const few = renderToStaticMarkup(React.createElement(RanksView, { data: ranksData(liveOf(4), T + 2, 0.8) }));
     expect(few).not.toContain('Plot rank');
   });
 

@@ -7,6 +7,7 @@ How the events lie in their table: :mod:`.eventrows`; how they are read back in 
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 from collections.abc import Iterable, Iterator
@@ -184,16 +185,32 @@ class Queries:
         before: int | None = None,
         needle: str | None = None,
     ) -> list[Stored]:
-        """The events of the rows matching ``where``, in seq order (see eventmerge.merged)."""
+        """The events of the rows matching ``where``, in seq order (see eventmerge.merged).
+
+        Rows that hold no event of the range asked are left to SQLite to skip (their first
+        seq, ``seq - span``, is past it): the merge must see every row that may hold an
+        earlier event, up to :data:`~.eventrows.SPAN` seqs ahead, and where each row holds
+        one event (thousands of ranks, a line or a sample each now and then) that was ~4
+        rows read and decoded for each event given. Going up, the seqs are read in windows
+        (of ``limit`` seqs, then twice as many each time) up to the last seq there was at
+        the start, as one statement at that moment would have read them."""
+        cols = f"SELECT {eventrows.COLUMNS} FROM events WHERE {where}"  # noqa: S608
         if before is not None:
-            where += " AND seq < ? ORDER BY seq DESC"
-            args = [*args, before + eventrows.SPAN]
-        else:
-            where += " AND seq > ? ORDER BY seq"
-            args = [*args, after]
-        sql = f"SELECT {eventrows.COLUMNS} FROM events WHERE {where}"  # noqa: S608
-        with self._rows(sql, args) as rows:
-            return merged(rows, self._name, limit, after=after, before=before, needle=needle)
+            sql = f"{cols} AND seq < ? AND seq - span < ? ORDER BY seq DESC"
+            with self._rows(sql, [*args, before + eventrows.SPAN, before]) as rows:
+                return merged(rows, self._name, limit, after=after, before=before, needle=needle)
+        top = self.last_seq()
+        sql = f"{cols} AND seq > ? AND seq < ? AND seq - span <= ? ORDER BY seq"
+        out: list[Stored] = []
+        window = max(limit, 1)
+        while len(out) < limit and after < top:
+            end = min(after + window, top)
+            with self._rows(sql, [*args, after, end + eventrows.SPAN, end]) as rows:
+                got = merged(rows, self._name, limit - len(out), after=after, needle=needle)
+            # rows that begin past ``end`` were not read: their events may come first there
+            out.extend(got[: bisect.bisect_right([e.seq for e in got], end)])
+            after, window = end, 2 * window
+        return out
 
     def _name(self, code: int) -> str:
         """The kind or stream name of a code (codes are never changed, only added)."""

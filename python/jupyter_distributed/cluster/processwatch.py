@@ -75,6 +75,7 @@ class ProcessWatch:
     def _watch_now(self) -> None:
         """A process ended: look at this round's tick, once however many ended at once."""
         self._last_watch = 0.0
+        self.router.tick_now()
 
     def _take_controls(self) -> None:
         """Act on cancel/stop requests the server extension queued in the store."""

@@ -92,7 +92,9 @@ class Router:
             raise
         self.address = self.listener.address
         self.curve = self.listener.curve
-        self._loop = IoLoop(sock, self._on_batch, self._on_tick, self._failed, 50, name)
+        self._loop = IoLoop(
+            sock, self._on_batch, self._on_tick, self._failed, 50, name, tick_on_wake=False
+        )
         self._outbox = Outbox(self._loop, self._signer, self.intake, self.cell)
         self._cells: CellServer | None = None
         if self.listener.directory is not None and CellServer.supported():
@@ -128,6 +130,10 @@ class Router:
     def watch(self, fd: int, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the I/O thread once ``fd`` is readable (the loop then closes it)."""
         self._loop.watch(fd, fn)
+
+    def tick_now(self) -> None:
+        """(I/O thread) Tick at the end of this round of the loop, not when next due."""
+        self._loop.tick_within(0.0)
 
     def begin(self, run_id: str, writer: RunWriter | None = None) -> None:
         """The run starts: output from now on is its. Takes effect on the I/O thread before

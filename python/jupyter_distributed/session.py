@@ -73,10 +73,10 @@ class Session:
 
     def bound_history(self, view: NamedView) -> None:
         """Keep the history within ``Distributed.history_max_mb`` (pruning its oldest finished
-        runs, see :mod:`.history.budget`) and say, once, what any pruning did."""
+        runs, see :mod:`.history.budget`; looked at every few seconds or thousand events) and
+        say, once, what any pruning did."""
         mb = self.settings.history_max_mb if self.settings is not None else HISTORY_MAX_MB
-        self.store.enforce_budget(mb * 2**20)
-        for text in self.store.take_notices():
+        for text in self.store.keep_within(int(mb * 2**20)):
             view.notice(text)
 
     def plan(self, spec: Spec) -> Plan:

@@ -34,6 +34,7 @@ class Writes:
         _keys: rowkeys.Keys
         _json: JsonMemo
         _sets: rankspans.Sets
+        recorded: int
 
         def _tx(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
@@ -156,4 +157,5 @@ class Writes:
                     "UPDATE ranks SET heartbeat=? WHERE run_id=? AND rank=?",
                     [(t, run_id, rank) for (run_id, rank), t in beats.items()],
                 )
+            self.recorded += count  # (under the store's lock)
         return count

@@ -17,7 +17,15 @@ import zmq
 from jupyter_distributed.cluster.cellrun import CellRun, handed
 from jupyter_distributed.cluster.inbox import Ended, Exited, Item, Show
 from jupyter_distributed.errors import RankFailure
-from jupyter_distributed.events import MetricEvent, OutputLines, RunEvent, RunState, Stream
+from jupyter_distributed.events import (
+    MetricEvent,
+    OutputLines,
+    RankState,
+    RankStates,
+    RunEvent,
+    RunState,
+    Stream,
+)
 from jupyter_distributed.history import budget
 from jupyter_distributed.history.store import RunRecord, Store
 from jupyter_distributed.ioloop import IoLoop
@@ -103,6 +111,8 @@ def test_the_budget_is_looked_at_again_after_many_events_a_new_budget_or_a_while
     big = 2**30
     assert store.keep_within(big) == [] and len(looks) == 1  # the first cell looks
     _lines(store, "a", 10)
+    ends = ((0, 999, (RankState.DONE,), "h", tuple(range(1000))),)
+    store.append([RankStates("a", 2.0, (), ends)])  # 1,000 ranks' ends: one small row
     assert store.keep_within(big) == [] and len(looks) == 1  # a trivial cell: no look
     _lines(store, "a", budget.LOOK_EVERY_EVENTS)
     store.keep_within(big)

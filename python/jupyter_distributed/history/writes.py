@@ -115,7 +115,7 @@ class Writes:
         beats: dict[tuple[str, int], float] = {}
         events = list(events)
         updates = RowUpdates(events)
-        count = 0
+        count = compact = 0
         with self._tx() as db:
             if run is not None:
                 items.append(self._create(db, *run))
@@ -138,6 +138,7 @@ class Writes:
                 if isinstance(ev, RankStates):  # a relay's reduction: one row
                     items.append(staterows.States(ev.run_id, ev.t, ev.rows(), ev.span_rows()))
                     count += ev.count
+                    compact += ev.count - 1  # (for the budget's look: one small row)
                     updates.add(ev)
                     continue
                 count += 1
@@ -157,5 +158,5 @@ class Writes:
                     "UPDATE ranks SET heartbeat=? WHERE run_id=? AND rank=?",
                     [(t, run_id, rank) for (run_id, rank), t in beats.items()],
                 )
-            self.recorded += count  # (under the store's lock)
+            self.recorded += count - compact  # (under the store's lock)
         return count

@@ -33,6 +33,7 @@ from jupyter_distributed.cluster import fanin, relaybatch
 from jupyter_distributed.cluster.fanbatch import unbatch
 from jupyter_distributed.cluster.fanin import BadReduction, expand
 from jupyter_distributed.cluster.process import ProcessCluster
+from jupyter_distributed.cluster.processwatch import PACE_SENTINELS_MS
 from jupyter_distributed.cluster.relay import TERMINATED
 from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_map
 from jupyter_distributed.cluster.stackboard import StackBoard, collect
@@ -286,6 +287,19 @@ def test_the_kernel_holds_one_connection_for_a_node_of_four_ranks(session: Sessi
     (live,) = session.live.values()
     assert live.cluster.peer_count() == 8
     assert "kernel connections to the ranks: 8\n" in status(session)
+
+
+def test_a_relayed_cluster_watched_by_pidfds_ticks_every_quarter_second(session: Session) -> None:
+    """Its ends wake the kernel's I/O thread, its processes' pidfds too, and a held reply asks
+    for its own tick: the look at the controls runs 4 times a second, not 20 (issue 26);
+    without relays (a cell written straight to the ranks wakes nobody) it stays at 50 ms."""
+    _run(session, "pass", n=2, relays="always")
+    (live,) = session.live.values()
+    assert live.cluster.router._loop._poll_ms == PACE_SENTINELS_MS == 250  # type: ignore[attr-defined]
+    session.stop()
+    _run(session, "pass", n=2)
+    (live,) = session.live.values()
+    assert live.cluster.router._loop._poll_ms == 50  # type: ignore[attr-defined]
 
 
 # (mpi: this machine is one node; two hosts through relays: test_mpi_hosts.py; slurm:

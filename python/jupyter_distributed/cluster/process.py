@@ -34,7 +34,7 @@ from .fdlimit import make_room
 from .hang import snapshot_text
 from .inbox import Item
 from .liveness import StartProcesses, wait_leaving
-from .processwatch import WATCH_EVERY, WATCH_SENTINELS, ProcessWatch
+from .processwatch import PACE_SENTINELS_MS, WATCH_EVERY, WATCH_SENTINELS, ProcessWatch
 from .relays import place_relays
 from .router import Router
 from .stackboard import collect
@@ -120,6 +120,8 @@ class ProcessCluster(ProcessWatch, Cluster):
             for fd in getattr(self.processes, "sentinels", list)():
                 self.router.watch(fd, self._watch_now)
                 self._watch_every = WATCH_SENTINELS
+            if self._watch_every == WATCH_SENTINELS and self.relays:
+                self.router.pace(PACE_SENTINELS_MS)
             wait_ready(self.inbox, self.info, self.processes, self.stacks, view, self.start_timeout)
         except BaseException:
             self.stop()

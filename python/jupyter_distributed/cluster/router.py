@@ -131,6 +131,10 @@ class Router:
         """Run ``fn`` on the I/O thread once ``fd`` is readable (the loop then closes it)."""
         self._loop.watch(fd, fn)
 
+    def pace(self, poll_ms: int) -> None:
+        """Tick about every ``poll_ms`` (any thread; see :meth:`IoLoop.pace`)."""
+        self._loop.pace(poll_ms)
+
     def tick_now(self) -> None:
         """(I/O thread) Tick at the end of this round of the loop, not when next due."""
         self._loop.tick_within(0.0)

@@ -10,6 +10,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zmq
@@ -182,3 +183,31 @@ def test_a_whole_clusters_ranks_are_made_once() -> None:
     two = Spec(layout=Layout(nodes=1, procs_per_node=1000))
     assert one.ranks == tuple(range(1000)) and one.ranks is two.ranks
     assert Spec(layout=Layout(nodes=1, procs_per_node=4), targets=(1, 3)).ranks == (1, 3)
+
+
+def test_a_clusters_ranks_are_encoded_once_and_read_back_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from jupyter_distributed.session import Session
+
+    session = Session(Store(tmp_path / "h.sqlite3"))
+    spec = Spec(layout=Layout(nodes=1, procs_per_node=1000))
+    ranks = session._ranks(spec.ranks)
+    assert ranks == list(range(1000)) and session._ranks(spec.ranks) is ranks
+    encoded: list[object] = []
+    real = json.dumps
+
+    def dumps(value: object, **kwargs: Any) -> str:
+        encoded.append(value)
+        return str(real(value, **kwargs))
+
+    monkeypatch.setattr(json, "dumps", dumps)
+    for run_id in ("a", "b"):
+        run = RunRecord(id=run_id, backend="local", world_size=1000, ranks=ranks, started=1.0)
+        session.store.append([], run=(run, None))
+    assert sum(v is ranks for v in encoded) == 1  # the second run's are the first's text
+    got = session.store.run("b")
+    assert got is not None and got.ranks == list(range(1000))
+    session.store.close()

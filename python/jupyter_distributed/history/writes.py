@@ -54,7 +54,7 @@ class Writes:
                 run.cluster_id,
                 run.backend,
                 run.world_size,
-                json.dumps(run.ranks),
+                dumps("ranks", run.ranks),
                 run.state.value,
                 dumps("spec", run.spec),
                 run.source,

@@ -30,6 +30,7 @@ from jupyter_distributed.backends.ray.relays import check_nodes
 from jupyter_distributed.backends.slurm.backend import SlurmBackend
 from jupyter_distributed.backends.slurm.options import SlurmOptions
 from jupyter_distributed.cluster import fanin, relaybatch
+from jupyter_distributed.cluster.cellrun import RECORD_AFTER, RECORD_AFTER_RELAYED
 from jupyter_distributed.cluster.fanbatch import unbatch
 from jupyter_distributed.cluster.fanin import BadReduction, expand
 from jupyter_distributed.cluster.process import ProcessCluster
@@ -289,17 +290,23 @@ def test_the_kernel_holds_one_connection_for_a_node_of_four_ranks(session: Sessi
     assert "kernel connections to the ranks: 8\n" in status(session)
 
 
-def test_a_relayed_cluster_watched_by_pidfds_ticks_every_quarter_second(session: Session) -> None:
+def test_a_relayed_cluster_ticks_every_quarter_second_and_records_a_cell_once(
+    session: Session,
+) -> None:
     """Its ends wake the kernel's I/O thread, its processes' pidfds too, and a held reply asks
-    for its own tick: the look at the controls runs 4 times a second, not 20 (issue 26);
-    without relays (a cell written straight to the ranks wakes nobody) it stays at 50 ms."""
+    for its own tick: the look at the controls runs 4 times a second, not 20; and as its ends
+    are held up to 0.5 s for one transaction, so is the run's record (issue 26). Without relays
+    (a cell written straight to the ranks wakes nobody) 50 ms, and the record by 20 ms."""
     _run(session, "pass", n=2, relays="always")
     (live,) = session.live.values()
-    assert live.cluster.router._loop._poll_ms == PACE_SENTINELS_MS == 250  # type: ignore[attr-defined]
+    router = live.cluster.router  # type: ignore[attr-defined]
+    assert router._loop._poll_ms == PACE_SENTINELS_MS == 250
+    assert router.record_after == RECORD_AFTER_RELAYED == 0.5
     session.stop()
     _run(session, "pass", n=2)
     (live,) = session.live.values()
-    assert live.cluster.router._loop._poll_ms == 50  # type: ignore[attr-defined]
+    router = live.cluster.router  # type: ignore[attr-defined]
+    assert (router._loop._poll_ms, router.record_after) == (50, RECORD_AFTER)
 
 
 # (mpi: this machine is one node; two hosts through relays: test_mpi_hosts.py; slurm:

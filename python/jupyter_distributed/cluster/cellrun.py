@@ -38,6 +38,11 @@ HOLD_RELAYED = HOLD_S
 # the run was recorded before (checked when the I/O thread next wakes: a cell sent over the
 # local cell sockets does not wake it, so at its next tick, at most 50 ms after the send)
 RECORD_AFTER = 0.02
+# ... where the cell's ends come from relays (held up to HOLD_RELAYED already, see above): a
+# cell that ends within it is then ONE transaction, record and ends together, not two (~0.65 ms
+# of the kernel's CPU per cell at 1,000 ranks where the relays share its cores, issue 26). What a
+# kernel that dies meanwhile loses: the record of a run started in the last 0.5 s
+RECORD_AFTER_RELAYED = HOLD_RELAYED
 
 
 class CellRun:

@@ -29,6 +29,7 @@ from ..protocol.commands import Shutdown
 from ..protocol.header import Message
 from ..protocol.signing import BOOTSTRAP_ENV, Buffer
 from ..protocol.stacks import RankStacks
+from .cellrun import RECORD_AFTER_RELAYED
 from .fanin import RANGES
 from .fdlimit import make_room
 from .hang import snapshot_text
@@ -122,6 +123,8 @@ class ProcessCluster(ProcessWatch, Cluster):
                 self._watch_every = WATCH_SENTINELS
             if self._watch_every == WATCH_SENTINELS and self.relays:
                 self.router.pace(PACE_SENTINELS_MS)
+            if self.relays:  # (their ends are held as long: one transaction per cell)
+                self.router.record_after = RECORD_AFTER_RELAYED
             wait_ready(self.inbox, self.info, self.processes, self.stacks, view, self.start_timeout)
         except BaseException:
             self.stop()

@@ -79,6 +79,7 @@ class Router:
         self.board = self.intake.board  # stack answers go here, to whichever thread asked
         self.rejected = Throttled()
         self.max_message = MAX_MESSAGE  # bytes of one message from a peer (the last cell's cap)
+        self.record_after = RECORD_AFTER  # a run's record is written by then, at the latest
         self._ctx = zmq.Context()
         sock = self._ctx.socket(zmq.ROUTER)
         for opt in (zmq.SNDHWM, zmq.RCVHWM):
@@ -145,7 +146,7 @@ class Router:
         With ``writer`` (the run's record not written yet) the run's events are written
         through it: the record goes with the first of them (see :mod:`.cellrun`)."""
         self.unrecorded = 0
-        record_by = time.monotonic() + RECORD_AFTER  # (from now, not from when start runs)
+        record_by = time.monotonic() + self.record_after  # (from now, not when start runs)
 
         def start() -> None:
             self.cell.start(writer, record_by)

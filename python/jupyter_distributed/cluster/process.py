@@ -33,7 +33,7 @@ from .cellrun import RECORD_AFTER_RELAYED
 from .fanin import RANGES
 from .fdlimit import make_room
 from .hang import snapshot_text
-from .inbox import Item
+from .inbox import Item, Lost
 from .liveness import StartProcesses, wait_leaving
 from .processwatch import PACE_SENTINELS_MS, WATCH_EVERY, WATCH_SENTINELS, ProcessWatch
 from .relays import place_relays
@@ -47,6 +47,7 @@ from .transport import Transport
 class ProcessCluster(ProcessWatch, Cluster):
     start_timeout = 120.0
     defers_record = True  # (the router writes the run's events through request.record)
+    idle_poll = 0.25  # a cell waits this long for nothing at most: a loss wakes it (mark_lost)
     silence_limit: float | None = None  # see __init__
 
     def __init__(
@@ -166,6 +167,7 @@ class ProcessCluster(ProcessWatch, Cluster):
     def mark_lost(self, why: str) -> None:
         if not self._lost:
             self._lost = why
+            self.inbox.put(Lost(why))  # (a waiting cell sees it now: see idle_poll)
 
     def stacks(self, ranks: Sequence[int], code: str = "") -> dict[int, RankStacks]:
         return collect(

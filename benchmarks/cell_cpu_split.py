@@ -10,6 +10,7 @@ Nested figures include each other (a batch's store append is in the batch's figu
 
     PYTHONPATH=python python benchmarks/cell_cpu_split.py [--cells 20] [--profile io]
         [--mode relay|tree] [--ranks 1000] [--nodes 8] [--helpers 4] [--whole-nodes]
+        [--sort cumulative|tottime]
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ def main() -> None:
     parser.add_argument("--helpers", type=int, default=4)
     parser.add_argument("--whole-nodes", action="store_true", help="as bench_scale.py's")
     parser.add_argument("--profile", choices=("io", "main"), default=None)
+    parser.add_argument("--sort", choices=("cumulative", "tottime"), default="cumulative")
     args = parser.parse_args()
     io_profiled = args.profile == "io"
     for owner, name, profiled in [
@@ -147,7 +149,7 @@ def main() -> None:
     print(f"  store transactions {CALLS['transactions'] / n:.2f}")
     if args.profile:
         out = io.StringIO()
-        pstats.Stats(PROFILE, stream=out).sort_stats("cumulative").print_stats(40)
+        pstats.Stats(PROFILE, stream=out).sort_stats(args.sort).print_stats(40)
         print(out.getvalue())
 
 

@@ -6,7 +6,9 @@ block: a queue keeps their order and a pipe wakes the thread, written only when 
 not already due to look (every ``os.write`` lets go of the GIL, and getting it back behind a
 busy thread can cost a switch interval, 5 ms). Incoming messages are handed to
 ``on_batch`` in batches of up to 1000 (so the kernel records each batch in one transaction);
-``tick`` runs about every ``poll_ms`` (:meth:`IoLoop.pace` changes it); :meth:`IoLoop.watch`
+``tick`` runs about every ``poll_ms`` (:meth:`IoLoop.pace` changes it), and after every
+wake-up unless ``tick_on_wake`` is False (then only when due: a kernel woken a dozen times by a
+cell's messages does not look at its processes and its store a dozen times); :meth:`IoLoop.watch`
 adds a file descriptor (e.g. a process's pidfd) whose readiness runs a function at once, not at
 the next tick, and
 :meth:`IoLoop.serve` one whose every readiness does (a Unix connection the loop reads). An
@@ -43,6 +45,7 @@ class IoLoop:
         on_error: Callable[[BaseException], None],
         poll_ms: int = 100,
         name: str = "jd-io",
+        tick_on_wake: bool = True,
     ) -> None:
         self.sock = sock
         self._on_batch, self._tick, self._on_error = on_batch, tick, on_error
@@ -60,6 +63,8 @@ class IoLoop:
         self._again = False  # (I/O thread) something was queued on it: look again at once
         self._pipe_lock = threading.Lock()  # held to write or close the pipe
         self._due: float | None = None  # (I/O thread) run ``tick`` again by then (monotonic)
+        self._tick_on_wake = tick_on_wake
+        self._ticked = 0.0  # (I/O thread) when ``tick`` last ran (monotonic)
         self._thread = threading.Thread(target=self._run, daemon=True, name=name)
 
     def start(self) -> None:
@@ -147,11 +152,8 @@ class IoLoop:
         polled: set[int] = set()
         try:
             while True:
-                timeout = 0 if self._again else self._poll_ms
+                timeout = 0 if self._again else self._wait_ms()
                 self._again = False
-                if self._due is not None:
-                    left = self._due - time.monotonic()
-                    timeout = max(0, min(timeout, int(left * 1000 + 0.999)))
                 ready = dict(poller.poll(timeout))
                 if self._wake_r in ready:
                     with contextlib.suppress(BlockingIOError):
@@ -165,9 +167,7 @@ class IoLoop:
                     self._serve_ready(ready)
                 if self._watched or polled:
                     self._rewatch(poller, polled, ready)
-                if self._due is not None and time.monotonic() >= self._due:
-                    self._due = None  # (this tick is the one asked for)
-                self._tick()
+                self._maybe_tick()
         except Exception as exc:  # noqa: BLE001 (handed on: the owner decides what it means)
             self._on_error(exc)
         finally:
@@ -180,6 +180,25 @@ class IoLoop:
                 os.close(self._wake_w)
                 self._wake_w = -1
             self.stopped.set()
+
+    def _wait_ms(self) -> int:
+        """How long the next wait may last: until the next tick is due."""
+        now = time.monotonic()
+        timeout = self._poll_ms
+        if not self._tick_on_wake:  # (every poll_ms, however often it woke meanwhile)
+            timeout = min(timeout, int((self._ticked - now) * 1000 + self._poll_ms + 0.999))
+        if self._due is not None:
+            timeout = min(timeout, int((self._due - now) * 1000 + 0.999))
+        return max(0, timeout)
+
+    def _maybe_tick(self) -> None:
+        now = time.monotonic()
+        asked = self._due is not None and now >= self._due
+        if asked:
+            self._due = None  # (this tick is the one asked for)
+        if asked or self._tick_on_wake or now - self._ticked >= self._poll_ms / 1000:
+            self._ticked = now
+            self._tick()
 
     def _serve_ready(self, ready: dict[object, int]) -> None:
         served = False

@@ -48,6 +48,7 @@ class Session:
         self.last_failed: tuple[str, str, list[RankFailure]] | None = None  # the last cell's
         self._coords_of: tuple[str, dict[int, dict[str, Any]]] = ("", {})
         self._spec_json: tuple[Spec | None, dict[str, Any]] = (None, {})
+        self._ranks_list: tuple[tuple[int, ...] | None, list[int]] = (None, [])
         self.coordinators = Coordinators()  # the kernel as TensorFlow's coordinator
         atexit.register(self.shutdown)
 
@@ -73,10 +74,10 @@ class Session:
 
     def bound_history(self, view: NamedView) -> None:
         """Keep the history within ``Distributed.history_max_mb`` (pruning its oldest finished
-        runs, see :mod:`.history.budget`) and say, once, what any pruning did."""
+        runs, see :mod:`.history.budget`; looked at every few seconds or thousand events) and
+        say, once, what any pruning did."""
         mb = self.settings.history_max_mb if self.settings is not None else HISTORY_MAX_MB
-        self.store.enforce_budget(mb * 2**20)
-        for text in self.store.take_notices():
+        for text in self.store.keep_within(int(mb * 2**20)):
             view.notice(text)
 
     def plan(self, spec: Spec) -> Plan:
@@ -171,7 +172,7 @@ class Session:
                 id=run_id,
                 backend=spec.backend,
                 world_size=spec.world_size,
-                ranks=list(spec.ranks),
+                ranks=self._ranks(spec.ranks),
                 state=RunState.RUNNING if cluster is not None else RunState.PENDING,
                 cluster_id=cluster.id if cluster is not None else "",
                 spec=self._json(spec),
@@ -214,6 +215,13 @@ class Session:
         if self._spec_json[0] is not spec:
             self._spec_json = (spec, spec.to_json())
         return self._spec_json[1]
+
+    def _ranks(self, ranks: tuple[int, ...]) -> list[int]:
+        """``ranks`` as recorded: the same list for the same ranks (never changed once made),
+        so the store encodes a 10,000-rank list once, not per cell."""
+        if self._ranks_list[0] is not ranks:
+            self._ranks_list = (ranks, list(ranks))
+        return self._ranks_list[1]
 
     def _coords(self, cluster: Cluster) -> dict[int, dict[str, Any]]:
         """Where a live cluster's ranks are (fixed while it lives: a rank that starts again

@@ -7,6 +7,7 @@ says what to change. Backends receive a spec that is already valid.
 
 from __future__ import annotations
 
+import functools
 import keyword
 import re
 from collections.abc import Mapping
@@ -138,7 +139,7 @@ class Spec:
     @property
     def ranks(self) -> tuple[int, ...]:
         """The ranks this cell runs on."""
-        return self.targets if self.targets is not None else tuple(range(self.world_size))
+        return self.targets if self.targets is not None else _every_rank(self.world_size)
 
     def cluster_key(self) -> tuple[Any, ...]:
         """Settings that define the cluster: cells with the same key reuse its ranks."""
@@ -210,3 +211,9 @@ def parse_env(items: list[str]) -> tuple[tuple[str, str], ...]:
 
 def parse_names(flag: str, text: str) -> tuple[str, ...]:
     return tuple(identifier(flag, n.strip()) for n in text.split(",") if n.strip())
+
+
+@functools.lru_cache(maxsize=8)
+def _every_rank(world_size: int) -> tuple[int, ...]:
+    """``0 .. world_size - 1``, made once per size (a cell asks for its ranks several times)."""
+    return tuple(range(world_size))

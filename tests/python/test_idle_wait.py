@@ -1,7 +1,7 @@
 """While a cell runs and its view holds no line to show, the kernel's main thread waits for the
 ranks' answers without waking every few milliseconds to flush nothing (issue 26: a cell on
-1,000 ranks was woken 20-40 times); while lines wait to be shown, it flushes them as often as
-before."""
+1,000 ranks was woken 20-40 times; a process cluster, whose loss wakes it, every quarter
+second); while lines wait to be shown, it flushes them as often as before."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import queue
 from typing import Any
 
 from jupyter_distributed.cluster import tracker
-from jupyter_distributed.cluster.inbox import Ended, Item
+from jupyter_distributed.cluster.inbox import Ended, Item, Lost
+from jupyter_distributed.cluster.process import ProcessCluster
 from jupyter_distributed.cluster.tracker import RunTracker
 from jupyter_distributed.display import CellView
 from jupyter_distributed.events import OutputEvent, Stream
@@ -74,3 +75,29 @@ def test_a_view_that_does_not_say_is_flushed_as_before() -> None:
     run = RunTracker(Cluster(inbox), RunRequest("r", "pass", (0,)), Plain())  # type: ignore[arg-type]
     assert run.wait(None)
     assert inbox.waits == [tracker.POLL] * 3
+
+
+def test_a_cluster_whose_loss_wakes_its_inbox_is_waited_on_longer() -> None:
+    """A process cluster puts a ``Lost`` in its inbox when it is marked lost, so a cell that
+    waits for nothing looks at it every quarter second, not every 50 ms (issue 26), and still
+    sees a loss at once."""
+
+    class Waking(Cluster):
+        idle_poll = ProcessCluster.idle_poll
+
+    inbox = Inbox(3, Ended("r", (0, 1)))
+    view = CellView("r", out=io.StringIO(), err=io.StringIO())
+    run = RunTracker(Waking(inbox), RunRequest("r", "pass", (0, 1)), view)  # type: ignore[arg-type]
+    assert run.wait(None)
+    assert inbox.waits == [ProcessCluster.idle_poll] * 4
+    assert ProcessCluster.idle_poll >= 5 * tracker.IDLE_POLL
+
+    class Lostable:
+        _lost = ""
+        inbox: queue.SimpleQueue[Item] = queue.SimpleQueue()
+
+    cluster = Lostable()
+    ProcessCluster.mark_lost(cluster, "rank 3 died")  # type: ignore[arg-type]
+    ProcessCluster.mark_lost(cluster, "and then")  # type: ignore[arg-type]
+    assert cluster._lost == "rank 3 died"
+    assert cluster.inbox.get_nowait() == Lost("rank 3 died") and cluster.inbox.empty()

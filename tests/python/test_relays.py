@@ -30,9 +30,11 @@ from jupyter_distributed.backends.ray.relays import check_nodes
 from jupyter_distributed.backends.slurm.backend import SlurmBackend
 from jupyter_distributed.backends.slurm.options import SlurmOptions
 from jupyter_distributed.cluster import fanin, relaybatch
+from jupyter_distributed.cluster.cellrun import RECORD_AFTER, RECORD_AFTER_RELAYED
 from jupyter_distributed.cluster.fanbatch import unbatch
 from jupyter_distributed.cluster.fanin import BadReduction, expand
 from jupyter_distributed.cluster.process import ProcessCluster
+from jupyter_distributed.cluster.processwatch import PACE_SENTINELS_MS
 from jupyter_distributed.cluster.relay import TERMINATED
 from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_map
 from jupyter_distributed.cluster.stackboard import StackBoard, collect
@@ -286,6 +288,25 @@ def test_the_kernel_holds_one_connection_for_a_node_of_four_ranks(session: Sessi
     (live,) = session.live.values()
     assert live.cluster.peer_count() == 8
     assert "kernel connections to the ranks: 8\n" in status(session)
+
+
+def test_a_relayed_cluster_ticks_every_quarter_second_and_records_a_cell_once(
+    session: Session,
+) -> None:
+    """Its ends wake the kernel's I/O thread, its processes' pidfds too, and a held reply asks
+    for its own tick: the look at the controls runs 4 times a second, not 20; and as its ends
+    are held up to 0.5 s for one transaction, so is the run's record (issue 26). Without relays
+    (a cell written straight to the ranks wakes nobody) 50 ms, and the record by 20 ms."""
+    _run(session, "pass", n=2, relays="always")
+    (live,) = session.live.values()
+    router = live.cluster.router  # type: ignore[attr-defined]
+    assert router._loop._poll_ms == PACE_SENTINELS_MS == 250
+    assert router.record_after == RECORD_AFTER_RELAYED == 0.5
+    session.stop()
+    _run(session, "pass", n=2)
+    (live,) = session.live.values()
+    router = live.cluster.router  # type: ignore[attr-defined]
+    assert (router._loop._poll_ms, router.record_after) == (50, RECORD_AFTER)
 
 
 # (mpi: this machine is one node; two hosts through relays: test_mpi_hosts.py; slurm:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from jupyter_distributed.cluster.cellpeers import CellPeer
-from jupyter_distributed.cluster.routes import Routes
+from jupyter_distributed.cluster.routes import Routes, Table
 
 
 @dataclass
@@ -29,6 +29,36 @@ def test_a_route_is_kept_while_the_connections_stay_and_made_again_when_one_move
     assert reached == [0, 2, 3] and names == ["r0", "r2", "r3"]
     assert relays == []  # (a connection each now: no relay is shared)
     assert routes.of([0, 2], False, conns)[3] == [0, 2]  # other ranks: worked out again
+
+
+class Counted(Table[bytes]):
+    looked = 0
+
+    def get(self, rank: int, default: object = None) -> bytes | None:  # type: ignore[override]
+        self.looked += 1
+        return super().get(rank, default)  # type: ignore[arg-type]
+
+
+def test_a_kernels_tables_keep_a_route_without_a_look_at_each_rank_until_one_changes() -> None:
+    """The intake's tables count their changes: a route to 1,000 ranks is used again at no
+    look per rank while nothing changed, and never after a change (however it was made)."""
+    peers = Counted()
+    conns, routes = Conns(peers=peers), Routes()
+    peers.update(dict.fromkeys(range(1000), b"a"))
+    ranks = tuple(range(1000))
+    first = routes.of(ranks, False, conns)
+    looked = peers.looked
+    for _ in range(3):
+        assert routes.of(ranks, False, conns) is first
+    assert peers.looked == looked  # no rank looked up again
+    peers[5] = b"a"  # a rank's next message on the same connection: no change
+    assert routes.of(ranks, False, conns) is first and peers.looked == looked
+    peers[5] = b"b"  # rank 5 heard from through another relay
+    assert routes.of(ranks, False, conns)[2] == [b"a", b"b"]
+    del peers[7]
+    assert 7 not in routes.of(ranks, False, conns)[3]
+    peers.update({7: b"a"})
+    assert routes.of(ranks, False, conns)[3] == list(ranks)
 
 
 def test_the_main_threads_routes_are_the_cell_sockets_and_apart() -> None:

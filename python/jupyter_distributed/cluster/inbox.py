@@ -97,6 +97,14 @@ class ChannelLost:
 
 
 @dataclass(frozen=True)
+class Lost:
+    """The cluster was marked lost (``why``): whoever waits on the inbox looks again now,
+    not at its next timeout (a cell's main thread waits up to a quarter of a second)."""
+
+    why: str
+
+
+@dataclass(frozen=True)
 class StageReached:
     """A starting rank got this far (``setup``, ``init_process_group``, ``ready``)."""
 
@@ -133,5 +141,5 @@ class LeftDebugger:
 
 Item = (
     Show | LiveLine | Cleared | Ready | SetupFailed | Finished | Ended | Exited | CancelRequested
-    | ChannelLost | StageReached | StacksReply | Prompted | LeftDebugger
+    | ChannelLost | Lost | StageReached | StacksReply | Prompted | LeftDebugger
 )  # fmt: skip

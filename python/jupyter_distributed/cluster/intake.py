@@ -38,6 +38,7 @@ from .fancompact import Compacting
 from .fanin import REDUCED, hop_nodes, ranged, spans
 from .fanlines import Gather, Plain
 from .inbox import Exited, Finished, Item, Show, StacksReply
+from .routes import Table
 from .stackboard import StackBoard
 
 Peer = bytes | CellPeer
@@ -66,8 +67,8 @@ class Intake:
     ) -> None:
         self.ranks, self.cell, self._signer, self._reject = ranks, cell, signer, reject
         self.board = StackBoard()  # stack answers go here, to whichever thread asked
-        self.peers: dict[int, bytes] = {}  # rank -> routing id of its control channel
-        self.cell_peers: dict[int, Peer] = {}  # rank -> its cell socket
+        self.peers: dict[int, bytes] = Table()  # rank -> routing id of its control channel
+        self.cell_peers: dict[int, Peer] = Table()  # rank -> its cell socket
         self._spans_on: dict[tuple[int, int], bytes] = {}  # a span's ends came last on (above)
         self.reduced_ends = 0  # ranks' ends of cells that came in relays' reductions
         self.batched = 0  # ranks' output messages that came in relays' batches

@@ -29,12 +29,13 @@ from ..protocol.commands import Shutdown
 from ..protocol.header import Message
 from ..protocol.signing import BOOTSTRAP_ENV, Buffer
 from ..protocol.stacks import RankStacks
+from .cellrun import RECORD_AFTER_RELAYED
 from .fanin import RANGES
 from .fdlimit import make_room
 from .hang import snapshot_text
-from .inbox import Item
+from .inbox import Item, Lost
 from .liveness import StartProcesses, wait_leaving
-from .processwatch import WATCH_EVERY, WATCH_SENTINELS, ProcessWatch
+from .processwatch import PACE_SENTINELS_MS, WATCH_EVERY, WATCH_SENTINELS, ProcessWatch
 from .relays import place_relays
 from .router import Router
 from .stackboard import collect
@@ -46,6 +47,7 @@ from .transport import Transport
 class ProcessCluster(ProcessWatch, Cluster):
     start_timeout = 120.0
     defers_record = True  # (the router writes the run's events through request.record)
+    idle_poll = 0.25  # a cell waits this long for nothing at most: a loss wakes it (mark_lost)
     silence_limit: float | None = None  # see __init__
 
     def __init__(
@@ -120,6 +122,10 @@ class ProcessCluster(ProcessWatch, Cluster):
             for fd in getattr(self.processes, "sentinels", list)():
                 self.router.watch(fd, self._watch_now)
                 self._watch_every = WATCH_SENTINELS
+            if self._watch_every == WATCH_SENTINELS and self.relays:
+                self.router.pace(PACE_SENTINELS_MS)
+            if self.relays:  # (their ends are held as long: one transaction per cell)
+                self.router.record_after = RECORD_AFTER_RELAYED
             wait_ready(self.inbox, self.info, self.processes, self.stacks, view, self.start_timeout)
         except BaseException:
             self.stop()
@@ -161,6 +167,7 @@ class ProcessCluster(ProcessWatch, Cluster):
     def mark_lost(self, why: str) -> None:
         if not self._lost:
             self._lost = why
+            self.inbox.put(Lost(why))  # (a waiting cell sees it now: see idle_poll)
 
     def stacks(self, ranks: Sequence[int], code: str = "") -> dict[int, RankStacks]:
         return collect(

@@ -79,6 +79,7 @@ class Router:
         self.board = self.intake.board  # stack answers go here, to whichever thread asked
         self.rejected = Throttled()
         self.max_message = MAX_MESSAGE  # bytes of one message from a peer (the last cell's cap)
+        self.record_after = RECORD_AFTER  # a run's record is written by then, at the latest
         self._ctx = zmq.Context()
         sock = self._ctx.socket(zmq.ROUTER)
         for opt in (zmq.SNDHWM, zmq.RCVHWM):
@@ -92,7 +93,9 @@ class Router:
             raise
         self.address = self.listener.address
         self.curve = self.listener.curve
-        self._loop = IoLoop(sock, self._on_batch, self._on_tick, self._failed, 50, name)
+        self._loop = IoLoop(
+            sock, self._on_batch, self._on_tick, self._failed, 50, name, tick_on_wake=False
+        )
         self._outbox = Outbox(self._loop, self._signer, self.intake, self.cell)
         self._cells: CellServer | None = None
         if self.listener.directory is not None and CellServer.supported():
@@ -129,13 +132,21 @@ class Router:
         """Run ``fn`` on the I/O thread once ``fd`` is readable (the loop then closes it)."""
         self._loop.watch(fd, fn)
 
+    def pace(self, poll_ms: int) -> None:
+        """Tick about every ``poll_ms`` (any thread; see :meth:`IoLoop.pace`)."""
+        self._loop.pace(poll_ms)
+
+    def tick_now(self) -> None:
+        """(I/O thread) Tick at the end of this round of the loop, not when next due."""
+        self._loop.tick_within(0.0)
+
     def begin(self, run_id: str, writer: RunWriter | None = None) -> None:
         """The run starts: output from now on is its. Takes effect on the I/O thread before
         the next :meth:`send` goes out, without a wake-up of its own (the send's wakes it).
         With ``writer`` (the run's record not written yet) the run's events are written
         through it: the record goes with the first of them (see :mod:`.cellrun`)."""
         self.unrecorded = 0
-        record_by = time.monotonic() + RECORD_AFTER  # (from now, not from when start runs)
+        record_by = time.monotonic() + self.record_after  # (from now, not when start runs)
 
         def start() -> None:
             self.cell.start(writer, record_by)

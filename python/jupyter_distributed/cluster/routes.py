@@ -20,8 +20,33 @@ from .cellpeers import CellPeer
 from .rankset import RankSet
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 Peer = bytes | CellPeer
+
+
+class Table(dict[int, V]):
+    """Each rank's connection (written on the I/O thread, as messages come), with a count of
+    its changes: a route is used again while the count is the same, without looking up each of
+    its 1,000 ranks again (only ``[rank] = peer``, ``update`` and ``del`` change it)."""
+
+    version = 0
+
+    def __setitem__(self, rank: int, peer: V) -> None:
+        if dict.get(self, rank, _NONE) != peer:  # (a rank's every message writes it)
+            dict.__setitem__(self, rank, peer)
+            self.version += 1
+
+    def __delitem__(self, rank: int) -> None:
+        dict.__delitem__(self, rank)
+        self.version += 1
+
+    def update(self, *args: object, **kwargs: object) -> None:
+        dict.update(self, *args, **kwargs)  # type: ignore[arg-type]
+        self.version += 1
+
+
+_NONE = object()
 
 
 class Connections(Protocol):
@@ -35,8 +60,9 @@ class Routes:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # per kind: (ranks, each rank's connection or None, what was worked out of them)
-        self._kept: dict[bool, tuple[tuple[int, ...], list[Peer | None], _Route]] = {}
+        # per kind: (ranks, each rank's connection or None, what was worked out of them, the
+        # table and its version they were read at)
+        self._kept: dict[bool, tuple[tuple[int, ...], list[Peer | None], _Route, _Seen]] = {}
         # per kind and use: what was made of a route's names or ranks (the JSON, the set)
         self._made: dict[tuple[bool, str], tuple[object, object]] = {}
 
@@ -46,16 +72,28 @@ class Routes:
         otherwise), and the reached ranks (``main``: the ranks' cell sockets)."""
         table: dict[int, Peer] = conns.cell_peers if main else conns.peers  # type: ignore[assignment]
         key = tuple(ranks)
+        version = getattr(table, "version", None)  # (None: a plain dict, looked up each time)
+        with self._lock:
+            kept = self._kept.get(main)
+            if (
+                kept is not None
+                and version is not None
+                and kept[3][0] is table
+                and kept[3][1] == version
+                and (kept[0] is key or kept[0] == key)
+            ):
+                return kept[2]
         got = list(map(table.get, key))
         with self._lock:
             kept = self._kept.get(main)
             if kept is not None and kept[0] == key and kept[1] == got:
+                self._kept[main] = (*kept[:3], (table, version))
                 return kept[2]
         peers = [(r, p) for r, p in zip(key, got, strict=True) if p is not None]
         name = cell_name if main else rank_name
         route = (peers, [name(r) for r, _ in peers], _shared(peers), [r for r, _ in peers])
         with self._lock:
-            self._kept[main] = (key, got, route)
+            self._kept[main] = (key, got, route, (table, version))
         return route
 
     def dst(self, names: list[str], main: bool) -> str:
@@ -78,6 +116,7 @@ class Routes:
 
 
 _Route = tuple[list[tuple[int, Peer]], list[str], list[bytes], list[int]]
+_Seen = tuple[object, int | None]  # a table and its version
 
 
 def _shared(peers: Sequence[tuple[int, Peer]]) -> list[bytes]:

@@ -78,8 +78,13 @@ def create(
     coords = coords or {}
     set_id = sets.of(db, coords) if coords and len(ranks) >= SPAN_MIN else None
     kept = sets.shapes
-    if kept is None or kept[0] is not coords or kept[2] != set_id or kept[1] != ranks:
-        kept = sets.shapes = (coords, list(ranks), set_id, _shapes(ranks, coords, set_id))
+    if (
+        kept is None
+        or kept[0] is not coords
+        or kept[2] != set_id
+        or (kept[1] is not ranks and kept[1] != ranks)  # (a session gives the same list again)
+    ):
+        kept = sets.shapes = (coords, ranks, set_id, _shapes(ranks, coords, set_id))
     shapes = kept[3]
     rows = [(run_id, r, h, p, "starting", c, started, None, la, s) for r, h, p, c, la, s in shapes]
     db.executemany(_INSERT, rows)

@@ -200,8 +200,8 @@ def _run(row: tuple[Any, ...]) -> RunRecord:
 
 class JsonMemo:
     """``json.dumps`` of a value that is often the very object given last under the same key:
-    each cell of a live cluster records its spec and its ranks' coordinates, which the session
-    makes once per spec and per cluster (they are never changed once made)."""
+    each cell of a live cluster records its spec, its ranks and their coordinates, which the
+    session makes once per spec and per cluster (they are never changed once made)."""
 
     def __init__(self) -> None:
         self._last: dict[object, tuple[Any, str]] = {}  # (the value is kept: its id stays its)

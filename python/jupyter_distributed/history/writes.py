@@ -34,6 +34,7 @@ class Writes:
         _keys: rowkeys.Keys
         _json: JsonMemo
         _sets: rankspans.Sets
+        recorded: int
 
         def _tx(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
@@ -53,7 +54,7 @@ class Writes:
                 run.cluster_id,
                 run.backend,
                 run.world_size,
-                json.dumps(run.ranks),
+                dumps("ranks", run.ranks),
                 run.state.value,
                 dumps("spec", run.spec),
                 run.source,
@@ -114,7 +115,7 @@ class Writes:
         beats: dict[tuple[str, int], float] = {}
         events = list(events)
         updates = RowUpdates(events)
-        count = 0
+        count = compact = 0
         with self._tx() as db:
             if run is not None:
                 items.append(self._create(db, *run))
@@ -137,6 +138,7 @@ class Writes:
                 if isinstance(ev, RankStates):  # a relay's reduction: one row
                     items.append(staterows.States(ev.run_id, ev.t, ev.rows(), ev.span_rows()))
                     count += ev.count
+                    compact += ev.count - 1  # (for the budget's look: one small row)
                     updates.add(ev)
                     continue
                 count += 1
@@ -156,4 +158,5 @@ class Writes:
                     "UPDATE ranks SET heartbeat=? WHERE run_id=? AND rank=?",
                     [(t, run_id, rank) for (run_id, rank), t in beats.items()],
                 )
+            self.recorded += count - compact  # (under the store's lock)
         return count

@@ -1,0 +1,100 @@
+"""The history store's own work for one trivial cell at 1,000 ranks behind relays (issue 26).
+
+    PYTHONPATH=python python benchmarks/bench_store_cell.py [--ranks 1000] [--nodes 8]
+                                                          [--cells 300]
+
+A real store in a temporary folder, written on this thread as the kernel's I/O thread writes a
+cell on a live cluster: the run's record (its row, its ranks' node spans, its first event) and
+then the nodes' reductions (one ``RankStates`` each) with the run's ``completed`` end, either as
+two transactions (a cell longer than the record's deadline) or as one. No process runs, so this
+is the store's share alone; prints ``time.thread_time`` per cell (medians after 20 warm-up
+cells) and the WAL pages one cell writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from common import use_checkout  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ranks", type=int, default=1000)
+    parser.add_argument("--nodes", type=int, default=8)
+    parser.add_argument("--cells", type=int, default=300)
+    args = parser.parse_args()
+    use_checkout()
+    from jupyter_distributed.events import RankState, RankStates, RunEvent, RunState
+    from jupyter_distributed.history.records import new_run_id
+    from jupyter_distributed.history.store import RunRecord, Store
+    from jupyter_distributed.layout import Layout
+
+    per = args.ranks // args.nodes
+    n = per * args.nodes
+    layout = Layout(nodes=args.nodes, procs_per_node=per)
+    coords = {r: {**layout.coords(r).to_json(), "host": "h", "pid": 1000 + r} for r in range(n)}
+    ranks, spec = list(range(n)), {"backend": "local", "n": n}  # (one list per spec, as a session)
+    folder = tempfile.TemporaryDirectory(prefix="jd-bench-store-cell-")
+    store = Store(Path(folder.name) / "history.sqlite3")
+
+    def ends(run_id: str) -> list[Any]:
+        out: list[Any] = []
+        for node in range(args.nodes):
+            first = node * per
+            pids = tuple(range(1000 + first, 1000 + first + per))
+            span = (first, first + per - 1, (RankState.DONE,), "h", pids)
+            out.append(RankStates(run_id, time.time(), (), (span,)))
+        return [*out, RunEvent(run_id, time.time(), RunState.COMPLETED)]
+
+    def cell(one: bool) -> tuple[float, float]:
+        run = RunRecord(
+            id=new_run_id(), backend="local", world_size=n, ranks=ranks, state=RunState.RUNNING,
+            cluster_id="c-1", spec=spec, source="None", host="h", kernel_pid=1,
+            started=time.time(), kernel_id="k",
+        )  # fmt: skip
+        t0 = time.thread_time()
+        if one:
+            store.append(ends(run.id), run=(run, coords))
+            return time.thread_time() - t0, 0.0
+        store.append([], run=(run, coords))
+        t1 = time.thread_time()
+        store.append(ends(run.id))
+        return t1 - t0, time.thread_time() - t1
+
+    try:
+        rows = []
+        for one in (False, True):
+            for _ in range(20):
+                cell(one)
+            spent = [cell(one) for _ in range(args.cells)]
+            wal = Path(str(store.path) + "-wal")
+            store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            cell(one)
+            pages = (wal.stat().st_size - 32) // (4096 + 24) if wal.exists() else 0
+            first = statistics.median(s[0] for s in spent)
+            second = statistics.median(s[1] for s in spent)
+            rows.append((one, first, second, pages))
+    finally:
+        store.close()
+        folder.cleanup()
+    print("| ranks | nodes | transactions per cell | record (+ ends) | ends | WAL pages per cell |")
+    print("|---|---|---|---|---|---|")
+    for one, first, second, pages in rows:
+        ends_ms = "with the record" if one else f"{second * 1e3:.3f} ms"
+        print(
+            f"| {n:,} | {args.nodes} | {1 if one else 2} | {first * 1e3:.3f} ms | {ends_ms} "
+            f"| {pages} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -65,6 +65,8 @@ test('2,000 ranks on 250 nodes: a tile per node, a node opened on a click', asyn
     await expect(node).toHaveAttribute('aria-pressed', 'false');
   } finally {
     fs.writeFileSync(stop, '');
-    expect(await exited).toBe(0);
+    const code = await exited;
+    fs.rmSync(path.dirname(stop), { recursive: true, force: true });
+    expect(code).toBe(0);
   }
 });

@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_advise import MODELS, SEQ
-from common import bench_shell, use_checkout
+from bench_advise import SEQ, suite_shell
 
 CELL = r"""
 import statistics as _st, time as _t, torch, torch.distributed as dist
@@ -101,14 +100,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.batch % 2:
         parser.error("the global batch must be even (2 ranks)")
-    use_checkout(always=True)
-    ip, _tmp = bench_shell("bench-ddp-parts-")
-    from jupyter_distributed.magics import DistributedMagics
-
-    magics = next(m for m in ip.magics_manager.registry.values()
-                  if isinstance(m, DistributedMagics))  # fmt: skip
-    ip.user_ns["_jd_bench_session"] = magics.session
-    ip.run_cell(MODELS)
+    ip, magics, _tmp = suite_shell("bench-ddp-parts-")
     print(f"{args.model} × 2 ranks (DDP), global batch {args.batch} (ms; the slower rank's)")
     print(" load  plain  no_sync    ddp  ddp-no_sync  all_reduce KB  ms   1 KiB best/p10/med"
           "   predicted: curve (α)  now   pair lat µs  after f+b: 1 KiB"

@@ -243,18 +243,25 @@ def arguments() -> argparse.Namespace:
     return args
 
 
-def main() -> None:
-    args = arguments()
-    began = time.perf_counter()
-    args.stop_at = began + args.deadline if args.deadline else float("inf")
+def suite_shell(prefix: str) -> tuple[Any, Any, Path]:
+    """A shell on this checkout with ``%%distributed`` loaded and the suite's models defined;
+    its magics (the session under ``_jd_bench_session``) and its temporary folder."""
     use_checkout(always=True)
-    ip, _tmp = bench_shell("bench-advise-")
+    ip, tmp = bench_shell(prefix)
     from jupyter_distributed.magics import DistributedMagics
 
     magics = next(m for m in ip.magics_manager.registry.values()
                   if isinstance(m, DistributedMagics))  # fmt: skip
     ip.user_ns["_jd_bench_session"] = magics.session
     ip.run_cell(MODELS)
+    return ip, magics, tmp
+
+
+def main() -> None:
+    args = arguments()
+    began = time.perf_counter()
+    args.stop_at = began + args.deadline if args.deadline else float("inf")
+    ip, magics, _tmp = suite_shell("bench-advise-")
     done: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         hosts = None

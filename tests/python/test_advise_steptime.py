@@ -200,6 +200,27 @@ def test_a_probe_stopped_at_small_sizes_does_not_set_the_rate() -> None:
     assert 0.017 <= seconds < 0.02  # the points' median call, then the bytes at the pairs' rate
 
 
+def test_a_collective_costs_the_probes_call_after_work_not_the_curves_overhead() -> None:
+    """DDP's bucket all-reduce (and FSDP's calls) cost the probe's small all_reduce timed
+    right after the ranks' own work, as a step makes it, plus the bytes at the curve's rate;
+    not the curve's fitted overhead (0.00-2.52 ms between probes of the same ranks, 0 here:
+    a step's call priced as its bytes alone, where the ranks' DDP step spent 2-3 ms more than
+    under ``no_sync``). A probe from before it had this figure keeps the curve's overhead."""
+    from jupyter_distributed.advise.comm import fit_links
+
+    probe = {**PROBE, "allreduce": [{"bytes": 1024, "seconds": 1024 / 1e9},
+                                    {"bytes": 1 << 20, "seconds": (1 << 20) / 1e9}]}  # fmt: skip
+    links = fit_links({**probe, "allreduce_call_s": 2e-3})
+    assert links.allreduce(661_000, 2, spans_nodes=False) == pytest.approx(2e-3 + 661e-6)
+    assert links.gather(661_000, 2, spans_nodes=False) == pytest.approx(2e-3 + 330.5e-6)
+    c = Candidate("ddp", 2, 1)
+    info = from_numbers(Analytic(parameters=100, layers=2, hidden=8, heads=1, vocab=8))
+    one = Compute(1e-3, 1e-4, (400,), 0)
+    parts, _ = step_parts(info, c, 1, (one,), links, 2)
+    assert parts["communication"] == pytest.approx(2e-3 + 400e-9)
+    assert fit_links(probe).allreduce(661_000, 2, False) == pytest.approx(661e-6)  # old probe
+
+
 def test_no_pipeline_layout_has_a_stage_without_parameters() -> None:
     """Cut into 4, a Linear-ReLU-Linear-ReLU-Linear model leaves a stage with only a ReLU:
     its optimizer has nothing to step (torch refuses an empty parameter list), so no 4-stage

@@ -229,3 +229,31 @@ def test_a_quick_probes_latency_outlasts_a_spike(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(probe, "_library", lambda _ns: _Spiky())
     got = probe.run_probe({}, sizes=(1024,), budget=None, pair_bytes=1024, quick=True)
     assert got["pairs"]["0-1"]["latency_us"] < 1000
+
+
+class _SlowCalls(_Spiky):
+    """A rank whose all_reduce takes 1 ms after its own work, one of them 40 ms (a spike)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def allreduce(self, buf: Any) -> None:
+        import time
+
+        self.calls += 1
+        time.sleep(40e-3 if self.calls == 3 else 1e-3)
+
+
+def test_a_probe_times_a_small_all_reduce_as_a_step_makes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The probe keeps one small all_reduce's cost as a training step makes the call (after the
+    rank's own work; the advisor costs DDP's and FSDP's calls by it): the mean of its calls,
+    one spike left out, and the assembled result carries it."""
+    from jupyter_distributed.worker import probe
+
+    monkeypatch.setattr(probe, "_library", lambda _ns: _SlowCalls())
+    got = probe.run_probe({}, sizes=(), budget=None, pair_bytes=1024, quick=True)
+    assert 1e-3 <= got["allreduce_call_s"] < 5e-3
+    assert assemble([got], {0: "a"})["allreduce_call_s"] == got["allreduce_call_s"]

@@ -1,8 +1,17 @@
 """Communication per step from the newest probe of the cluster: one gloo/NCCL call's seconds by
-its size, from the probe's own ``all_reduce`` curve where it has one (what a call of the library
-really costs on these ranks: a per-call overhead, often far above the pairs' best round trip,
-plus bytes at its rate), else latency + bytes/bandwidth
-fitted per link class from its pairs.
+its size, from the probe's own ``all_reduce`` measurements where it has them (what a call of the
+library really costs on these ranks: a per-call cost, far above the pairs' best round trip,
+plus bytes at the curve's rate), else latency + bytes/bandwidth fitted per link class from its
+pairs.
+
+The per-call cost is the probe's ``allreduce_call_s``: small all_reduces each timed right after
+a millisecond of the rank's own work, as a step makes its calls (:func:`.worker.probe._calls`).
+Not the curve's fitted overhead, as it was: its points are each the mean of 5 calls back to
+back, and it moved 0.00-2.52 ms between probes of the same 2 ranks. Nor the best of calls back
+to back (0.33-0.37 ms, steady): inside a DDP step on 2 gloo ranks of a 2-core machine the
+bucket's all_reduce (661 KB, ``mlp``) cost 2.6 ms (median; 0.6 ms back to back), the step
+3.0-3.4 ms more than under ``no_sync`` (``benchmarks/bench_ddp_parts.py``, load 2-3). Probes
+from before it had this figure keep the curve's overhead.
 
 Every call is costed on its own: a step that makes many small calls (the pipeline's per-tensor
 gradient all-reduce, FSDP's per-layer all-gathers) pays each call's latency, which a formula of
@@ -32,6 +41,7 @@ class Links:
     curve: tuple[float, float] | None = None  # a call's overhead (s), all_reduce bytes/s
     curve_world: int = 0
     typical: dict[str, float] = dataclasses.field(default_factory=dict)  # median latency
+    call: float | None = None  # a small all_reduce's seconds as a step makes it (the probe's)
 
     def klass(self, spans_nodes: bool) -> str:
         want = "inter" if spans_nodes else "intra"
@@ -43,7 +53,7 @@ class Links:
 
     def _on_curve(self, nbytes: float) -> float:
         alpha, beta = self.curve or (0.0, 1.0)
-        return alpha + nbytes / beta
+        return (alpha if self.call is None else self.call) + nbytes / beta
 
     def allreduce(self, nbytes: float, n: int, spans_nodes: bool) -> float:
         """One all_reduce of ``nbytes`` over ``n`` ranks."""
@@ -113,8 +123,8 @@ def fit_curve(
 
 
 def fit_links(probe: dict[str, Any]) -> Links:
-    """Latency and bandwidth per link class (the medians of the probe's pairs of that class)
-    and its all_reduce curve."""
+    """Latency and bandwidth per link class (the medians of the probe's pairs of that class),
+    its all_reduce curve and its per-call cost."""
     latency: dict[str, float] = {}
     bandwidth: dict[str, float] = {}
     typical: dict[str, float] = {}
@@ -142,4 +152,5 @@ def fit_links(probe: dict[str, Any]) -> Links:
         fit_curve(points, min(bandwidth.values()) * ring),
         n,
         typical,
+        float(probe["allreduce_call_s"]) if probe.get("allreduce_call_s") else None,
     )

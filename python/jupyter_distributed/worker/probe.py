@@ -7,8 +7,9 @@ from torchrun's variables and destroyed after it. No transport of our own is inv
 Every pair of ranks is measured alone (a barrier between pairs): the lower rank times ping-pong
 round trips of 8 bytes (latency) and of ``pair_bytes`` (bandwidth). Then an ``all_reduce``
 curve over ``sizes``, each timed by its slowest rank, stopping early when the next size would
-exceed the time budget (all ranks agree through a MAX reduction). Only the standard library is
-imported at module level.
+exceed the time budget (all ranks agree through a MAX reduction). Then the cost of one small
+``all_reduce`` as a training step makes it, each after a millisecond of the rank's own work
+(``allreduce_call_s``). Only the standard library is imported at module level.
 
 Rank 0 shows the progress as a line redrawn in place (``probe: pairs measured 3 of 6``, then
 the all_reduce size), which the cell shows live; its end is one line, kept in the history.
@@ -25,6 +26,8 @@ from typing import Any
 KB, MB = 1024, 1024 * 1024
 SIZES = tuple(KB * 4**i for i in range(10))  # 1 KB .. 256 MB
 LATENCY_ROUND_TRIPS = 20
+CALLS = 16  # all_reduces of 1 KB timed as a step makes them (after the rank's own work)
+WORK_S = 2e-3  # the rank's own work before each (the suite's blocks: 0.7-3.5 ms)
 
 
 class _Torch:
@@ -206,6 +209,35 @@ def _curve(lib: Library, sizes: tuple[int, ...], budget: float | None) -> list[d
     return out
 
 
+def _busy(seconds: float) -> None:
+    """This rank's own work for ``seconds`` (a spin: the core held, as compute holds it)."""
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        pass
+
+
+def _calls(lib: Library, times: int = CALLS) -> float:
+    """Seconds of one small all_reduce as a training step makes it: right after ``WORK_S`` of
+    this rank's own work (the ranks met at a barrier before it). Not back to back: on 2 gloo
+    ranks of a 2-core machine a 1 KB all_reduce took 0.33-0.37 ms (median) after the one
+    before it, 1.4 ms after 1 ms of a spin, 0.9-2.6 ms after 2 ms, 1.9-2.1 ms after a
+    forward+backward (medians of 31, 3 runs, load 3), and DDP's bucket all-reduce inside a
+    step 2-3 ms. The mean of the calls less the slowest two (the cost of many calls, one spike
+    left out), the slowest rank's."""
+    buf = lib.buffer(KB)
+    lib.allreduce(buf)  # warm-up
+    seconds = []
+    for _ in range(times):
+        lib.barrier()
+        _busy(WORK_S)
+        t0 = time.perf_counter()
+        lib.allreduce(buf)
+        lib.sync()
+        seconds.append(time.perf_counter() - t0)
+    kept = sorted(seconds)[: max(1, times - 2)]
+    return lib.max(statistics.fmean(kept))
+
+
 def run_probe(
     namespace: dict[str, Any],
     sizes: tuple[int, ...] = SIZES,
@@ -224,6 +256,7 @@ def run_probe(
         pairs = _pairs(lib, pair_bytes, LATENCY_ROUND_TRIPS, 2 if quick else 4)
         left = None if budget is None else max(0.5, budget - (time.perf_counter() - began))
         curve = _curve(lib, sizes, left)
+        call = _calls(lib)
         _progress(lib, f"{_count(lib)} pairs measured, all_reduce at {len(curve)} sizes", "\n")
     finally:
         lib.close()
@@ -233,5 +266,6 @@ def run_probe(
         "world_size": lib.size,
         "pairs": pairs,
         "allreduce": curve,
+        "allreduce_call_s": call,
         "seconds": time.perf_counter() - began,
     }

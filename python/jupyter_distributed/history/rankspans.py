@@ -20,9 +20,12 @@ from collections.abc import Iterable
 from typing import Any
 
 SPAN_MIN = 8  # the fewest ranks recorded as one span
-_WITHIN = " WHERE run_id=? AND rank BETWEEN ? AND ? AND last IS NOT NULL AND host=?"
+_ANY = " WHERE run_id=? AND rank BETWEEN ? AND ? AND last IS NOT NULL"  # (on any host)
+_WITHIN = _ANY + " AND host=?"
 _HELD = "SELECT COALESCE(SUM(last - rank + 1), 0) FROM ranks" + _WITHIN  # noqa: S608 - ours
 _SET = "UPDATE ranks SET state=?, updated=?" + _WITHIN  # noqa: S608 - ours
+_HELD_ANY = "SELECT COALESCE(SUM(last - rank + 1), 0) FROM ranks" + _ANY  # noqa: S608 - ours
+_SET_ANY = "UPDATE ranks SET state=?, updated=?" + _ANY  # noqa: S608 - ours
 _SET_ONE = "UPDATE ranks SET state=?, updated=? WHERE run_id=? AND rank=? AND last=? AND host=?"
 _COLUMNS = "run_id, rank, host, pid, state, coords, updated, heartbeat, last, set_id"
 _INSERT = f"INSERT INTO ranks ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"  # noqa: S608 - ours
@@ -215,11 +218,12 @@ def set_range(
     run_id: str,
     first: int,
     last: int,
-    host: str,
+    host: str | None,
 ) -> int:
-    """Set the state of the spans within ``first..last`` on ``host``, after splitting any span
-    that crosses either end; returns how many ranks they hold (the others in the range have
-    rows of their own, or are on another host)."""
+    """Set the state of the spans within ``first..last`` on ``host`` (None: on any host, for
+    an aggregator's span across its nodes: one statement for them all), after splitting any
+    span that crosses either end; returns how many ranks they hold (the others in the range
+    have rows of their own, or are on another host)."""
     for _ in range(2):  # (again where a span was not as kept)
         if all(
             _split(db, sets, run_id, span, set(), (first, last + 1))
@@ -227,8 +231,16 @@ def set_range(
             if span[0] <= last and span[1] >= first and (span[0] < first or span[1] > last)
         ):
             break
-    args = (run_id, first, last, host)
     bounds = sets.bounds.get(run_id) or []
+    if host is None:
+        tiles = _tiles(bounds, first, last)  # (kept spans that hold every rank: one statement)
+        if tiles and db.execute(_SET_ANY, (state, t, run_id, first, last)).rowcount == tiles:
+            return last - first + 1
+        ((held,),) = db.execute(_HELD_ANY, (run_id, first, last))
+        if held:
+            db.execute(_SET_ANY, (state, t, run_id, first, last))
+        return int(held)
+    args = (run_id, first, last, host)
     at = bisect_left(bounds, (first, last))
     kept = at < len(bounds) and bounds[at] == (first, last)  # one span: one statement
     if kept and db.execute(_SET_ONE, (state, t, *args)).rowcount == 1:
@@ -237,6 +249,16 @@ def set_range(
     if held:
         db.execute(_SET, (state, t, *args))
     return int(held)
+
+
+def _tiles(bounds: list[tuple[int, int]], first: int, last: int) -> int:
+    """How many of the kept spans ``bounds`` hold ``first..last`` exactly, one after the
+    other (0: they do not)."""
+    at = bisect_left(bounds, (first, first))
+    expect, count = first, 0
+    while at < len(bounds) and bounds[at][0] == expect and expect <= last:
+        expect, count, at = bounds[at][1] + 1, count + 1, at + 1
+    return count if expect == last + 1 else 0
 
 
 def expand(

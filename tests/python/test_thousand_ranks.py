@@ -212,7 +212,7 @@ def test_a_cells_end_reaches_the_kernel_as_one_reduction_and_one_span_per_aggreg
             taken.append((str(header["run_id"]), len(header.get("ranges") or ())))
         real(into, peer, header)
 
-    intake._take_relayed = counted  # type: ignore[method-assign]
+    intake._take_relayed = counted  # type: ignore[method-assign,assignment]
     try:
         for _ in range(3):
             outcome = run(session, topology, "None")

@@ -13,29 +13,25 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import zmq
 
 from jupyter_distributed.cluster import fanin
 from jupyter_distributed.cluster.aggregator import Merger
 from jupyter_distributed.cluster.aggregator import merged as merged_of
-from jupyter_distributed.cluster.inbox import Ended, Item
+from jupyter_distributed.cluster.inbox import Ended
 from jupyter_distributed.cluster.noderuns import NodeRuns
 from jupyter_distributed.cluster.router import Router
-from jupyter_distributed.cluster.transport import Transport
-from jupyter_distributed.history.store import RunRecord, Store
 from jupyter_distributed.interface import RankInfo
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.protocol.signing import Signer, cell_name
 
-KEY = secrets.token_bytes(32)
+from .test_fanin_ranges import KEY, RUN, deliver, kernel
+
 LAYOUT = Layout(nodes=4, procs_per_node=8)  # 32 ranks, nodes 0-3 of 8 (at least RANGE_MIN)
-RUN = "run-t"
 
 
 def end(rank: int, seq: int = 1) -> dict[str, Any]:
@@ -127,29 +123,9 @@ def host(rank: int) -> str:
 
 @pytest.fixture
 def router(tmp_path: Path) -> Iterator[Router]:
-    store = Store(tmp_path / "history.sqlite")
     info = {r: RankInfo(r, host(r), 100 + r, "idle", LAYOUT.coords(r)) for r in range(32)}
-    router = Router("jd-test", store, info, KEY, lambda: None, lambda why: None, Transport.ipc())
     coords = {r: {"host": host(r), "pid": 100 + r, "node_rank": r // 8} for r in range(32)}
-    store.create_run(RunRecord(RUN, "local", 32, list(range(32))), coords)
-    router.ranks.begin(RUN)
-    router.cell.awaited = set(range(32))
-    try:
-        yield router
-    finally:
-        router.listener.close()
-        router._loop.sock.close(linger=0)
-        router._ctx.term()
-        store.close()
-
-
-def deliver(router: Router, *messages: list[Any]) -> list[Item]:
-    router._on_batch([[zmq.Frame(b"agg"), *(zmq.Frame(bytes(f)) for f in m)] for m in messages])
-    router.record([], [])
-    items = []
-    while not router.inbox.empty():
-        items.append(router.inbox.get_nowait())
-    return items
+    yield from kernel(tmp_path, info, coords)
 
 
 def test_an_aggregators_span_across_nodes_is_one_end_one_write_and_reads_back_per_rank(

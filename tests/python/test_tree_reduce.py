@@ -89,13 +89,16 @@ def test_an_aggregator_merges_its_nodes_ends_into_one_span_and_holds_while_they_
     assert merger.hold({**reduction([[8, 15]]), "src": "n1"})
     clock[0] += 0.2  # 0.6 s after the first, node 1's came 0.2 s ago: nodes are still ending
     assert merger.due()[0] == []
+    error = {"type": "done", "src": cell_name(16), "run_id": RUN, "status": "error"}
+    assert not merger.hold(error)  # an error goes up at once, as its rank signed it
+    merger.passed(error)
     clock[0] += 0.05
-    assert merger.hold({**reduction([[16, 23]]), "src": "n2"})
+    assert merger.hold({**reduction([[17, 23]]), "src": "n2"})
     (merged,), wait = merger.due()  # all in: at once
     assert (merged["ranges"], merged["done"], merged["nodes"], wait) == (
-        [[0, 23]], 24, ["n0", "n1", "n2"], None,
+        [[0, 15], [17, 23]], 23, ["n0", "n1", "n2"], None,
     )  # fmt: skip
-    assert fanin.ranged({**merged, "src": "a0-2"}, lambda r: r // 8) == [(0, 23)]
+    assert fanin.ranged({**merged, "src": "a0-2"}, lambda r: r // 8) == [(0, 15), (17, 23)]
     # for a kernel that checks each rank's counter, the spans stay in the order of the seqs
     parts = [{**reduction([[0, 7]], seqs=[1] * 8), "src": "n0"}]
     parts.append({**reduction([[8, 15]], seqs=[2] * 8), "src": "n1"})

@@ -50,7 +50,7 @@ REDUCED = "dones"  # the type of a relay's reduced message (the kernel expands i
 # theirs
 RANGES = 2
 HOLD_S = 0.5  # how long a relay holds a rank's Done at least while its other ranks run on
-QUIET_S = 0.3  # past HOLD_S, held ends wait on while the others' still come this close together
+QUIET_S = 0.5  # past HOLD_S, held ends wait on while the others' still come this close together
 HOLD_MAX_S = 2.0  # ... but no longer than this from the first held one
 PLAIN = frozenset(("type", "run_id", "status", "pull_errors"))  # a plain end's only fields
 

@@ -158,3 +158,18 @@ def test_an_aggregators_span_across_nodes_is_one_end_one_write_and_reads_back_pe
     assert [(f, la, h) for f, la, h, _ in router.intake.spans.ident(span)] == [
         (8 * n, 8 * n + 7, f"host{n}") for n in range(4)
     ]
+
+
+def test_nodes_on_one_host_that_all_ended_are_one_ranks_update(tmp_path: Path) -> None:
+    """An aggregator's span of nodes on one host (one state span: its ranks' host is one):
+    their ``ranks`` rows, one per node, are one statement, without a count first."""
+    info = {r: RankInfo(r, "here", 100 + r, "idle", LAYOUT.coords(r)) for r in range(32)}
+    coords = {r: {"host": "here", "pid": 100 + r, "node_rank": r // 8} for r in range(32)}
+    for router in kernel(tmp_path, info, coords):
+        said: list[str] = []
+        router.store._db.set_trace_callback(said.append)
+        deliver(router, Signer(KEY, "a0-3").pack(reduction([[0, 31]])))
+        router.store._db.set_trace_callback(None)
+        assert [s.split()[0] for s in said if " ranks " in s] == ["UPDATE"]
+        assert {r.state for r in router.store.ranks(RUN)} == {"done"}
+        assert len(list(router.store._query("SELECT 1 FROM ranks", ()))) == 4  # still spans

@@ -245,6 +245,9 @@ def set_range(
     kept = at < len(bounds) and bounds[at] == (first, last)  # one span: one statement
     if kept and db.execute(_SET_ONE, (state, t, *args)).rowcount == 1:
         return last - first + 1
+    tiles = 0 if kept else _tiles(bounds, first, last)  # (several nodes' spans on one host)
+    if tiles and db.execute(_SET, (state, t, *args)).rowcount == tiles:
+        return last - first + 1
     ((held,),) = db.execute(_HELD, args)
     if held:
         db.execute(_SET, (state, t, *args))

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -173,3 +174,19 @@ def test_nodes_on_one_host_that_all_ended_are_one_ranks_update(tmp_path: Path) -
         assert [s.split()[0] for s in said if " ranks " in s] == ["UPDATE"]
         assert {r.state for r in router.store.ranks(RUN)} == {"done"}
         assert len(list(router.store._query("SELECT 1 FROM ranks", ()))) == 4  # still spans
+
+
+def test_node_runs_say_what_a_look_at_each_rank_says() -> None:
+    """:class:`NodeRuns` (one step per node a span crosses) against each rank looked at, for
+    random clusters: blocks of nodes, interleaved nodes, missing ranks."""
+    rng = random.Random(26)  # noqa: S311 (repeatable clusters, not a secret)
+    for _ in range(3000):
+        ranks = rng.sample(range(50), rng.randint(1, 40))
+        width = rng.randint(1, 8)
+        nodes = {r: (r // width if rng.random() < 0.5 else rng.randint(0, 5)) for r in ranks}
+        runs = NodeRuns(ranks, nodes.get)
+        first = rng.randint(-1, 51)
+        last, low = rng.randint(first, 52), rng.randint(0, 5)
+        high = rng.randint(low, 6)
+        each = all(r in nodes and low <= nodes[r] <= high for r in range(first, last + 1))
+        assert runs.within(first, last, (low, high)) == each, (nodes, first, last, low, high)

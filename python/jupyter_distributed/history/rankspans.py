@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from typing import Any
@@ -227,8 +228,7 @@ def set_range(
     for _ in range(2):  # (again where a span was not as kept)
         if all(
             _split(db, sets, run_id, span, set(), (first, last + 1))
-            for span in list(_spans(db, sets, run_id))
-            if span[0] <= last and span[1] >= first and (span[0] < first or span[1] > last)
+            for span in _crossing(_spans(db, sets, run_id), first, last)
         ):
             break
     bounds = sets.bounds.get(run_id) or []
@@ -252,6 +252,18 @@ def set_range(
     if held:
         db.execute(_SET, (state, t, *args))
     return int(held)
+
+
+def _crossing(bounds: list[tuple[int, int]], first: int, last: int) -> list[tuple[int, int]]:
+    """The kept spans (``bounds``, sorted) that hold ``first`` or ``last`` and reach past it:
+    at most two, found by bisection (a run's spans are one per node: 1,250 at 10,000 ranks)."""
+    out: list[tuple[int, int]] = []
+    for rank in (first, last):
+        at = bisect_right(bounds, (rank, sys.maxsize)) - 1
+        span = bounds[at] if at >= 0 else (rank + 1, rank)  # (none holds it)
+        if span[0] <= rank <= span[1] and (span[0] < first or span[1] > last) and span not in out:
+            out.append(span)
+    return out
 
 
 def _tiles(bounds: list[tuple[int, int]], first: int, last: int) -> int:

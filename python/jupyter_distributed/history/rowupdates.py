@@ -110,13 +110,14 @@ class RowUpdates:
         """Spans of ranks that touch and end in one state (a node's each, of an aggregator's
         span across its nodes): one statement on any host, or where a rank of them has a row
         of its own, one per span (see :func:`_set_range`). ``spans`` is emptied."""
-        parts = [_part(run_id, t, span) for span in spans]
-        if len(parts) == 1:
-            self._op(_RANGE, (*parts[0][0], parts[0][1], parts[0][2]))
-        elif parts:
+        if len(spans) == 1:
+            args, count, each = _part(run_id, t, spans[0])
+            self._op(_RANGE, (*args, count, each))
+        elif spans:
             value, first, last = spans[0][2][-1].value, spans[0][0], spans[-1][1]
-            count = last - first + 1
-            self._op(_RANGE, (value, t, run_id, first, last, None, count, lambda: parts))
+            held = list(spans)  # (each span's statement, made only where it is needed)
+            parts = lambda: [_part(run_id, t, span) for span in held]  # noqa: E731
+            self._op(_RANGE, (value, t, run_id, first, last, None, last - first + 1, parts))
         spans.clear()
 
     def _range(self, rows: list[tuple[Any, ...]]) -> None:

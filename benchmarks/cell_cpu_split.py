@@ -10,7 +10,7 @@ Nested figures include each other (a batch's store append is in the batch's figu
 
     PYTHONPATH=python python benchmarks/cell_cpu_split.py [--cells 20] [--profile io]
         [--mode relay|tree] [--ranks 1000] [--nodes 8] [--helpers 4] [--whole-nodes]
-        [--sort cumulative|tottime] [--time MODULE:OWNER.NAME ...]
+        [--sort cumulative|tottime] [--time MODULE:OWNER.NAME ...] [--shown]
 
 ``--time`` adds functions to the split (e.g. ``jupyter_distributed.session:Session.record``,
 ``jupyter_distributed.magics:_view``): each costs its wrapper's ~2 µs per call.
@@ -91,6 +91,7 @@ def main() -> None:
     parser.add_argument("--profile", choices=("io", "main"), default=None)
     parser.add_argument("--sort", choices=("cumulative", "tottime"), default="cumulative")
     parser.add_argument("--time", nargs="+", default=[], metavar="MODULE:OWNER.NAME")
+    parser.add_argument("--shown", action="store_true", help="as bench_scale.py's")
     args = parser.parse_args()
     io_profiled = args.profile == "io"
     for owner, name, profiled in [
@@ -150,6 +151,7 @@ def main() -> None:
     sys.argv = [sys.argv[0], "--mode", args.mode, "--ranks", str(args.ranks), "--nodes"]
     sys.argv += [str(args.nodes), "--cells", str(args.cells), "--code", "None"]
     sys.argv += ["--helpers", str(args.helpers)] + ["--whole-nodes"] * args.whole_nodes
+    sys.argv += ["--shown"] * args.shown
     with contextlib.redirect_stdout(io.StringIO()):
         bench_scale.main()
     n = len(main_cpu)

@@ -51,6 +51,7 @@ from common import bench_shell, median, pct, use_checkout  # noqa: E402
 
 MODES = ("star", "relay", "tree")
 CODE = ["pass"]  # the trivial cell (--code)
+QUIET = [" --quiet"]  # (--shown: "", the cell's view shows what the ranks write, by default)
 
 
 class FakeRanks:
@@ -168,7 +169,7 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
         ready.append(time.time())
 
     process.wait_ready = timed_wait  # type: ignore[assignment]
-    line = f"%%distributed {shape} --oversubscribe --quiet\n{CODE[0]}"
+    line = f"%%distributed {shape} --oversubscribe{QUIET[0]}\n{CODE[0]}"
     try:
         if not ip.run_cell(line).success:
             raise RuntimeError(f"{n} fake ranks did not start")
@@ -215,8 +216,15 @@ def main() -> None:
         help="each helper serves whole nodes (a node's ranks answer together, as on a host of "
         "their own) instead of every --helpers-th rank",
     )
+    parser.add_argument(
+        "--shown",
+        action="store_true",
+        help="the cells without --quiet: their view shows what the ranks write (a notebook's "
+        "default; a trivial cell writes nothing)",
+    )
     args = parser.parse_args()
     CODE[0] = args.code
+    QUIET[0] = "" if args.shown else " --quiet"
     use_checkout()
     FakeRanks.nodes = args.nodes
     FakeRanks.helpers = args.helpers

@@ -46,12 +46,16 @@ def main() -> None:
     folder = tempfile.TemporaryDirectory(prefix="jd-bench-store-cell-")
     store = Store(Path(folder.name) / "history.sqlite3")
 
+    # each node's pids: one tuple for every cell, as the kernel's rank views give them
+    pids_of = [
+        tuple(range(1000 + node * per, 1000 + (node + 1) * per)) for node in range(args.nodes)
+    ]
+
     def ends(run_id: str) -> list[Any]:
         out: list[Any] = []
         for node in range(args.nodes):
             first = node * per
-            pids = tuple(range(1000 + first, 1000 + first + per))
-            span = (first, first + per - 1, (RankState.DONE,), "h", pids)
+            span = (first, first + per - 1, (RankState.DONE,), "h", pids_of[node])
             out.append(RankStates(run_id, time.time(), (), (span,)))
         return [*out, RunEvent(run_id, time.time(), RunState.COMPLETED)]
 

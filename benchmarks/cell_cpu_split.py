@@ -12,7 +12,10 @@ Nested figures include each other (a batch's store append is in the batch's figu
 
     PYTHONPATH=python python benchmarks/cell_cpu_split.py [--cells 20] [--profile io]
         [--mode relay|tree] [--ranks 1000] [--nodes 8] [--helpers 4] [--whole-nodes]
-        [--sort cumulative|tottime]
+        [--sort cumulative|tottime] [--time MODULE:OWNER.NAME ...] [--shown]
+
+``--time`` adds functions to the split (e.g. ``jupyter_distributed.session:Session.record``,
+``jupyter_distributed.magics:_view``): each costs its wrapper's ~2 µs per call.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import importlib
 import io
 import pstats
 import resource
@@ -49,7 +53,7 @@ PROFILE = cProfile.Profile(time.thread_time)
 def timed(owner: Any, name: str, profiled: bool) -> None:
     """``owner.name`` with its thread's CPU time counted (and profiled) while ON."""
     real: Callable[..., Any] = getattr(owner, name)
-    label = f"{owner.__name__}.{name}"
+    label = f"{getattr(owner, '__name__', owner)}.{name}".rpartition("jupyter_distributed.")[2]
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if not ON[0]:
@@ -68,6 +72,16 @@ def timed(owner: Any, name: str, profiled: bool) -> None:
     setattr(owner, name, wrapper)
 
 
+def _extra(where: str) -> tuple[Any, str, bool]:
+    """``MODULE:OWNER.NAME`` (or ``MODULE:NAME``) as ``(owner, name, False)``."""
+    module, _, path = where.partition(":")
+    owner: Any = importlib.import_module(module)
+    *owners, name = path.split(".")
+    for part in owners:
+        owner = getattr(owner, part)
+    return owner, name, False
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=20)
@@ -78,6 +92,8 @@ def main() -> None:
     parser.add_argument("--whole-nodes", action="store_true", help="as bench_scale.py's")
     parser.add_argument("--profile", choices=("io", "main"), default=None)
     parser.add_argument("--sort", choices=("cumulative", "tottime"), default="cumulative")
+    parser.add_argument("--time", nargs="+", default=[], metavar="MODULE:OWNER.NAME")
+    parser.add_argument("--shown", action="store_true", help="as bench_scale.py's")
     args = parser.parse_args()
     io_profiled = args.profile == "io"
     for owner, name, profiled in [
@@ -87,6 +103,7 @@ def main() -> None:
         (process.ProcessCluster, "_watch", False),
         (tracker.RunTracker, "take", False),
         (store.Store, "append", False),
+        *map(_extra, args.time),
     ]:
         timed(owner, name, profiled)
     real_tx = store.Store._tx
@@ -145,6 +162,7 @@ def main() -> None:
     sys.argv = [sys.argv[0], "--mode", args.mode, "--ranks", str(args.ranks), "--nodes"]
     sys.argv += [str(args.nodes), "--cells", str(args.cells), "--code", "None"]
     sys.argv += ["--helpers", str(args.helpers)] + ["--whole-nodes"] * args.whole_nodes
+    sys.argv += ["--shown"] * args.shown
     with contextlib.redirect_stdout(io.StringIO()):
         bench_scale.main()
     n = len(main_cpu)

@@ -53,6 +53,26 @@ class Tails:
         return [(True, head), *((e, f"[rank {rank}] {text}\n") for rank, (e, text) in tails)]
 
 
+_kept: tuple[tuple[int, ...], Collection[int]] | None = None  # (see _every) the last tuple's
+
+
+def _every(ranks: Collection[int]) -> Collection[int]:
+    """``ranks`` as a ``range`` where consecutive (a node's ends then cost O(1), see
+    :meth:`.RisingMin.top`), else a frozenset; made once while the same tuple comes again (a
+    spec's ranks are one tuple per world size: each cell's view of a cluster, ~0.2 ms at
+    10,000 ranks)."""
+    global _kept  # (one pair, replaced whole)
+    kept = _kept
+    if kept is not None and kept[0] is ranks:
+        return kept[1]
+    every: Collection[int] = frozenset(ranks)
+    if every and len(every) == len(ranks) and max(every) - min(every) + 1 == len(every):
+        every = range(min(every), max(every) + 1)
+    if isinstance(ranks, tuple):
+        _kept = (ranks, every)
+    return every
+
+
 class ShownLines:
     """``output_ranks``: whose lines show (None: every rank's); ``collapse``: identical lines
     of several ranks shown once; ``ranks``: the cell's ranks (None: not known)."""
@@ -65,8 +85,9 @@ class ShownLines:
     ) -> None:
         self.output_ranks = None if output_ranks is None else frozenset(output_ranks)
         self.hidden = 0  # lines of the other ranks, not shown
-        every = None if ranks is None else set(ranks)  # (once: 10,000 ranks' set is ~0.2 ms)
-        shown = every if every is None or not self.output_ranks else every & self.output_ranks
+        every = None if ranks is None else _every(ranks)  # (never changed: see RisingMin)
+        out = self.output_ranks
+        shown = every if every is None or not out else frozenset(r for r in out if r in every)
         # (nothing to collapse when one rank at most shows lines)
         self.held = Collapser(shown) if collapse and (shown is None or len(shown) > 1) else None
 
@@ -136,8 +157,7 @@ class ShownLines:
     def ended_span(self, first: int, last: int, state: RankState) -> None:
         """:meth:`ended` for each rank of ``first..last``, its state now ``state``."""
         if self.held is not None and state not in _RUNNING:
-            for rank in range(first, last + 1):
-                self.held.done(rank)
+            self.held.done_span(first, last)
 
     def due(self) -> list[tuple[bool, str]]:
         """The lines to show now, each ``(to stderr, text with its newline)``, in order."""

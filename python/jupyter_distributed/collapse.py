@@ -262,6 +262,11 @@ class Collapser:
         if self._known:
             self._last.rise(rank, _DONE)
 
+    def done_span(self, first: int, last: int) -> None:
+        """:meth:`done` for ranks ``first`` to ``last`` at once (a node's ends)."""
+        if self._known:
+            self._last.top(first, last)
+
     def due(self, now: float) -> list[Run]:
         """The runs to show now, in order: those whose window has passed, and those no rank
         can join any more (see the module docstring)."""

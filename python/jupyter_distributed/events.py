@@ -89,9 +89,10 @@ class RankStates:
         """Each of ``states`` as the history's row keeps it: (rank, state, host, pid)."""
         return [(r, s.value, h, p) for r, s, h, p in self.states]
 
-    def span_rows(self) -> list[tuple[int, int, list[str], str, list[int | None]]]:
-        """Each of ``spans`` as the history's row keeps it (see ``staterows.States``)."""
-        return [(f, la, [s.value for s in ss], h, list(p)) for f, la, ss, h, p in self.spans]
+    def span_rows(self) -> list[tuple[int, int, list[str], str, Sequence[int | None]]]:
+        """Each of ``spans`` as the history's row keeps it (see ``staterows.States``; the pids
+        as given: a node's tuple, the same for every cell, is encoded once)."""
+        return [(f, la, [s.value for s in ss], h, p) for f, la, ss, h, p in self.spans]
 
 
 @dataclass(frozen=True, slots=True)

@@ -191,3 +191,51 @@ def test_nodes_states_on_their_kept_spans_are_one_statement(tmp_path: Path) -> N
         assert got == {r: "done" if r < 250 else "starting" for r in range(N)}
     finally:
         store.close()
+
+
+def test_a_cells_record_written_with_its_ends_inserts_its_rows_as_they_end(
+    tmp_path: Path,
+) -> None:
+    """A cell on a live cluster behind relays writes its record, its nodes' ends and its own
+    end in one transaction: its rows are inserted as they end, not inserted then updated, and
+    read back as when the record and the ends are written apart."""
+    one, apart = Store(tmp_path / "one.sqlite"), Store(tmp_path / "apart.sqlite")
+    try:
+
+        def batch(run_id: str) -> list[Any]:
+            nodes = [
+                (n * 125, n * 125 + 124, (RankState.RUNNING, RankState.DONE), f"node{n}",
+                 list(range(1000 + n * 125, 1125 + n * 125)))
+                for n in range(NODES)
+            ]  # fmt: skip
+            return [
+                RankStates(run_id, 2.0, (), nodes[:3]),
+                RankStates(run_id, 2.5, (), nodes[3:]),
+                RunEvent(run_id, 3.0, RunState.COMPLETED),
+            ]
+
+        def record(run_id: str) -> RunRecord:
+            return RunRecord(run_id, "local", N, list(range(N)), RunState.RUNNING, started=1.0)
+
+        said: list[str] = []
+        one._db.set_trace_callback(said.append)
+        one.append(batch("r"), run=(record("r"), COORDS))
+        one._db.set_trace_callback(None)
+        apart.append([], run=(record("r"), COORDS))
+        apart.append(batch("r"))
+        assert not [s for s in said if s.startswith("UPDATE")]  # (before: 8 spans and the run)
+        assert one.ranks("r") == apart.ranks("r")
+        assert {r.state for r in one.ranks("r")} == {"done"}
+        run = one.run("r")
+        assert run == apart.run("r")
+        assert run is not None and run.state is RunState.COMPLETED and run.ended == 3.0
+        assert textviews.runs(one, 1) == textviews.runs(apart, 1)
+        # a rank of its own in the batch: written as before (inserted, then set)
+        own = [RankEvent("s", 3, 2.0, RankState.RUNNING, "node0", 1003), *batch("s")]
+        one.append(own, run=(record("s"), COORDS))
+        apart.append([], run=(record("s"), COORDS))
+        apart.append(own)
+        assert one.ranks("s") == apart.ranks("s") and one.run("s") == apart.run("s")
+    finally:
+        one.close()
+        apart.close()

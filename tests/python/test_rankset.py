@@ -39,3 +39,13 @@ def test_a_cell_to_every_rank_is_one_run_and_stays_a_few() -> None:
         ranks.difference_update(range(node * 125, node * 125 + 125))
     assert len(ranks) == 5_000 and repr(ranks).count(",") == 39  # 40 runs, not 5,000 ranks
     assert 125 in ranks and 124 not in ranks and 9_999 in ranks
+
+
+def test_the_set_a_cell_awaits_is_made_once_per_tuple_and_never_shared() -> None:
+    ranks = tuple(range(1000))
+    first = RankSet.of(ranks)
+    first.difference_update(range(0, 125))  # (a node's ends came)
+    again = RankSet.of(ranks)  # the next cell: every rank again, not what the last left
+    assert len(again) == 1000 and repr(again) == "RankSet(0-999)" and len(first) == 875
+    assert RankSet.of(tuple(range(8))) == RankSet(range(8))  # another tuple: its own set
+    assert RankSet.of([1, 2, 5]) == {1, 2, 5}  # (a list is never kept: it may change)

@@ -6,9 +6,11 @@ to two stores, one with the spans and one with each state alone; what their read
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -194,3 +196,44 @@ def test_states_not_recorded_are_counted_with_their_spans() -> None:
     )
     assert spanned.count == 1 + 5 * 2
     assert count([spanned]) == spanned.count == len(spanned.each())
+
+
+def test_a_live_clusters_nodes_are_encoded_once_and_read_back_as_each_ranks(
+    stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel's rank views give a node's pids as the same tuple for every cell: its span
+    entry is encoded once (before: a node's 125 pids per cell), and every cell's states read
+    back as each rank's, as when written one by one."""
+    info = infos()
+    views = RankSpans(info)  # (one for the cluster, as the kernel's intake keeps it)
+    cells: list[list[Recorded]] = []
+    for i in range(3):
+        run_id, batch = f"run-{i}", list[Recorded]()
+        for node in range(NODES):
+            compacting = Compacting()
+            compacting.ended(views, run_id, [(node * PER, (node + 1) * PER - 1)], i + 0.5)
+            compacting.close(batch, [], len(batch))
+        cells.append(batch)
+    spans, alone = stores
+    encoded: list[int] = []
+    real = json.dumps
+
+    def dumps(value: object, *args: Any, **kwargs: Any) -> str:
+        entries = value if isinstance(value, list) else [value]  # (json is shared)
+        encoded[-1] += sum(isinstance(e, dict) and "pids" in e for e in entries)
+        return str(real(value, *args, **kwargs))
+
+    monkeypatch.setattr(json, "dumps", dumps)  # (staterows' json)
+    for i, batch in enumerate(cells):
+        encoded.append(0)
+        run_id = f"run-{i}"
+        spans.create_run(RunRecord(run_id, "local", N, list(range(N)), started=float(i)), COORDS)
+        spans.append(batch)
+        spans.append([RunEvent(run_id, i + 0.9, RunState.COMPLETED)])
+    monkeypatch.undo()
+    # each node's entry once per states it gave (the first two cells' differ), then none
+    assert encoded == [NODES, NODES, 0]
+    write(alone, [[one_by_one(e) if isinstance(e, RankStates) else e for e in b] for b in cells])
+    for run_id in ("run-0", "run-2"):
+        assert spans.events_after(0, run_id, 10**5) == alone.events_after(0, run_id, 10**5)
+        assert spans.ranks(run_id) == alone.ranks(run_id)

@@ -30,6 +30,19 @@ class RankSet:
         else:
             self._add_runs(_runs(sorted(set(ranks))))
 
+    @classmethod
+    def of(cls, ranks: Sequence[int]) -> RankSet:
+        """``RankSet(ranks)``, made once while the same tuple comes again (a spec's ranks are
+        one tuple per world size: what each cell of a cluster awaits), then copied: no look at
+        each of 1,000 ranks per cell."""
+        kept = _kept
+        if kept is not None and kept[0] is ranks:
+            return kept[1].copy()
+        made = cls(ranks)
+        if isinstance(ranks, tuple):  # (immutable: the same object is the same ranks)
+            _keep(ranks, made.copy())
+        return made
+
     def _add_runs(self, runs: Iterable[tuple[int, int]]) -> None:
         for first, last in runs:
             self._firsts.append(first)
@@ -103,6 +116,14 @@ class RankSet:
             j += 1
         if j > i:
             firsts[i:j], lasts[i:j] = kept_firsts, kept_lasts
+
+
+_kept: tuple[tuple[int, ...], RankSet] | None = None  # (see RankSet.of) the last tuple made
+
+
+def _keep(ranks: tuple[int, ...], made: RankSet) -> None:
+    global _kept  # (one pair, replaced whole: any thread reads a whole one)
+    _kept = (ranks, made)
 
 
 def _consecutive(ranks: Sequence[int]) -> bool:

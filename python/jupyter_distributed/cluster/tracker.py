@@ -105,7 +105,7 @@ class RunTracker:
 
     def __init__(self, cluster: Supervised, request: RunRequest, view: RunView) -> None:
         self.cluster, self.request, self.view = cluster, request, view
-        self.pending = RankSet(request.ranks)  # (runs of ranks: see .rankset)
+        self.pending = RankSet.of(request.ranks)  # (runs of ranks: see .rankset)
         self.outcome = RunOutcome(RunState.RUNNING)
         self.first_failure: float | None = None
         self.hinted = False

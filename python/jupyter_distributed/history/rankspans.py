@@ -17,7 +17,7 @@ import json
 import sqlite3
 import sys
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 SPAN_MIN = 8  # the fewest ranks recorded as one span
@@ -29,6 +29,8 @@ _HELD_ANY = "SELECT COALESCE(SUM(last - rank + 1), 0) FROM ranks" + _ANY  # noqa
 _SET_ANY = "UPDATE ranks SET state=?, updated=?" + _ANY  # noqa: S608 - ours
 _SET_ONE = "UPDATE ranks SET state=?, updated=? WHERE run_id=? AND rank=? AND last=? AND host=?"
 _COLUMNS = "run_id, rank, host, pid, state, coords, updated, heartbeat, last, set_id"
+#: What a new run's spans are set to in its first transaction, given their (first, last, host).
+Fold = Callable[[list[tuple[int, int, str]]], dict[tuple[int, int], tuple[str, Any]] | None]
 _INSERT = f"INSERT INTO ranks ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"  # noqa: S608 - ours
 
 
@@ -75,10 +77,14 @@ def create(
     coords: dict[int, dict[str, Any]] | None,
     started: float | None,
     sets: Sets,
+    fold: Fold | None = None,
 ) -> None:
     """Insert a new run's ``ranks`` rows: spans where :data:`SPAN_MIN` or more consecutive
     ranks share a host and a node, a row of its own for any other rank. A cluster's runs have
-    the same rows but for their id and time: they are worked out once (kept in ``sets``)."""
+    the same rows but for their id and time: they are worked out once (kept in ``sets``).
+    ``fold``, given the spans' ``(first, last, host)``, says the ``(state, updated)`` a span
+    takes in the same transaction (by its ``(first, last)``; see ``RowUpdates.fold``): it is
+    inserted in that state."""
     coords = coords or {}
     set_id = sets.of(db, coords) if coords and len(ranks) >= SPAN_MIN else None
     kept = sets.shapes
@@ -90,7 +96,12 @@ def create(
     ):
         kept = sets.shapes = (coords, ranks, set_id, _shapes(ranks, coords, set_id))
     shapes = kept[3]
-    rows = [(run_id, r, h, p, "starting", c, started, None, la, s) for r, h, p, c, la, s in shapes]
+    ends = (fold([(r[0], r[4], r[1]) for r in shapes if r[4] is not None]) if fold else None) or {}
+    start = ("starting", started)  # (a span that ends in the same transaction: as it ends)
+    rows = []
+    for r, h, p, c, la, s in shapes:
+        state, updated = ends.get((r, la), start) if la is not None else start
+        rows.append((run_id, r, h, p, state, c, updated, None, la, s))
     db.executemany(_INSERT, rows)
     sets.bounds[run_id] = [(r[0], r[4]) for r in shapes if r[4] is not None]
 

@@ -10,7 +10,7 @@ cell's ``running`` and ``done`` arriving together are one row update.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from typing import Any
 
@@ -56,6 +56,45 @@ class RowUpdates:
                 self._op(_RANK, row)
         elif isinstance(ev, ErrorEvent):
             self._op(_FAILED, (ev.t, ev.run_id, ev.rank))
+
+    def fold(
+        self, run_id: str, spans: Collection[tuple[int, int, str]]
+    ) -> tuple[dict[tuple[int, int], tuple[str, float]], tuple[str, Any, str] | None] | None:
+        """What this batch sets on ``run_id``, a run created in the same transaction with the
+        spans ``spans`` (each ``(first, last, host)``), where that is only whole spans' states
+        and the run's own: each span's last ``(state, updated)`` by its ``(first, last)``, and
+        the run's last ``(state, ended, message)`` (None: unchanged). Those changes are then
+        taken out of what :meth:`apply` does: the caller inserts the rows as they end (a
+        cell's record written with its ends: inserts, no update of the rows just made).
+        Anything else on the run (a rank of its own, an error): None, nothing taken."""
+        states: dict[tuple[int, int], tuple[str, float]] = {}
+        run: tuple[str, Any, str] | None = None
+        ops: list[tuple[str, list[tuple[Any, ...]]]] = []
+        for sql, rows in self._ops:
+            others = []
+            for row in rows:
+                if sql == _RUN and row[3] == run_id:
+                    ended = row[1] if row[1] is not None else (run[1] if run else None)
+                    run = (row[0], ended, row[2])
+                elif sql == _RANGE and row[2] == run_id:
+                    state, t, _, first, last, host, count, each = row
+                    parts = (  # (an aggregator's span across hosts: each of its spans)
+                        [(first, last, host, count)]
+                        if host is not None
+                        else [(a[3], a[4], a[5], n) for a, n, _ in each()]
+                    )
+                    for first, last, host, count in parts:
+                        if (first, last, host) not in spans or count != last - first + 1:
+                            return None
+                        states[first, last] = (state, t)
+                elif sql in (_RANK, _FAILED) and row[-2] == run_id:
+                    return None
+                else:
+                    others.append(row)
+            if others:
+                ops.append((sql, others))
+        self._ops = ops
+        return states, run
 
     def apply(self, db: sqlite3.Connection, sets: rankspans.Sets) -> None:
         """Apply the changes; a rank set alone is first split out of its span, if in one

@@ -43,10 +43,29 @@ class Writes:
             eventrows.append(db, [self._create(db, run, coords)], self._keys)
 
     def _create(
-        self, db: sqlite3.Connection, run: RunRecord, coords: dict[int, dict[str, Any]] | None
+        self,
+        db: sqlite3.Connection,
+        run: RunRecord,
+        coords: dict[int, dict[str, Any]] | None,
+        updates: RowUpdates | None = None,
     ) -> Item:
-        """Insert the run's and its ranks' rows; returns its first event, to append."""
+        """Insert the run's and its ranks' rows; returns its first event, to append. With
+        ``updates`` (the rest of the transaction's changes), a run whose spans and own state
+        only end in them is inserted as it ends (see ``RowUpdates.fold``)."""
         dumps = self._json.dumps
+        ended: tuple[str, Any, str] | None = None
+
+        def fold(spans: list[tuple[int, int, str]]) -> dict[tuple[int, int], tuple[str, Any]]:
+            nonlocal ended
+            folded = updates.fold(run.id, set(spans)) if updates is not None else None
+            if folded is None:
+                return {}
+            states, ended = folded
+            return states
+
+        rankspans.create(db, run.id, run.ranks, coords, run.started, self._sets, fold)
+        state, until, message = ended or (run.state.value, None, run.message)
+        until = run.ended if until is None else until  # (as COALESCE(?, ended) would)
         db.execute(
             "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
@@ -55,7 +74,7 @@ class Writes:
                 run.backend,
                 run.world_size,
                 dumps("ranks", run.ranks),
-                run.state.value,
+                state,
                 dumps("spec", run.spec),
                 run.source,
                 run.notebook,
@@ -64,14 +83,13 @@ class Writes:
                 run.kernel_pid,
                 run.external_id,
                 run.started,
-                run.ended,
-                run.message,
+                until,
+                message,
                 json.dumps(run.summary),
                 run.sweep_id,
                 run.kernel_id,
             ),
         )
-        rankspans.create(db, run.id, run.ranks, coords, run.started, self._sets)
         rowkeys.new_run_key(db, run.id, self._keys)
         return eventrows.item(RunEvent(run.id, run.started, run.state))
 
@@ -117,8 +135,6 @@ class Writes:
         updates = RowUpdates(events)
         count = compact = 0
         with self._tx() as db:
-            if run is not None:
-                items.append(self._create(db, *run))
             for ev in events:
                 if isinstance(ev, OutputLines):  # a flood's bulk: straight into rows
                     items.append(eventrows.Lines(ev.run_id, ev.rank, ev.stream.value, ev.lines))
@@ -150,6 +166,8 @@ class Writes:
                     beats[key] = max(ev.t, beats.get(key, ev.t))
                 else:
                     updates.add(ev)
+            if run is not None:  # (first: what the batch sets on it is known by now)
+                items.insert(0, self._create(db, *run, updates))
             updates.apply(db, self._sets)
             eventrows.append(db, items, self._keys)
             if beats:

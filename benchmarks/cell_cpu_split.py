@@ -3,7 +3,9 @@
 Runs ``bench_scale.py``'s cluster (``--mode relay``, fake ranks, real relays, a real kernel)
 with ``time.thread_time`` taken around the kernel's own functions on the thread that runs
 them: the main thread's share of each cell, the I/O thread's batches (taking the relays'
-reductions inside them), the store's appends (and their transactions) and the ticks; with
+reductions inside them), the store's appends (and their transactions) and the ticks, and
+how many relays' or aggregators' reductions the kernel took per cell, with how many spans of
+ranks (ranges) they held; with
 ``--profile io`` or ``--profile main``, a cProfile of that thread with ``time.thread_time`` as
 its clock (a wall-clock profile on a shared core charges a thread for the time it waits).
 Nested figures include each other (a batch's store append is in the batch's figure).
@@ -113,6 +115,15 @@ def main() -> None:
             yield db
 
     store.Store._tx = tx  # type: ignore[method-assign]
+    real_ranged = intake.ranged  # (the reductions the kernel took, and their spans of ranks)
+
+    def ranged(header: dict[str, Any], *a: Any) -> list[tuple[int, int]]:
+        out = real_ranged(header, *a)
+        CALLS["reductions"] += ON[0]
+        CALLS["ranges"] += len(out) * ON[0]
+        return out
+
+    intake.ranged = ranged  # type: ignore[assignment]
     main_cpu: list[float] = []
     process_cpu: list[float] = []
     walls: list[float] = []
@@ -165,6 +176,10 @@ def main() -> None:
     for label in sorted(SPENT, key=lambda k: -SPENT[k]):
         print(f"  {label:24} {SPENT[label] / n * 1e3:7.3f} ms, {CALLS[label] / n:5.2f} calls")
     print(f"  store transactions {CALLS['transactions'] / n:.2f}")
+    print(
+        f"  reductions taken {CALLS['reductions'] / n:.2f}, their spans of ranks "
+        f"{CALLS['ranges'] / n:.2f}"
+    )
     if args.profile:
         out = io.StringIO()
         pstats.Stats(PROFILE, stream=out).sort_stats(args.sort).print_stats(40)

@@ -23,6 +23,9 @@ from .memcg import MemorySample
 
 LAST_LINES = 20  # a dead rank's last lines shown with the cause of its death
 _STAMPS = itertools.count(1)  # the order of the writes to ranks' and spans' views
+#: Consecutive ranks of a span on one host: ``(first, last, host, pids)``, ``pids[i]`` rank
+#: ``first + i``'s (a span an aggregator's reduction names crosses nodes, so hosts).
+HostRun = tuple[int, int, str, tuple[int | None, ...]]
 
 
 class RankSpan:
@@ -37,7 +40,7 @@ class RankSpan:
         self.at = 0  # the stamp of its last write (0: none, its ranks read their own)
         self.own_state: set[int] = set()  # members whose own state was written after it
         self.own_seen: set[int] = set()  # ... whose own last_seen
-        self.ident: tuple[str, tuple[int | None, ...]] | None = None  # host, pids (once known)
+        self.ident: tuple[HostRun, ...] | None = None  # its ranks by host (once known)
 
     def set(self, state: str, seen: float) -> None:
         """Every member's ``state`` and ``last_seen`` (what each rank's own write would do)."""
@@ -180,12 +183,18 @@ class RankSpans:
     def members(self, first: int, last: int) -> list[RankInfo]:
         return [self._info[r] for r in range(first, last + 1)]
 
-    def ident(self, span: RankSpan) -> tuple[str, tuple[int | None, ...]]:
-        """The span's host ("" where its ranks are on several) and its ranks' pids."""
+    def ident(self, span: RankSpan) -> tuple[HostRun, ...]:
+        """The span's ranks as runs of consecutive ranks on one host, with their pids (one run
+        for a node's span; one per node, or fewer, for a span across nodes). Made once, until
+        a member's host or pid is written."""
         if span.ident is None:
-            members = self.members(span.first, span.last)
-            hosts = {i.host for i in members}
-            span.ident = (hosts.pop() if len(hosts) == 1 else "", tuple(i.pid for i in members))
+            runs: list[tuple[int, int, str, list[int | None]]] = []
+            for i in self.members(span.first, span.last):
+                if runs and runs[-1][2] == i.host:
+                    runs[-1][3].append(i.pid)
+                else:
+                    runs.append((i.rank, i.rank, i.host, [i.pid]))
+            span.ident = tuple((f, f + len(p) - 1, h, tuple(p)) for f, _, h, p in runs)
         return span.ident
 
     def gaps(self) -> Iterable[int]:

@@ -138,7 +138,8 @@ def test_an_aggregator_forwards_what_is_signed_unchanged_and_drops_replays(tree:
 
 def test_its_relays_reductions_reach_the_kernel_as_one_it_signs(tree: Tree) -> None:
     """Nodes 0 and 1 end a cell in a reduction each: the kernel gets one, signed by the
-    aggregator under its own counter (no rank's); one speaking for node 2's rank is refused."""
+    aggregator under its own counter (no rank's), their ranges one span across the two nodes;
+    one speaking for node 2's rank is refused, or for a span reaching into node 2."""
     for r in range(4):  # each rank's cell socket speaks first (its route is learned)
         tree.relays[r // 2].send_multipart(Signer(KEY, cell_name(r)).pack({"type": "x"}))
         got = tree.receive(tree.kernel)
@@ -163,10 +164,12 @@ def test_its_relays_reductions_reach_the_kernel_as_one_it_signs(tree: Tree) -> N
     assert (header["done"], header["slowest_ms"], header["nodes"]) == (4, 2.0, ["n0", "n1"])
     layout = Layout(nodes=NODES, procs_per_node=PER)
     node_of = lambda r: layout.coords(r).node_rank if 0 <= r < 8 else None  # noqa: E731
-    assert fanin.ranged(header, node_of) == [(0, 1), (2, 3)]
+    assert fanin.ranged(header, node_of) == [(0, 3)]  # ONE span across its two nodes
     assert "seqs" not in header  # its own counter stands for its relays' (and their ranks')
     with pytest.raises(fanin.BadReduction, match="spoke for ranks 4-4"):
         fanin.ranged({**header, "ranges": [[4, 4]]}, node_of)
+    with pytest.raises(fanin.BadReduction, match="spoke for ranks 0-5"):
+        fanin.ranged({**header, "ranges": [[0, 5]]}, node_of)
 
 
 def test_an_aggregator_leaves_on_its_own_once_its_relays_are_gone(tree: Tree) -> None:

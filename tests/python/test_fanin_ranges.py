@@ -62,13 +62,19 @@ def test_a_relay_sends_its_ranks_plain_ends_as_ranges_its_counter_standing_for_t
 
 @pytest.fixture
 def router(tmp_path: Path) -> Iterator[Router]:
-    store = Store(tmp_path / "history.sqlite")
     info = {r: RankInfo(r, "here", 100 + r, "idle", LAYOUT.coords(r)) for r in range(8)}
-    router = Router("jd-test", store, info, KEY, lambda: None, lambda why: None, Transport.ipc())
-    coords = {r: {"host": "here", "pid": 100 + r} for r in range(8)}
-    store.create_run(RunRecord(RUN, "local", 8, list(range(8))), coords)
+    yield from kernel(tmp_path, info, {r: {"host": "here", "pid": 100 + r} for r in range(8)})
+
+
+def kernel(
+    tmp_path: Path, info: dict[int, RankInfo], coords: dict[int, dict[str, Any]], key: bytes = KEY
+) -> Iterator[Router]:
+    """A real router and history store for ranks ``info``, a run of them started."""
+    store = Store(tmp_path / "history.sqlite")
+    router = Router("jd-test", store, info, key, lambda: None, lambda why: None, Transport.ipc())
+    store.create_run(RunRecord(RUN, "local", len(info), sorted(info)), coords)
     router.ranks.begin(RUN)
-    router.cell.awaited = set(range(8))
+    router.cell.awaited = set(info)
     try:
         yield router
     finally:

@@ -169,9 +169,10 @@ def test_a_span_another_writer_split_is_read_again(tmp_path: Path) -> None:
         other.close()
 
 
-def test_a_nodes_state_on_its_kept_span_is_one_statement(tmp_path: Path) -> None:
-    """A relay's reduction of a node's ranks (one state span per node) updates the node's
-    ``ranks`` row in one statement; the rows read back as before."""
+def test_nodes_states_on_their_kept_spans_are_one_statement(tmp_path: Path) -> None:
+    """An aggregator's reduction of two nodes' ranks that all ended (one state span per node,
+    one per host, touching) updates the nodes' ``ranks`` rows in ONE statement, not one per
+    node; the rows read back as before."""
     store = Store(tmp_path / "h.sqlite")
     try:
         store.create_run(RunRecord("r", "local", N, list(range(N))), COORDS)
@@ -185,7 +186,7 @@ def test_a_nodes_state_on_its_kept_span_is_one_statement(tmp_path: Path) -> None
         store.append([states])
         store._db.set_trace_callback(None)
         touched = [s.split()[0] for s in said if " ranks " in s or s.startswith("UPDATE ranks")]
-        assert touched == ["UPDATE", "UPDATE"]  # one per node: no count, no row-by-row look
+        assert touched == ["UPDATE"]  # one for both nodes: no count, no row-by-row look
         got = {r.rank: r.state for r in store.ranks("r")}
         assert got == {r: "done" if r < 250 else "starting" for r in range(N)}
     finally:

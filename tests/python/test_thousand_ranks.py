@@ -192,3 +192,33 @@ def test_a_ping_stops_at_the_relays_and_reaches_ranks_held_directly(
         assert min(counts) >= 1
     else:
         assert counts == {0}
+
+
+def test_a_cells_end_reaches_the_kernel_as_one_reduction_and_one_span_per_aggregator(
+    session: Session, topology: str
+) -> None:
+    """Through aggregators a trivial cell's 1,000 ends reach the kernel as at most one
+    reduction per aggregator, each with one span of ranks across its nodes (not one per node):
+    what the kernel takes per cell grows with its peers, not with the nodes or ranks."""
+    if topology != "tree":
+        pytest.skip("aggregators only")
+    run(session, topology, "None")  # (the cluster is up)
+    intake = router_of(session).intake
+    taken: list[tuple[str, int]] = []
+    real = intake._take_relayed
+
+    def counted(into: Any, peer: Any, header: dict[str, Any]) -> None:
+        if header.get("type") == "dones":
+            taken.append((str(header["run_id"]), len(header.get("ranges") or ())))
+        real(into, peer, header)
+
+    intake._take_relayed = counted  # type: ignore[method-assign,assignment]
+    try:
+        for _ in range(3):
+            outcome = run(session, topology, "None")
+            assert outcome.state.value == "completed"
+            (last,) = session.store.runs(limit=1)
+            mine = [spans for run_id, spans in taken if run_id == last.id]
+            assert len(mine) <= AGGREGATORS and sum(mine) <= AGGREGATORS, mine
+    finally:
+        del intake._take_relayed

@@ -17,11 +17,15 @@ kernel's ROUTER. So the kernel holds one connection per aggregator, about √nod
   or relay name it learns from their verified messages, as a relay learns its ranks.
 - **Fan-in:** its relays' reductions of a cell's ends (:mod:`.fanin`) are held until every
   rank behind it that got the cell has ended (in a reduction, or in an end forwarded at once:
-  an error, pulled values) or the first held one has waited :data:`~.fanin.HOLD_S`, then sent
-  as ONE reduction it signs itself, under its own name (``a0-8`` for nodes 0 to 8, with its
-  own counter, which stands for the relays' and so for their ranks', see :mod:`.fanin`): the
-  relays' ends in the order of their ranks (their ``each`` and ``ranges``), their counts
-  added. So the kernel takes one message per aggregator, not one per node.
+  an error, pulled values) or the held ones are due as a relay's are
+  (:func:`~.fanin.hold_due`: 0.5 s after the first, longer while others still come, at most
+  2 s), then sent as ONE reduction it signs itself, under its own name (``a0-8`` for nodes 0
+  to 8, with its own counter, which stands for the relays' and so for their ranks', see
+  :mod:`.fanin`): the relays' ends in the order of their ranks (their ``each``), their counts
+  added, and their ranges as spans across its nodes (``[0, 1124]`` for 9 nodes of 125 ranks
+  that all ended, not 9 spans: :mod:`.noderuns`). So the kernel takes one message, and for a
+  cell that ended everywhere one span, per aggregator, not one per node. An error, or an end
+  with pulled values, is never held: it goes up at once as its rank signed it.
 
 Trust: an aggregator holds the cluster's key and is trusted as a relay is, for the ranks of
 its own nodes only: the kernel refuses a merged reduction that speaks for a rank of another
@@ -50,8 +54,9 @@ from ..layout import Layout
 from ..protocol.receivers import Receivers
 from ..protocol.signing import Signer, cell_name, rank_name
 from .aggregators import aggregated_nodes, bind_address, listen_curve
-from .fanin import HOLD_S, REDUCED, aggregator_name, relay_name
+from .fanin import REDUCED, aggregator_name, hold_due, relay_name
 from .nodedirs import node_ranks
+from .noderuns import joined
 from .relay import Hop, run
 
 AGGREGATOR_NAME = "aggregator"  # the name its checking signers go by (it signs nothing)
@@ -64,6 +69,7 @@ class _Run:
     awaited: set[int]
     held: list[dict[str, Any]] = field(default_factory=list)
     first: float = 0.0  # when the first held reduction came
+    last: float = 0.0  # ... and the latest
 
 
 class Merger:
@@ -97,18 +103,19 @@ class Merger:
             run.awaited.difference_update(range(int(first), int(last) + 1))
         run.awaited.difference_update(int(each[0]) for each in header.get("each") or ())
         run.held.append(header)
-        run.first = run.first or self._clock()
+        now = self._clock()
+        run.first, run.last = run.first or now, now
         return True
 
     def due(self) -> tuple[list[dict[str, Any]], float | None]:
         """The merged reductions to send now, and in how many seconds the next one is due."""
         now, out, wait = self._clock(), [], None
         for run_id, cell in list(self._runs.items()):
-            if cell.held and (not cell.awaited or now - cell.first >= HOLD_S):
+            if cell.held and (not cell.awaited or now >= hold_due(cell.first, cell.last)):
                 out.append(merged(run_id, cell.held))
                 cell.held, cell.first = [], 0.0
             elif cell.held:
-                left = HOLD_S - (now - cell.first)
+                left = hold_due(cell.first, cell.last) - now
                 wait = left if wait is None else min(wait, left)
             if not cell.awaited and not cell.held:
                 del self._runs[run_id]
@@ -133,10 +140,11 @@ def merged(run_id: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
         "each": sorted((e for p in parts for e in p.get("each") or ()), key=lambda e: e[0]),
         "nodes": [p["src"] for p in parts],
     }  # fmt: skip
-    if any(p.get("ranges") for p in parts):
-        out["ranges"] = [span for p in parts for span in p.get("ranges") or ()]
     if any(p.get("seqs") for p in parts):  # (relays of a kernel that checks them: .fanin)
+        out["ranges"] = [span for p in parts for span in p.get("ranges") or ()]
         out["seqs"] = [seq for p in parts for seq in p.get("seqs") or ()]
+    elif any(p.get("ranges") for p in parts):  # across nodes: one span where they touch
+        out["ranges"] = joined(span for p in parts for span in p.get("ranges") or ())
     return out
 
 

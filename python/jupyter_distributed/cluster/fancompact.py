@@ -7,7 +7,10 @@ the rank states the ends give (``running`` where the rank had not said so, then 
 gathered into ONE :class:`~..events.RankStates`, which the history keeps as one row and the
 cell's view takes in one pass; the ranks' ``Finished`` items follow it. Plain ends that came
 as ranges are kept as spans (``ranks 0-124: running, done``), never one tuple per state, and
-set their ranks' views in one write per span (:mod:`~..rankviews`).
+set their ranks' views in one write per span (:mod:`~..rankviews`): an aggregator's span across
+its nodes is one write and one :class:`~.inbox.Ended`, its states one span per host (the
+history's row keeps a host per span, as before) and one ``ranks`` update (see
+``history/rowupdates.py``).
 Readers of the history (the live stream, ``%distributed runs``, the panel) get each rank's
 events back from that row, in the same order; the ``ranks`` table's rows are updated as before.
 """
@@ -59,9 +62,10 @@ class Compacting:
         out = []
         for first, last in ranges:
             span = views.span(first, last)
-            host, pids = views.ident(span)
-            if span.whole() and host:  # every rank's state is the span's: no look at each
-                spans.append((first, last, _DONE if span.state == "running" else _RAN, host, pids))
+            runs = views.ident(span)  # (by host: several where the range crosses nodes)
+            if span.whole() and all(run[2] for run in runs):  # no look at each rank's state
+                states = _DONE if span.state == "running" else _RAN
+                spans.extend((f, la, states, host, pids) for f, la, host, pids in runs)
             else:
                 self._each(views, first, last, spans)
             span.set("idle", now)

@@ -1,8 +1,9 @@
 """Fan-in as reductions: a node's relay answers for its ranks' ends of a cell in one message.
 
 A relay (:mod:`.relay`) holds the ``Done`` each of its ranks sends for a cell and, once every
-rank of the node that got the cell has ended (or the first held one has waited
-:data:`HOLD_S`: a rank that died, a straggler), sends the kernel ONE message it signs itself,
+rank of the node that got the cell has ended (or the held ones are due, :func:`hold_due`: the
+first has waited :data:`HOLD_S` and no other came for :data:`QUIET_S`, or the first has waited
+:data:`HOLD_MAX_S`: a rank that died, a straggler), sends the kernel ONE message it signs itself,
 under its own name (:func:`relay_name`, ``n1`` for node 1, with its own counter): "done on 4/4,
 0 errors, slowest rank 6 after 3.1 ms", with each rank's ``Done`` as the rank signed it (its
 fields, its cell-socket counter and its ``after``). A ``Done`` that is an error, or that
@@ -41,14 +42,26 @@ from typing import Any
 
 from ..protocol.receivers import Receivers
 from ..protocol.signing import cell_name, rank_name
+from .noderuns import NodeRuns
 
 REDUCED = "dones"  # the type of a relay's reduced message (the kernel expands it)
 # what a kernel's bootstrap says it takes (``ranges``): 1, plain ends as ranges with each rank's
 # counter (``seqs``), which it checks; RANGES, without them, the relay's counter standing for
 # theirs
 RANGES = 2
-HOLD_S = 0.5  # the longest a relay holds a rank's Done while its other ranks run on
+HOLD_S = 0.5  # how long a relay holds a rank's Done at least while its other ranks run on
+QUIET_S = 0.5  # past HOLD_S, held ends wait on while the others' still come this close together
+HOLD_MAX_S = 2.0  # ... but no longer than this from the first held one
 PLAIN = frozenset(("type", "run_id", "status", "pull_errors"))  # a plain end's only fields
+
+
+def hold_due(first: float, last: float) -> float:
+    """When held ends (the first held at ``first``, the latest at ``last``) are due upward:
+    :data:`HOLD_S` after the first, or later while others still come (each within
+    :data:`QUIET_S` of the one before: the rest of the node is about to end, and a reduction
+    sent now would be one of several partial ones), up to :data:`HOLD_MAX_S` after the first.
+    Once every awaited end is in, they go at once, whatever this says."""
+    return max(first + HOLD_S, min(last + QUIET_S, first + HOLD_MAX_S))
 
 
 def relay_name(node: int) -> str:
@@ -103,6 +116,7 @@ class _Cell:
     started: float
     held: dict[int, list[Any]] = field(default_factory=dict)  # rank -> [seq, after, fields]
     first: float = 0.0  # when the first held Done came
+    last: float = 0.0  # ... and the latest
     errors: int = 0  # errors forwarded at once
     slowest: tuple[int, float] = (-1, 0.0)  # (rank, seconds from the cell to its end)
 
@@ -150,7 +164,7 @@ class Reducer:
             return False
         fields = {k: v for k, v in header.items() if k not in ("src", "dst", "seq", "v", "after")}
         cell.held[rank] = [int(header["seq"]), int(header.get("after", 0)), fields]
-        cell.first = cell.first or now
+        cell.first, cell.last = cell.first or now, now
         return True
 
     def due(self) -> tuple[list[dict[str, Any]], float | None]:
@@ -159,14 +173,16 @@ class Reducer:
         for run_id, cell in list(self._cells.items()):
             if not cell.ranks:
                 del self._cells[run_id]
-            elif cell.held and (len(cell.held) == len(cell.ranks) or now - cell.first >= HOLD_S):
+            elif cell.held and (
+                len(cell.held) == len(cell.ranks) or now >= hold_due(cell.first, cell.last)
+            ):
                 out.append(self._reduce(run_id, cell))
                 cell.ranks -= set(cell.held)
                 cell.held, cell.first = {}, 0.0
                 if not cell.ranks:
                     del self._cells[run_id]
             elif cell.held:
-                left = HOLD_S - (now - cell.first)
+                left = hold_due(cell.first, cell.last) - now
                 wait = left if wait is None else min(wait, left)
         return out, wait
 
@@ -243,22 +259,43 @@ def expand(
     return out
 
 
-def ranged(header: dict[str, Any], node_of: Callable[[int], int | None]) -> list[tuple[int, int]]:
+def ranged(
+    header: dict[str, Any],
+    node_of: Callable[[int], int | None],
+    runs: NodeRuns | None = None,
+) -> list[tuple[int, int]]:
     """The kernel's side of a reduction's plain ends (``ranges``): its spans of ranks, as
     ``(first, last)``. Refused whole, with the cause, where a span is unreadable or holds a
-    rank that is not the relay's node's (a node's ranks are consecutive: its ends are checked).
-    The ranks' counters an older relay adds (``seqs``) are not needed: the relay's own counter
-    stands for them (see the module's text)."""
-    node_of, node = speaker(str(header["src"]), node_of)
+    rank that is not of the sender's node (its nodes': an aggregator's span may cross them, see
+    :mod:`.noderuns`; ``runs``: the cluster's, made once, else each rank of a span is looked
+    at). The ranks' counters an older relay adds (``seqs``) are not needed: the relay's own
+    counter stands for them (see the module's text)."""
+    src = str(header["src"])
+    nodes = hop_nodes(src)
     out: list[tuple[int, int]] = []
     try:
         for first, last in header.get("ranges") or ():
             first, last = int(first), int(last)
-            if first > last or node_of(first) != node or node_of(last) != node:
-                raise BadReduction(f"relay {header['src']} spoke for ranks {first}-{last}")
+            if nodes is None or first > last or not _behind(first, last, nodes, node_of, runs):
+                raise BadReduction(f"relay {src} spoke for ranks {first}-{last}")
             out.append((first, last))
     except (TypeError, ValueError) as exc:
         if isinstance(exc, BadReduction):
             raise
-        raise BadReduction(f"unreadable ranges from {header['src']}: {exc!r}") from None
+        raise BadReduction(f"unreadable ranges from {src}: {exc!r}") from None
     return out
+
+
+def _behind(
+    first: int,
+    last: int,
+    nodes: tuple[int, int],
+    node_of: Callable[[int], int | None],
+    runs: NodeRuns | None,
+) -> bool:
+    if runs is not None:
+        return runs.within(first, last, nodes)
+    return all(
+        (node := node_of(r)) is not None and nodes[0] <= node <= nodes[1]
+        for r in range(first, last + 1)
+    )

@@ -38,6 +38,7 @@ from .fancompact import Compacting
 from .fanin import REDUCED, hop_nodes, ranged, spans
 from .fanlines import Gather, Plain
 from .inbox import Exited, Finished, Item, Show, StacksReply
+from .noderuns import NodeRuns
 from .routes import Table
 from .stackboard import StackBoard
 
@@ -75,6 +76,7 @@ class Intake:
         self.shared = 0  # ... of them sent alike by several ranks, sent up once
         self._order = CellOrder()  # cell-socket messages ahead of their turn
         self.spans = RankSpans(ranks.info)  # the ranks' views that reductions set at once
+        self._runs: NodeRuns | None = None  # the ranks by node, for reductions' spans (made once)
 
     def take(self, batch: Sequence[tuple[Peer, list[Buffer]]]) -> Taken:
         """Verify, order and decode a batch of messages, each with who it came from."""
@@ -121,7 +123,7 @@ class Intake:
         node_of = lambda r: info[r].coords.node_rank if r in info else None  # noqa: E731
         parsed = relayed(header, node_of)
         reduced = header.get("type") == REDUCED
-        plain = ranged(header, node_of) if reduced else []
+        plain = ranged(header, node_of, self._node_runs(node_of)) if reduced else []
         if reduced:  # its ranks' states: one event (see .fancompact)
             taken.compacting = Compacting()
         try:
@@ -150,6 +152,11 @@ class Intake:
             if taken.compacting is not None:
                 taken.shown = taken.compacting.close(taken.events, taken.items, taken.shown)
                 taken.compacting = None
+
+    def _node_runs(self, node_of: Callable[[int], int | None]) -> NodeRuns:
+        if self._runs is None:  # (a cluster's ranks and their nodes are known from its start)
+            self._runs = NodeRuns(self.ranks.info, node_of)
+        return self._runs
 
     def _lines(
         self, gather: Gather, taken: Taken, peer: bytes, rank: int, lines: Plain, now: float

@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from typing import Any
 
 SPAN_MIN = 8  # the fewest ranks recorded as one span
-_WITHIN = " WHERE run_id=? AND rank BETWEEN ? AND ? AND last IS NOT NULL AND host=?"
+_ANY = " WHERE run_id=? AND rank BETWEEN ? AND ? AND last IS NOT NULL"  # (on any host)
+_WITHIN = _ANY + " AND host=?"
 _HELD = "SELECT COALESCE(SUM(last - rank + 1), 0) FROM ranks" + _WITHIN  # noqa: S608 - ours
 _SET = "UPDATE ranks SET state=?, updated=?" + _WITHIN  # noqa: S608 - ours
+_HELD_ANY = "SELECT COALESCE(SUM(last - rank + 1), 0) FROM ranks" + _ANY  # noqa: S608 - ours
+_SET_ANY = "UPDATE ranks SET state=?, updated=?" + _ANY  # noqa: S608 - ours
 _SET_ONE = "UPDATE ranks SET state=?, updated=? WHERE run_id=? AND rank=? AND last=? AND host=?"
 _COLUMNS = "run_id, rank, host, pid, state, coords, updated, heartbeat, last, set_id"
 #: What a new run's spans are set to in its first transaction, given their (first, last, host).
@@ -226,28 +230,61 @@ def set_range(
     run_id: str,
     first: int,
     last: int,
-    host: str,
+    host: str | None,
 ) -> int:
-    """Set the state of the spans within ``first..last`` on ``host``, after splitting any span
-    that crosses either end; returns how many ranks they hold (the others in the range have
-    rows of their own, or are on another host)."""
+    """Set the state of the spans within ``first..last`` on ``host`` (None: on any host, for
+    an aggregator's span across its nodes: one statement for them all), after splitting any
+    span that crosses either end; returns how many ranks they hold (the others in the range
+    have rows of their own, or are on another host)."""
     for _ in range(2):  # (again where a span was not as kept)
         if all(
             _split(db, sets, run_id, span, set(), (first, last + 1))
-            for span in list(_spans(db, sets, run_id))
-            if span[0] <= last and span[1] >= first and (span[0] < first or span[1] > last)
+            for span in _crossing(_spans(db, sets, run_id), first, last)
         ):
             break
-    args = (run_id, first, last, host)
     bounds = sets.bounds.get(run_id) or []
+    if host is None:
+        tiles = _tiles(bounds, first, last)  # (kept spans that hold every rank: one statement)
+        if tiles and db.execute(_SET_ANY, (state, t, run_id, first, last)).rowcount == tiles:
+            return last - first + 1
+        ((held,),) = db.execute(_HELD_ANY, (run_id, first, last))
+        if held:
+            db.execute(_SET_ANY, (state, t, run_id, first, last))
+        return int(held)
+    args = (run_id, first, last, host)
     at = bisect_left(bounds, (first, last))
     kept = at < len(bounds) and bounds[at] == (first, last)  # one span: one statement
     if kept and db.execute(_SET_ONE, (state, t, *args)).rowcount == 1:
+        return last - first + 1
+    tiles = 0 if kept else _tiles(bounds, first, last)  # (several nodes' spans on one host)
+    if tiles and db.execute(_SET, (state, t, *args)).rowcount == tiles:
         return last - first + 1
     ((held,),) = db.execute(_HELD, args)
     if held:
         db.execute(_SET, (state, t, *args))
     return int(held)
+
+
+def _crossing(bounds: list[tuple[int, int]], first: int, last: int) -> list[tuple[int, int]]:
+    """The kept spans (``bounds``, sorted) that hold ``first`` or ``last`` and reach past it:
+    at most two, found by bisection (a run's spans are one per node: 1,250 at 10,000 ranks)."""
+    out: list[tuple[int, int]] = []
+    for rank in (first, last):
+        at = bisect_right(bounds, (rank, sys.maxsize)) - 1
+        span = bounds[at] if at >= 0 else (rank + 1, rank)  # (none holds it)
+        if span[0] <= rank <= span[1] and (span[0] < first or span[1] > last) and span not in out:
+            out.append(span)
+    return out
+
+
+def _tiles(bounds: list[tuple[int, int]], first: int, last: int) -> int:
+    """How many of the kept spans ``bounds`` hold ``first..last`` exactly, one after the
+    other (0: they do not)."""
+    at = bisect_left(bounds, (first, first))
+    expect, count = first, 0
+    while at < len(bounds) and bounds[at][0] == expect and expect <= last:
+        expect, count, at = bounds[at][1] + 1, count + 1, at + 1
+    return count if expect == last + 1 else 0
 
 
 def expand(

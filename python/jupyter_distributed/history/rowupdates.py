@@ -10,7 +10,7 @@ cell's ``running`` and ``done`` arriving together are one row update.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from typing import Any
 
@@ -77,10 +77,16 @@ class RowUpdates:
                     ended = row[1] if row[1] is not None else (run[1] if run else None)
                     run = (row[0], ended, row[2])
                 elif sql == _RANGE and row[2] == run_id:
-                    state, t, _, first, last, host, count, _ = row
-                    if (first, last, host) not in spans or count != last - first + 1:
-                        return None
-                    states[first, last] = (state, t)
+                    state, t, _, first, last, host, count, each = row
+                    parts = (  # (an aggregator's span across hosts: each of its spans)
+                        [(first, last, host, count)]
+                        if host is not None
+                        else [(a[3], a[4], a[5], n) for a, n, _ in each()]
+                    )
+                    for first, last, host, count in parts:
+                        if (first, last, host) not in spans or count != last - first + 1:
+                            return None
+                        states[first, last] = (state, t)
                 elif sql in (_RANK, _FAILED) and row[-2] == run_id:
                     return None
                 else:
@@ -100,13 +106,11 @@ class RowUpdates:
                 db.executemany(sql, rows)
                 continue
             for *args, count, each in rows:  # a range's rows as one statement, where it can
-                held = rankspans.set_range(db, sets, *args)
-                if held == count:  # (spans hold every rank of it: no row of its own is left)
-                    continue
-                if held + db.execute(_RANGE, args).rowcount != count:
-                    one_by_one = each()
-                    rankspans.single(db, sets, ((row[-2], row[-1]) for row in one_by_one))
-                    db.executemany(_RANK, one_by_one)
+                if args[-1] is not None:
+                    _set_range(db, sets, args, count, each)
+                elif rankspans.set_range(db, sets, *args) != count:  # (across hosts: .parts)
+                    for part in each():  # (a rank of it has a row of its own: host by host)
+                        _set_range(db, sets, *part)
 
     def _states(self, ev: RankStates) -> None:
         """A reduction's states: a run of consecutive ranks ending in one state on one host
@@ -128,15 +132,32 @@ class RowUpdates:
             run.append(row)
         if run:
             self._range(run)
+        touching: list[StateSpan] = []  # spans that touch, in one state: one statement
         for span in ev.spans:  # a span's last state, at once
             first, last, states, host, pids = span
-            each = partial(_span_rows, run_id, t, span)
             if last - first + 1 < RANGE_MIN or None in pids:
-                for one in each():
+                self._touching(run_id, t, touching)
+                for one in _span_rows(run_id, t, span):
                     self._op(_RANK, one)
-            else:
-                count = last - first + 1
-                self._op(_RANGE, (states[-1].value, t, run_id, first, last, host, count, each))
+                continue
+            if touching and (first != touching[-1][1] + 1 or states[-1] != touching[-1][2][-1]):
+                self._touching(run_id, t, touching)
+            touching.append(span)
+        self._touching(run_id, t, touching)
+
+    def _touching(self, run_id: str, t: float, spans: list[StateSpan]) -> None:
+        """Spans of ranks that touch and end in one state (a node's each, of an aggregator's
+        span across its nodes): one statement on any host, or where a rank of them has a row
+        of its own, one per span (see :func:`_set_range`). ``spans`` is emptied."""
+        if len(spans) == 1:
+            args, count, each = _part(run_id, t, spans[0])
+            self._op(_RANGE, (*args, count, each))
+        elif spans:
+            value, first, last = spans[0][2][-1].value, spans[0][0], spans[-1][1]
+            held = list(spans)  # (each span's statement, made only where it is needed)
+            parts = lambda: [_part(run_id, t, span) for span in held]  # noqa: E731
+            self._op(_RANGE, (value, t, run_id, first, last, None, last - first + 1, parts))
+        spans.clear()
 
     def _range(self, rows: list[tuple[Any, ...]]) -> None:
         if len(rows) < RANGE_MIN:
@@ -157,6 +178,33 @@ class RowUpdates:
         ``host`` and ``pid``) had been applied before it: every column ``ev`` sets is set again."""
         final, final_host, final_pid = self._last[run_id, rank]
         return final is not ev and final_host == host and final_pid == pid
+
+
+def _part(
+    run_id: str, t: float, span: StateSpan
+) -> tuple[tuple[Any, ...], int, Callable[[], list[tuple[Any, ...]]]]:
+    """A span's range statement's arguments, its count of ranks, its ranks' rows one by one."""
+    first, last, states, host, _ = span
+    args = (states[-1].value, t, run_id, first, last, host)
+    return args, last - first + 1, partial(_span_rows, run_id, t, span)
+
+
+def _set_range(
+    db: sqlite3.Connection,
+    sets: rankspans.Sets,
+    args: Sequence[Any],
+    count: int,
+    each: Callable[[], list[tuple[Any, ...]]],
+) -> None:
+    """A span's ranks on one host set in one statement where spans hold them, else in one for
+    the rows of their own, else one by one."""
+    held = rankspans.set_range(db, sets, *args)
+    if held == count:  # (spans hold every rank of it: no row of its own is left)
+        return
+    if held + db.execute(_RANGE, args).rowcount != count:
+        one_by_one = each()
+        rankspans.single(db, sets, ((row[-2], row[-1]) for row in one_by_one))
+        db.executemany(_RANK, one_by_one)
 
 
 def _span_rows(run_id: str, t: float, span: StateSpan) -> list[tuple[Any, ...]]:

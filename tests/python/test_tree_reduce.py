@@ -107,6 +107,13 @@ def test_an_aggregator_merges_its_nodes_ends_into_one_span_and_holds_while_they_
     assert kept["ranges"] == [[0, 7], [8, 15]] and kept["seqs"] == [1] * 8 + [2] * 8
 
 
+def test_a_nodes_partial_reductions_merged_count_its_ranks_once() -> None:
+    parts = [{**reduction([[0, 2]], of=8), "src": "n0"}, {**reduction([[3, 7]], of=8), "src": "n0"}]
+    parts.append({**reduction([[8, 15]]), "src": "n1"})
+    out = merged_of(RUN, parts)
+    assert (out["done"], out["of"], out["nodes"]) == (16, 16, ["n0", "n1"])
+
+
 def test_a_span_holding_a_rank_of_a_node_not_behind_its_sender_is_refused() -> None:
     node_of = lambda r: r % 2 if 0 <= r < 8 else None  # noqa: E731 - nodes interleave (relay_of)
     runs = NodeRuns(range(8), node_of)

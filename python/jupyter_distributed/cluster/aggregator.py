@@ -124,7 +124,8 @@ class Merger:
 
 def merged(run_id: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
     """One reduction for several relays' (``parts``): their ends in the order of their ranks,
-    their counts added, the slowest of theirs (each rank's own counter kept: see .fanin)."""
+    their counts added (a node's ``of`` once, however many parts it sent), the slowest of
+    theirs (each rank's own counter kept: see .fanin)."""
     parts = sorted(parts, key=_first_rank)
     slowest = max(parts, key=lambda p: float(p.get("slowest_ms") or 0))
     statuses: dict[str, int] = {}
@@ -134,11 +135,11 @@ def merged(run_id: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "type": REDUCED, "run_id": run_id, "statuses": statuses,
         "done": sum(int(p.get("done") or 0) for p in parts),
-        "of": sum(int(p.get("of") or 0) for p in parts),
+        "of": sum({p.get("src"): int(p.get("of") or 0) for p in parts}.values()),
         "errors": sum(int(p.get("errors") or 0) for p in parts),
         "slowest_rank": slowest.get("slowest_rank"), "slowest_ms": slowest.get("slowest_ms"),
         "each": sorted((e for p in parts for e in p.get("each") or ()), key=lambda e: e[0]),
-        "nodes": [p["src"] for p in parts],
+        "nodes": list(dict.fromkeys(p["src"] for p in parts)),
     }  # fmt: skip
     if any(p.get("seqs") for p in parts):  # (relays of a kernel that checks them: .fanin)
         out["ranges"] = [span for p in parts for span in p.get("ranges") or ()]

@@ -62,11 +62,14 @@ POINTS = {  # part A's points; part B's (point, world sizes)
         _p("temp", 64, 1, 4, 512, "fp32", 8, 32),
     ],
 }
-LAYOUTS = {
-    "cuda": [(_p("gpt", 1024, 8, 16, 32000, "bf16", 4, 1024), (8, 64)),
+LAYOUTS = {  # the first of each: few activations beside the units (FSDP's peak mid-backward)
+    "cuda": [(_p("gpt", 512, 2, 8, 8192, "fp32", 1, 256), (8,)),
+             (_p("gpt", 1024, 8, 16, 32000, "bf16", 4, 1024), (8, 64)),
              (_p("gpt", 1024, 8, 16, 32000, "fp32", 4, 1024), (8,))],
-    "cpu": [(_p("gpt", 256, 4, 8, 4000, "fp32", 4, 64), (8, 64))],
-    "quick": [(_p("gpt", 128, 2, 4, 1000, "fp32", 4, 32), (8, 64))],
+    "cpu": [(_p("gpt", 128, 2, 4, 512, "fp32", 2, 32), (8,)),
+            (_p("gpt", 256, 4, 8, 4000, "fp32", 4, 64), (8, 64))],
+    "quick": [(_p("gpt", 64, 2, 4, 512, "fp32", 2, 16), (8,)),
+              (_p("gpt", 128, 2, 4, 1000, "fp32", 4, 32), (8, 64))],
 }  # fmt: skip
 
 

@@ -135,6 +135,12 @@ def summary(done: list[dict[str, Any]]) -> None:
           absolute("trial_error"))  # fmt: skip
     _line("  the trial's layouts as the rounds measured them (held-out layouts)",
           absolute("trial_rounds_error"))  # fmt: skip
+    held = [x for x in rows if x.get("trial_error") is not None]
+    _line(
+        "  the old one trial (top layout) on the same held-out layouts",
+        [abs(x["calibrated1_error"]) for x in held if x.get("calibrated1_error") is not None],
+    )
+    _line("  uncalibrated on the same held-out layouts", [abs(x["error"]) for x in held])
     trials = [s["trial"]["trial"]["seconds"] for s in done if s.get("trial")]
     if trials:
         print(f"calibration trial wall time: median {statistics.median(trials):.1f} s, "

@@ -123,6 +123,32 @@ def test_the_trial_stops_within_its_budget_and_names_what_it_left_out(
     assert "not run for the budget" in trial_module.said(fitted)
 
 
+def test_verify_after_the_trial_fits_its_layouts_with_the_trials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--calibrate --verify 1``: the verified top layout is fitted together with the trial's
+    (each kind the trial ran keeps a factor of its own, from its one row)."""
+    from jupyter_distributed.advise import verify as verify_module
+
+    advice = _advice()
+
+    def measure_row(advice: Any, i: int, *_: Any, **__: Any) -> dict[str, Any]:
+        row = advice.layouts[i]
+        measured = {"gib": 0.0, "step_s": 3 * row.step_s, "plain_s": 0.2, "memory_error": 0.0,
+                    "plain_predicted_s": 0.1, "time_error": -2 / 3}  # fmt: skip
+        advice.layouts[i] = dataclasses.replace(row, measured=measured)
+        return measured
+
+    monkeypatch.setattr(verify_module, "measure_row", measure_row)
+    monkeypatch.setattr(trial_module, "measure_row", measure_row)
+    trial_module.trial(advice, object(), "build", None, "adamw")
+    prior = [r.to_json() for r in advice.layouts if r.measured]
+    again = _advice()
+    fitted = verify_module.verify(again, 1, object(), "build", None, "adamw", prior=prior)
+    assert fitted is not None and fitted["layouts"] == len(prior) + 1
+    assert set(fitted["per_kind"]) == {r["kind"] for r in prior}
+
+
 def test_calibrate_stores_the_trial_and_the_next_advise_uses_it(shell: Any) -> None:  # noqa: F811
     shell.run_cell(MODEL)
     recorded_probe(shell)
@@ -143,6 +169,7 @@ def test_calibrate_stores_the_trial_and_the_next_advise_uses_it(shell: Any) -> N
     assert shown["notes"][0].startswith(
         f"CALIBRATED on this cluster by a calibration trial (--calibrate) of advice run {first.id}"
     )
+    assert shown["notes"][1].startswith(f"calibration trial: {len(trial['layouts'])} layouts in")
     for r in shown["layouts"]:
         assert r["calibrated"] == first.id
         corrected = apply(r["raw_parts_s"], r["kind"], fitted)

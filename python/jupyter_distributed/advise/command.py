@@ -15,7 +15,7 @@ from .intake import AdviseError, Analytic
 from .plan import advise
 from .report import Advice
 from .store import newest_probe, save, update
-from .trial import trial
+from .trial import said, trial
 from .verify import verify
 
 USAGE = (
@@ -125,6 +125,7 @@ def run(
         update(store, advice, trial_fit)
         prior = [r.to_json() for r in advice.layouts if r.measured]
         advice = asked({**trial_fit, "run": advice.run_id})
+        advice.notes.insert(1, said(trial_fit))
         save(store, advice, f"%distributed {line}".strip(), cluster_id=args.cluster or "")
     if args.verify:
         fitted = verify(

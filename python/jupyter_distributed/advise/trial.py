@@ -82,7 +82,7 @@ def trial(
         if ran and spent + slowest > budget_s:
             break
         start = clock()
-        measure_row(advice, i, shell, model, step, optimizer)
+        measure_row(advice, i, shell, model, step, optimizer, flag="--calibrate")
         slowest = max(slowest, clock() - start)
         ran.append(i)
     seconds = clock() - began

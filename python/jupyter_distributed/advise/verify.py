@@ -93,9 +93,11 @@ def measure_row(
     step: str | None,
     optimizer: str,
     repeats: int = 1,
+    flag: str = "--verify",
 ) -> dict[str, Any]:
     """Run layout ``i`` of ``advice`` through its own launch line ``repeats`` times, and put
-    what its ranks measured into its row (``measured``); returns that."""
+    what its ranks measured into its row (``measured``); returns that. A failed run is an
+    :class:`.AdviseError` that names ``flag`` and the launch line."""
     row = advice.layouts[i]
     c = row.candidate
     push = ",".join(n for n in (model, step) if n)
@@ -106,7 +108,7 @@ def measure_row(
         result = shell.run_cell(f"{line}\n{code}")
         got = shell.user_ns.pop(PULLED, None)
         if result.error_in_exec is not None or not got:
-            raise AdviseError(f"--verify: {shlex.join(line.split()[:6])} … failed; see above")
+            raise AdviseError(f"{flag}: {shlex.join(line.split()[:6])} … failed; see above")
         runs.append(got)
     peak = max(g["peak_bytes"] for g in runs[0])
     times = [max(g["step_seconds"] for g in got) for got in runs]

@@ -23,21 +23,31 @@ def _after(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "measured": measured}
 
 
-def score(rows: list[Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Each measured row (best predicted first) scored; and the fits of the trials."""
+def score(
+    rows: list[Any], trial: dict[str, Any] | None = None
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Each measured row (best predicted first) scored; and the fits of the trials. ``trial``:
+    the calibration trial's corrections (``--calibrate``, its own runs), scored on the layouts
+    it did not run, beside the same layouts' corrections fitted from the rounds' runs."""
     from jupyter_distributed.advise.calibrate import apply, fit
 
     as_json = [r.to_json() for r in rows]
+    ran = set(trial["trial"]["layouts"]) if trial else set()
     fits = {
-        "fit_top1": fit(as_json[:1]),  # one calibration trial: the top layout
+        "fit_top1": fit(as_json[:1]),  # the old "one trial": the top layout
         "fit_top2": fit(as_json[:2]),  # what --verify 2 fits
         "fit_top1_after": fit([_after(x) for x in as_json[:1]]),
+        "fit_trial": trial,
+        # the trial's layouts as the rounds measured them (the same minutes as the others)
+        "fit_trial_rounds": fit([x for x in as_json if x["layout"] in ran], per_kind_rows=1)
+        if ran
+        else None,
     }
 
     def err(r: Any, cal: dict[str, Any] | None) -> float | None:
         if cal is None:
             return None
-        return sum(apply(r.parts_s, r.candidate.strategy, cal).values()) / r.measured["step_s"] - 1
+        return sum(apply(r.parts_s, r.candidate.kind, cal).values()) / r.measured["step_s"] - 1
 
     out = []
     for i, (r, j) in enumerate(zip(rows, as_json, strict=True)):
@@ -49,6 +59,10 @@ def score(rows: list[Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             "calibrated_error": err(r, fits["fit_top2"]) if i >= 2 else None,
             "calibrated1_error": err(r, fits["fit_top1"]) if i >= 1 else None,
             "calibrated1_after_error": err(r, fits["fit_top1_after"]) if i >= 1 else None,
+            "trial_error": err(r, trial) if r.candidate.name not in ran else None,
+            "trial_rounds_error": err(r, fits["fit_trial_rounds"])
+            if r.candidate.name not in ran
+            else None,
             # the load probed beside this layout (its ranks' plain block): between its steps,
             # and after them
             "probed_error": err(r, fit([j])),
@@ -71,20 +85,27 @@ def show(s: dict[str, Any]) -> None:
     print(f"\n{s['model']} × {s['ranks']} ranks{s['where']}, global batch {s['global_batch']} "
           f"(answer {s['answer_s']:.1f} s): top pick within 5 % of best: {s['top_within_5']}, "
           f"best in top 3: {s['best_in_top3']}; load {s['load'][0]} → {s['load'][1]}; wall: "
-          f"probe {w['probe']:.0f} s, advise {w['advise']:.0f} s, measure {w['measure']:.0f} s "
-          f"({s['rounds']} round(s))")  # fmt: skip
+          f"probe {w['probe']:.0f} s, advise {w['advise']:.0f} s, trial {w.get('trial', 0):.0f} "
+          f"s, measure {w['measure']:.0f} s ({s['rounds']} round(s))")  # fmt: skip
+    t = (s.get("trial") or {}).get("trial")
+    if t:
+        print(f"  calibration trial: {len(t['layouts'])} layouts in {t['seconds']:.1f} s: "
+              f"{', '.join(t['layouts'])}" + (f"; left out: {', '.join(t['kinds_left_out'])}"
+                                              if t["kinds_left_out"] else ""))  # fmt: skip
     for link, g in s.get("links", {}).items():
         print(f"  probe {link}: {g['pairs']} pairs, latency {g['latency_us']:.0f} µs, bandwidth "
               f"{g['bandwidth_gbs']:.3f} GB/s (min {g['min_bandwidth_gbs']:.3f})")  # fmt: skip
     for name, why in s.get("failed", {}).items():
         print(f"  FAILED, not scored: {name}: {why}")
     print(f"  {'#':>2} {'layout':<22} {'pred ms':>8} {'meas ms':>8} {'±95%':>6} {'err':>6} "
-          f"{'cal err':>7} {'cal1':>6} {'probed':>6} {'after':>6} {'pred MiB':>8} "
+          f"{'cal err':>7} {'cal1':>6} {'trial':>6} {'tr-rnd':>6} {'probed':>6} {'after':>6} "
+          f"{'pred MiB':>8} "
           f"{'meas MiB':>8} {'mem err':>7}")  # fmt: skip
     for x in s["layouts"]:
         print(f"  {x['rank']:>2} {x['layout']:<22} {1e3 * x['predicted_s']:>8.2f} "
               f"{1e3 * x['measured_s']:>8.2f} {1e3 * x['ci_s']:>6.2f} {x['error']:>+6.0%} "
               f"{_pct(x['calibrated_error']):>7} {_pct(x.get('calibrated1_error')):>6} "
+              f"{_pct(x.get('trial_error')):>6} {_pct(x.get('trial_rounds_error')):>6} "
               f"{_pct(x.get('probed_error')):>6} {_pct(x.get('probed_after_error')):>6} "
               f"{1024 * x['predicted_gib']:>8.2f} {1024 * x['measured_gib']:>8.2f} "
               f"{x['memory_error']:>+7.1%}")  # fmt: skip
@@ -110,6 +131,20 @@ def summary(done: list[dict[str, Any]]) -> None:
           absolute("calibrated1_error"))  # fmt: skip
     _line("  the same trial, its load probe timed after its steps (the old way)",
           absolute("calibrated1_after_error"))  # fmt: skip
+    _line("step time, after the calibration trial (--calibrate, its own runs; held-out layouts)",
+          absolute("trial_error"))  # fmt: skip
+    _line("  the trial's layouts as the rounds measured them (held-out layouts)",
+          absolute("trial_rounds_error"))  # fmt: skip
+    held = [x for x in rows if x.get("trial_error") is not None]
+    _line(
+        "  the old one trial (top layout) on the same held-out layouts",
+        [abs(x["calibrated1_error"]) for x in held if x.get("calibrated1_error") is not None],
+    )
+    _line("  uncalibrated on the same held-out layouts", [abs(x["error"]) for x in held])
+    trials = [s["trial"]["trial"]["seconds"] for s in done if s.get("trial")]
+    if trials:
+        print(f"calibration trial wall time: median {statistics.median(trials):.1f} s, "
+              f"max {max(trials):.1f} s ({len(trials)} scenarios)")  # fmt: skip
     _line("step time, each layout scaled by its own ranks' share of the cores, probed between "
           "its steps", absolute("probed_error"))  # fmt: skip
     _line("  the same, probed after its steps (the old way)", absolute("probed_after_error"))
@@ -121,5 +156,6 @@ def summary(done: list[dict[str, Any]]) -> None:
           f"{sum(s['top_within_5'] for s in done)} of {len(done)}; best in top 3 in "
           f"{sum(s['best_in_top3'] for s in done)} of {len(done)}; answer time median "
           f"{statistics.median(s['answer_s'] for s in done):.1f} s")  # fmt: skip
-    walls = {k: sum(s["wall_s"][k] for s in done) for k in ("probe", "advise", "measure")}
+    walls = {k: sum(s["wall_s"].get(k, 0.0) for s in done)
+             for k in ("probe", "advise", "trial", "measure")}  # fmt: skip
     print("wall time in all: " + ", ".join(f"{k} {v:.0f} s" for k, v in walls.items()))

@@ -3,9 +3,11 @@ global batch) on CPU ranks over gloo, every launchable layout of each run for re
 
 Run: ``python benchmarks/bench_advise.py [--quick | --only mlp:4:8,...] [--ranks 2,4]
 [--repeats R] [--budget S] [--deadline S] [--shaped RATE[/DELAY] | --two-nodes] [--probe-only]
-[--json out]``.
+[--no-trial] [--json out]``.
 
-Per scenario: a ``--quick`` probe of the ranks, ``advise()`` (uncalibrated), then every layout
+Per scenario: a ``--quick`` probe of the ranks, ``advise()`` (uncalibrated), the calibration
+trial (``--calibrate``'s own launches, ≤ 60 s, its wall time printed; ``--no-trial`` skips it;
+its corrections are scored on the layouts it did not run), then every layout
 it lists that fits, measured through its own launch line (``verify``: peak live tensor bytes and
 the median of 10 timed steps per run, up to ``R`` runs). It prints, per layout, predicted against
 measured step time (with a 95 % interval over the runs) and memory; per scenario, whether the
@@ -139,12 +141,18 @@ def scenario(ip: Any, model: str, n: int, batch: int, args: Any, hosts: TwoHosts
             extra = hosts.launch_options(threads(n, hosts))
             advice.layouts = [dataclasses.replace(r, launch=f"{r.launch} {extra}")
                               for r in advice.layouts]  # fmt: skip
+        trial_fit = None
+        if not args.no_trial:  # the calibration trial, as --calibrate runs it, before the rounds
+            began = time.perf_counter()
+            trial_fit = calibration_trial(advice, ip, model)
+            wall["trial"] = time.perf_counter() - began
+        began = time.perf_counter()
         rounds, failed = interleaved(advice, ip, model, args.repeats, args.budget, args.stop_at)
         wall["measure"] = time.perf_counter() - began
     measured = [r for r in advice.layouts if r.measured]
     if not measured:
         raise RuntimeError(f"every layout failed: {failed}")
-    out, fits = score(measured)
+    out, fits = score(measured, trial_fit)
     best = min(out, key=lambda x: x["measured_s"])
     top = out[0]
     tie = top["measured_s"] - top["ci_s"] <= best["measured_s"] + best["ci_s"]
@@ -155,8 +163,23 @@ def scenario(ip: Any, model: str, n: int, batch: int, args: Any, hosts: TwoHosts
         "wall_s": wall, "rounds": rounds, "failed": failed,
         "load": [round(x, 1) for x in (load_before, os.getloadavg()[0])], **fits,
         "layouts": out, "top_within_5": top["measured_s"] <= 1.05 * best["measured_s"] or tie,
-        "best_in_top3": best["rank"] <= 3,
+        "best_in_top3": best["rank"] <= 3, "trial": trial_fit,
     }  # fmt: skip
+
+
+def calibration_trial(advice: Any, ip: Any, model: str) -> dict[str, Any] | None:
+    """``--calibrate``'s trial (its own launches, within its 60 s) on a copy of ``advice``:
+    its corrections, or None where a layout of it failed."""
+    from jupyter_distributed.advise.intake import AdviseError
+    from jupyter_distributed.advise.trial import trial
+
+    one = copy.copy(advice)
+    one.layouts = list(advice.layouts)
+    try:
+        return trial(one, ip, model, None, "adamw")
+    except AdviseError as exc:
+        print(f"  calibration trial FAILED: {exc}", file=sys.__stdout__)
+        return None
 
 
 def interleaved(advice: Any, ip: Any, model: str, repeats: int, budget: float | None,
@@ -221,6 +244,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--two-nodes", action="store_true", help="two nodes, unshaped")
     parser.add_argument("--probe-only", action="store_true", help="only probe the clusters")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--no-trial", action="store_true", help="skip the calibration trial")
     args = parser.parse_args()
     try:
         args.ranks = [int(x) for x in args.ranks.split(",")]

@@ -178,7 +178,7 @@ def test_verify_stores_measured_and_the_next_advise_is_calibrated(shell: Any) ->
     )
     for r in advice["layouts"]:  # every row starts from the fitted corrections
         assert r["calibrated"] == first.id
-        corrected = apply(r["raw_parts_s"], r["strategy"], fitted)
+        corrected = apply(r["raw_parts_s"], r["kind"], fitted)
         assert r["predicted_step_s"] == pytest.approx(sum(corrected.values()))
 
     shell.run_line_magic("distributed", f"{line} --uncalibrated")

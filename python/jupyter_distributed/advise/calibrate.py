@@ -18,8 +18,11 @@ by component, so that a trial of one layout carries to layouts of other shapes:
   one trial's residual carried that trial's noise to every layout (on the shared 2-core
   machine, 3 suite runs: held-out median error 60-321 % against 34-134 % with the share; the
   one scalar fitted to the trial's step, the old fit: 49-248 %);
-- ``per_strategy``: what is left per strategy (ddp, fsdp, model-parallel) after those two,
-  for a strategy with 2 or more rows measured;
+- ``per_kind``: what is left per kind of layout (ddp, fsdp, a 1F1B or a GPipe pipeline: see
+  :func:`kind_of`) after those two, for a kind with 2 or more rows measured (``--verify``), or
+  with 1 or more in a calibration trial (:mod:`.trial`, which measures one layout of each kind
+  so that its corrections carry to the kinds the top layouts are not); stored calibrations
+  from before kept ``per_strategy`` (ddp, fsdp, model-parallel), still read;
 - ``memory``: measured ÷ predicted peak bytes (the allocator's margin on this cluster).
 
 Without the ranks' compute timing: non-negative least squares of both factors over 3 or more
@@ -52,9 +55,20 @@ def _split(parts: dict[str, float]) -> tuple[float, float]:
     return sum(parts.get(k, 0.0) for k in COMPUTE), parts.get("communication", 0.0)
 
 
-def fit(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+def kind_of(row: dict[str, Any]) -> str:
+    """A row's kind of layout (as :meth:`Row.to_json` writes it; rows stored before had no
+    ``kind``: from its strategy and name)."""
+    if row.get("kind"):
+        return str(row["kind"])
+    if row["strategy"] != "model-parallel":
+        return str(row["strategy"])
+    return "model-parallel " + ("GPipe" if "GPipe" in str(row.get("layout", "")) else "1F1B")
+
+
+def fit(rows: list[dict[str, Any]], per_kind_rows: int = PER_STRATEGY) -> dict[str, Any] | None:
     """Corrections from rows as :meth:`Row.to_json` writes them (those with ``measured``);
-    the raw prediction is used (a calibrated row's correction is taken off first)."""
+    the raw prediction is used (a calibrated row's correction is taken off first). A kind of
+    layout with ``per_kind_rows`` rows or more gets a factor of its own."""
     done = [r for r in rows if r.get("measured")]
     if not done:
         return None
@@ -70,17 +84,17 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         b = _on_residual(xs, ys, a) if len(done) >= TWO_FACTORS else a
     else:
         a, b = _nnls2(xs, ys)
-    strat: dict[str, list[float]] = {}
+    kinds: dict[str, list[float]] = {}
     for (c, m), y, r in zip(xs, ys, done, strict=True):
-        strat.setdefault(r["strategy"], []).append(y / max(1e-12, a * c + b * m))
-    strat = {k: v for k, v in strat.items() if len(v) >= PER_STRATEGY}
+        kinds.setdefault(kind_of(r), []).append(y / max(1e-12, a * c + b * m))
+    kinds = {k: v for k, v in kinds.items() if len(v) >= per_kind_rows}
     memory = [
         r["measured"]["gib"] * 2**30 / max(1, _raw_bytes(r)) for r in done if r["measured"]["gib"]
     ]
     return {
         "compute": a,
         "communication": b,
-        "per_strategy": {k: _clip(statistics.median(v)) for k, v in strat.items()},
+        "per_kind": {k: _clip(statistics.median(v)) for k, v in kinds.items()},
         "memory": _clip(max(memory)) if memory else 1.0,
         "layouts": len(done),
     }
@@ -139,9 +153,11 @@ def newest(store: Store, key: str) -> dict[str, Any] | None:
     return None
 
 
-def apply(parts: dict[str, float], strategy: str, cal: dict[str, Any]) -> dict[str, float]:
-    """``parts`` corrected by ``cal``."""
-    extra = float(cal.get("per_strategy", {}).get(strategy, 1.0))
+def apply(parts: dict[str, float], kind: str, cal: dict[str, Any]) -> dict[str, float]:
+    """``parts`` of a layout of ``kind`` (:func:`kind_of`) corrected by ``cal``."""
+    extra = float(
+        cal.get("per_kind", {}).get(kind) or cal.get("per_strategy", {}).get(kind.split()[0]) or 1.0
+    )
     return {
         k: v * extra * (cal["communication"] if k == "communication" else cal["compute"])
         for k, v in parts.items()
@@ -149,11 +165,15 @@ def apply(parts: dict[str, float], strategy: str, cal: dict[str, Any]) -> dict[s
 
 
 def calibrated_note(cal: dict[str, Any]) -> str:
-    per = ", ".join(f"{k} ×{v:.2f}" for k, v in sorted(cal.get("per_strategy", {}).items()))
+    per_kind = cal.get("per_kind") or cal.get("per_strategy") or {}
+    per = ", ".join(f"{k} ×{v:.2f}" for k, v in sorted(per_kind.items()))
+    trial = cal.get("trial")
+    how = "a calibration trial (--calibrate)" if trial else "--verify"
+    took = f", {trial['seconds']:.0f} s" if trial else ""
     return (
-        f"CALIBRATED on this cluster by --verify of advice run {cal.get('run', '?')} "
-        f"({cal.get('layouts', 0)} layouts measured): compute ×{cal['compute']:.2f}, "
+        f"CALIBRATED on this cluster by {how} of advice run {cal.get('run', '?')} "
+        f"({cal.get('layouts', 0)} layouts measured{took}): compute ×{cal['compute']:.2f}, "
         f"communication ×{cal['communication']:.2f}"
-        + (f", per strategy {per}" if per else "")
+        + (f", per kind {per}" if per else "")
         + f", memory ×{cal['memory']:.2f}"
     )

@@ -15,12 +15,13 @@ from .intake import AdviseError, Analytic
 from .plan import advise
 from .report import Advice
 from .store import newest_probe, save, update
+from .trial import said, trial
 from .verify import verify
 
 USAGE = (
     "advise --model NAME --global-batch B [--seq S] [--nodes N --procs-per-node P] "
     "[--probe RUN] [--optimizer adamw|sgd] [--precision bf16|fp32] [--memory-gib G] "
-    "[--verify K --step NAME --repeats R] [--uncalibrated]"
+    "[--calibrate] [--verify K --step NAME --repeats R] [--uncalibrated]"
 )
 
 
@@ -47,6 +48,7 @@ def parser() -> MagicArgumentParser:
     p.add_argument("--step")
     p.add_argument("--repeats", type=_positive, default=1)
     p.add_argument("--uncalibrated", action="store_true")
+    p.add_argument("--calibrate", action="store_true")
     for name in ("parameters", "layers", "hidden", "heads", "vocab"):
         p.add_argument(f"--{name}", type=_positive)
     return p
@@ -91,30 +93,43 @@ def run(
         )
     if args.step and args.step not in user_ns:
         raise AdviseError(f"--step {args.step}: no such name in the notebook")
-    if args.verify and not args.model:
-        raise AdviseError("--verify runs the model: give it as --model NAME")
+    if (args.verify or args.calibrate) and not args.model:
+        flag = "--verify" if args.verify else "--calibrate"
+        raise AdviseError(f"{flag} runs the model: give it as --model NAME")
     probe = newest_probe(store, nodes * per_node, args.probe) if nodes * per_node > 1 else None
     if probe is None and nodes * per_node > 1 and probe_first is not None:
         probe = probe_first(nodes, per_node, args.cluster)
     key = cluster_key(nodes, per_node)
     calibration = None if args.uncalibrated else newest(store, key)
-    advice = advise(
-        factory,
-        global_batch=args.global_batch,
-        seq=args.seq,
-        nodes=nodes,
-        procs_per_node=per_node,
-        probe=probe,
-        optimizer=args.optimizer,
-        precision=args.precision,
-        memory_gib=args.memory_gib,
-        numbers=numbers,
-        calibration=calibration,
-    )
+
+    def asked(calibration: dict[str, Any] | None) -> Advice:
+        return advise(
+            factory,
+            global_batch=args.global_batch,
+            seq=args.seq,
+            nodes=nodes,
+            procs_per_node=per_node,
+            probe=probe,
+            optimizer=args.optimizer,
+            precision=args.precision,
+            memory_gib=args.memory_gib,
+            numbers=numbers,
+            calibration=calibration,
+        )
+
+    advice = asked(calibration)
     save(store, advice, f"%distributed {line}".strip(), cluster_id=args.cluster or "")
+    prior: list[dict[str, Any]] = []
+    if args.calibrate:  # the trial, then the advice again from what it fitted
+        trial_fit = {**trial(advice, shell, args.model, args.step, args.optimizer), "cluster": key}
+        update(store, advice, trial_fit)
+        prior = [r.to_json() for r in advice.layouts if r.measured]
+        advice = asked({**trial_fit, "run": advice.run_id})
+        advice.notes.insert(1, said(trial_fit))
+        save(store, advice, f"%distributed {line}".strip(), cluster_id=args.cluster or "")
     if args.verify:
         fitted = verify(
-            advice, args.verify, shell, args.model, args.step, args.optimizer, args.repeats
+            advice, args.verify, shell, args.model, args.step, args.optimizer, args.repeats, prior
         )
         update(store, advice, {**fitted, "cluster": key} if fitted else None)
     return advice

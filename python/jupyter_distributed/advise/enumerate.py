@@ -43,6 +43,14 @@ class Candidate:
         return line
 
     @property
+    def kind(self) -> str:
+        """What calibration corrects alike (:func:`.calibrate.kind_of`): the strategy, and a
+        pipeline's schedule."""
+        if self.strategy == "model-parallel":
+            return f"model-parallel {'1F1B' if self.interleaved else 'GPipe'}"
+        return self.strategy
+
+    @property
     def name(self) -> str:
         if self.strategy == "model-parallel":
             kind = "1F1B" if self.interleaved else "GPipe"
@@ -115,6 +123,7 @@ class Row:
             "layout": c.name,
             "launch": self.launch,
             "strategy": c.strategy,
+            "kind": c.kind,
             "dp": c.dp,
             "pp": c.pp,
             "microbatches": c.microbatches,

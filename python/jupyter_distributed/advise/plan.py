@@ -272,7 +272,7 @@ def _row(
     parts, comm_name = step_parts(info, c, micro, computes, links, cluster.procs_per_node, wrapped)
     raw_parts, raw_memory = parts, memory
     if calibration is not None:
-        parts = apply(parts, c.strategy, calibration)
+        parts = apply(parts, c.kind, calibration)
         memory = on_device(layout_memory(
             stages, info.layer_params, info.parameters, c.strategy, c.dp, c.microbatches,
             c.interleaved, max(margin, float(calibration["memory"]) - 1),

@@ -64,50 +64,70 @@ def verify(
     step: str | None,
     optimizer: str,
     repeats: int = 1,
+    prior: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any] | None:
     """Run the top ``k`` layouts that fit (each ``repeats`` times on its cluster); their
     measured values go into ``advice``'s rows. Returns the corrections the measurements fit
-    (:func:`.calibrate.fit`), also kept in ``advice.calibration``."""
+    (:func:`.calibrate.fit`), with ``prior`` rows measured before (a calibration trial's) fitted
+    alongside, also kept in ``advice.calibration``."""
     if shell is None:
         raise AdviseError("--verify runs cells, so it needs the notebook's shell (the line magic)")
-    push = ",".join(n for n in (model, step) if n)
     chosen = [i for i, r in enumerate(advice.layouts) if r.fits][:k]
     for i in chosen:
-        row = advice.layouts[i]
-        c = row.candidate
-        line = f"{row.launch} --push {push} --pull {PULLED} --quiet"
-        code = cell(model, step, row.micro, advice.inputs["seq"], c.microbatches, optimizer)
-        runs = []
-        for _ in range(repeats):
-            result = shell.run_cell(f"{line}\n{code}")
-            got = shell.user_ns.pop(PULLED, None)
-            if result.error_in_exec is not None or not got:
-                raise AdviseError(f"--verify: {shlex.join(line.split()[:6])} … failed; see above")
-            runs.append(got)
-        peak = max(g["peak_bytes"] for g in runs[0])
-        times = [max(g["step_seconds"] for g in got) for got in runs]
-        seconds = statistics.median(times)
-        plain = [max(g.get("plain_s", 0.0) for g in got) for got in runs]
-        during = [max(g.get("probe_seconds", 0.0) for g in got) for got in runs]
-        measured = {
-            "plain_s": statistics.median(plain),
-            "plain_during_s": statistics.median(during),
-            "plain_predicted_s": plain_predicted(shell.user_ns.get(model), advice, row.micro),
-            "gib": peak / 2**30,
-            "step_s": seconds,
-            "step_s_runs": times,
-            "samples_per_s": advice.inputs["global_batch"] / seconds,
-            "memory_error": row.memory.total / peak - 1,
-            "time_error": row.step_s / seconds - 1,
-        }
-        advice.layouts[i] = dataclasses.replace(row, measured=measured)
-    fitted = fit([r.to_json() for r in advice.layouts])
+        measure_row(advice, i, shell, model, step, optimizer, repeats)
+    rows = [*(prior or []), *(r.to_json() for r in advice.layouts)]
+    fitted = fit(rows, per_kind_rows=1) if prior else fit(rows)
     for i in chosen:
         row = advice.layouts[i]
         assert row.measured is not None  # noqa: S101 (measured just above)
         row.measured["blame"] = blame(row, row.measured, fitted)
     advice.calibration = fitted
     return fitted
+
+
+def measure_row(
+    advice: Advice,
+    i: int,
+    shell: Any,
+    model: str,
+    step: str | None,
+    optimizer: str,
+    repeats: int = 1,
+    flag: str = "--verify",
+) -> dict[str, Any]:
+    """Run layout ``i`` of ``advice`` through its own launch line ``repeats`` times, and put
+    what its ranks measured into its row (``measured``); returns that. A failed run is an
+    :class:`.AdviseError` that names ``flag`` and the launch line."""
+    row = advice.layouts[i]
+    c = row.candidate
+    push = ",".join(n for n in (model, step) if n)
+    line = f"{row.launch} --push {push} --pull {PULLED} --quiet"
+    code = cell(model, step, row.micro, advice.inputs["seq"], c.microbatches, optimizer)
+    runs = []
+    for _ in range(repeats):
+        result = shell.run_cell(f"{line}\n{code}")
+        got = shell.user_ns.pop(PULLED, None)
+        if result.error_in_exec is not None or not got:
+            raise AdviseError(f"{flag}: {shlex.join(line.split()[:6])} … failed; see above")
+        runs.append(got)
+    peak = max(g["peak_bytes"] for g in runs[0])
+    times = [max(g["step_seconds"] for g in got) for got in runs]
+    seconds = statistics.median(times)
+    plain = [max(g.get("plain_s", 0.0) for g in got) for got in runs]
+    during = [max(g.get("probe_seconds", 0.0) for g in got) for got in runs]
+    measured = {
+        "plain_s": statistics.median(plain),
+        "plain_during_s": statistics.median(during),
+        "plain_predicted_s": plain_predicted(shell.user_ns.get(model), advice, row.micro),
+        "gib": peak / 2**30,
+        "step_s": seconds,
+        "step_s_runs": times,
+        "samples_per_s": advice.inputs["global_batch"] / seconds,
+        "memory_error": row.memory.total / peak - 1,
+        "time_error": row.step_s / seconds - 1,
+    }
+    advice.layouts[i] = dataclasses.replace(row, measured=measured)
+    return measured
 
 
 def plain_predicted(factory: Any, advice: Advice, micro: int) -> float:

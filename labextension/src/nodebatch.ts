@@ -55,12 +55,43 @@ export function batchLines(batch: OutputBatch, lines: LogLine[]): void {
   }
 }
 
-/** Lines of several batches, in `seq` order (sorted only when they are not already). */
+/**
+ * Lines of several batches, in `seq` order: as they are when they are already; else, when
+ * their seqs lie close together (a delta's do), each put in its seq's slot, else sorted.
+ */
 export function inSeqOrder(lines: LogLine[]): LogLine[] {
-  for (let i = 1; i < lines.length; i++) {
-    if ((lines[i] as LogLine).seq < (lines[i - 1] as LogLine).seq) {
-      return lines.sort((a, b) => a.seq - b.seq);
+  let lo = Number.POSITIVE_INFINITY;
+  let hi = Number.NEGATIVE_INFINITY;
+  let ordered = true;
+  let last = Number.NEGATIVE_INFINITY;
+  for (const { seq } of lines) {
+    ordered &&= seq >= last;
+    last = seq;
+    lo = Math.min(lo, seq);
+    hi = Math.max(hi, seq);
+  }
+  if (ordered) {
+    return lines;
+  }
+  if (hi - lo > 4 * lines.length + 64) {
+    return lines.sort((a, b) => a.seq - b.seq);
+  }
+  // Each seq once, except an error's lines, which share their event's seq: those keep their order.
+  const slots: (LogLine | LogLine[] | undefined)[] = new Array(hi - lo + 1);
+  for (const line of lines) {
+    const i = line.seq - lo;
+    const held = slots[i];
+    slots[i] = held === undefined ? line : Array.isArray(held) ? [...held, line] : [held, line];
+  }
+  const out: LogLine[] = [];
+  for (const slot of slots) {
+    if (slot !== undefined) {
+      if (Array.isArray(slot)) {
+        out.push(...slot);
+      } else {
+        out.push(slot);
+      }
     }
   }
-  return lines;
+  return out;
 }

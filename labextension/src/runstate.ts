@@ -137,7 +137,7 @@ export class RunLive {
       case 'metric':
         this._alive(this._rank(event.rank), event.t);
         for (const [name, value] of Object.entries(event.values)) {
-          this._metric(name, [event.rank], [event.t], [value]);
+          this._value(name, event.rank, event.t, value);
         }
         break;
       case 'error':
@@ -175,7 +175,9 @@ export class RunLive {
       batchLines(batch, lines);
     } else {
       for (const [name, values] of Object.entries(batch.values)) {
-        this._metric(name, ranks, t, values);
+        for (let i = 0; i < ranks.length; i++) {
+          this._value(name, ranks[i] as number, t[i] as number, values[i]);
+        }
       }
     }
   }
@@ -206,47 +208,31 @@ export class RunLive {
     }
   }
 
-  /** Samples of one metric name (`ranks`, `ts`, `values` alike, by sample). */
-  private _metric(name: string, ranks: readonly number[], ts: readonly number[], values: readonly unknown[]): void {
+  /** One value of a metric sample. */
+  private _value(name: string, rank: number, t: number, value: unknown): void {
+    if (typeof value !== 'number' || !Number.isFinite(value)) {
+      return;
+    }
     if (name === SAMPLES_METRIC) {
-      for (let i = 0; i < ranks.length; i++) {
-        const rank = ranks[i] as number;
-        const value = values[i];
-        if (typeof value !== 'number' || !Number.isFinite(value)) {
-          continue;
-        }
-        let reports = this.samples.get(rank);
-        if (!reports) {
-          reports = new RankReports();
-          this.samples.set(rank, reports);
-        }
-        for (const second of reports.add(ts[i] as number, value)) {
-          this.samplesStats.touch(second);
-        }
+      let reports = this.samples.get(rank);
+      if (!reports) {
+        reports = new RankReports();
+        this.samples.set(rank, reports);
+      }
+      for (const second of reports.add(t, value)) {
+        this.samplesStats.touch(second);
       }
       return;
     }
     const series = name.startsWith('sys.') ? this.system : this.metrics;
-    let touched = Number.NaN;
-    for (let i = 0; i < ranks.length; i++) {
-      const value = values[i];
-      if (typeof value !== 'number' || !Number.isFinite(value)) {
-        continue;
-      }
-      const t = ts[i] as number;
-      addPoint(series, name, ranks[i] as number, t, value);
-      let stats = this.metricStats.get(name);
-      if (!stats) {
-        const byRank = series.get(name) as Map<number, Series>;
-        stats = new SecondStats(second => lastPerRank(byRank, second), MAX_POINTS);
-        this.metricStats.set(name, stats);
-      }
-      const second = Math.floor(t);
-      if (second !== touched) {
-        stats.touch(second);
-        touched = second;
-      }
+    addPoint(series, name, rank, t, value);
+    let stats = this.metricStats.get(name);
+    if (!stats) {
+      const byRank = series.get(name) as Map<number, Series>;
+      stats = new SecondStats(second => lastPerRank(byRank, second), MAX_POINTS);
+      this.metricStats.set(name, stats);
     }
+    stats.touch(Math.floor(t));
   }
 }
 

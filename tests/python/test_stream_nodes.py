@@ -104,6 +104,7 @@ def test_batches_per_node_carry_every_event_once_in_fewer_bytes(tmp_path: Path) 
     want = [(seq, event) for seq, event in db.events_after(0, RUN, 10_000)]
     assert unbatch(nodes) == want
     batches = nodes["batches"]
+    assert db.rank_hosts(RUN) == {r.rank: r.host for r in db.ranks(RUN)}  # (spans of 8)
     grouped = [b for b in batches if "event" not in b]
     # a node's lines (and samples, and states) of a stretch between lone events are one batch
     assert {b["node"] for b in grouped} == {f"node{n}" for n in range(NODES)}

@@ -88,6 +88,17 @@ class Queries:
             for r in rows
         ]
 
+    def rank_hosts(self, run_id: str) -> dict[int, str]:
+        """Each rank's host where known (the live stream's nodes): :meth:`ranks`' hosts without
+        reading the rest (a span of ranks is on one host, :mod:`.rankspans`)."""
+        rows = self._query("SELECT rank, last, host FROM ranks WHERE run_id=?", (run_id,))
+        return {
+            rank: host
+            for first, last, host in rows
+            if host
+            for rank in range(first, (first if last is None else last) + 1)
+        }
+
     def logs(
         self,
         run_id: str,

@@ -39,7 +39,7 @@ class Hosts:
     def of(self, run_id: str, rank: int) -> str:
         hosts = self._hosts.get(run_id)
         if hosts is None or (rank not in hosts and self.clock() > self._read[run_id] + HOSTS_AGAIN):
-            hosts = {r.rank: r.host for r in self.store.ranks(run_id) if r.host}
+            hosts = self.store.rank_hosts(run_id)
             self._hosts[run_id], self._read[run_id] = hosts, self.clock()
         return hosts.get(rank, "")
 

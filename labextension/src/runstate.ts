@@ -6,11 +6,14 @@
 
 import { failureLines } from './failurelines';
 import { LogBuffer } from './logbuffer';
+import { batchLines, inSeqOrder, isItem, type StreamPart } from './nodebatch';
 import { RankReports } from './rates';
 import { lowerBound, SecondStats, type Series } from './secondstats';
-import type { ISeqEvent } from './stream';
 import {
+  type DistributedEvent,
   isRunActive,
+  type LogLine,
+  type NodeBatch,
   type RankCoords,
   type RankFailure,
   type RankState,
@@ -93,46 +96,90 @@ export class RunLive {
     this.version++;
   }
 
-  /** Fold a batch of stream events (already de-duplicated, in order). */
-  apply(items: readonly ISeqEvent[]): void {
-    for (const { seq, event } of items) {
-      if (event.run_id !== this.runId) {
-        continue;
-      }
-      switch (event.kind) {
-        case 'run':
-          this._setRunState(event.state, event.t, event.message);
-          break;
-        case 'rank': {
-          const rank = this._rank(event.rank);
-          rank.state = event.state;
-          rank.host = event.host || rank.host;
-          rank.pid = event.pid ?? rank.pid;
-          this._alive(rank, event.t);
-          break;
+  /**
+   * Fold one message's new parts (already de-duplicated, in order): events
+   * one by one, a node's batch in one step. Lines go to the Logs in `seq` order.
+   */
+  apply(parts: readonly StreamPart[]): void {
+    const lines: LogLine[] = [];
+    for (const part of parts) {
+      if (isItem(part)) {
+        if (part.event.run_id === this.runId) {
+          this._event(part.seq, part.event, lines);
         }
-        case 'output':
-          this.logs.push({ seq, rank: event.rank, t: event.t, stream: event.stream, text: event.text });
-          this._alive(this._rank(event.rank), event.t);
-          break;
-        case 'metric':
-          this._metric(event.rank, event.t, event.values);
-          break;
-        case 'error':
-          // As the store does: a rank that reported an error has failed.
-          this.failures.push(event.failure);
-          this._rank(event.rank).state = 'failed';
-          // Its traceback in the Logs, as error lines.
-          for (const text of failureLines(event.failure)) {
-            this.logs.push({ seq, rank: event.rank, t: event.t, stream: 'error', text });
-          }
-          break;
-        case 'stacks':
-          this.stacks = event;
-          break;
+      } else if (part.run_id === this.runId) {
+        this._batch(part, lines);
       }
     }
+    for (const line of inSeqOrder(lines)) {
+      this.logs.push(line);
+    }
     this.version++;
+  }
+
+  private _event(seq: number, event: DistributedEvent, lines: LogLine[]): void {
+    switch (event.kind) {
+      case 'run':
+        this._setRunState(event.state, event.t, event.message);
+        break;
+      case 'rank': {
+        const rank = this._rank(event.rank);
+        rank.state = event.state;
+        rank.host = event.host || rank.host;
+        rank.pid = event.pid ?? rank.pid;
+        this._alive(rank, event.t);
+        break;
+      }
+      case 'output':
+        lines.push({ seq, rank: event.rank, t: event.t, stream: event.stream, text: event.text });
+        this._alive(this._rank(event.rank), event.t);
+        break;
+      case 'metric':
+        this._alive(this._rank(event.rank), event.t);
+        for (const [name, value] of Object.entries(event.values)) {
+          this._value(name, event.rank, event.t, value);
+        }
+        break;
+      case 'error':
+        // As the store does: a rank that reported an error has failed.
+        this.failures.push(event.failure);
+        this._rank(event.rank).state = 'failed';
+        // Its traceback in the Logs, as error lines.
+        for (const text of failureLines(event.failure)) {
+          lines.push({ seq, rank: event.rank, t: event.t, stream: 'error', text });
+        }
+        break;
+      case 'stacks':
+        this.stacks = event;
+        break;
+    }
+  }
+
+  /** A node's events of one kind, in one step: the ranks' states, lines or metric columns. */
+  private _batch(batch: NodeBatch, lines: LogLine[]): void {
+    const { rank: ranks, t } = batch;
+    if (batch.kind === 'rank') {
+      for (let i = 0; i < ranks.length; i++) {
+        const rank = this._rank(ranks[i] as number);
+        rank.state = batch.state[i] as RankState;
+        rank.host = batch.node || rank.host;
+        rank.pid = batch.pid[i] ?? rank.pid;
+        this._alive(rank, t[i] as number);
+      }
+      return;
+    }
+    for (let i = 0; i < ranks.length; i++) {
+      this._alive(this._rank(ranks[i] as number), t[i] as number);
+    }
+    if (batch.kind === 'output') {
+      batchLines(batch, lines);
+    } else {
+      for (const [name, values] of Object.entries(batch.values)) {
+        for (let i = 0; i < ranks.length; i++) {
+          this._value(name, ranks[i] as number, t[i] as number, values[i]);
+        }
+      }
+    }
   }
 
   private _setRunState(state: RunState, t: number, message: string): void {
@@ -161,33 +208,31 @@ export class RunLive {
     }
   }
 
-  private _metric(rank: number, t: number, values: Record<string, number>): void {
-    this._alive(this._rank(rank), t);
-    for (const [name, value] of Object.entries(values)) {
-      if (typeof value !== 'number' || !Number.isFinite(value)) {
-        continue;
-      }
-      if (name === SAMPLES_METRIC) {
-        let reports = this.samples.get(rank);
-        if (!reports) {
-          reports = new RankReports();
-          this.samples.set(rank, reports);
-        }
-        for (const second of reports.add(t, value)) {
-          this.samplesStats.touch(second);
-        }
-        continue;
-      }
-      const series = name.startsWith('sys.') ? this.system : this.metrics;
-      addPoint(series, name, rank, t, value);
-      let stats = this.metricStats.get(name);
-      if (!stats) {
-        const byRank = series.get(name) as Map<number, Series>;
-        stats = new SecondStats(second => lastPerRank(byRank, second), MAX_POINTS);
-        this.metricStats.set(name, stats);
-      }
-      stats.touch(Math.floor(t));
+  /** One value of a metric sample. */
+  private _value(name: string, rank: number, t: number, value: unknown): void {
+    if (typeof value !== 'number' || !Number.isFinite(value)) {
+      return;
     }
+    if (name === SAMPLES_METRIC) {
+      let reports = this.samples.get(rank);
+      if (!reports) {
+        reports = new RankReports();
+        this.samples.set(rank, reports);
+      }
+      for (const second of reports.add(t, value)) {
+        this.samplesStats.touch(second);
+      }
+      return;
+    }
+    const series = name.startsWith('sys.') ? this.system : this.metrics;
+    addPoint(series, name, rank, t, value);
+    let stats = this.metricStats.get(name);
+    if (!stats) {
+      const byRank = series.get(name) as Map<number, Series>;
+      stats = new SecondStats(second => lastPerRank(byRank, second), MAX_POINTS);
+      this.metricStats.set(name, stats);
+    }
+    stats.touch(Math.floor(t));
   }
 }
 

@@ -11,7 +11,7 @@ import { LogViewState } from './logstate';
 import { ProbePairs } from './probepairs';
 import { RunLive } from './runstate';
 import { ShownRanks } from './shownranks';
-import { EventStream, type ISeqEvent } from './stream';
+import { EventStream, type StreamPart } from './stream';
 import { isRunActive, type LogLine, type Run } from './wire';
 
 /** What the selection uses of the model. */
@@ -141,7 +141,7 @@ export class RunSelection {
     }
   }
 
-  private _onEvents(_: EventStream, items: ISeqEvent[]): void {
+  private _onEvents(_: EventStream, items: StreamPart[]): void {
     this._live?.apply(items);
     if (this._live) {
       this.logView.keepUp(this._live.logs);

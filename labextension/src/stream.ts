@@ -6,7 +6,10 @@
 
 import { type ISignal, Signal } from '@lumino/signaling';
 
-import type { DistributedEvent, StreamMessage } from './wire';
+import { batchSince, isItem, lastSeqOf, type StreamPart } from './nodebatch';
+import type { StreamItem, StreamMessage } from './wire';
+
+export type { StreamPart } from './nodebatch';
 
 export interface IEventStreamOptions {
   /** The URL to connect to, resuming after `after`. */
@@ -20,10 +23,8 @@ export interface IEventStreamOptions {
   maxDelay?: number;
 }
 
-export interface ISeqEvent {
-  seq: number;
-  event: DistributedEvent;
-}
+/** One event with its sequence number. */
+export type ISeqEvent = StreamItem;
 
 export class EventStream {
   constructor(options: IEventStreamOptions) {
@@ -33,8 +34,12 @@ export class EventStream {
     this._connect();
   }
 
-  /** Batches of new events, each event once, in sequence order. */
-  get received(): ISignal<this, ISeqEvent[]> {
+  /**
+   * The new parts of each message, each event once: events one by one (in
+   * sequence order) or, from a server that batches rows per node, node
+   * batches between events sent alone (see `StreamMessage`).
+   */
+  get received(): ISignal<this, StreamPart[]> {
     return this._received;
   }
 
@@ -102,13 +107,24 @@ export class EventStream {
     } catch {
       return; // Not ours: ignore rather than break the stream.
     }
-    const fresh: ISeqEvent[] = [];
+    const fresh: StreamPart[] = [];
     for (const item of message.events ?? []) {
       if (item.seq > this._lastSeq) {
         this._lastSeq = item.seq;
         fresh.push(item);
       }
     }
+    // Batches interleave in seq: what the last message left behind is cut off, then the cursor moves.
+    const after = this._lastSeq;
+    let last = after;
+    for (const part of message.batches ?? []) {
+      const kept = isItem(part) ? (part.seq > after ? part : null) : batchSince(part, after);
+      if (kept) {
+        fresh.push(kept);
+        last = Math.max(last, lastSeqOf(kept));
+      }
+    }
+    this._lastSeq = last;
     if (fresh.length) {
       this._received.emit(fresh);
     }
@@ -120,5 +136,5 @@ export class EventStream {
   private _delay: number;
   private _timer: ReturnType<typeof setTimeout> | null = null;
   private _disposed = false;
-  private _received = new Signal<this, ISeqEvent[]>(this);
+  private _received = new Signal<this, StreamPart[]>(this);
 }

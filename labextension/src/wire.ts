@@ -217,9 +217,55 @@ export interface StacksReply {
   next: number;
 }
 
-/** One message of the `stream` WebSocket. */
+/** One event of a stream message, with its sequence number. */
+export interface StreamItem {
+  seq: number;
+  event: DistributedEvent;
+}
+
+/** The columns every batch of a node's events has: column `i` of each list is event `i`. */
+interface NodeColumns {
+  /** The ranks' host; "" where the store does not know it yet. */
+  node: string;
+  run_id: string;
+  seq: number[];
+  rank: number[];
+  t: number[];
+}
+
+/** A node's lines of one stream. */
+export interface OutputBatch extends NodeColumns {
+  kind: 'output';
+  stream: StreamName;
+  text: string[];
+}
+
+/** A node's metric samples of one set of names: a column of values per name. */
+export interface MetricBatch extends NodeColumns {
+  kind: 'metric';
+  values: Record<string, number[]>;
+}
+
+/** A node's ranks' state changes (their host is `node`). */
+export interface RankBatch extends NodeColumns {
+  kind: 'rank';
+  state: RankState[];
+  pid: (number | null)[];
+}
+
+/** The events of one node and kind in a delta of `stream?format=nodes` (`server/nodebatch.py`). */
+export type NodeBatch = OutputBatch | MetricBatch | RankBatch;
+
+/**
+ * One message of the `stream` WebSocket: `events`, an object per event (a
+ * server before batches, or a client that does not ask for them), or with
+ * `format=nodes` `batches`: rows batched per node between the events sent
+ * alone (a run's state, an error, stacks). Applied in order, a batch in one
+ * step, lines of different batches in `seq` order.
+ */
 export interface StreamMessage {
-  events: { seq: number; event: DistributedEvent }[];
+  events?: StreamItem[];
+  batches?: (StreamItem | NodeBatch)[];
 }
 
 /** `GET version` */

@@ -530,7 +530,17 @@ async def read_sse(
     fetch: Fetch, until: Callable[[list[dict[str, Any]]], bool], **kwargs: Any
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """The SSE ids and the stream items received until ``until(items)`` holds."""
-    buffer, ids, items = "", [], []
+    ids, messages = await sse_messages(
+        fetch, lambda ms: until([i for m in ms for i in m["events"]]), **kwargs
+    )
+    return ids, [i for m in messages for i in m["events"]]
+
+
+async def sse_messages(
+    fetch: Fetch, until: Callable[[list[dict[str, Any]]], bool], **kwargs: Any
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The SSE ids and the messages received until ``until(messages)`` holds."""
+    buffer, ids, messages = "", [], []
 
     def chunk(data: bytes) -> None:
         nonlocal buffer
@@ -542,15 +552,15 @@ async def read_sse(
                 continue  # a comment (connected, keep-alive): EventSource ignores it
             fields = dict(line.split(": ", 1) for line in lines)
             ids.append(fields["id"])
-            items.extend(json.loads(fields["data"])["events"])
-        if until(items):
+            messages.append(json.loads(fields["data"]))
+        if until(messages):
             raise _Enough
 
     # tornado reports the hang-up as either
     with contextlib.suppress(_Enough, HTTPStreamClosedError):
         await fetch(*API, "events", streaming_callback=chunk, request_timeout=60, **kwargs)
-    assert until(items)
-    return ids, items
+    assert until(messages)
+    return ids, messages
 
 
 async def test_server_sent_events_resume_from_last_event_id(

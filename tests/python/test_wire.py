@@ -38,6 +38,7 @@ from jupyter_distributed.history.store import Store
 from jupyter_distributed.probe import assemble
 from jupyter_distributed.protocol.stacks import Frame, RankStacks, ThreadStack
 from jupyter_distributed.server.api import History, NotFound, Query
+from jupyter_distributed.server.nodebatch import Hosts
 from jupyter_distributed.server.stream import read_slice
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +54,7 @@ TYPES = {
     "logs": "LogsReply",
     "metrics": "MetricsReply",
     "stream": "StreamMessage",
+    "streamnodes": "StreamMessage",
     "control": "ControlReply",
     "deleted": "DeleteReply",
     "stacks": "StacksReply",
@@ -176,7 +178,8 @@ def documents(tmp_path: Path) -> dict[str, Any]:
             error = {"message": exc.message}
         else:
             raise AssertionError("an unknown run must be NotFound")
-        _, items = read_slice(store, 0, run_id)
+        _, stream, _ = read_slice(store, 0, run_id)
+        _, nodes, _ = read_slice(store, 0, run_id, hosts=Hosts(store))
         docs: dict[str, Any] = {
             "version": dict(history.version(), version="0.0.0"),  # the version number varies
             "runs": history.runs(none),
@@ -185,7 +188,8 @@ def documents(tmp_path: Path) -> dict[str, Any]:
             "metrics": history.metrics(run_id, none),
             "stacks": history.stacks(run_id, none),
             "display": history.display(run_id, str(_display_seq(store, run_id))),
-            "stream": {"events": items},
+            "stream": stream,
+            "streamnodes": nodes,  # the same events batched per node (format=nodes)
             "error": error,
         }
         # A control needs a run that is still going: a second one, recorded after the reads.

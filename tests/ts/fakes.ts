@@ -16,7 +16,8 @@ import {
   type ProbePair,
   type ProbeSummary,
   type Run,
-  type RunReply
+  type RunReply,
+  type StreamMessage
 } from '../../labextension/src/wire';
 
 export function makeRun(id: string, started: number, extra: Partial<Run> = {}): Run {
@@ -110,6 +111,11 @@ export class FakeSocket {
 
   deliver(events: { seq: number; event: DistributedEvent }[]): void {
     this.onmessage?.({ data: JSON.stringify({ events }) });
+  }
+
+  /** A whole message, e.g. rows batched per node (`format=nodes`). */
+  deliverMessage(message: StreamMessage): void {
+    this.onmessage?.({ data: JSON.stringify(message) });
   }
 
   close(): void {

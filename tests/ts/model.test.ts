@@ -3,7 +3,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_CONFIG } from '../../labextension/src/config';
 import { DistributedModel, STATE_KEY } from '../../labextension/src/model';
 import type { IProbeView } from '../../labextension/src/probepairs';
-import { API_VERSION, type ProbeSummary, type Run } from '../../labextension/src/wire';
+import type { RunLive } from '../../labextension/src/runstate';
+import { API_VERSION, type NodeBatch, type ProbeSummary, type RankState, type Run } from '../../labextension/src/wire';
 import {
   FakeSocket,
   fakeServer,
@@ -81,7 +82,7 @@ describe('DistributedModel', () => {
     await until(() => m.selectedId === 'new' && m.live?.ranks.size === 2);
     const socket = FakeSocket.instances[0];
     expect(socket?.url).toBe(
-      'ws://127.0.0.1:8888/lab-base/jupyter-distributed/api/stream?after=0&run=new&token=secret'
+      'ws://127.0.0.1:8888/lab-base/jupyter-distributed/api/stream?after=0&run=new&format=nodes&token=secret'
     );
     expect(m.live?.ranks.get(1)?.coords.data_parallel).toBe(1);
   });
@@ -105,6 +106,51 @@ describe('DistributedModel', () => {
     first.close();
     await until(() => FakeSocket.instances.length === 2, 3000);
     expect(FakeSocket.instances[1]?.url).toContain('after=3&run=r1');
+  });
+
+  it('applies a delta of rows batched per node: every rank its state and lines, once each, in seq order', async () => {
+    const m = open();
+    m.select('r1');
+    const socket = FakeSocket.instances[0] as FakeSocket;
+    socket.open();
+    const ranksOf = (node: number) => Array.from({ length: 8 }, (_, i) => node * 8 + i);
+    const states = (node: number, first: number, state: RankState): NodeBatch => ({
+      kind: 'rank',
+      node: `node${node}`,
+      run_id: 'r1',
+      seq: ranksOf(node).map(r => first + (r % 8)),
+      rank: ranksOf(node),
+      t: ranksOf(node).map(() => NOW),
+      state: ranksOf(node).map(() => state),
+      pid: ranksOf(node).map(r => 100 + r)
+    });
+    // Each node's lines: one per rank, interleaved in seq with the other node's.
+    const lines = (node: number, first: number): NodeBatch => ({
+      kind: 'output',
+      node: `node${node}`,
+      run_id: 'r1',
+      stream: 'stdout',
+      seq: ranksOf(node).map(r => first + 2 * (r % 8) + node),
+      rank: ranksOf(node),
+      t: ranksOf(node).map(() => NOW + 1),
+      text: ranksOf(node).map(r => `line of rank ${r}`)
+    });
+    socket.deliverMessage({ batches: [states(0, 1, 'running'), states(1, 9, 'running'), lines(0, 17), lines(1, 17)] });
+    // A reconnect's first delta brings seqs 17-32 again, then each node's ranks done (33-48).
+    socket.deliverMessage({ batches: [lines(0, 17), lines(1, 17), states(0, 33, 'done'), states(1, 41, 'done')] });
+    const live = m.live as RunLive;
+    expect(live.ranks.size).toBe(16);
+    for (let rank = 0; rank < 16; rank++) {
+      const shown = live.ranks.get(rank);
+      expect([shown?.state, shown?.host, shown?.pid]).toEqual(['done', `node${Math.floor(rank / 8)}`, 100 + rank]);
+    }
+    const shown = live.logs.filtered({ ranks: [], stderrOnly: false, search: '' });
+    expect(shown.map(l => l.seq)).toEqual(Array.from({ length: 16 }, (_, i) => 17 + i));
+    expect(shown.map(l => l.text).sort()).toEqual(Array.from({ length: 16 }, (_, r) => `line of rank ${r}`).sort());
+    expect(shown.every(l => l.text === `line of rank ${l.rank}`)).toBe(true);
+    socket.close();
+    await until(() => FakeSocket.instances.length === 2, 3000);
+    expect(FakeSocket.instances[1]?.url).toContain('after=48&run=r1');
   });
 
   it('throttles change signals while events pour in', async () => {

@@ -458,6 +458,258 @@ export const stream: StreamMessage = {
   ]
 };
 
+export const streamnodes: StreamMessage = {
+  "batches": [
+    {
+      "event": {
+        "kind": "run",
+        "message": "",
+        "run_id": "run-wire",
+        "state": "running",
+        "t": 1700000000.0
+      },
+      "seq": 1
+    },
+    {
+      "event": {
+        "kind": "run",
+        "message": "job 7 PENDING Resources",
+        "run_id": "run-wire",
+        "state": "queued",
+        "t": 1700000000.1
+      },
+      "seq": 2
+    },
+    {
+      "event": {
+        "kind": "run",
+        "message": "",
+        "run_id": "run-wire",
+        "state": "running",
+        "t": 1700000000.4
+      },
+      "seq": 3
+    },
+    {
+      "kind": "rank",
+      "node": "laptop",
+      "pid": [
+        1000,
+        1001,
+        1000
+      ],
+      "rank": [
+        0,
+        1,
+        0
+      ],
+      "run_id": "run-wire",
+      "seq": [
+        4,
+        5,
+        12
+      ],
+      "state": [
+        "running",
+        "running",
+        "done"
+      ],
+      "t": [
+        1700000000.5,
+        1700000000.5,
+        1700000002.5
+      ]
+    },
+    {
+      "kind": "output",
+      "node": "laptop",
+      "rank": [
+        0
+      ],
+      "run_id": "run-wire",
+      "seq": [
+        6
+      ],
+      "stream": "stdout",
+      "t": [
+        1700000001.0
+      ],
+      "text": [
+        "epoch 0\n"
+      ]
+    },
+    {
+      "kind": "output",
+      "node": "laptop",
+      "rank": [
+        1
+      ],
+      "run_id": "run-wire",
+      "seq": [
+        7
+      ],
+      "stream": "stderr",
+      "t": [
+        1700000001.0
+      ],
+      "text": [
+        "warning: slow disk\n"
+      ]
+    },
+    {
+      "kind": "metric",
+      "node": "laptop",
+      "rank": [
+        0
+      ],
+      "run_id": "run-wire",
+      "seq": [
+        8
+      ],
+      "t": [
+        1700000002.0
+      ],
+      "values": {
+        "loss": [
+          0.5
+        ],
+        "samples": [
+          64.0
+        ]
+      }
+    },
+    {
+      "kind": "metric",
+      "node": "laptop",
+      "rank": [
+        1
+      ],
+      "run_id": "run-wire",
+      "seq": [
+        9
+      ],
+      "t": [
+        1700000002.0
+      ],
+      "values": {
+        "samples": [
+          64.0
+        ],
+        "sys.cpu": [
+          93.5
+        ]
+      }
+    },
+    {
+      "kind": "output",
+      "node": "laptop",
+      "rank": [
+        0
+      ],
+      "run_id": "run-wire",
+      "seq": [
+        10
+      ],
+      "stream": "display",
+      "t": [
+        1700000002.2
+      ],
+      "text": [
+        "image/png 1\u00d71"
+      ]
+    },
+    {
+      "kind": "output",
+      "node": "laptop",
+      "rank": [
+        0
+      ],
+      "run_id": "run-wire",
+      "seq": [
+        11
+      ],
+      "stream": "result",
+      "t": [
+        1700000002.5
+      ],
+      "text": [
+        "0.5"
+      ]
+    },
+    {
+      "event": {
+        "diagnosis": "rank 1 waits in torch.distributed.barrier (cell line 1: dist.barrier()); rank 0 finished the cell",
+        "kind": "stacks",
+        "ranks": {
+          "1": {
+            "error": "",
+            "rank": 1,
+            "source": "channel",
+            "stage": "ready",
+            "threads": [
+              {
+                "frames": [
+                  [
+                    "<cell run-wire>",
+                    1,
+                    "<module>",
+                    "",
+                    "dist.barrier()"
+                  ],
+                  [
+                    "/site-packages/torch/distributed/distributed_c10d.py",
+                    5356,
+                    "barrier",
+                    "torch.distributed.distributed_c10d",
+                    "work.wait()"
+                  ]
+                ],
+                "main": true,
+                "name": "MainThread"
+              }
+            ]
+          }
+        },
+        "reason": "killed",
+        "run_id": "run-wire",
+        "t": 1700000002.9
+      },
+      "seq": 13
+    },
+    {
+      "event": {
+        "failure": {
+          "ename": "",
+          "evalue": "",
+          "exit_code": -9,
+          "host": "laptop",
+          "kind": "exit",
+          "pid": 1001,
+          "rank": 1,
+          "signal": 9,
+          "t": 1700000003.0,
+          "traceback": []
+        },
+        "kind": "error",
+        "rank": 1,
+        "run_id": "run-wire",
+        "t": 1700000003.0
+      },
+      "seq": 14
+    },
+    {
+      "event": {
+        "kind": "run",
+        "message": "rank 1 on laptop (pid 1001) was killed by SIGKILL",
+        "run_id": "run-wire",
+        "state": "failed",
+        "t": 1700000004.0
+      },
+      "seq": 15
+    }
+  ]
+};
+
 export const control: ControlReply = {
   "control": {
     "action": "cancel",

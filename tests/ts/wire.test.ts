@@ -8,6 +8,7 @@ import { liveFrom, MODULE_VERSION } from '../../labextension/src/inline';
 import { probeKey } from '../../labextension/src/probepairs';
 import { RunLive } from '../../labextension/src/runstate';
 import { probeOf } from '../../labextension/src/scaling';
+import type { StreamPart } from '../../labextension/src/stream';
 import * as fixtures from './wire.fixtures';
 
 /**
@@ -42,7 +43,8 @@ describe('wire fixtures', () => {
     expect(probeKey(run.id, listedProbe)).toBe(probeKey(run.id, wholeProbe));
   });
 
-  it('a run replayed from its stream ends as its snapshot says', () => {
+  /** The fixture run, as it was when it started, then its stream's parts applied. */
+  function replayed(parts: readonly StreamPart[]): RunLive {
     const { run, ranks } = fixtures.run;
     const live = new RunLive(run.id);
     // The snapshot as it was when the run started; the stream brings the rest.
@@ -50,17 +52,42 @@ describe('wire fixtures', () => {
       run: { ...run, state: 'running', ended: null, message: '' },
       ranks: ranks.map(r => ({ ...r, state: 'starting' as const, updated: run.started, heartbeat: null }))
     });
-    live.apply(fixtures.stream.events);
-    expect(live.run?.state).toBe(run.state);
-    expect(live.run?.message).toBe(run.message);
-    expect(live.failures.map(f => [f.rank, f.kind, f.signal])).toEqual([[1, 'exit', 9]]);
-    for (const rank of ranks) {
-      expect(live.ranks.get(rank.rank)?.state).toBe(rank.state);
-    }
-    // The Logs: the lines the logs route serves, and the failed rank's error as its own lines.
-    const lines = live.logs.filtered({ ranks: [], stderrOnly: false, search: '' });
-    expect(lines.filter(l => l.stream !== 'error').length).toBe(fixtures.logs.lines.length);
-    expect(lines.filter(l => l.stream === 'error').map(l => [l.rank, l.text])).toEqual([[1, 'killed by SIGKILL']]);
+    live.apply(parts);
+    return live;
+  }
+
+  const streams: [string, readonly StreamPart[]][] = [
+    ['an object per event', fixtures.stream.events ?? []],
+    ['rows batched per node', fixtures.streamnodes.batches ?? []]
+  ];
+  for (const [name, parts] of streams) {
+    it(`a run replayed from its stream (${name}) ends as its snapshot says`, () => {
+      const { run, ranks } = fixtures.run;
+      const live = replayed(parts);
+      expect(live.run?.state).toBe(run.state);
+      expect(live.run?.message).toBe(run.message);
+      expect(live.failures.map(f => [f.rank, f.kind, f.signal])).toEqual([[1, 'exit', 9]]);
+      for (const rank of ranks) {
+        expect(live.ranks.get(rank.rank)?.state).toBe(rank.state);
+      }
+      // The Logs: the lines the logs route serves, and the failed rank's error as its own lines.
+      const lines = live.logs.filtered({ ranks: [], stderrOnly: false, search: '' });
+      expect(lines.filter(l => l.stream !== 'error').length).toBe(fixtures.logs.lines.length);
+      expect(lines.filter(l => l.stream === 'error').map(l => [l.rank, l.text])).toEqual([[1, 'killed by SIGKILL']]);
+    });
+  }
+
+  it('rows batched per node fold to the same state as the same events one by one', () => {
+    const one = replayed(fixtures.stream.events ?? []);
+    const batched = replayed(fixtures.streamnodes.batches ?? []);
+    expect(fixtures.streamnodes.batches?.length).toBeLessThan(fixtures.stream.events?.length ?? 0);
+    const all = { ranks: [], stderrOnly: false, search: '' };
+    expect(batched.logs.filtered(all)).toEqual(one.logs.filtered(all));
+    expect([...batched.ranks.values()]).toEqual([...one.ranks.values()]);
+    expect(batched.metrics).toEqual(one.metrics);
+    expect(batched.system).toEqual(one.system);
+    expect([...batched.samples.keys()]).toEqual([...one.samples.keys()]);
+    expect(batched.stacks).toEqual(one.stacks);
   });
 });
 
@@ -70,7 +97,7 @@ describe('the inline widget', () => {
     const live = liveFrom(
       { ...fixtures.run.run, state: 'running', ended: null },
       fixtures.run.ranks.map(r => ({ ...r, state: 'starting' as const })),
-      fixtures.stream.events
+      fixtures.stream.events ?? []
     );
     const tiles = rankGroups(live, fixtures.run.run.ended ?? 0).flatMap(g => g.tiles);
     expect(tiles.map(t => [t.rank, t.state])).toEqual([

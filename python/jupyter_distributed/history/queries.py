@@ -88,6 +88,17 @@ class Queries:
             for r in rows
         ]
 
+    def rank_hosts(self, run_id: str) -> dict[int, str]:
+        """Each rank's host where known (the live stream's nodes): :meth:`ranks`' hosts without
+        reading the rest (a span of ranks is on one host, :mod:`.rankspans`)."""
+        rows = self._query("SELECT rank, last, host FROM ranks WHERE run_id=?", (run_id,))
+        return {
+            rank: host
+            for first, last, host in rows
+            if host
+            for rank in range(first, (first if last is None else last) + 1)
+        }
+
     def logs(
         self,
         run_id: str,
@@ -150,22 +161,18 @@ class Queries:
         self, seq: int, run_id: str | None = None, limit: int = 1000
     ) -> list[tuple[int, dict[str, Any]]]:
         """Every kind of event after ``seq``, as JSON dicts (the live stream's source)."""
+        return [(e.seq, event_json(e, rid)) for rid, e in self.stored_after(seq, run_id, limit)]
+
+    def stored_after(
+        self, seq: int, run_id: str | None = None, limit: int = 1000
+    ) -> list[tuple[str, Stored]]:
+        """The events of :meth:`events_after` as read, each with its run's id (for a reader
+        that writes them as it likes: the live stream's batches per node)."""
         where, args = self._of_run(run_id, ()) if run_id is not None else ("1", [])
         events = self._merged(where, args, limit, after=seq)
-        out: list[tuple[int, dict[str, Any]]] = []
-        for e in events:
-            rid = run_id if run_id is not None else self._run_id(e.run)
-            if e.kind in LOG_KINDS:  # a display streams as its mark (a log line)
-                event = {"kind": "output", "run_id": rid, "rank": e.rank, "t": e.t}
-                out.append((e.seq, {**event, "stream": e.stream, "text": e.text}))
-            elif e.kind == "metric":
-                event = {"kind": e.kind, "run_id": rid, "rank": e.rank, "t": e.t}
-                out.append((e.seq, {**event, "values": e.data}))
-            elif e.kind == "rank" and e.data and "run_id" not in e.data:  # (staterows.States)
-                out.append((e.seq, {"kind": "rank", "run_id": rid, **e.data}))
-            else:
-                out.append((e.seq, dict(e.data or {})))
-        return out
+        if run_id is not None:
+            return [(run_id, e) for e in events]
+        return [(self._run_id(e.run), e) for e in events]
 
     def _of_run(self, run_id: str, kinds: tuple[str, ...]) -> tuple[str, list[Any]]:
         """A WHERE clause for a run's events of ``kinds`` (all kinds if empty)."""
@@ -231,3 +238,16 @@ class Queries:
     def last_seq(self) -> int:
         row = self._query("SELECT COALESCE(MAX(seq), 0) FROM events")
         return int(row[0][0])
+
+
+def event_json(e: Stored, run_id: str) -> dict[str, Any]:
+    """An event read back as its JSON (``events.py``'s ``to_json``); a display as its mark, a
+    log line of stream ``display``."""
+    if e.kind in LOG_KINDS:
+        event = {"kind": "output", "run_id": run_id, "rank": e.rank, "t": e.t}
+        return {**event, "stream": e.stream, "text": e.text}
+    if e.kind == "metric":
+        return {"kind": e.kind, "run_id": run_id, "rank": e.rank, "t": e.t, "values": e.data}
+    if e.kind == "rank" and e.data and "run_id" not in e.data:  # (staterows.States)
+        return {"kind": "rank", "run_id": run_id, **e.data}
+    return dict(e.data or {})

@@ -22,7 +22,7 @@ from tornado import iostream, web, websocket
 from ..errors import StoreError
 from .api import ApiError, History, Query, Unavailable
 from .notebooks import kernel_notebooks
-from .stream import Tail, encode, pump
+from .stream import Tail, encode, last_seq, pump
 from .wire import StreamMessage
 
 SETTINGS_KEY = "jupyter_distributed"
@@ -190,7 +190,8 @@ class EventsHandler(BaseHandler):
                 await self._write(
                     ": connected\n\n"
                 )  # the headers go out now, not at the first event
-                await pump(tail, after, query.text("run") or None, self._send, self._is_closed)
+                run, nodes = query.text("run") or None, query.text("format") == "nodes"
+                await pump(tail, after, run, self._send, self._is_closed, nodes)
         except StoreError as exc:  # after the headers: say so as an event, then end
             message = json.dumps({"message": str(exc), "status": Unavailable.status})
             with contextlib.suppress(iostream.StreamClosedError):
@@ -209,7 +210,7 @@ class EventsHandler(BaseHandler):
         await self.flush()
 
     async def _send(self, message: StreamMessage) -> None:
-        await self._write(f"id: {message['events'][-1]['seq']}\ndata: {encode(message)}\n\n")
+        await self._write(f"id: {last_seq(message)}\ndata: {encode(message)}\n\n")
 
     def _is_closed(self) -> bool:
         return self._closed
@@ -234,6 +235,7 @@ class StreamHandler(JupyterHandler, websocket.WebSocketHandler):
         except ApiError as exc:
             raise web.HTTPError(exc.status, exc.message) from None
         self._run = query.text("run") or None
+        self._nodes = query.text("format") == "nodes"  # rows batched per node (nodebatch.py)
         await super().get(*args, **kwargs)
 
     def open(self, *args: str, **kwargs: str) -> None:
@@ -241,7 +243,7 @@ class StreamHandler(JupyterHandler, websocket.WebSocketHandler):
 
     async def _pump(self) -> None:
         try:
-            await pump(self._tail, self._after, self._run, self._send, self._is_closed)
+            await pump(self._tail, self._after, self._run, self._send, self._is_closed, self._nodes)
         except StoreError as exc:
             self.close(1011, str(exc)[:120])  # a close reason is at most 123 bytes
 

@@ -15,12 +15,14 @@ Endpoints, all under ``{base_url}/jupyter-distributed/api/``:
 - ``GET runs/<id>/metrics?after=<seq>&limit=`` -> :class:`MetricsPage`
 - ``GET runs/<id>/displays/<seq>`` -> :class:`DisplayJSON`: the rich display (MIME bundle) whose
   mark is the log line ``seq`` of stream ``display``
-- ``GET stream?after=<seq>&run=<id>`` (WebSocket) -> :class:`StreamMessage` messages: every event
-  with ``seq > after`` in order, then new ones as they are written. Without ``after`` the stream
-  starts at the store's current end (``RunsPage.last_seq`` is the cursor that goes with a list).
-- ``GET events?after=<seq>&run=<id>`` (Server-Sent Events): the same messages, one SSE message
-  per batch (``id:`` its last seq, ``data:`` the :class:`StreamMessage`); ``Last-Event-ID``
-  resumes like ``after``.
+- ``GET stream?after=<seq>&run=<id>[&format=nodes]`` (WebSocket) -> :class:`StreamMessage`
+  messages: every event with ``seq > after`` in order, then new ones as they are written. Without
+  ``after`` the stream starts at the store's current end (``RunsPage.last_seq`` is the cursor
+  that goes with a list). ``format=nodes``: rows batched per node (:class:`NodeBatch`); a server
+  before it ignores the argument and sends ``events``, which the panel still reads.
+- ``GET events?after=<seq>&run=<id>[&format=nodes]`` (Server-Sent Events): the same messages,
+  one SSE message per batch (``id:`` its last seq, ``data:`` the :class:`StreamMessage`);
+  ``Last-Event-ID`` resumes like ``after``.
 - ``DELETE runs/<id>`` -> :class:`DeleteReply`: the finished run and all it holds are deleted
   (409 while it runs)
 - ``POST runs/<id>/cancel``, ``POST clusters/<cluster_id>/stop`` -> :class:`ControlReply` (202)
@@ -173,8 +175,36 @@ class StreamItem(TypedDict):
     event: dict[str, Any]  # an event's JSON, as in events.py (kind: run|rank|output|metric|error)
 
 
+class NodeBatch(TypedDict):
+    """One node's events of one kind in a delta of ``stream?format=nodes`` (``nodebatch.py``):
+    column ``i`` of each list is event ``i`` (seq order). ``kind`` output: a node's lines of one
+    ``stream`` (``text``); metric: its samples of one set of names (``values``: a column per
+    name); rank: its ranks' states (``state``, ``pid``; ``node`` is their host)."""
+
+    node: str  # the ranks' host; "" where the store does not know it yet
+    run_id: str
+    kind: Literal["output", "metric", "rank"]
+    seq: list[int]
+    rank: list[int]
+    t: list[float]
+    stream: NotRequired[StreamName]
+    text: NotRequired[list[str]]
+    values: NotRequired[dict[str, list[float]]]
+    state: NotRequired[list[RankStateName]]
+    pid: NotRequired[list[int | None]]
+
+
+StreamBatch = StreamItem | NodeBatch
+
+
 class StreamMessage(TypedDict):
-    events: list[StreamItem]
+    """A delta: ``events`` one object per event (the default, as every client before batches
+    reads it), or with ``format=nodes`` ``batches``, rows batched per node (:class:`NodeBatch`)
+    between the events that are sent alone (a run's state, an error, stacks): applied in order,
+    a batch in one step; lines of different batches in ``seq`` order."""
+
+    events: NotRequired[list[StreamItem]]
+    batches: NotRequired[list[StreamBatch]]
 
 
 class ControlJSON(TypedDict):

@@ -1,10 +1,12 @@
 """The scratch a reduced-precision matrix product allocates on CPU, added to the traced step.
 
-A bf16 (or fp16) matrix product on CPU runs in oneDNN, which allocates its scratchpad (packed
-blocks of the operands, per thread) through torch's CPU allocator beside the product's output;
-fake tensors never see it. Its size depends on the shapes, on which operand is transposed and
-on the thread count, with no simple rule (one thread on a 2-vCPU AMD EPYC: 256×16 @ 16×64
-75,392 B, 91,904 with the left side transposed; 512³ 263,808 B, 820,992 transposed; fp32: none).
+A bf16 (or fp16) matrix product on CPU runs in oneDNN, which allocates its scratchpad through
+torch's CPU allocator beside the product's output (one allocation inside ``aten::mm``; none
+with ``torch.backends.mkldnn`` off; larger with more threads); fake tensors never see it. Its
+size depends on the shapes, on which operand is transposed and on the thread count, with no
+simple rule (two threads on a 2-vCPU AMD EPYC: 256×16 @ 16×64 75,392 B, 91,904 with the left
+side transposed; 512³ 263,808 B, 820,992 transposed; one thread: 70,656 and 410,752 B
+transposed; fp32: none).
 So each distinct product is run once on real zero tensors under torch's profiler, its scratch
 (the allocator's peak less the output) cached, and the trace allocates that much as a fake
 temporary right after the product's output and frees it at once: MemTracker counts it at every
@@ -51,7 +53,8 @@ class ProductScratch(TorchDispatchMode):  # type: ignore[no-untyped-call]  # tor
         if tensors[-1].dtype not in (torch.bfloat16, torch.float16):
             return out
         key = tuple((tuple(t.shape), tuple(t.stride())) for t in tensors)
-        size = scratch_bytes(str(func), key, str(tensors[-1].dtype), torch.get_num_threads())
+        on = (torch.get_num_threads(), torch.backends.mkldnn.enabled)  # (off: no scratch)
+        size = scratch_bytes(str(func), key, str(tensors[-1].dtype), *on)
         if size > 0:
             held = torch.empty(size, dtype=torch.uint8)  # through MemTracker: counted, then freed
             del held
@@ -61,10 +64,11 @@ class ProductScratch(TorchDispatchMode):  # type: ignore[no-untyped-call]  # tor
 @functools.lru_cache(maxsize=1024)
 def scratch_bytes(
     op: str, operands: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...], dtype: str,
-    threads: int,
+    threads: int, onednn: bool = True,
 ) -> int:  # fmt: skip
     """The bytes ``op`` (``aten.mm.default`` …) allocates beside its output on CPU, for
-    operands of these (shape, stride) pairs and dtype, on ``threads`` threads: measured once."""
+    operands of these (shape, stride) pairs and dtype, on ``threads`` threads, with oneDNN on
+    or off (``torch.backends.mkldnn.enabled``, which the run has now): measured once."""
     import torch
     from torch.profiler import ProfilerActivity, profile
     from torch.utils._python_dispatch import _disable_current_modes

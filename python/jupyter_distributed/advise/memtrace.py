@@ -26,6 +26,8 @@ def _step_of(module: Any, batch: Any, optimizer: str, keep_output: bool = True) 
     import torch
     from torch.distributed._tools.mem_tracker import MemTracker
 
+    from .scratch import ProductScratch
+
     opt = (
         torch.optim.SGD(module.parameters(), lr=1e-3, momentum=0.9, foreach=False)
         if optimizer == "sgd"
@@ -40,7 +42,7 @@ def _step_of(module: Any, batch: Any, optimizer: str, keep_output: bool = True) 
     loss = [-1]
     if children:  # the loss's backward ends where the last child's backward begins
         hooks.append(children[-1].register_full_backward_pre_hook(_peak_into(loss, tracker)).remove)
-    with tracker:
+    with tracker, ProductScratch():  # type: ignore[no-untyped-call]  # (inside the tracker)
         before = _live(tracker)
         out = module(batch)
         boundary = out.numel() * out.element_size()

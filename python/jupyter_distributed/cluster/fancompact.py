@@ -29,6 +29,7 @@ from .inbox import Ended, Item, Show
 _RAN = (RankState.RUNNING, RankState.DONE)  # a short cell's end says it ran
 _DONE = (RankState.DONE,)
 #: a whole span's states as spans by host, kept per its runs' tuple (the same for every cell)
+_HOSTED: Kept[tuple[HostRun, ...], None, bool] = Kept()  # (every run's host known)
 _CHUNKS: Kept[tuple[HostRun, ...], tuple[RankState, ...], tuple[StateSpan, ...]] = Kept()
 
 
@@ -67,7 +68,7 @@ class Compacting:
         for first, last in ranges:
             span = views.span(first, last)
             runs = views.ident(span)  # (by host: several where the range crosses nodes)
-            if span.whole() and all(run[2] for run in runs):  # no look at each rank's state
+            if span.whole() and _HOSTED.get(runs, None, _hosted):  # no look at each rank's state
                 states = _DONE if span.state == "running" else _RAN
                 spans.append(_CHUNKS.get(runs, states, _chunk))
             else:
@@ -117,3 +118,7 @@ class Compacting:
 
 def _chunk(runs: Sequence[HostRun], states: tuple[RankState, ...]) -> tuple[StateSpan, ...]:
     return tuple((f, la, states, host, pids) for f, la, host, pids in runs)
+
+
+def _hosted(runs: Sequence[HostRun], _: None) -> bool:
+    return all(run[2] for run in runs)

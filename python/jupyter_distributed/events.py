@@ -24,6 +24,7 @@ from .eventkinds import (
     Stream,
     done_state,
 )
+from .kept import Kept
 
 __all__ = [
     "DisplayEvent",
@@ -72,7 +73,10 @@ class RankStates:
     @property
     def count(self) -> int:
         """How many states (events) these are."""
-        return len(self.states) + sum((s[1] - s[0] + 1) * len(s[2]) for s in self.spans)
+        spans = self.spans
+        if type(spans) is tuple:  # (a kept chunk: counted once, see span_rows)
+            return len(self.states) + _COUNTS.get(spans, None, lambda s, _: _count(s))
+        return len(self.states) + _count(spans)
 
     def each(self) -> list[tuple[int, RankState, str, int | None]]:
         """Every state as ``(rank, state, host, pid)``, in order (the spans' spread)."""
@@ -89,10 +93,30 @@ class RankStates:
         """Each of ``states`` as the history's row keeps it: (rank, state, host, pid)."""
         return [(r, s.value, h, p) for r, s, h, p in self.states]
 
-    def span_rows(self) -> list[tuple[int, int, list[str], str, Sequence[int | None]]]:
+    def span_rows(self) -> Sequence[tuple[int, int, list[str], str, Sequence[int | None]]]:
         """Each of ``spans`` as the history's row keeps it (see ``staterows.States``; the pids
-        as given: a node's tuple, the same for every cell, is encoded once)."""
-        return [(f, la, [s.value for s in ss], h, p) for f, la, ss, h, p in self.spans]
+        as given: a node's tuple, the same for every cell, is encoded once). Where ``spans``
+        is a tuple (a reduction's kept chunk, see ``cluster/fancompact.py``), the rows are
+        made once for it and given again (a tuple: never changed by a reader)."""
+        spans = self.spans
+        if type(spans) is tuple:
+            return _SPAN_ROWS.get(spans, None, lambda s, _: tuple(_span_rows(s)))
+        return _span_rows(spans)
+
+
+def _span_rows(
+    spans: Sequence[StateSpan],
+) -> list[tuple[int, int, list[str], str, Sequence[int | None]]]:
+    return [(f, la, [s.value for s in ss], h, p) for f, la, ss, h, p in spans]
+
+
+def _count(spans: Sequence[StateSpan]) -> int:
+    return sum((s[1] - s[0] + 1) * len(s[2]) for s in spans)
+
+
+_COUNTS: Kept[tuple[StateSpan, ...], None, int] = Kept()
+_SpanRow = tuple[int, int, list[str], str, Sequence[int | None]]
+_SPAN_ROWS: Kept[tuple[StateSpan, ...], None, tuple[_SpanRow, ...]] = Kept()
 
 
 @dataclass(frozen=True, slots=True)

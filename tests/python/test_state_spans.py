@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +79,10 @@ def rank_rows(store: Store) -> int:
     return int(count)
 
 
-def write(store: Store, cells: list[list[Recorded]]) -> None:
+def write(store: Store, cells: list[list[Recorded]], each: Callable[[], object] = list) -> None:
+    """Each cell's run and batch written (``each`` called before each cell)."""
     for i, batch in enumerate(cells):
+        each()
         run_id = f"run-{i}"
         store.create_run(RunRecord(run_id, "local", N, list(range(N)), started=float(i)), COORDS)
         store.append(batch)
@@ -224,12 +226,7 @@ def test_a_live_clusters_nodes_are_encoded_once_and_read_back_as_each_ranks(
         return str(real(value, *args, **kwargs))
 
     monkeypatch.setattr(json, "dumps", dumps)  # (staterows' json)
-    for i, batch in enumerate(cells):
-        encoded.append(0)
-        run_id = f"run-{i}"
-        spans.create_run(RunRecord(run_id, "local", N, list(range(N)), started=float(i)), COORDS)
-        spans.append(batch)
-        spans.append([RunEvent(run_id, i + 0.9, RunState.COMPLETED)])
+    write(spans, cells, lambda: encoded.append(0))
     monkeypatch.undo()
     # each node's entry once per states it gave (the first two cells' differ), then none
     assert encoded == [NODES, NODES, 0]
@@ -237,3 +234,43 @@ def test_a_live_clusters_nodes_are_encoded_once_and_read_back_as_each_ranks(
     for run_id in ("run-0", "run-2"):
         assert spans.events_after(0, run_id, 10**5) == alone.events_after(0, run_id, 10**5)
         assert spans.ranks(run_id) == alone.ranks(run_id)
+
+
+def test_an_aggregators_span_is_made_and_written_once_per_cluster_not_per_host_per_cell(
+    stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An aggregator's span across its nodes (issue 26: 1,250 hosts at 10,000 ranks) gives
+    the same states' spans every cell of a live cluster: the kernel makes them, and the
+    history its row's entries, once (before: a step per host per cell, ~1,250 per cell), and
+    every cell's states still read back as each rank's, as when written one by one."""
+    from jupyter_distributed.history import staterows
+
+    info = infos()
+    views = RankSpans(info)  # (one for the cluster, as the kernel's intake keeps it)
+    cells: list[list[Recorded]] = []
+    for i in range(4):
+        batch: list[Recorded] = []
+        compacting = Compacting()
+        compacting.ended(views, f"run-{i}", [(0, N - 1)], i + 0.5)  # (every node's ranks)
+        compacting.close(batch, [], 0)
+        cells.append(batch)
+    (third,), (fourth,) = cells[2], cells[3]
+    assert isinstance(third, RankStates) and isinstance(fourth, RankStates)
+    assert len(third.spans) == NODES and third.spans is fourth.spans  # (made once)
+    spans, alone = stores
+    made: list[int] = []
+    entry = staterows._entry
+
+    def counted(*args: Any) -> str:
+        made[-1] += 1
+        return entry(*args)
+
+    monkeypatch.setattr(staterows, "_entry", counted)
+    write(spans, cells, lambda: made.append(0))
+    monkeypatch.undo()
+    assert made[2:] == [0, 0]  # (the first cells' states differ: running, then not)
+    write(alone, [[one_by_one(e) if isinstance(e, RankStates) else e for e in b] for b in cells])
+    for run_id in ("run-0", "run-1", "run-3"):
+        assert spans.events_after(0, run_id, 10**5) == alone.events_after(0, run_id, 10**5)
+        assert spans.ranks(run_id) == alone.ranks(run_id)
+        assert {r.state for r in spans.ranks(run_id)} == {"done"}

@@ -19,13 +19,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 from ..events import RankEvent, RankState, RankStates, Recorded, StateSpan
-from ..rankviews import RankSpans
+from ..kept import Kept
+from ..rankviews import HostRun, RankSpans
 from .inbox import Ended, Item, Show
 
 _RAN = (RankState.RUNNING, RankState.DONE)  # a short cell's end says it ran
 _DONE = (RankState.DONE,)
+#: a whole span's states as spans by host, kept per its runs' tuple (the same for every cell)
+_HOSTED: Kept[tuple[HostRun, ...], None, bool] = Kept()  # (every run's host known)
+_CHUNKS: Kept[tuple[HostRun, ...], tuple[RankState, ...], tuple[StateSpan, ...]] = Kept()
 
 
 @dataclass
@@ -33,7 +38,7 @@ class Compacting:
     """What the ranks' ends in one reduction gave, while it is taken."""
 
     states: dict[str, list[tuple[int, RankState, str, int | None]]] = field(default_factory=dict)
-    spans: dict[str, list[StateSpan]] = field(default_factory=dict)
+    spans: dict[str, list[Sequence[StateSpan]]] = field(default_factory=dict)  # in chunks
     t: float = 0.0
     finished: list[Item] = field(default_factory=list)
 
@@ -63,11 +68,13 @@ class Compacting:
         for first, last in ranges:
             span = views.span(first, last)
             runs = views.ident(span)  # (by host: several where the range crosses nodes)
-            if span.whole() and all(run[2] for run in runs):  # no look at each rank's state
+            if span.whole() and _HOSTED.get(runs, None, _hosted):  # no look at each rank's state
                 states = _DONE if span.state == "running" else _RAN
-                spans.extend((f, la, states, host, pids) for f, la, host, pids in runs)
+                spans.append(_CHUNKS.get(runs, states, _chunk))
             else:
-                self._each(views, first, last, spans)
+                each: list[StateSpan] = []
+                self._each(views, first, last, each)
+                spans.append(each)
             span.set("idle", now)
             ended = Ended(run_id, range(first, last + 1))
             self.finished.append(ended)
@@ -96,7 +103,10 @@ class Compacting:
         """The reduction is taken: its states as one event per run, the events not shown yet
         as one :class:`Show`, then the ranks' ``Finished``. Returns the new ``shown``."""
         for run_id in dict.fromkeys([*self.states, *self.spans]):
-            states, spans = self.states.get(run_id, []), self.spans.get(run_id, [])
+            states, chunks = self.states.get(run_id, []), self.spans.get(run_id, [])
+            # (one chunk, the common case: its kept tuple itself, so what the history makes
+            # of it is kept too, see staterows.write_states)
+            spans = chunks[0] if len(chunks) == 1 else tuple(chain.from_iterable(chunks))
             if states or spans:
                 events.append(RankStates(run_id, self.t, states, spans))
         if len(events) > shown:
@@ -104,3 +114,11 @@ class Compacting:
             shown = len(events)
         items.extend(self.finished)
         return shown
+
+
+def _chunk(runs: Sequence[HostRun], states: tuple[RankState, ...]) -> tuple[StateSpan, ...]:
+    return tuple((f, la, states, host, pids) for f, la, host, pids in runs)
+
+
+def _hosted(runs: Sequence[HostRun], _: None) -> bool:
+    return all(run[2] for run in runs)

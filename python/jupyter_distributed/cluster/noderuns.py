@@ -30,10 +30,22 @@ class NodeRuns:
                 runs.append([rank, rank, node])
         self._runs = [(f, la, n) for f, la, n in runs]
         self._firsts = [r[0] for r in self._runs]
+        # (answers kept: a cluster's relays and aggregators send the same spans every cell)
+        self._within: dict[tuple[int, int, tuple[int, int]], bool] = {}
 
     def within(self, first: int, last: int, nodes: tuple[int, int]) -> bool:
         """Whether every rank of ``first..last`` is a known rank of a node within ``nodes``
-        (``(lowest, highest)``, both included)."""
+        (``(lowest, highest)``, both included). Looked at once per span and nodes: the runs
+        never change."""
+        key = (first, last, nodes)
+        known = self._within.get(key)
+        if known is None:
+            if len(self._within) >= 4096:
+                self._within.clear()
+            known = self._within[key] = self._look(first, last, nodes)
+        return known
+
+    def _look(self, first: int, last: int, nodes: tuple[int, int]) -> bool:
         at = bisect_right(self._firsts, first) - 1
         expect = first
         while at >= 0 and at < len(self._runs) and expect <= last:

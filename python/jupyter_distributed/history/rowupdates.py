@@ -15,6 +15,7 @@ from functools import partial
 from typing import Any
 
 from ..events import ErrorEvent, Event, RankEvent, RankStates, RunEvent, StateSpan
+from ..kept import Kept
 from . import rankspans
 
 _RUN = "UPDATE runs SET state=?, ended=COALESCE(?, ended), message=? WHERE id=?"
@@ -132,18 +133,14 @@ class RowUpdates:
             run.append(row)
         if run:
             self._range(run)
-        touching: list[StateSpan] = []  # spans that touch, in one state: one statement
-        for span in ev.spans:  # a span's last state, at once
-            first, last, states, host, pids = span
-            if last - first + 1 < RANGE_MIN or None in pids:
-                self._touching(run_id, t, touching)
-                for one in _span_rows(run_id, t, span):
-                    self._op(_RANK, one)
+        spans = ev.spans  # (a tuple: a kept chunk, the same each cell; its shape kept too)
+        shape = _SHAPES.get(spans, None, _shape) if type(spans) is tuple else _shape(spans, None)
+        for start, stop, touching in shape:  # a span's last state, at once
+            if touching:
+                self._touching(run_id, t, list(spans[start:stop]))
                 continue
-            if touching and (first != touching[-1][1] + 1 or states[-1] != touching[-1][2][-1]):
-                self._touching(run_id, t, touching)
-            touching.append(span)
-        self._touching(run_id, t, touching)
+            for one in _span_rows(run_id, t, spans[start]):
+                self._op(_RANK, one)
 
     def _touching(self, run_id: str, t: float, spans: list[StateSpan]) -> None:
         """Spans of ranks that touch and end in one state (a node's each, of an aggregator's
@@ -178,6 +175,31 @@ class RowUpdates:
         ``host`` and ``pid``) had been applied before it: every column ``ev`` sets is set again."""
         final, final_host, final_pid = self._last[run_id, rank]
         return final is not ev and final_host == host and final_pid == pid
+
+
+def _shape(spans: Sequence[StateSpan], _: None) -> tuple[tuple[int, int, bool], ...]:
+    """How a reduction's spans are set: ``(start, stop, True)`` for the spans ``start`` to
+    ``stop`` (excluded) that touch and end in one state (one statement), ``(i, i + 1,
+    False)`` for a span set rank by rank (under RANGE_MIN ranks, or a pid unknown)."""
+    out: list[tuple[int, int, bool]] = []
+    start = 0  # (the touching spans held: start to i)
+    for i, (first, last, states, _host, pids) in enumerate(spans):
+        if last - first + 1 < RANGE_MIN or None in pids:
+            if start < i:
+                out.append((start, i, True))
+            out.append((i, i + 1, False))
+            start = i + 1
+            continue
+        if start < i and (first != spans[i - 1][1] + 1 or states[-1] != spans[i - 1][2][-1]):
+            out.append((start, i, True))
+            start = i
+    if start < len(spans):
+        out.append((start, len(spans), True))
+    return tuple(out)
+
+
+#: a kept chunk's shape (see RowUpdates._states and :mod:`..kept`)
+_SHAPES: Kept[Sequence[StateSpan], None, tuple[tuple[int, int, bool], ...]] = Kept()
 
 
 def _part(

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
+from ..kept import Kept
 from .rowkeys import Codes
 
 #: A span of rank states as :class:`States` holds it: (first, last, states, host, pids).
@@ -29,7 +30,14 @@ class States(NamedTuple):
 
     def size(self) -> int:
         """How many seqs (states) these take."""
-        return len(self.events) + sum((s[1] - s[0] + 1) * len(s[2]) for s in self.spans)
+        spans = self.spans
+        if type(spans) is tuple:  # (a kept chunk, see write_states)
+            return len(self.events) + _SIZES.get(spans, None, lambda s, _: _size(s))
+        return len(self.events) + _size(spans)
+
+
+def _size(spans: Sequence[SpanRow]) -> int:
+    return sum((s[1] - s[0] + 1) * len(s[2]) for s in spans)
 
 
 def write_states(
@@ -60,18 +68,32 @@ def write_states(
         gaps, data = bytes(2 * (len(part) - 1)), json.dumps(part)
         rows.append((last, last - first, run, kind, None, None, it.t, gaps, None, data))
     seq += len(it.events)
+    spans = it.spans
+    # (a tuple: a node's or aggregator's kept chunk, the same each cell)
+    kept = type(spans) is tuple
+    groups = _GROUPS.get(spans, span, _grouped) if kept else _grouped(spans, span)
+    for size, data in groups:  # (one row in practice)
+        start = _span_row(seq, it.t, data, size, start, span, flush, rows, (run, kind))
+        seq += size
+    return start
+
+
+def _grouped(spans: Sequence[SpanRow], span: int) -> tuple[tuple[int, str], ...]:
+    """The spans' entries as rows' data, each row's taking at most ``span`` seqs: (seqs, JSON)
+    per row."""
+    groups: list[tuple[int, str]] = []
     entries: list[str] = []
     size = 0
-    for first, last, states, text in _span_entries(it.spans, span):  # (one row in practice)
+    for first, last, states, text in _span_entries(spans, span):
         n = (last - first + 1) * len(states)
         if entries and size + n > span:
-            start = _span_row(seq, it.t, entries, size, start, span, flush, rows, (run, kind))
-            seq, entries, size = seq + size, [], 0
+            groups.append((size, "[" + ", ".join(entries) + "]"))
+            entries, size = [], 0
         entries.append(text)
         size += n
     if entries:
-        start = _span_row(seq, it.t, entries, size, start, span, flush, rows, (run, kind))
-    return start
+        groups.append((size, "[" + ", ".join(entries) + "]"))
+    return tuple(groups)
 
 
 def _span_entries(
@@ -91,6 +113,9 @@ def _span_entries(
 #: tuple (kept: a live cluster's node gives the same tuple for every cell, see RankSpans.ident)
 _WRITTEN: dict[tuple[int, int, tuple[str, ...], str, int], tuple[object, str]] = {}
 _WRITTEN_MAX = 4096
+#: (writers) a kept chunk's rows' data and its size, by the chunk's tuple (see :mod:`..kept`)
+_GROUPS: Kept[Sequence[SpanRow], int, tuple[tuple[int, str], ...]] = Kept()
+_SIZES: Kept[Sequence[SpanRow], None, int] = Kept()
 
 
 def _entry(first: int, last: int, states: Sequence[str], host: str, pids: Sequence[Any]) -> str:
@@ -111,7 +136,7 @@ def _entry(first: int, last: int, states: Sequence[str], host: str, pids: Sequen
 def _span_row(
     seq: int,
     t: float,
-    entries: list[str],
+    data: str,
     size: int,
     start: int,
     span: int,
@@ -119,11 +144,12 @@ def _span_row(
     rows: list[tuple[Any, ...]],
     codes: tuple[int, int],
 ) -> int:
-    """One row of spans' entries taking ``size`` seqs from ``seq`` on."""
+    """One row of spans' entries (``data``, their JSON list) taking ``size`` seqs from ``seq``
+    on."""
     last = seq + size - 1
     if last - start >= span:
         flush()
         start = seq
-    gaps, data = bytes(2 * (size - 1)), "[" + ", ".join(entries) + "]"
+    gaps = bytes(2 * (size - 1))
     rows.append((last, size - 1, *codes, None, None, t, gaps, None, data))
     return start

@@ -35,7 +35,7 @@ from ..errors import RankFailure
 from ..history.reaper import leftover_prefix
 from ..interface import Plan
 from ..layout import Layout
-from ..pids import EndWatch, pidfds
+from ..pids import newly_ended, pidfds
 from ..protocol.signing import BOOTSTRAP_ENV
 from .aggregators import (
     AGGREGATOR_COMMAND,
@@ -162,17 +162,14 @@ class LocalRelays:
             self.procs[node] = _start(
                 (*RELAY_COMMAND, str(node)), env, logdir / f"relay-{node}.log"
             )
-        # (the cluster's look every WATCH_EVERY: one poll of their pidfds, see pids.EndWatch)
-        self._relays_end = EndWatch(self.procs)
-        self._aggregators_end = EndWatch(self.aggregators)
 
     def exited(self) -> list[tuple[int, int]]:
         """(node, return code) of relays that ended since the last call."""
-        return self._relays_end.ended(self._reported)
+        return newly_ended(self.procs, self._reported)
 
     def aggregators_exited(self) -> list[tuple[int, int]]:
         """(index, return code) of aggregators that ended since the last call."""
-        return self._aggregators_end.ended(self._reported_aggregators)
+        return newly_ended(self.aggregators, self._reported_aggregators)
 
     def _all(self) -> list[subprocess.Popen[bytes]]:
         return [*self.procs.values(), *self.aggregators.values()]
@@ -193,8 +190,6 @@ class LocalRelays:
                 time.sleep(0.01)
         for proc in self._all():
             proc.wait()
-        self._relays_end.close()
-        self._aggregators_end.close()
 
 
 def _start(

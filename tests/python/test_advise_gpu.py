@@ -291,3 +291,16 @@ def test_the_suite_without_a_gpu_says_so_in_one_line(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(sys, "argv", ["bench_advise_gpu.py", "--device", "cuda"])
     with pytest.raises(SystemExit, match="torch sees no GPU here; use --device cpu"):
         bench.main()
+
+
+def test_measuring_a_products_scratch_writes_nothing_a_kernel_would_show(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """ipykernel forwards file descriptor 2 into the cell: the profiler's start/stop lines
+    must not reach a notebook that asks for advice on a bf16 model."""
+    from jupyter_distributed.advise.scratch import scratch_bytes
+
+    mm = str(torch.ops.aten.mm.default)
+    size = scratch_bytes(mm, (((48, 40), (40, 1)), ((40, 24), (24, 1))), "torch.bfloat16", 1)
+    assert size >= 0
+    assert "USDT" not in capfd.readouterr().err

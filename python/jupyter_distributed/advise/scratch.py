@@ -19,8 +19,13 @@ apart (``timing.device_workspace_bytes``), so only CPU products are counted here
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import sys
+import tempfile
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -83,12 +88,36 @@ def scratch_bytes(
         real = [_zeros(shape, stride, kind) for shape, stride in operands]
         func(*real)  # warm: oneDNN's primitive cache, the profiler's first start
         try:
-            with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            with (
+                _without_profiler_log(),
+                profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof,
+            ):
                 out = func(*real)
         except RuntimeError as e:  # a profiler already running on this thread
             warnings.warn(f"a {op} product's CPU scratch not measured: {e}", stacklevel=2)
             return 0
         return max(0, _held_most(prof) - int(out.numel() * out.element_size()))
+
+
+@contextlib.contextmanager
+def _without_profiler_log() -> Iterator[None]:
+    """Kineto writes a ``USDT: … profiler_start`` and ``… profiler_stop`` line to file
+    descriptor 2 each time a profile starts and stops, and a kernel (ipykernel) forwards what
+    is written there into the cell: those two lines are left out, anything else written there
+    meanwhile is written back."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            rest = b"".join(line for line in caught if not line.startswith(b"USDT:"))
+            if rest:
+                os.write(2, rest)
 
 
 def _zeros(shape: tuple[int, ...], stride: tuple[int, ...], dtype: Any) -> Any:

@@ -114,7 +114,11 @@ def run_torchrun(n: int, backend: str, steps: int, warmup: int, tmp: Path) -> tu
         str(steps),
         str(warmup),
     ]
-    subprocess.run(command, check=True, env=env, capture_output=True)  # noqa: S603 (ours)
+    done = subprocess.run(command, check=False, env=env, capture_output=True)  # noqa: S603 (ours)
+    if done.returncode:
+        tail = done.stderr.decode(errors="replace").strip().splitlines()[-15:]
+        why = "\n".join(tail)
+        raise SystemExit(f"torchrun at {n} ranks exited with {done.returncode}:\n{why}")
     rate, threads = out.read_text().split()
     return float(rate), int(threads)
 

@@ -101,7 +101,7 @@ SCRIPT = LOOP + textwrap.dedent("""
 def run_torchrun(n: int, backend: str, steps: int, warmup: int, tmp: Path) -> tuple[float, int]:
     script, out = tmp / "train.py", tmp / f"rate-{time.monotonic_ns()}"
     script.write_text(SCRIPT)
-    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo"}
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "TMPDIR": str(tmp)}  # (torchelastic_* too)
     command = [
         sys.executable,
         "-m",

@@ -13,6 +13,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Iterator, Sequence
 
+from ..kept import Kept
+
 
 class RankSet:
     """Ranks as sorted, disjoint runs of consecutive ranks ``[first, last]``."""
@@ -35,13 +37,9 @@ class RankSet:
         """``RankSet(ranks)``, made once while the same tuple comes again (a spec's ranks are
         one tuple per world size: what each cell of a cluster awaits), then copied: no look at
         each of 1,000 ranks per cell."""
-        kept = _kept
-        if kept is not None and kept[0] is ranks:
-            return kept[1].copy()
-        made = cls(ranks)
-        if isinstance(ranks, tuple):  # (immutable: the same object is the same ranks)
-            _keep(ranks, made.copy())
-        return made
+        if not isinstance(ranks, tuple):  # (a tuple is immutable: the same object, same ranks)
+            return cls(ranks)
+        return _MADE.get(ranks, None, lambda r, _: cls(r)).copy()
 
     def _add_runs(self, runs: Iterable[tuple[int, int]]) -> None:
         for first, last in runs:
@@ -118,12 +116,7 @@ class RankSet:
             firsts[i:j], lasts[i:j] = kept_firsts, kept_lasts
 
 
-_kept: tuple[tuple[int, ...], RankSet] | None = None  # (see RankSet.of) the last tuple made
-
-
-def _keep(ranks: tuple[int, ...], made: RankSet) -> None:
-    global _kept  # (one pair, replaced whole: any thread reads a whole one)
-    _kept = (ranks, made)
+_MADE: Kept[tuple[int, ...], None, RankSet] = Kept(most=64)  # (see RankSet.of)
 
 
 def _consecutive(ranks: Sequence[int]) -> bool:

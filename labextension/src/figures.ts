@@ -163,6 +163,20 @@ export function fileName(title: string): string {
   return name || 'figure';
 }
 
+/** The legend rows a plot's own height holds; each entry past them adds `LEGEND_ROW` pixels. */
+export const LEGEND_ROWS_IN = 3;
+export const LEGEND_ROW = 19;
+
+/**
+ * A line plot's height with its legend: in the panel's width the legend (above the plot) takes
+ * a row per entry, so 16 ranks' entries left the plot itself ~80 pixels of a fixed 240. The
+ * plot keeps its own height and the figure grows with the entries shown in the legend.
+ */
+export function heightWithLegend(base: number, data: readonly IScatter[]): number {
+  const entries = data.filter(trace => trace.showlegend !== false).length;
+  return base + LEGEND_ROW * Math.max(0, entries - LEGEND_ROWS_IN);
+}
+
 /** The x axis of a line plot: linear (time), whole numbers (world sizes) or log sizes in bytes. */
 export type XScale = 'linear' | 'integer' | 'bytes';
 
@@ -209,7 +223,9 @@ export function lineLayout(
     dragmode: 'zoom',
     showlegend: true,
     // Above the plot: below it, a legend that wraps to several rows ran over the x axis' title.
-    legend: { orientation: 'h', x: 0, y: 1.02, yanchor: 'bottom', font: { color: theme.font } },
+    // Up to 3/4 of the figure (plotly's default, 1/2, scrolled 16 ranks' entries of a figure
+    // grown for them: `heightWithLegend`).
+    legend: { orientation: 'h', x: 0, y: 1.02, yanchor: 'bottom', maxheight: 0.75, font: { color: theme.font } },
     xaxis,
     yaxis: { ...axis, rangemode: 'tozero', ...(yTitle ? { title: { text: yTitle } } : {}) },
     uirevision: 'keep'

@@ -10,7 +10,7 @@ import * as React from 'react';
 
 import { lastSeconds, rankRates } from './derive';
 import { LabelledInput } from './field';
-import { figureCsv, type IPlotTrace, lineLayout, scatterData, type XScale } from './figures';
+import { figureCsv, heightWithLegend, type IPlotTrace, lineLayout, scatterData, type XScale } from './figures';
 import { Figure } from './figureview';
 import { extent, formatBytes, logAxis } from './lineplot';
 import { roundedEnd } from './livepoints';
@@ -23,7 +23,7 @@ import type { RunLive, Series } from './runstate';
 import type { ShownRanks } from './shownranks';
 import { useTrans } from './translate';
 
-/** A plot's height in CSS pixels, its legend included. */
+/** A plot's height in CSS pixels, with a legend of up to `LEGEND_ROWS_IN` entries. */
 export const PLOT_HEIGHT = 240;
 
 export interface IPlotProps {
@@ -87,9 +87,11 @@ export function Plot(props: IPlotProps): JSX.Element {
         const traces = shown();
         const { xScale, range, smoothing } = latest.current;
         const ticks = xScale === 'bytes' ? byteTicks(traces) : undefined;
+        const data = scatterData(traces, theme, smoothing ?? 0);
+        const height = heightWithLegend(PLOT_HEIGHT, data);
         return {
-          data: scatterData(traces, theme, smoothing ?? 0),
-          layout: lineLayout(theme, { title: xTitle, scale: xScale, range, ticks }, PLOT_HEIGHT, latest.current.yTitle)
+          data,
+          layout: lineLayout(theme, { title: xTitle, scale: xScale, range, ticks }, height, latest.current.yTitle)
         };
       }}
       csv={() => figureCsv(shown(), xTitle, props.title)}

@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import {
   figureCsv,
   fileName,
+  heightWithLegend,
+  LEGEND_ROW,
   lineLayout,
   NEUTRAL,
   scatterData,
@@ -65,6 +67,19 @@ describe('the traces of a figure', () => {
     expect(data.every(t => /^[A-Za-z0-9_-]+$/.test(t.uid))).toBe(true);
     // The per-rank rate of the steady loop: 32 samples / 0.25 s.
     expect(traces[1]?.series.y.at(-1)).toBeCloseTo(128, 6);
+  });
+
+  it('grows a plot with its legend entries, so that 16 ranks leave the plot its own height', () => {
+    const few = scatterData(samplesTraces(liveOf(2), T, 0), THEME);
+    expect(heightWithLegend(240, few)).toBe(240);
+    const sixteen = scatterData(samplesTraces(liveOf(BAND_RANKS), T, 0), THEME);
+    expect(sixteen.length).toBe(BAND_RANKS + 1);
+    expect(heightWithLegend(240, sixteen)).toBe(240 + LEGEND_ROW * (BAND_RANKS + 1 - 3));
+    // Above 16 ranks, a band's edges have no legend entry: they add nothing.
+    const band = scatterData(samplesTraces(liveOf(BAND_RANKS + 4, [7]), T, 0, new Set([7])), THEME);
+    const entries = band.filter(t => t.showlegend !== false).length;
+    expect(heightWithLegend(240, band)).toBe(240 + LEGEND_ROW * Math.max(0, entries - 3));
+    expect(entries).toBeLessThan(band.length);
   });
 
   it(`shows the total, a min–median–max band and the stragglers above ${BAND_RANKS} ranks`, () => {

@@ -15,8 +15,17 @@ Repeats alternate (torchrun first on even repeats, the cell first on odd ones) s
 same load; the ratio is cell ÷ torchrun per repeat, with the mean and a 95 % confidence interval
 (Student's t) over repeats. gloo on CPU at 2 and 4 ranks; nccl at 1 rank where a GPU is present.
 
+Beside steps/s each row has CPU per timed step: rank 0's main thread and its whole process
+(every thread: gloo's, and in the cell the rank's I/O, capture and ZeroMQ threads), and, for
+the cell, the kernel's process over the whole cell (ms per step, warm-up included). These are
+steadier than wall time on a shared machine. ``--arms torchrun cell bare`` adds ``bare``: the
+cell without ``report()`` or lines, which splits what reporting costs from what the cell costs
+at all; ratios are to the first arm.
+
 Usage: ``PYTHONPATH=python python benchmarks/bench_train.py [--ranks 2 4] [--repeat 5]
-[--steps 200]``. The default run takes a few minutes on 2 cores.
+[--steps 200] [--arms torchrun cell bare] [--every 10]``. The default run takes a few minutes
+on 2 cores; a quiet-machine check of the goal (≥ 0.99×): ``--no-gpu --ranks 2 4 --repeat 12
+--steps 400`` (about 10 minutes on 2 cores).
 """
 
 from __future__ import annotations

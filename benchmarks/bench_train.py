@@ -15,8 +15,17 @@ Repeats alternate (torchrun first on even repeats, the cell first on odd ones) s
 same load; the ratio is cell ÷ torchrun per repeat, with the mean and a 95 % confidence interval
 (Student's t) over repeats. gloo on CPU at 2 and 4 ranks; nccl at 1 rank where a GPU is present.
 
+Beside steps/s each row has CPU per timed step: rank 0's main thread and its whole process
+(every thread: gloo's, and in the cell the rank's I/O, capture and ZeroMQ threads), and, for
+the cell, the kernel's process over the whole cell (ms per step, warm-up included). These are
+steadier than wall time on a shared machine. ``--arms torchrun cell bare`` adds ``bare``: the
+cell without ``report()`` or lines, which splits what reporting costs from what the cell costs
+at all; ratios are to the first arm.
+
 Usage: ``PYTHONPATH=python python benchmarks/bench_train.py [--ranks 2 4] [--repeat 5]
-[--steps 200]``. The default run takes a few minutes on 2 cores.
+[--steps 200] [--arms torchrun cell bare] [--every 10]``. The default run takes a few minutes
+on 2 cores; a quiet-machine check of the goal (≥ 0.99×): ``--no-gpu --ranks 2 4 --repeat 12
+--steps 400`` (about 10 minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ import sys
 import textwrap
 import time
 from contextlib import redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +72,11 @@ LOOP = textwrap.dedent("""
             if device.type == "cuda":
                 torch.cuda.synchronize()
 
-        start = 0.0
+        start = cpu = main = 0.0
         for i in range(warmup + steps):
             if i == warmup:
                 sync()
+                cpu, main = time.process_time(), time.thread_time()
                 start = time.perf_counter()
             opt.zero_grad()
             loss = loss_fn(ddp(x), y)
@@ -76,7 +87,9 @@ LOOP = textwrap.dedent("""
             if i % every == 0:
                 print(f"step {i} loss {value:.4f}")
         sync()
-        return steps / (time.perf_counter() - start), torch.get_num_threads()
+        rate = steps / (time.perf_counter() - start)
+        main, cpu = time.thread_time() - main, time.process_time() - cpu
+        return rate, torch.get_num_threads(), 1e3 * main / steps, 1e3 * cpu / steps
 """)
 
 SCRIPT = LOOP + textwrap.dedent("""
@@ -90,15 +103,34 @@ SCRIPT = LOOP + textwrap.dedent("""
     if backend == "nccl":
         torch.cuda.set_device(device)
     dist.init_process_group(backend)
-    rate, threads = train_loop(int(sys.argv[3]), int(sys.argv[4]), 10, lambda **_: None, device)
+    every = int(sys.argv[5])
+    result = train_loop(int(sys.argv[3]), int(sys.argv[4]), every, lambda **_: None, device)
     if dist.get_rank() == 0:
         with open(sys.argv[2], "w") as f:
-            f.write(f"{rate} {threads}")
+            f.write(" ".join(map(str, result)))
     dist.destroy_process_group()
 """)
 
 
-def run_torchrun(n: int, backend: str, steps: int, warmup: int, tmp: Path) -> tuple[float, int]:
+@dataclass
+class Run:
+    """One timed run: rank 0's steps/s and torch threads; its main thread's and its whole
+    process's CPU per timed step (ms); the kernel's CPU per step over the whole cell (ms, the
+    cell arms only)."""
+
+    rate: float
+    threads: int
+    main_ms: float
+    rank_ms: float
+    kernel_ms: float = math.nan
+
+    @classmethod
+    def parse(cls, values: Any) -> Run:
+        rate, threads, main_ms, rank_ms = values
+        return cls(float(rate), int(threads), float(main_ms), float(rank_ms))
+
+
+def run_torchrun(n: int, backend: str, steps: int, warmup: int, every: int, tmp: Path) -> Run:
     script, out = tmp / "train.py", tmp / f"rate-{time.monotonic_ns()}"
     script.write_text(SCRIPT)
     env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "TMPDIR": str(tmp)}  # (torchelastic_* too)
@@ -113,14 +145,16 @@ def run_torchrun(n: int, backend: str, steps: int, warmup: int, tmp: Path) -> tu
         str(out),
         str(steps),
         str(warmup),
+        str(every),
     ]
     done = subprocess.run(command, check=False, env=env, capture_output=True)  # noqa: S603 (ours)
     if done.returncode:
         tail = done.stderr.decode(errors="replace").strip().splitlines()[-15:]
         why = "\n".join(tail)
         raise SystemExit(f"torchrun at {n} ranks exited with {done.returncode}:\n{why}")
-    rate, threads = out.read_text().split()
-    return float(rate), int(threads)
+    run = Run.parse(out.read_text().split())
+    out.unlink()
+    return run
 
 
 class Cell:
@@ -137,10 +171,18 @@ class Cell:
         if not res.success:
             raise RuntimeError(f"the cell failed: {res.error_in_exec or res.error_before_exec}")
 
-    def run(self, steps: int, warmup: int) -> tuple[float, int]:
-        self._cell(f"rate = train_loop({steps}, {warmup}, 10, report, device)", " --pull rate")
-        rate, threads = self.ip.user_ns["rate"][0]
-        return float(rate), int(threads)
+    def run(self, steps: int, warmup: int, every: int, bare: bool) -> Run:
+        """The loop in a cell: ``report()`` every step and a line every ``every`` steps, or,
+        ``bare``, neither (a no-op report, no lines)."""
+        report, every = ("lambda **_: None", 10**9) if bare else ("report", every)
+        cpu = time.process_time()
+        self._cell(
+            f"rate = train_loop({steps}, {warmup}, {every}, {report}, device)", " --pull rate"
+        )
+        kernel_ms = 1e3 * (time.process_time() - cpu) / (steps + warmup)
+        run = Run.parse(self.ip.user_ns["rate"][0])
+        run.kernel_ms = kernel_ms
+        return run
 
 
 # Student's t, two-sided 95 %, by degrees of freedom (beyond 30: 2.0)
@@ -187,12 +229,27 @@ def mean_ci(xs: list[float]) -> tuple[float, float]:
     return m, t * statistics.stdev(xs) / math.sqrt(len(xs))
 
 
+ARMS = {
+    "torchrun": "torchrun",
+    "cell": "cell: report() every step, a line every 10",
+    "bare": "cell without report() or lines",
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--repeat", type=int, default=4, help="alternated repeats per row")
     parser.add_argument("--steps", type=int, default=200, help="timed steps per run")
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--every", type=int, default=10, help="a line every N steps")
+    parser.add_argument(
+        "--arms",
+        nargs="+",
+        choices=list(ARMS),
+        default=["torchrun", "cell"],
+        help="what runs, in rotated order per repeat; ratios are to the first",
+    )
     parser.add_argument("--no-gpu", action="store_true", help="leave out nccl at 1 rank")
     args = parser.parse_args()
     use_checkout()
@@ -209,38 +266,45 @@ def main() -> None:
     session = next(
         m for m in ip.magics_manager.registry.values() if isinstance(m, DistributedMagics)
     ).session
+    base = args.arms[0]
     print(
         f"torch {torch.__version__}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; "
-        f"{args.repeat} alternated repeats of {args.steps} steps (+{args.warmup} warm-up)"
+        f"{args.repeat} alternated repeats of {args.steps} steps (+{args.warmup} warm-up); "
+        f"ratios to {ARMS[base]}"
     )
     print(
-        "| ranks | backend | torchrun steps/s | cell steps/s | cell ÷ torchrun (95 % CI) "
-        "| threads (torchrun/cell) |\n|---|---|---|---|---|---|"
+        "| ranks | backend | arm | steps/s | ÷ first arm (95 % CI) | rank 0 main thread CPU "
+        "ms/step | rank 0 process CPU ms/step | kernel CPU ms/step | threads |\n"
+        "|---|---|---|---|---|---|---|---|---|"
     )
     try:
         for n, backend in rows:
             cell = Cell(ip, n)
-            direct: list[float] = []
-            magic: list[float] = []
-            threads = ["", ""]
+            runs: dict[str, list[Run]] = {arm: [] for arm in args.arms}
             for i in range(args.repeat):
-                order = ("torchrun", "cell") if i % 2 == 0 else ("cell", "torchrun")
-                for what in order:
-                    if what == "torchrun":
-                        rate, t = run_torchrun(n, backend, args.steps, args.warmup, tmp)
-                        direct.append(rate)
-                        threads[0] = str(t)
+                k = i % len(args.arms)  # rotated: each arm goes first as often as the others
+                order = args.arms[k:] + args.arms[:k]
+                for arm in order if i % 2 == 0 else order[::-1]:
+                    if arm == "torchrun":
+                        run = run_torchrun(n, backend, args.steps, args.warmup, args.every, tmp)
                     else:
-                        rate, t = cell.run(args.steps, args.warmup)
-                        magic.append(rate)
-                        threads[1] = str(t)
-            ratio, half = mean_ci([c / d for c, d in zip(magic, direct, strict=True)])
-            print(
-                f"| {n} | {backend} | {statistics.median(direct):.1f} "
-                f"| {statistics.median(magic):.1f} | {ratio:.3f} ± {half:.3f} "
-                f"| {threads[0]}/{threads[1]} |",
-                flush=True,
-            )
+                        run = cell.run(args.steps, args.warmup, args.every, arm == "bare")
+                    runs[arm].append(run)
+            for arm in args.arms:
+                got = runs[arm]
+                ratio, half = mean_ci(
+                    [r.rate / b.rate for r, b in zip(got, runs[base], strict=True)]
+                )
+                print(
+                    f"| {n} | {backend} | {arm} | {statistics.median(r.rate for r in got):.1f} "
+                    f"| {ratio:.3f} ± {half:.3f} "
+                    f"| {statistics.median(r.main_ms for r in got):.3f} "
+                    f"| {statistics.median(r.rank_ms for r in got):.3f} "
+                    f"| {statistics.median(r.kernel_ms for r in got):.3f} "
+                    f"| {got[-1].threads} |",
+                    flush=True,
+                )
+            print(f"(load {os.getloadavg()[0]:.1f})", flush=True)
             session.stop()
     finally:
         session.shutdown()

@@ -71,36 +71,24 @@ class Channel:
         self._later: Message | None = None  # held back by send_later, since _later_since
         self._later_since = 0.0
         self._resting = False  # the I/O thread ticks only when due (see rest)
-        self._waiting = False  # messages queued for the I/O thread's next look (send's tick)
 
     def start(self) -> None:
         self._loop.start()
 
     def send(
-        self,
-        message: Message,
-        buffers: Sequence[Buffer] = (),
-        drop_later: bool = False,
-        tick: bool = False,
+        self, message: Message, buffers: Sequence[Buffer] = (), drop_later: bool = False
     ) -> None:
         """Queue a message; safe from any thread, never blocks. What :meth:`send_later` holds
-        back leaves first, unless ``drop_later`` (this message says it too). With ``tick``
-        (output lines while a cell runs) the I/O thread is not woken for it: it leaves with
-        the thread's next look, within :data:`POLL_MS`, together with the samples and lines
-        of that look (one wake-up of the rank's threads and of the kernel's, not one a line);
-        a message sent without ``tick``, or one on the cell socket (:meth:`sent`), takes it
-        along at once. A resting channel wakes for every message."""
+        back leaves first, unless ``drop_later`` (this message says it too)."""
         header = message.to_header()
         frames, parts = split_large(buffers)
         if parts is not None:
             header = {**header, "parts": parts}
         with self._lock:  # counters leave in order, whichever thread sends
-            defer = tick and not self._resting
             later, self._later = self._later, None
             if later is not None and not drop_later:
                 self._loop.put(self._signer.pack(later.to_header()), wake=False)
-            self._loop.put(self._signer.pack(header, frames), wake=not defer)
-            self._waiting = defer
+            self._loop.put(self._signer.pack(header, frames))
 
     def send_later(self, message: Message) -> None:
         """Hold ``message`` back: it leaves before the next message sent, or at the I/O
@@ -132,27 +120,14 @@ class Channel:
                 self._loop.pace(POLL_MS)
             return
         if not self._resting:
-            with self._lock:  # (a message queued for this look after its drain leaves now)
-                self._resting = True
-                self._flush()
+            self._resting = True
             self._loop.pace(REST_MS)
         self._loop.tick_within(due)
 
     def sent(self) -> int:
         """The counter of the last message queued (0: none yet): a message on another
-        connection that must not overtake it names this (see ``cellsocket``), so what waits
-        for the I/O thread's next look leaves now (the kernel would hold that message for
-        it)."""
-        with self._lock:
-            self._flush()
-            return self._signer.sent
-
-    def _flush(self) -> None:
-        """(holding the lock) Have the I/O thread send now what waits for its next look
-        (:meth:`send`'s ``tick``)."""
-        if self._waiting:
-            self._waiting = False
-            self._loop.wake()
+        connection that must not overtake it names this (see ``cellsocket``)."""
+        return self._signer.sent
 
     def flush_later(self, after: float) -> None:
         """Send what is held back if it has waited ``after`` seconds (on the I/O thread)."""

@@ -52,8 +52,7 @@ class ChannelReporter:
         self.cell = cell
 
     def output(self, run_id: str, stream: str, lines: list[tuple[float, str]]) -> None:
-        # with the I/O thread's next look (within 0.1 s), not a wake-up of it per line
-        self.channel.send(Output(run_id, stream, lines), tick=True)
+        self.channel.send(Output(run_id, stream, lines))
 
     def live(self, message: Live) -> None:
         self.channel.send(message)

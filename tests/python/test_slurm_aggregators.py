@@ -1,7 +1,8 @@
 """Aggregators on a real Slurm cluster (four slurmd nodes on loopback, see engines/): with
 ``Distributed.relays = "tree"``, a third step of the ranks' job, one aggregator task on the
 first node of each group of relays, listening on TCP (CurveZMQ) on that node's address; the
-kernel holds one connection per aggregator, a cell reaches every rank through both levels, a
+others dial aggregator 0 (the root, over TCP with CurveZMQ too) and the kernel holds one
+connection, the root's; a cell reaches every rank through both levels, a
 killed aggregator names the nodes behind it, and the stop leaves no task."""
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ def test_a_cell_reaches_every_rank_through_aggregators_on_the_first_node_of_each
     for r in range(2 * NODES):
         assert f"hello from {r}" in out.getvalue()
     (live,) = session.live.values()
-    assert live.cluster.peer_count() == 2  # one per aggregator (relays alone: 4)
-    assert "kernel connections to the ranks: 2 (through 2 aggregator(s) above 4 node relays)" in (
+    assert live.cluster.peer_count() == 1  # the root aggregator (relays alone: 4)
+    assert "kernel connections to the ranks: 1 (through 2 aggregator(s) above 4 node relays)" in (
         status(session)
     )
     aggregators = four_nodes.relay_pids("aggregator")

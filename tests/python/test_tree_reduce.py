@@ -31,9 +31,11 @@ from jupyter_distributed.cluster.aggregators import (
 )
 from jupyter_distributed.cluster.inbox import Ended
 from jupyter_distributed.cluster.noderuns import NodeRuns
+from jupyter_distributed.cluster.relaydsts import ByDst
 from jupyter_distributed.cluster.router import Router
 from jupyter_distributed.interface import RankInfo
 from jupyter_distributed.layout import Layout
+from jupyter_distributed.protocol.receivers import Receivers
 from jupyter_distributed.protocol.signing import Signer, cell_name
 
 from .test_fanin_ranges import KEY, RUN, deliver, kernel
@@ -244,3 +246,19 @@ def test_node_runs_say_what_a_look_at_each_rank_says() -> None:
         high = rng.randint(low, 6)
         each = all(r in nodes and low <= nodes[r] <= high for r in range(first, last + 1))
         assert runs.within(first, last, (low, high)) == each, (nodes, first, last, low, high)
+
+
+def test_a_hop_reads_a_cells_dst_once_until_a_route_changes() -> None:
+    reads: list[object] = []
+    names = {cell_name(r) for r in range(10)}
+
+    def read(dst: Receivers) -> list[str]:
+        reads.append(dst)
+        return sorted(dst.among(names))
+
+    by_dst = ByDst(read)
+    assert by_dst.get(["c0-9"]) == sorted(names) and by_dst.get(["c0-9"]) == sorted(names)
+    assert by_dst.get("c3") == ["c3"] and len(reads) == 2  # (each dst read once)
+    names.add(cell_name(10))
+    by_dst.clear()  # (a route learned anew: read again)
+    assert by_dst.get(["c0-10"]) == sorted(names) and len(reads) == 3

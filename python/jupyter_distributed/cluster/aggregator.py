@@ -58,13 +58,13 @@ from typing import Any
 import zmq
 
 from ..layout import Layout
-from ..protocol.receivers import Receivers
 from ..protocol.signing import Signer, cell_name, rank_name
 from .aggregators import above, aggregated_nodes, bind_address, listen_curve, other_aggregators
 from .fanin import REDUCED, aggregator_name, hold_due, relay_name
 from .nodedirs import node_ranks
 from .noderuns import joined
 from .relay import Hop, run
+from .relaydsts import ByDst
 
 AGGREGATOR_NAME = "aggregator"  # the name its checking signers go by (it signs nothing)
 
@@ -90,14 +90,15 @@ class Merger:
     ) -> None:
         self._mine = ranks  # "c3" -> 3: the cell names of the ranks behind it
         self._merges = merges  # the aggregators whose merged reductions it merges (the root's)
+        # the ranks here a dst names, read once per dst (its ranks never change)
+        self._dsts = ByDst(lambda dst: frozenset(ranks[d] for d in dst.among(ranks)))
         self._clock = clock
         self._runs: dict[str, _Run] = {}
 
     def sent(self, header: dict[str, Any]) -> None:
         """A message from the kernel went down: a cell starts on the ranks it names."""
         if header.get("type") == "execute":
-            mine = self._mine
-            ranks = {mine[d] for d in Receivers(header["dst"]).among(mine)}
+            ranks = self._dsts.get(header["dst"])
             if ranks:  # (one message per rank, where a cell goes to one rank here)
                 self._runs.setdefault(str(header.get("run_id")), _Run(set())).awaited |= ranks
 

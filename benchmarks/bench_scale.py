@@ -23,10 +23,10 @@ with ``Done``). Per rank count it prints:
 ``python -m jupyter_distributed.cluster.relay``, between the fake ranks and the kernel; the
 ranks' ends of a cell come as one reduction per relay) and ``tree`` (``Distributed.relays =
 "tree"``: the same relays behind about √nodes aggregators, ``python -m
-jupyter_distributed.cluster.aggregator``, so the kernel holds one connection per aggregator;
-the figures add the kernel's peers). Usage: ``PYTHONPATH=python python
-benchmarks/bench_scale.py [--ranks 100 300 1000] [--cells 30] [--helpers 4] [--nodes 4]
-[--mode star relay tree] [--code pass]``.
+jupyter_distributed.cluster.aggregator``, the first of them the root the others dial where
+there are several, so the kernel holds one connection; the figures add the kernel's peers).
+Usage: ``PYTHONPATH=python python benchmarks/bench_scale.py [--ranks 100 300 1000] [--cells 30]
+[--helpers 4] [--nodes 4] [--mode star relay tree] [--code pass]``.
 """
 
 from __future__ import annotations

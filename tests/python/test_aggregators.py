@@ -1,8 +1,9 @@
 """A second level of relays (issue 26): aggregators between the kernel and the node relays
 (``Distributed.relays = "tree"`` on the local backend; above 200 nodes with relays). The kernel
-holds one connection per aggregator; a cell reaches every rank through both levels; messages
-for some ranks are routed by rank; a dead aggregator is named by the nodes behind it, and a
-dead node relay below one by its node.
+holds one connection, the root aggregator's (aggregator 0, which the others dial); a cell
+reaches every rank through both levels; messages for some ranks are routed by rank; a dead
+aggregator is named by the nodes behind it (the root by every node), and a dead node relay
+below one by its node.
 
 The aggregator is the real one (``python -m jupyter_distributed.cluster.aggregator``): the
 first test drives it with the real protocol code from this process (a kernel's ROUTER, two
@@ -206,9 +207,9 @@ def test_a_cell_reaches_every_rank_through_two_levels(session: Session) -> None:
     values = _run(session, "rank", **TREE).values
     assert values == {r: str(r) for r in range(NODES * PER)}
     (live,) = session.live.values()
-    assert live.cluster.peer_count() == 2  # one connection per aggregator
+    assert live.cluster.peer_count() == 1  # one connection: the root aggregator's
     assert (len(_relay_pids()), len(_relay_pids("aggregator"))) == (NODES, 2)
-    assert "kernel connections to the ranks: 2 (through 2 aggregator(s) above 4 node relays)" in (
+    assert "kernel connections to the ranks: 1 (through 2 aggregator(s) above 4 node relays)" in (
         status(session)
     )
     targets = (0, 7)  # one rank behind each aggregator: a message per rank, routed by rank
@@ -218,7 +219,7 @@ def test_a_cell_reaches_every_rank_through_two_levels(session: Session) -> None:
     assert values == {2: "3", 3: "4", 4: "5"}
 
 
-def test_an_aggregator_killed_mid_cell_names_the_nodes_behind_it(
+def test_the_root_aggregator_killed_mid_cell_names_every_node_cut_off(
     session: Session, tmp_path: Path
 ) -> None:
     _run(session, "pass", **TREE)
@@ -235,13 +236,31 @@ def test_an_aggregator_killed_mid_cell_names_the_nodes_behind_it(
     killer.join()
     root = info.value.root
     assert root.kind == "relay"
-    assert root.summary.startswith("aggregator 0 on host ")
+    assert root.summary.startswith(
+        "aggregator 0 (the root, through which every aggregator reaches the kernel) on host "
+    )
     assert root.summary.endswith(
-        "died (killed by signal 9): its nodes 0-1 are gone, with their ranks 0-3"
+        "died (killed by signal 9): its nodes 0-3 are gone, with their ranks 0-7"
     )
     assert not pid_alive(killed[0])
     values = _run(session, "rank", **TREE).values  # a new cluster, both levels again
     assert values == {r: str(r) for r in range(NODES * PER)}
+
+
+def test_an_aggregator_below_the_root_killed_mid_cell_names_the_nodes_behind_it(
+    session: Session, tmp_path: Path
+) -> None:
+    _run(session, "pass", **TREE)
+    marker = tmp_path / "started"
+    killer = kill_once_started(marker, lambda: sorted(_relay_pids("aggregator"))[1])
+    with pytest.raises(RunFailed) as info:
+        _run(session, started_cell(marker), **TREE)
+    killer.join()
+    root = info.value.root
+    assert root.summary.startswith("aggregator 1 on host ")
+    assert root.summary.endswith(
+        "died (killed by signal 9): its nodes 2-3 are gone, with their ranks 4-7"
+    )
 
 
 def test_a_relay_killed_below_an_aggregator_names_its_node(

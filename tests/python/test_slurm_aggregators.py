@@ -1,7 +1,8 @@
 """Aggregators on a real Slurm cluster (four slurmd nodes on loopback, see engines/): with
 ``Distributed.relays = "tree"``, a third step of the ranks' job, one aggregator task on the
 first node of each group of relays, listening on TCP (CurveZMQ) on that node's address; the
-kernel holds one connection per aggregator, a cell reaches every rank through both levels, a
+others dial aggregator 0 (the root, over TCP with CurveZMQ too) and the kernel holds one
+connection, the root's; a cell reaches every rank through both levels, a
 killed aggregator names the nodes behind it, and the stop leaves no task."""
 
 from __future__ import annotations
@@ -55,14 +56,34 @@ def test_a_cell_reaches_every_rank_through_aggregators_on_the_first_node_of_each
     for r in range(2 * NODES):
         assert f"hello from {r}" in out.getvalue()
     (live,) = session.live.values()
-    assert live.cluster.peer_count() == 2  # one per aggregator (relays alone: 4)
-    assert "kernel connections to the ranks: 2 (through 2 aggregator(s) above 4 node relays)" in (
+    assert live.cluster.peer_count() == 1  # the root aggregator (relays alone: 4)
+    assert "kernel connections to the ranks: 1 (through 2 aggregator(s) above 4 node relays)" in (
         status(session)
     )
     aggregators = four_nodes.relay_pids("aggregator")
     assert sorted(map(_node_of, aggregators)) == ["node1", "node3"]  # each group's first node
     assert len(four_nodes.relay_pids()) == NODES
     assert _run(session, "rank * 10", out, targets=(1, 6)).values == {1: "10", 6: "60"}
+    session.stop()
+    assert wait_gone(four_nodes.task_pids(), within=10) == set()
+
+
+def test_the_root_aggregator_killed_mid_cell_names_every_node_cut_off(
+    four_nodes: slurm.SlurmCluster, session: Session, tmp_path: Path
+) -> None:
+    out = io.StringIO()
+    _run(session, "pass", out)
+
+    def first() -> int:
+        (pid,) = [p for p in four_nodes.relay_pids("aggregator") if _node_of(p) == "node1"]
+        return pid
+
+    root = killed_mid_cell(lambda code: _run(session, code, out), tmp_path / "started", first)
+    assert root.kind == "relay"
+    assert root.summary == (
+        "aggregator 0 (the root, through which every aggregator reaches the kernel) on host "
+        "node1 died (killed by signal 9): its nodes 0-3 are gone, with their ranks 0-7"
+    )
     session.stop()
     assert wait_gone(four_nodes.task_pids(), within=10) == set()
 

@@ -23,11 +23,19 @@ import pytest
 from jupyter_distributed.cluster import fanin
 from jupyter_distributed.cluster.aggregator import Merger
 from jupyter_distributed.cluster.aggregator import merged as merged_of
+from jupyter_distributed.cluster.aggregators import (
+    above,
+    aggregated_nodes,
+    other_aggregators,
+    rooted,
+)
 from jupyter_distributed.cluster.inbox import Ended
 from jupyter_distributed.cluster.noderuns import NodeRuns
+from jupyter_distributed.cluster.relaydsts import ByDst
 from jupyter_distributed.cluster.router import Router
 from jupyter_distributed.interface import RankInfo
 from jupyter_distributed.layout import Layout
+from jupyter_distributed.protocol.receivers import Receivers
 from jupyter_distributed.protocol.signing import Signer, cell_name
 
 from .test_fanin_ranges import KEY, RUN, deliver, kernel
@@ -114,6 +122,47 @@ def test_a_nodes_partial_reductions_merged_count_its_ranks_once() -> None:
     assert (out["done"], out["of"], out["nodes"]) == (16, 16, ["n0", "n1"])
 
 
+def test_the_root_merges_the_other_aggregators_ends_into_one_reduction_for_every_node() -> None:
+    clock = [10.0]
+    every = {cell_name(r): r for r in range(32)}  # nodes 0-3: its own 0-1, a2-3's below it
+    root = Merger(every, clock=lambda: clock[0], merges=frozenset({"a2-3"}))
+    root.sent({"type": "execute", "run_id": RUN, "dst": list(every)})
+    assert root.hold({**reduction([[0, 7]]), "src": "n0"})
+    error = {"type": "done", "src": cell_name(9), "run_id": RUN, "status": "error"}
+    assert not root.hold(error)  # the first error is never held behind a merge
+    root.passed(error)
+    assert root.hold({**reduction([[8, 8], [10, 15]]), "src": "n1"})
+    assert root.due()[0] == []  # (nodes 2-3 still to come, within 0.5 s)
+    below = merged_of(RUN, [{**reduction([[16, 23]]), "src": "n2"}])
+    below = merged_of(RUN, [below | {"src": "a2-3"}, {**reduction([[24, 31]]), "src": "n3"}])
+    assert not Merger(every).hold({**below, "src": "a2-3"})  # (not the root: forwarded)
+    assert root.hold({**below, "src": "a2-3"})
+    (one,), wait = root.due()  # every rank in: ONE reduction for the whole cluster, at once
+    assert (one["ranges"], one["done"], one["nodes"], wait) == (
+        [[0, 8], [10, 31]], 31, ["n0", "n1", "n2", "n3"], None,
+    )  # fmt: skip
+    node_of = lambda r: r // 8 if 0 <= r < 32 else None  # noqa: E731
+    assert fanin.ranged({**one, "src": "a0-3"}, node_of) == [(0, 8), (10, 31)]
+
+
+def test_aggregators_dial_the_root_and_it_the_kernel() -> None:
+    boot: dict[str, Any] = {"address": "ipc:///k/ctl", "fanout": 2, "curve": None}
+    boot["aggregators"] = {"0": "ipc:///k/aggregator-0", "1": "ipc:///k/aggregator-1"}
+    rooted(boot)
+    assert [above(boot, a)[0] for a in (0, 1)] == ["ipc:///k/ctl", "ipc:///k/aggregator-0"]
+    assert aggregated_nodes(boot, 0, 4) == [0, 1, 2, 3]  # (the root answers for every node)
+    assert aggregated_nodes(boot, 1, 4) == [2, 3]
+    assert other_aggregators(boot, 0, 4) == [(2, 3)] and other_aggregators(boot, 1, 4) == []
+    keys = {"public": "p", "secret": "s", "server": "kernel's"}
+    tcp = {**boot, "curve": keys, "aggregator_curve": {"server": "root's", "secret": "x"}}
+    tcp["aggregators"] = {"0": "tcp://h0:7000", "1": "tcp://h2:7001"}
+    assert above(tcp, 1) == ("tcp://h0:7000", {**keys, "server": "root's"})
+    assert above(tcp, 0) == (tcp["address"], keys)
+    one = {"address": "ipc:///k/ctl", "fanout": 2, "aggregators": {"0": "ipc:///k/agg-0"}}
+    rooted(one)
+    assert "root" not in one and above(one, 0)[0] == "ipc:///k/ctl"  # (one needs no root)
+
+
 def test_a_span_holding_a_rank_of_a_node_not_behind_its_sender_is_refused() -> None:
     node_of = lambda r: r % 2 if 0 <= r < 8 else None  # noqa: E731 - nodes interleave (relay_of)
     runs = NodeRuns(range(8), node_of)
@@ -197,3 +246,19 @@ def test_node_runs_say_what_a_look_at_each_rank_says() -> None:
         high = rng.randint(low, 6)
         each = all(r in nodes and low <= nodes[r] <= high for r in range(first, last + 1))
         assert runs.within(first, last, (low, high)) == each, (nodes, first, last, low, high)
+
+
+def test_a_hop_reads_a_cells_dst_once_until_a_route_changes() -> None:
+    reads: list[object] = []
+    names = {cell_name(r) for r in range(10)}
+
+    def read(dst: Receivers) -> list[str]:
+        reads.append(dst)
+        return sorted(dst.among(names))
+
+    by_dst = ByDst(read)
+    assert by_dst.get(["c0-9"]) == sorted(names) and by_dst.get(["c0-9"]) == sorted(names)
+    assert by_dst.get("c3") == ["c3"] and len(reads) == 2  # (each dst read once)
+    names.add(cell_name(10))
+    by_dst.clear()  # (a route learned anew: read again)
+    assert by_dst.get(["c0-10"]) == sorted(names) and len(reads) == 3

@@ -26,6 +26,11 @@ kernel's ROUTER. So the kernel holds one connection per aggregator, about √nod
   that all ended, not 9 spans: :mod:`.noderuns`). So the kernel takes one message, and for a
   cell that ended everywhere one span, per aggregator, not one per node. An error, or an end
   with pulled values, is never held: it goes up at once as its rank signed it.
+- **The root** (aggregator 0 where there are several, :func:`~.aggregators.above`): the other
+  aggregators dial it, not the kernel, and it holds their merged reductions as it holds its
+  relays' (their ``src`` named among ``merges``), so that ONE reduction per cell reaches the
+  kernel, signed as the aggregator of every node (``a0-1249``). It forwards every other message
+  unchanged, as the others do; it learns which aggregator holds which rank as they do a relay.
 
 Trust: an aggregator holds the cluster's key and is trusted as a relay is, for the ranks of
 its own nodes only: the kernel refuses a merged reduction that speaks for a rank of another
@@ -33,7 +38,9 @@ node, and one whose counter is not above the last it took from the aggregator (a
 aggregator checked each relay's counter, as each relay checked its ranks'. It vouches for
 what its relays vouched for, no more: it signs only the merged reductions; the ranks' own
 messages and the relays' batches go up as they were signed. Anything unsigned, replayed, or
-from a node not behind it, is dropped. It dies with its parent (Linux), ends once it finds the
+from a node not behind it, is dropped (the root's: every node, the other aggregators having
+checked theirs; a rank's own message is still checked by the kernel, signature and counter).
+It dies with its parent (Linux), ends once it finds the
 kernel dead (on the kernel's host), and leaves on its own once its relays have (:mod:`.hoplife`);
 the kernel names a dead aggregator by the nodes behind it
 (:func:`~.aggregators.aggregator_failure`).
@@ -51,13 +58,13 @@ from typing import Any
 import zmq
 
 from ..layout import Layout
-from ..protocol.receivers import Receivers
 from ..protocol.signing import Signer, cell_name, rank_name
-from .aggregators import aggregated_nodes, bind_address, listen_curve
+from .aggregators import above, aggregated_nodes, bind_address, listen_curve, other_aggregators
 from .fanin import REDUCED, aggregator_name, hold_due, relay_name
 from .nodedirs import node_ranks
 from .noderuns import joined
 from .relay import Hop, run
+from .relaydsts import ByDst
 
 AGGREGATOR_NAME = "aggregator"  # the name its checking signers go by (it signs nothing)
 
@@ -75,16 +82,23 @@ class _Run:
 class Merger:
     """Its relays' reductions of one cell, merged into one it signs (see the module's text)."""
 
-    def __init__(self, ranks: dict[str, int], clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        ranks: dict[str, int],
+        clock: Callable[[], float] = time.monotonic,
+        merges: frozenset[str] = frozenset(),
+    ) -> None:
         self._mine = ranks  # "c3" -> 3: the cell names of the ranks behind it
+        self._merges = merges  # the aggregators whose merged reductions it merges (the root's)
+        # the ranks here a dst names, read once per dst (its ranks never change)
+        self._dsts = ByDst(lambda dst: frozenset(ranks[d] for d in dst.among(ranks)))
         self._clock = clock
         self._runs: dict[str, _Run] = {}
 
     def sent(self, header: dict[str, Any]) -> None:
         """A message from the kernel went down: a cell starts on the ranks it names."""
         if header.get("type") == "execute":
-            mine = self._mine
-            ranks = {mine[d] for d in Receivers(header["dst"]).among(mine)}
+            ranks = self._dsts.get(header["dst"])
             if ranks:  # (one message per rank, where a cell goes to one rank here)
                 self._runs.setdefault(str(header.get("run_id")), _Run(set())).awaited |= ranks
 
@@ -97,7 +111,9 @@ class Merger:
     def hold(self, header: dict[str, Any]) -> bool:
         """Whether a relay's verified message is a reduction to merge (False: forward it)."""
         run = self._runs.get(str(header.get("run_id")))
-        if header.get("type") != REDUCED or run is None or "nodes" in header:
+        if header.get("type") != REDUCED or run is None:
+            return False
+        if "nodes" in header and header.get("src") not in self._merges:
             return False
         for first, last in header.get("ranges") or ():
             run.awaited.difference_update(range(int(first), int(last) + 1))
@@ -139,7 +155,7 @@ def merged(run_id: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
         "errors": sum(int(p.get("errors") or 0) for p in parts),
         "slowest_rank": slowest.get("slowest_rank"), "slowest_ms": slowest.get("slowest_ms"),
         "each": sorted((e for p in parts for e in p.get("each") or ()), key=lambda e: e[0]),
-        "nodes": list(dict.fromkeys(p["src"] for p in parts)),
+        "nodes": list(dict.fromkeys(n for p in parts for n in p.get("nodes") or [p["src"]])),
     }  # fmt: skip
     if any(p.get("seqs") for p in parts):  # (relays of a kernel that checks them: .fanin)
         out["ranges"] = [span for p in parts for span in p.get("ranges") or ()]
@@ -165,13 +181,17 @@ class Aggregator(Hop):
             for r in node_ranks(layout, node, relay_of):
                 names.add(rank_name(r))
                 cells[cell_name(r)] = r
-        self.names = names | set(cells)  # (its nodes' relays and ranks: whose it forwards)
+        # (the root's: the other aggregators, whose merged reductions it merges too)
+        merges = frozenset(aggregator_name(*g) for g in other_aggregators(boot, index, count))
+        # (its nodes' relays and ranks, and the root's other aggregators: whose it forwards)
+        self.names = names | set(cells) | merges
         self.awaited = {rank_name(r) for r in cells.values()}
         below = boot["aggregators"][str(index)]
-        super().__init__(boot, below, boot["address"], boot.get("curve"), AGGREGATOR_NAME)
+        up, curve = above(boot, index)  # the kernel, or the root aggregator
+        super().__init__(boot, below, up, curve, AGGREGATOR_NAME)
         key = bytes.fromhex(boot["key"])
         self._signer = Signer(key, aggregator_name(self.nodes[0], self.nodes[-1]))
-        self._merger = Merger(cells)
+        self._merger = Merger(cells, merges=merges)
 
     def _bind_below(self, below: str, boot: dict[str, Any]) -> Path | None:
         """On TCP (its relays on other hosts): CurveZMQ, on its host's address."""

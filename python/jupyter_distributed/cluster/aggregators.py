@@ -16,6 +16,15 @@ actor on the first node of each group), on TCP on that node (:func:`tcp_addresse
 the relays' upward connection is: its server keypair is the bootstrap's ``aggregator_curve``,
 its only admitted client the cluster's client key), or on the kernel's Unix socket directory
 where every rank is on the kernel's machine.
+
+**One message per cell into the kernel.** Where there are two aggregators or more, aggregator
+:data:`ROOT` (0, on the first node, where it runs already) is also the root of the tree: the
+others dial it (:func:`above`) instead of the kernel, and it merges their merged reductions
+with its own relays' into one it signs as the aggregator of every node (``a0-1249``: the
+kernel's checks of a span against its sender's nodes are unchanged). So the kernel holds one
+connection upward and takes one reduction per cell (issue 26: its fixed CPU per cell was about
+one aggregator message in three). The bootstrap says so (``root``: its number). A dead root is
+every node cut off, named as such (:func:`behind`, :func:`aggregator_failure`).
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from .curve import curve_server
 
 AGGREGATOR_COMMAND = (sys.executable, "-m", "jupyter_distributed.cluster.aggregator")
 AGGREGATE_ABOVE = 200  # nodes: above this many, a second level of relays
+ROOT = 0  # the aggregator the others dial where there are several (it dials the kernel)
 
 
 def fanout(nodes: int, forced: bool) -> int:
@@ -46,6 +56,35 @@ def fanout(nodes: int, forced: bool) -> int:
     if nodes < 2 or not (forced or nodes > AGGREGATE_ABOVE):
         return 0
     return max(2, math.ceil(math.sqrt(nodes)))
+
+
+def rooted(boot: dict[str, Any]) -> None:
+    """Name the root of the tree in the bootstrap ``boot`` where it has two aggregators or
+    more (one needs none: it dials the kernel already)."""
+    if len(boot.get("aggregators") or {}) >= 2:
+        boot["root"] = ROOT
+
+
+def above(boot: dict[str, Any], index: int) -> tuple[str, dict[str, str] | None]:
+    """Where aggregator ``index`` dials, and the CurveZMQ keys it dials with (None: a Unix
+    socket or no CurveZMQ): the root aggregator where the bootstrap names one and it is not
+    that one, else the kernel (with the relays' keys for the kernel's, where it has them)."""
+    root, curve = boot.get("root"), boot.get("curve")
+    if root is None or int(root) == index:
+        return str(boot["address"]), curve
+    address = str(boot["aggregators"][str(root)])
+    if not address.startswith("tcp://") or not curve:
+        return address, None
+    return address, {**curve, "server": boot["aggregator_curve"]["server"]}
+
+
+def behind(index: int, nodes: int, per: int, root: bool = False) -> range:
+    """The nodes aggregator ``index`` answers for (of ``nodes``, ``per`` to an aggregator):
+    its group's, or every node for the root (``root``: the tree has one, as it has where
+    ``nodes`` > ``per``), through which the others reach the kernel."""
+    if root and index == ROOT and nodes > per:
+        return range(nodes)
+    return range(index * per, min(nodes, (index + 1) * per))
 
 
 def aggregator_addresses(directory: Path, nodes: int, per: int) -> dict[str, str]:
@@ -125,22 +164,46 @@ def bind_address(address: str) -> str:
 
 
 def aggregated_nodes(boot: dict[str, Any], index: int, nodes: int) -> list[int]:
-    """The nodes whose relays dial aggregator ``index`` (of ``nodes`` nodes)."""
-    per = int(boot["fanout"])
-    return list(range(index * per, min(nodes, (index + 1) * per)))
+    """The nodes aggregator ``index`` (of ``nodes`` nodes) answers for: those whose relays dial
+    it, and for the root (the bootstrap's ``root``) every node."""
+    root = boot.get("root")
+    if root is not None and int(root) == index:
+        return list(range(nodes))
+    return list(behind(index, nodes, int(boot["fanout"])))
+
+
+def other_aggregators(boot: dict[str, Any], index: int, nodes: int) -> list[tuple[int, int]]:
+    """The first and last node of each aggregator that dials aggregator ``index``: the others,
+    for the root; none for any other."""
+    root, per = boot.get("root"), int(boot["fanout"])
+    if root is None or int(root) != index:
+        return []
+    groups = (behind(a, nodes, per) for a in range(len(boot["aggregators"])) if a != index)
+    return [(group[0], group[-1]) for group in groups]
 
 
 def aggregator_failure(
-    index: int, nodes: Sequence[int], ranks: Sequence[int], host: str, code: int, now: float
+    index: int,
+    nodes: Sequence[int],
+    ranks: Sequence[int],
+    host: str,
+    code: int,
+    now: float,
+    root: bool = False,
 ) -> RankFailure:
     """A dead aggregator is a dead set of nodes: "aggregator 1 on host h died (killed by
-    signal 9): its nodes 3-5 are gone, with their ranks 24-47"."""
+    signal 9): its nodes 3-5 are gone, with their ranks 24-47"; the root (``root``) every node:
+    "aggregator 0 (the root, through which every aggregator reaches the kernel) on host h
+    died ...: its nodes 0-124 are gone"."""
+    name = f"aggregator {index}"
+    if root:
+        name += " (the root, through which every aggregator reaches the kernel)"
     how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
     behind = f"node {nodes[0]} is" if len(nodes) == 1 else f"nodes {ranks_brief(nodes)} are"
     with_ranks = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks_brief(ranks)}"
     return RankFailure(
         rank=-1, t=now, host=host, kind="relay",
-        evalue=f"aggregator {index} on host {host} died ({how}): its {behind} gone, "
+        evalue=f"{name} on host {host} died ({how}): its {behind} gone, "
         f"with their {with_ranks}",
         exit_code=code if code >= 0 else None, signal=-code if code < 0 else None,
     )  # fmt: skip

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import RankFailure
 from ..interface import RankInfo
-from .aggregators import aggregator_failure
+from .aggregators import ROOT, aggregator_failure, behind
 from .relays import relay_failure
 
 
@@ -29,10 +29,12 @@ def dead_hops(
     for index, code in getattr(processes, "dead_aggregators", list)():
         if code == 0:
             continue
-        nodes = range(index * fanout, min(relays, (index + 1) * fanout))
+        root = index == ROOT and relays > fanout  # (see .aggregators.rooted)
+        nodes = behind(index, relays, fanout, root)  # (the root's: every node)
         ranks = sorted(r for r, i in info.items() if i.coords.node_rank in nodes)
         first = [info[r].host for r in ranks if info[r].coords.node_rank == nodes[0]]
         host = first[0] if first else ""  # (it runs on its first node)
-        failure = aggregator_failure(index, nodes, ranks, host or socket.gethostname(), code, now)
+        here = host or socket.gethostname()
+        failure = aggregator_failure(index, nodes, ranks, here, code, now, root)
         out.append((failure, ranks))
     return out

@@ -45,13 +45,13 @@ import zmq
 from ..layout import Layout
 from ..pids import die_with_parent, pid_alive
 from ..protocol.frames import MAX_FRAME, MAX_HEADER
-from ..protocol.receivers import Receivers
 from ..protocol.signing import BOOTSTRAP_ENV, BadMessage, Signer, cell_name, rank_name
 from .aggregators import upward
 from .fanin import Reducer, relay_name
 from .hoplife import Connections
 from .nodedirs import listen_directory, node_ranks, remove_directory
 from .relaybatch import Batcher
+from .relaydsts import ByDst
 
 ORPHAN_CHECK_MS = 1000  # how often a relay looks whether its kernel is alive (on its host)
 RELAY_NAME = "relay"  # the name its checking signers go by (it signs as relay_name(node))
@@ -74,6 +74,8 @@ class Hop:
         self._down_signer = Signer(key, name)  # counters of what comes from below
         self._up_signer = Signer(key, name)  # counters of the kernel's messages
         self._routes: dict[str, bytes] = {}  # "r3"/"c3"/"n0" -> its connection's routing id
+        # the connections a dst names, read once per dst until a route changes (.relaydsts)
+        self._peers = ByDst(lambda dst: list({self._routes[n] for n in dst.among(self._routes)}))
         self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self.down = self.ctx.socket(zmq.ROUTER)
         self.down.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME + MAX_HEADER)
@@ -151,7 +153,9 @@ class Hop:
             src = str(header["src"])
             if src not in self.names:
                 continue  # (a rank of another node signs as itself: not through this hop)
-            self._routes[src] = peer
+            if self._routes.get(src) != peer:
+                self._routes[src] = peer
+                self._peers.clear()
             self._up(message, header, src)
 
     def _from_above(self) -> None:
@@ -172,8 +176,7 @@ class Hop:
 
     def _down(self, message: list[zmq.Frame], header: dict[str, Any]) -> None:
         """A verified message from above: forwarded unchanged to each connection it names."""
-        routes = self._routes
-        for peer in {routes[name] for name in Receivers(header["dst"]).among(routes)}:
+        for peer in self._peers.get(header["dst"]):
             self.down.send_multipart([peer, *message], copy=False)
 
     def _reduce(self) -> float | None:

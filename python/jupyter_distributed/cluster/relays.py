@@ -41,6 +41,7 @@ from .aggregators import (
     AGGREGATOR_COMMAND,
     aggregator_addresses,
     fanout,
+    rooted,
     server_keys,
     tcp_addresses,
 )
@@ -127,6 +128,7 @@ def place_relays(
         if boot.get("curve"):
             boot["aggregator_curve"] = server_keys()
     boot["fanout"] = per
+    rooted(boot)  # (several: one of them merges the others', the kernel takes one per cell)
     return nodes, per
 
 

@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,13 @@ from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_addresses
 from jupyter_distributed.cluster.router import Router
 from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
-from jupyter_distributed.protocol.signing import BOOTSTRAP_ENV, KERNEL, Signer, rank_name
+from jupyter_distributed.protocol.signing import (
+    BOOTSTRAP_ENV,
+    KERNEL,
+    Signer,
+    cell_name,
+    rank_name,
+)
 from jupyter_distributed.session import Session
 
 KEY = b"k" * 32
@@ -30,7 +36,7 @@ NODE_RANKS = (4, 5, 6, 7)  # node 1 of 2 nodes × 4
 class Wire:
     """A kernel's ROUTER and node 1's ranks (DEALERs), with that node's real relay between."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, command: Sequence[str] = RELAY_COMMAND) -> None:
         self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self.kernel = self.ctx.socket(zmq.ROUTER)
         self.kernel.bind(f"ipc://{directory}/ctl")
@@ -42,7 +48,7 @@ class Wire:
             "layout": Layout(nodes=2, procs_per_node=4).to_json(),
         }
         self.relay = subprocess.Popen(
-            (*RELAY_COMMAND, "1"), env={**os.environ, BOOTSTRAP_ENV: json.dumps(boot)}
+            (*command, "1"), env={**os.environ, BOOTSTRAP_ENV: json.dumps(boot)}
         )
         self.ranks: dict[int, zmq.Socket[bytes]] = {}
         for r in NODE_RANKS:
@@ -56,6 +62,23 @@ class Wire:
         frames = [bytes(f) for f in (signer or Signer(KEY, rank_name(rank))).pack({"type": "x"})]
         self.ranks[rank].send_multipart(frames)
         return frames
+
+    def cell_started(self) -> dict[int, Signer]:
+        """Each rank's cell socket speaks first (the relay learns its connection), then cell
+        ``r1`` reaches every rank; the cell sockets' signers."""
+        signers = {r: Signer(KEY, cell_name(r)) for r in NODE_RANKS}
+        relay = b""
+        for r in NODE_RANKS:
+            self.ranks[r].send_multipart([bytes(f) for f in signers[r].pack({"type": "x"})])
+            got = self.at_kernel()
+            assert got is not None
+            relay = got[0]
+        names = [cell_name(r) for r in range(8)]
+        cell = self.signer.pack_all({"type": "execute", "run_id": "r1", "code": ""}, names)
+        self.kernel.send_multipart([relay, *[bytes(f) for f in cell]])
+        for r in NODE_RANKS:
+            assert self.at_rank(r) is not None
+        return signers
 
     def at_kernel(self, timeout: float = 5.0) -> list[bytes] | None:
         if not self.kernel.poll(int(timeout * 1000)):

@@ -29,6 +29,7 @@ from zmq.utils.monitor import recv_monitor_message
 
 from jupyter_distributed.backends.mpi.backend import descendants
 from jupyter_distributed.backends.mpi.options import MpiOptions
+from jupyter_distributed.cluster import relays as relays_module
 from jupyter_distributed.cluster.process import ProcessCluster
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed
@@ -420,5 +421,39 @@ def test_a_tree_goes_through_an_aggregator_on_the_first_host_over_tcp(
         "are gone, with their ranks 0-3"
     )
     assert _run(session, spec, "rank") == {0: "0", 1: "1", 2: "2", 3: "3"}  # a new cluster
+    session.stop()
+    assert _relays_by_node("aggregator") == {} and _relays_by_node() == {}
+
+
+@pytest.mark.slow
+def test_two_aggregators_reach_the_kernel_through_the_root_on_host_1(
+    two_hosts: TwoHosts, session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two aggregators (one relay each: the threshold forced, as two hosts would give one):
+    aggregator 1, on host 2, dials the root (aggregator 0, on host 1) across the link; a cell
+    reaches every rank, the kernel holds one connection (the root's), and the root's death
+    names every node."""
+    monkeypatch.setattr(relays_module, "fanout", lambda nodes, forced: 1)
+    spec = replace(_spec(two_hosts), relays="tree")
+    out = io.StringIO()
+    outcome = session.run_cell(spec, "print('hi', rank)\nrank", {}, view=CellView(out=out))
+    assert outcome.values == {0: "0", 1: "1", 2: "2", 3: "3"}
+    assert all(f"hi {r}" in out.getvalue() for r in range(4))
+    cluster = session.live["mpi"].cluster
+    assert cluster.peer_count() == 1  # the root (the two aggregators alone: 2)
+    aggregators = _relays_by_node("aggregator")
+    assert sorted(aggregators) == [0, 1] and sorted(_relays_by_node()) == [0, 1]
+    boot = _bootstrap_of(aggregators[1])
+    assert boot["root"] == 0 and boot["aggregators"]["0"].startswith(f"tcp://{two_hosts.here}:")
+    assert boot["aggregators"]["1"].startswith(f"tcp://{two_hosts.there}:")
+    assert _run(session, spec, "rank * 10") == {r: str(r * 10) for r in range(4)}
+    run = lambda code: _run(session, spec, code)  # noqa: E731
+    root = killed_mid_cell(run, tmp_path / "started", lambda: aggregators[0])
+    assert root.kind == "relay"
+    assert root.summary == (
+        "aggregator 0 (the root, through which every aggregator reaches the kernel) on host "
+        f"{socket.gethostname()} died (killed by signal 9): its nodes 0-1 are gone, with their "
+        "ranks 0-3"
+    )
     session.stop()
     assert _relays_by_node("aggregator") == {} and _relays_by_node() == {}

@@ -166,17 +166,8 @@ def test_a_relay_refuses_a_socket_directory_that_others_can_enter(tmp_path: Path
 
 
 def test_the_ends_of_a_cell_reach_the_kernel_as_one_message_the_relay_signs(wire: Wire) -> None:
-    signers = {r: Signer(KEY, cell_name(r)) for r in NODE_RANKS}
-    for r in NODE_RANKS:  # (each cell socket speaks first: the relay learns its connection)
-        wire.ranks[r].send_multipart([bytes(f) for f in signers[r].pack({"type": "x"})])
-        got = wire.at_kernel()
-        assert got is not None
-        relay = got[0]
-    names = [cell_name(r) for r in range(8)]
-    cell = wire.signer.pack_all({"type": "execute", "run_id": "r1", "code": ""}, names)
-    wire.kernel.send_multipart([relay, *[bytes(f) for f in cell]])
+    signers = wire.cell_started()
     for r in NODE_RANKS:
-        assert wire.at_rank(r) is not None
         done = {"type": "done", "run_id": "r1", "status": "ok", "after": r}
         wire.ranks[r].send_multipart([bytes(f) for f in signers[r].pack(done)])
     reduced = wire.at_kernel()

@@ -1,14 +1,15 @@
 """Fan-in as reductions: a node's relay answers for its ranks' ends of a cell in one message.
 
 A relay (:mod:`.relay`) holds the ``Done`` each of its ranks sends for a cell and, once every
-rank of the node that got the cell has ended (or the held ones are due, :func:`hold_due`: the
-first has waited :data:`HOLD_S` and no other came for :data:`QUIET_S`, or the first has waited
-:data:`HOLD_MAX_S`: a rank that died, a straggler), sends the kernel ONE message it signs itself,
-under its own name (:func:`relay_name`, ``n1`` for node 1, with its own counter): "done on 4/4,
-0 errors, slowest rank 6 after 3.1 ms", with each rank's ``Done`` as the rank signed it (its
-fields, its cell-socket counter and its ``after``). A ``Done`` that is an error, or that
-carries pulled values, is never held: it is forwarded unchanged at once (the first error
-reaches the notebook while the other ranks still run).
+rank of the node that got the cell has ended or died (its connections closed,
+:meth:`Reducer.gone`), or the held ones are due (:func:`hold_due`: the first has waited
+:data:`HOLD_S` and no other came for :data:`QUIET_S`, or the first has waited
+:data:`HOLD_MAX_S`: a straggler, a rank whose death the relay cannot see), sends the kernel
+ONE message it signs itself, under its own name (:func:`relay_name`, ``n1`` for node 1, with
+its own counter): "done on 4/4, 0 errors, slowest rank 6 after 3.1 ms", with each rank's
+``Done`` as the rank signed it (its fields, its cell-socket counter and its ``after``). A
+``Done`` that is an error, or that carries pulled values, is never held: it is forwarded
+unchanged at once (the first error reaches the notebook while the other ranks still run).
 
 **Plain ends as ranges.** Where the kernel takes them (its bootstrap's ``ranges``), the ends
 that say nothing but ``ok`` (no value, no error, no pulled values, and no output of the rank
@@ -166,6 +167,12 @@ class Reducer:
         cell.held[rank] = [int(header["seq"]), int(header.get("after", 0)), fields]
         cell.first, cell.last = cell.first or now, now
         return True
+
+    def gone(self, ranks: set[int]) -> None:
+        """``ranks`` are gone (their connections closed: dead): their ends are awaited no
+        more, so a cell's held ends are due once every other rank that got it has ended."""
+        for cell in self._cells.values():
+            cell.ranks -= ranks - cell.held.keys()
 
     def due(self) -> tuple[list[dict[str, Any]], float | None]:
         """The reduced messages to send now, and in how many seconds the next one is due."""

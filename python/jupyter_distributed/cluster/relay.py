@@ -21,6 +21,10 @@ ranks' keys). So the kernel holds one connection per node, not two per rank.
   itself too, each rank's lines in order (:mod:`.fanbatch`); lines and stack dumps that
   several ranks sent alike go up once, with each rank's name and counter (:mod:`.fancollapse`).
 
+A rank whose connections close (it died) is awaited no more: the ends its node's other ranks
+sent go up at once once they are all in, not after the hold (its death is the launcher's to
+report, as before).
+
 Anything unsigned, replayed, or from a rank of another node is dropped. The relay dies with
 its parent (Linux), ends once it finds the kernel dead (on the kernel's host, as a rank
 does), and leaves on its own (exit 0) once every rank of its node has spoken and none is
@@ -74,6 +78,7 @@ class Hop:
         self._down_signer = Signer(key, name)  # counters of what comes from below
         self._up_signer = Signer(key, name)  # counters of the kernel's messages
         self._routes: dict[str, bytes] = {}  # "r3"/"c3"/"n0" -> its connection's routing id
+        self._fds: dict[str, int] = {}  # ... -> its connection's file descriptor (.hoplife)
         # the connections a dst names, read once per dst until a route changes (.relaydsts)
         self._peers = ByDst(lambda dst: list({self._routes[n] for n in dst.among(self._routes)}))
         self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
@@ -120,10 +125,27 @@ class Hop:
                 self._from_below()
             if self.up in ready:
                 self._from_above()
+            if self.below.socket in ready:
+                self._closed(self.below.closed())
             wait = self._reduce()
             if self.below.socket in ready and self._everyone_left():
                 self._leave()
                 return
+
+    def _closed(self, fds: list[int]) -> None:
+        """Connections from below closed: what they sent first is taken, then who sent over
+        them is :meth:`_lost`."""
+        if not fds:
+            return
+        self._from_below()
+        gone = {name for name, fd in self._fds.items() if fd in fds}
+        for name in gone:
+            del self._fds[name]
+        if gone:
+            self._lost(gone)
+
+    def _lost(self, names: set[str]) -> None:
+        """The connections of ``names`` (verified senders below) closed: they are gone."""
 
     def _everyone_left(self) -> bool:
         return self.below.none_open() and self.awaited <= self._routes.keys()
@@ -155,6 +177,7 @@ class Hop:
                 continue  # (a rank of another node signs as itself: not through this hop)
             if self._routes.get(src) != peer:
                 self._routes[src] = peer
+                self._fds[src] = frames[1].get(zmq.SRCFD)  # (its close names it, .hoplife)
                 self._peers.clear()
             self._up(message, header, src)
 
@@ -211,6 +234,12 @@ class Relay(Hop):
 
     def _flush(self) -> None:
         self._send_batch()
+
+    def _lost(self, names: set[str]) -> None:
+        """Ranks whose connection closed (dead): their ends are awaited no more."""
+        ranks = {int(name[1:]) for name in names}
+        self._reducer.gone(ranks)
+        self._batcher.alike.gone(ranks)
 
     def _send_batch(self) -> None:
         fields = self._batcher.take()

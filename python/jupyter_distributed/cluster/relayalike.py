@@ -67,6 +67,10 @@ class Alike:
         if header.get("type") == "done":
             self._running.discard(int(str(header["src"])[1:]))
 
+    def gone(self, ranks: set[int]) -> None:
+        """``ranks`` are gone (dead): they write no more lines."""
+        self._running -= ranks
+
     def join(self, kept: list[list[Any]], rank: int, header: dict[str, Any]) -> bool:
         """Whether ``rank``'s verified message joined a kept entry (else the caller keeps it,
         then calls :meth:`kept`)."""

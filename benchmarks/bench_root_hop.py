@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import median, use_checkout
 
 use_checkout(always=True)
-from jupyter_distributed.cluster import fanin  # noqa: E402
+from jupyter_distributed.cluster import fanin, hopnames  # noqa: E402
 from jupyter_distributed.cluster.aggregator import Merger  # noqa: E402
 from jupyter_distributed.cluster.relaydsts import ByDst  # noqa: E402
 from jupyter_distributed.protocol.receivers import Receivers  # noqa: E402
@@ -46,7 +46,7 @@ def one(ranks: int, per: int, cells: int) -> dict[str, float]:
     groups = [(a, min(nodes, a + fan) - 1) for a in range(0, nodes, fan)]
     mine = {cell_name(r): r for r in range(ranks)}
     routes = {f(r): b"%d" % (r // per // fan) for r in range(ranks) for f in (rank_name, cell_name)}
-    merges = frozenset(fanin.aggregator_name(*g) for g in groups[1:])
+    merges = frozenset(hopnames.aggregator_name(*g) for g in groups[1:])
     dst = [f"c0-{ranks - 1}"]
     every: list[float] = []
     once: list[float] = []
@@ -62,10 +62,10 @@ def one(ranks: int, per: int, cells: int) -> dict[str, float]:
         peers.get(dst)
         t2 = time.process_time()
         for node in range(groups[0][0], groups[0][1] + 1):
-            merger.hold(reduction(fanin.relay_name(node), node * per, node * per + per - 1))
+            merger.hold(reduction(hopnames.relay_name(node), node * per, node * per + per - 1))
         for first, last in groups[1:]:
-            names = [fanin.relay_name(n) for n in range(first, last + 1)]
-            src = fanin.aggregator_name(first, last)
+            names = [hopnames.relay_name(n) for n in range(first, last + 1)]
+            src = hopnames.aggregator_name(first, last)
             merger.hold(reduction(src, first * per, (last + 1) * per - 1, nodes=names))
         (out,), _ = merger.due()
         t3 = time.process_time()

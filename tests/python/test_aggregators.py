@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import zmq
 
-from jupyter_distributed.cluster import fanin
+from jupyter_distributed.cluster import fanin, hopnames
 from jupyter_distributed.cluster.aggregators import (
     AGGREGATOR_COMMAND,
     aggregator_addresses,
@@ -157,7 +157,7 @@ def test_its_relays_reductions_reach_the_kernel_as_one_it_signs(tree: Tree) -> N
             "errors": 0, "slowest_rank": first, "slowest_ms": 1.0 + node, "each": [],
             "ranges": [[first, first + 1]],
         }  # fmt: skip
-        relay.send_multipart(Signer(KEY, fanin.relay_name(node)).pack(reduction))
+        relay.send_multipart(Signer(KEY, hopnames.relay_name(node)).pack(reduction))
     got = tree.receive(tree.kernel)
     assert got is not None and tree.receive(tree.kernel, 0.3) is None  # one message
     header, _ = Signer(KEY, KERNEL).unpack(got[1:])

@@ -60,7 +60,8 @@ import zmq
 from ..layout import Layout
 from ..protocol.signing import Signer, cell_name, rank_name
 from .aggregators import above, aggregated_nodes, bind_address, listen_curve, other_aggregators
-from .fanin import REDUCED, aggregator_name, hold_due, relay_name
+from .fanin import REDUCED, hold_due
+from .hopnames import aggregator_name, relay_name
 from .nodedirs import node_ranks
 from .noderuns import joined
 from .relay import Hop, run

@@ -5,7 +5,7 @@ A node's relay (:mod:`.relay`, with :class:`~.relaybatch.Batcher`) keeps its ran
 for at most :data:`~.relaybatch.WINDOW_S` (longer while its ranks may still send the same, see
 :mod:`.fancollapse`), or until :data:`~.relaybatch.MAX_BATCH` are kept (or
 :data:`~.relaybatch.MAX_BATCH_BYTES`, the kernel's cap on a header), and sends them as one
-message signed under its own name (:func:`~.fanin.relay_name`): ``{"type": "batch", "each":
+message signed under its own name (:func:`~.hopnames.relay_name`): ``{"type": "batch", "each":
 [[src, seq, fields], ...]}``, each rank's message as the rank signed it (its name, counter and
 fields; an output message's lines as ``texts`` and ``times``, see :func:`~.relaybatch.compact`
 and :mod:`.fanlines`), in the order they came. Anything else a rank sends goes after the batch
@@ -31,8 +31,9 @@ from ..protocol.header import Message
 from ..protocol.messages import parse
 from ..protocol.signing import cell_name, rank_name
 from .fancollapse import Shared, shared_entry
-from .fanin import BadReduction, expand, speaker
+from .fanin import BadReduction, expand
 from .fanlines import Plain, plain
+from .hopnames import speaker
 from .relaybatch import BATCH
 
 Unbatched = tuple[int, int, dict[str, Any]] | tuple[list[int], list[int], dict[str, Any], Any]

@@ -35,8 +35,9 @@ from .decode import Ranks, decode
 from .fanbatch import relayed
 from .fancollapse import Shared, take_shared
 from .fancompact import Compacting
-from .fanin import REDUCED, hop_nodes, ranged, spans
+from .fanin import REDUCED, ranged, spans
 from .fanlines import Gather, Plain
+from .hopnames import hop_nodes
 from .inbox import Exited, Finished, Item, Show, StacksReply
 from .noderuns import NodeRuns
 from .routes import Table

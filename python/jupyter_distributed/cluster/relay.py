@@ -51,8 +51,9 @@ from ..pids import die_with_parent, pid_alive
 from ..protocol.frames import MAX_FRAME, MAX_HEADER
 from ..protocol.signing import BOOTSTRAP_ENV, BadMessage, Signer, cell_name, rank_name
 from .aggregators import upward
-from .fanin import Reducer, relay_name
+from .fanin import Reducer
 from .hoplife import Connections
+from .hopnames import relay_name
 from .nodedirs import listen_directory, node_ranks, remove_directory
 from .relaybatch import Batcher
 from .relaydsts import ByDst

@@ -58,14 +58,18 @@ def _killed_relay_named(session: Session, spec: Spec) -> float:
     """ms from SIGKILL of node 0's relay, mid-cell, to the cell's failure naming it."""
     (live,) = session.live.values()
     relay = live.cluster.processes.relays.procs[0]  # type: ignore[attr-defined]
-    marker = Path(tempfile.mkdtemp()) / "started"
+    with tempfile.TemporaryDirectory() as directory:  # (removed with its marker)
+        return _named_after_kill(session, spec, relay.pid, Path(directory) / "started")
+
+
+def _named_after_kill(session: Session, spec: Spec, pid: int, marker: Path) -> float:
     killed_at: list[float] = []
 
     def kill() -> None:
         while not marker.exists():
             time.sleep(0.005)
         killed_at.append(time.perf_counter())
-        os.kill(relay.pid, signal.SIGKILL)
+        os.kill(pid, signal.SIGKILL)
 
     threading.Thread(target=kill, daemon=True).start()
     code = f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(60)"

@@ -257,3 +257,29 @@ def test_a_probe_times_a_small_all_reduce_as_a_step_makes_it(
     got = probe.run_probe({}, sizes=(), budget=None, pair_bytes=1024, quick=True)
     assert 1e-3 <= got["allreduce_call_s"] < 5e-3
     assert assemble([got], {0: "a"})["allreduce_call_s"] == got["allreduce_call_s"]
+
+
+class _TwoSpeeds(_Spiky):
+    """A rank whose all_reduce after its own work takes 0.2 ms or, every 4th call from the
+    20th on, 4 ms (as gloo's calls on a 2-core machine are fast or several ms)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def allreduce(self, buf: Any) -> None:
+        import time
+
+        self.calls += 1
+        time.sleep(4e-3 if self.calls >= 20 and self.calls % 4 == 0 else 0.2e-3)
+
+
+def test_a_probes_call_cost_is_not_a_run_of_fast_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe times enough calls that a run of fast ones does not become the cost of a call
+    (16 calls once gave 0.3-2.2 ms from one probe to the next where FSDP's calls cost a steady
+    1.0-1.2 ms; the advisor prices each of FSDP's calls at this figure)."""
+    from jupyter_distributed.worker import probe
+
+    monkeypatch.setattr(probe, "_library", lambda _ns: _TwoSpeeds())
+    got = probe.run_probe({}, sizes=(), budget=None, pair_bytes=1024, quick=True)
+    assert got["allreduce_call_s"] > 0.6e-3  # a quarter of the calls at 4 ms; 16 calls: 0.2 ms

@@ -387,6 +387,16 @@ def test_ranks_dealt_round_the_hosts_go_through_their_own_hosts_relay(
     session.stop()
 
 
+def _first_cell_peers(session: Session, spec: Spec) -> int | None:
+    """Run a cell that prints on every rank; check every rank's value and line came back, and
+    return the kernel's peer count."""
+    out = io.StringIO()
+    outcome = session.run_cell(spec, "print('hi', rank)\nrank", {}, view=CellView(out=out))
+    assert outcome.values == {0: "0", 1: "1", 2: "2", 3: "3"}
+    assert all(f"hi {r}" in out.getvalue() for r in range(4))
+    return session.live["mpi"].cluster.peer_count()
+
+
 def _bootstrap_of(pid: int) -> dict[str, Any]:
     """The bootstrap a relay or an aggregator was started with (its first environment)."""
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
@@ -402,12 +412,7 @@ def test_a_tree_goes_through_an_aggregator_on_the_first_host_over_tcp(
     listening on its TCP address (CurveZMQ), which the relay on host 2 dials across the link;
     the kernel holds one connection, and the aggregator's death names both nodes."""
     spec = replace(_spec(two_hosts), relays="tree")
-    out = io.StringIO()
-    outcome = session.run_cell(spec, "print('hi', rank)\nrank", {}, view=CellView(out=out))
-    assert outcome.values == {0: "0", 1: "1", 2: "2", 3: "3"}
-    assert all(f"hi {r}" in out.getvalue() for r in range(4))
-    cluster = session.live["mpi"].cluster
-    assert cluster.peer_count() == 1  # (the two relays alone: 2)
+    assert _first_cell_peers(session, spec) == 1  # (the two relays alone: 2)
     (aggregator,) = _relays_by_node("aggregator").values()
     assert sorted(_relays_by_node()) == [0, 1]
     boot = _bootstrap_of(aggregator)
@@ -435,12 +440,7 @@ def test_two_aggregators_reach_the_kernel_through_the_root_on_host_1(
     names every node."""
     monkeypatch.setattr(relays_module, "fanout", lambda nodes, forced: 1)
     spec = replace(_spec(two_hosts), relays="tree")
-    out = io.StringIO()
-    outcome = session.run_cell(spec, "print('hi', rank)\nrank", {}, view=CellView(out=out))
-    assert outcome.values == {0: "0", 1: "1", 2: "2", 3: "3"}
-    assert all(f"hi {r}" in out.getvalue() for r in range(4))
-    cluster = session.live["mpi"].cluster
-    assert cluster.peer_count() == 1  # the root (the two aggregators alone: 2)
+    assert _first_cell_peers(session, spec) == 1  # the root (the two aggregators alone: 2)
     aggregators = _relays_by_node("aggregator")
     assert sorted(aggregators) == [0, 1] and sorted(_relays_by_node()) == [0, 1]
     boot = _bootstrap_of(aggregators[1])

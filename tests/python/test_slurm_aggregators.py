@@ -68,41 +68,33 @@ def test_a_cell_reaches_every_rank_through_aggregators_on_the_first_node_of_each
     assert wait_gone(four_nodes.task_pids(), within=10) == set()
 
 
-def test_the_root_aggregator_killed_mid_cell_names_every_node_cut_off(
-    four_nodes: slurm.SlurmCluster, session: Session, tmp_path: Path
+@pytest.mark.parametrize(
+    ("host", "summary"),
+    [
+        (  # the root: every node is cut off from the kernel
+            "node1",
+            "aggregator 0 (the root, through which every aggregator reaches the kernel) on host "
+            "node1 died (killed by signal 9): its nodes 0-3 are gone, with their ranks 0-7",
+        ),
+        (  # below the root: its own nodes only
+            "node3",
+            "aggregator 1 on host node3 died (killed by signal 9): its nodes 2-3 are gone, "
+            "with their ranks 4-7",
+        ),
+    ],
+)
+def test_an_aggregator_killed_mid_cell_names_the_nodes_cut_off(
+    four_nodes: slurm.SlurmCluster, session: Session, tmp_path: Path, host: str, summary: str
 ) -> None:
     out = io.StringIO()
     _run(session, "pass", out)
 
-    def first() -> int:
-        (pid,) = [p for p in four_nodes.relay_pids("aggregator") if _node_of(p) == "node1"]
+    def on_host() -> int:
+        (pid,) = [p for p in four_nodes.relay_pids("aggregator") if _node_of(p) == host]
         return pid
 
-    root = killed_mid_cell(lambda code: _run(session, code, out), tmp_path / "started", first)
+    root = killed_mid_cell(lambda code: _run(session, code, out), tmp_path / "started", on_host)
     assert root.kind == "relay"
-    assert root.summary == (
-        "aggregator 0 (the root, through which every aggregator reaches the kernel) on host "
-        "node1 died (killed by signal 9): its nodes 0-3 are gone, with their ranks 0-7"
-    )
-    session.stop()
-    assert wait_gone(four_nodes.task_pids(), within=10) == set()
-
-
-def test_an_aggregator_killed_mid_cell_names_the_nodes_behind_it(
-    four_nodes: slurm.SlurmCluster, session: Session, tmp_path: Path
-) -> None:
-    out = io.StringIO()
-    _run(session, "pass", out)
-
-    def second() -> int:
-        (pid,) = [p for p in four_nodes.relay_pids("aggregator") if _node_of(p) == "node3"]
-        return pid
-
-    root = killed_mid_cell(lambda code: _run(session, code, out), tmp_path / "started", second)
-    assert root.kind == "relay"
-    assert root.summary == (
-        "aggregator 1 on host node3 died (killed by signal 9): its nodes 2-3 are gone, "
-        "with their ranks 4-7"
-    )
+    assert root.summary == summary
     session.stop()
     assert wait_gone(four_nodes.task_pids(), within=10) == set()

@@ -8,15 +8,12 @@ busy thread can cost a switch interval, 5 ms). Incoming messages are handed to
 ``on_batch`` in batches of up to 1000 (so the kernel records each batch in one transaction);
 ``tick`` runs about every ``poll_ms`` (:meth:`IoLoop.pace` changes it), and after every
 wake-up unless ``tick_on_wake`` is False (then only when due: a kernel woken a dozen times by a
-cell's messages does not look at its processes and its store a dozen times). With ``aligned``
-(a rank's loop) the ticks fall on the wall clock's multiples of ``poll_ms`` and not after a
-wake-up: the ranks of a machine look, and send what they gathered, at the same moments, so the
-kernel (or relay) reading them wakes once for all of them, and ranks in step together (a
-training loop's collectives) are held up at the same moment, not one after the other.
-:meth:`IoLoop.watch` adds a file descriptor (e.g. a process's pidfd) whose readiness runs a
-function at once, not at the next tick, and :meth:`IoLoop.serve` one whose every readiness
-does (a Unix connection the loop reads). An exception on the thread ends it and is handed to
-``on_error``: nobody waits forever on a silently dead loop.
+cell's messages does not look at its processes and its store a dozen times); :meth:`IoLoop.watch`
+adds a file descriptor (e.g. a process's pidfd) whose readiness runs a function at once, not at
+the next tick, and
+:meth:`IoLoop.serve` one whose every readiness does (a Unix connection the loop reads). An
+exception on the thread ends it and is handed to ``on_error``: nobody waits forever on a
+silently dead loop.
 """
 
 from __future__ import annotations
@@ -49,7 +46,6 @@ class IoLoop:
         poll_ms: int = 100,
         name: str = "jd-io",
         tick_on_wake: bool = True,
-        aligned: bool = False,
     ) -> None:
         self.sock = sock
         self._on_batch, self._tick, self._on_error = on_batch, tick, on_error
@@ -67,9 +63,8 @@ class IoLoop:
         self._again = False  # (I/O thread) something was queued on it: look again at once
         self._pipe_lock = threading.Lock()  # held to write or close the pipe
         self._due: float | None = None  # (I/O thread) run ``tick`` again by then (monotonic)
-        self._tick_on_wake = tick_on_wake and not aligned
-        self._aligned = aligned
-        self._ticked = 0.0  # (I/O thread) when ``tick`` last ran (monotonic; wall: aligned)
+        self._tick_on_wake = tick_on_wake
+        self._ticked = 0.0  # (I/O thread) when ``tick`` last ran (monotonic)
         self._thread = threading.Thread(target=self._run, daemon=True, name=name)
 
     def start(self) -> None:
@@ -189,11 +184,6 @@ class IoLoop:
     def _wait_ms(self) -> int:
         """How long the next wait may last: until the next tick is due."""
         now = time.monotonic()
-        if self._aligned:  # (to just after the clock's next multiple, or the tick asked for)
-            timeout = int(self._poll_ms - time.time() * 1000 % self._poll_ms) + 1
-            if self._due is not None:
-                timeout = min(timeout, int((self._due - now) * 1000 + 0.999))
-            return max(0, timeout)
         timeout = self._poll_ms
         if not self._tick_on_wake:  # (every poll_ms, however often it woke meanwhile)
             timeout = min(timeout, int((self._ticked - now) * 1000 + self._poll_ms + 0.999))
@@ -204,15 +194,9 @@ class IoLoop:
     def _maybe_tick(self) -> None:
         now = time.monotonic()
         asked = self._due is not None and now >= self._due
-        if self._aligned:  # (once the clock is in its next multiple of poll_ms; a tick then
-            now, every = time.time(), self._poll_ms / 1000  # is also the one asked for)
-            due = now // every != self._ticked // every
-            asked = asked or (due and self._due is not None)
-        else:
-            due = self._tick_on_wake or now - self._ticked >= self._poll_ms / 1000
         if asked:
             self._due = None  # (this tick is the one asked for)
-        if asked or due:
+        if asked or self._tick_on_wake or now - self._ticked >= self._poll_ms / 1000:
             self._ticked = now
             self._tick()
 

@@ -1,15 +1,9 @@
-"""A rank's output lines while a cell runs, and its I/O thread's looks (issue 26: the training
-step's cost).
+"""A rank's output lines while a cell runs (issue 26: the training step's cost).
 
 Lines leave at once, running or resting: a print reaches the notebook in milliseconds
 (``bench_core.py``'s print → notebook p99 ≤ 20 ms), not at the I/O thread's next look. (Sending
 them with the next look, every ``POLL_MS``, saved a wake-up per line in a training loop, and was
 withdrawn for that latency.)
-
-The ranks' I/O threads look on the wall clock's multiples of their pace (``aligned``): the
-ranks of a machine send what they gathered at the same moments (the kernel wakes once for all
-of them), a wake-up (a received message) is not a look, and a resting rank still looks once a
-second.
 """
 
 from __future__ import annotations
@@ -23,7 +17,6 @@ from pathlib import Path
 import pytest
 import zmq
 
-from jupyter_distributed.ioloop import IoLoop
 from jupyter_distributed.protocol.messages import parse
 from jupyter_distributed.protocol.reports import Output
 from jupyter_distributed.protocol.signing import KERNEL, Signer
@@ -103,62 +96,3 @@ def test_a_resting_rank_sends_each_line_at_once(
     assert rested.wait(5)
     ChannelReporter(channel).output(RUN, "stderr", [(time.time(), "from a thread")])
     assert kernel.lines(within=2.0) == ["from a thread"]
-
-
-def _aligned_loop(ctx: zmq.Context[zmq.Socket[bytes]], ticks: list[float], poll_ms: int) -> IoLoop:
-    loop = IoLoop(
-        ctx.socket(zmq.DEALER),
-        lambda batch: None,
-        lambda: ticks.append(time.time()),
-        lambda exc: None,
-        poll_ms=poll_ms,
-        aligned=True,
-    )
-    loop.start()
-    return loop
-
-
-def test_ranks_look_on_the_clocks_multiples_not_at_each_wake_up() -> None:
-    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-    ticks: list[list[float]] = [[], []]
-    loops = [_aligned_loop(ctx, t, poll_ms=200) for t in ticks]
-    try:
-        time.sleep(0.05)
-        for _ in range(30):  # messages for the rank: wake-ups, not looks
-            done = threading.Event()
-            loops[0].call(done.set)
-            assert done.wait(10)
-        time.sleep(1.0)
-    finally:
-        for loop in loops:
-            assert loop.stop(5)
-        ctx.term()
-    for got in ticks:
-        looks = got[1:]  # (the first look is at the start)
-        assert 4 <= len(looks) <= 7, got  # every 0.2 s for ~1.05 s, however often woken
-        late = sorted(t % 0.2 for t in looks)
-        assert late[len(late) // 2] < 0.05, got  # (a loaded machine wakes threads late)
-
-
-def test_a_resting_aligned_loop_looks_once_for_its_owners_due_tick() -> None:
-    """At rest (a second's pace, the owner asking for its heartbeat's tick) one look a
-    second, not one for the clock and one for the owner."""
-    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-    ticks: list[float] = []
-    box: list[IoLoop] = []
-
-    def tick() -> None:
-        now = time.time()
-        ticks.append(now)
-        if box:
-            box[0].tick_within(1.0 - (now % 1.0))  # (a heartbeat a second, as Channel.rest)
-
-    loop = IoLoop(ctx.socket(zmq.DEALER), lambda b: None, tick, lambda e: None, 1000, aligned=True)
-    box.append(loop)
-    loop.start()
-    try:
-        time.sleep(2.5)
-    finally:
-        assert loop.stop(5)
-        ctx.term()
-    assert 2 <= len(ticks) <= 4, ticks

@@ -65,9 +65,7 @@ class Channel:
         self._lock = threading.Lock()
         self.context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         sock = dealer(self.context, address, curve)
-        self._loop = IoLoop(
-            sock, self._receive, tick, self._failed, POLL_MS, "jd-channel", aligned=True
-        )
+        self._loop = IoLoop(sock, self._receive, tick, self._failed, POLL_MS, "jd-channel")
         self._later: Message | None = None  # held back by send_later, since _later_since
         self._later_since = 0.0
         self._resting = False  # the I/O thread ticks only when due (see rest)

@@ -15,6 +15,7 @@ import { AdviceCells, type INotebookCells } from './advicecells';
 import { DistributedApi } from './api';
 import { DEFAULT_CONFIG, type IPanelConfig, pollFrequency } from './config';
 import type { ImageOpener } from './image';
+import { LiveRunList } from './liverun';
 import type { LogViewState } from './logstate';
 import { type IStateStore, loadPanelState, savePanelState } from './panelstate';
 import { type INotebookKernels, ProbeAction } from './probe';
@@ -125,8 +126,9 @@ export class DistributedModel implements IDisposable {
     return this._changed;
   }
 
+  /** The polled runs list, with the selected run's state as its live stream knows it (`liverun.ts`). */
   get runs(): readonly Run[] {
-    return this._runs;
+    return this._shownRuns.get(this._runs, this.live?.run ?? null);
   }
 
   /** Whether the runs list has been read from the server at least once. */
@@ -281,6 +283,7 @@ export class DistributedModel implements IDisposable {
   }
 
   private _runs: Run[] = [];
+  private _shownRuns = new LiveRunList();
   private _loaded = false;
   private _error = '';
   /** The selected run and its I/O. */

@@ -87,6 +87,21 @@ describe('DistributedModel', () => {
     expect(m.live?.ranks.get(1)?.coords.data_parallel).toBe(1);
   });
 
+  it("shows the selected run's end in the runs list as soon as its stream says so", async () => {
+    server.runs = [makeRun('r1', NOW - 10)];
+    server.details.set('r1', { run: makeRun('r1', NOW - 10), ranks: [] });
+    const m = open(new MemoryState(), 60_000); // no second poll within the test
+    await until(() => m.runs.length === 1);
+    m.select('r1');
+    await until(() => m.live?.run !== null && FakeSocket.instances.length === 1);
+    const socket = FakeSocket.instances[0] as FakeSocket;
+    socket.open();
+    socket.deliver([{ seq: 1, event: { kind: 'run', run_id: 'r1', t: NOW, state: 'completed', message: '' } }]);
+    expect(m.selectedRun?.state).toBe('completed');
+    expect(m.runs[0]?.state).toBe('completed'); // the list row agrees with the header
+    expect(m.runs[0]?.ended).toBe(NOW);
+  });
+
   it('folds stream events once each and resumes after the last seq on reconnect', async () => {
     const m = open();
     m.select('r1');

@@ -68,7 +68,7 @@ class Tree:
     """A kernel's ROUTER, aggregator 0 (nodes 0 and 1 of 4), and a DEALER in the place of
     each of those two nodes' relays."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, command: tuple[str, ...] = AGGREGATOR_COMMAND) -> None:
         self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self.kernel = self.ctx.socket(zmq.ROUTER)
         self.kernel.bind(f"ipc://{directory}/ctl")
@@ -81,13 +81,29 @@ class Tree:
             "layout": Layout(nodes=NODES, procs_per_node=PER).to_json(),
         }
         env = {**os.environ, BOOTSTRAP_ENV: json.dumps(boot)}
-        self.proc = subprocess.Popen((*AGGREGATOR_COMMAND, "0"), env=env)
+        self.proc = subprocess.Popen((*command, "0"), env=env)
         self.relays = []
         for _ in range(2):
             sock = self.ctx.socket(zmq.DEALER)
             sock.connect(below["0"])
             self.relays.append(sock)
         self.signer = Signer(KEY, KERNEL)
+
+    def cell_started(self) -> None:
+        """Each rank's cell socket speaks first (its route is learned), then cell ``x``
+        reaches both nodes' relays."""
+        got = None
+        for r in range(4):
+            self.relays[r // 2].send_multipart(Signer(KEY, cell_name(r)).pack({"type": "x"}))
+            got = self.receive(self.kernel)
+            assert got is not None
+        names = [cell_name(r) for r in range(4)]
+        assert got is not None
+        self.kernel.send_multipart(
+            [got[0], *self.signer.pack_all({"type": "execute", "run_id": "x"}, names)]
+        )
+        for relay in self.relays:
+            assert self.receive(relay) is not None
 
     def receive(self, sock: zmq.Socket[bytes], timeout: float = 5.0) -> list[bytes] | None:
         return sock.recv_multipart() if sock.poll(int(timeout * 1000)) else None
@@ -141,16 +157,8 @@ def test_its_relays_reductions_reach_the_kernel_as_one_it_signs(tree: Tree) -> N
     """Nodes 0 and 1 end a cell in a reduction each: the kernel gets one, signed by the
     aggregator under its own counter (no rank's), their ranges one span across the two nodes;
     one speaking for node 2's rank is refused, or for a span reaching into node 2."""
-    for r in range(4):  # each rank's cell socket speaks first (its route is learned)
-        tree.relays[r // 2].send_multipart(Signer(KEY, cell_name(r)).pack({"type": "x"}))
-        got = tree.receive(tree.kernel)
-        assert got is not None
-    names = [cell_name(r) for r in range(4)]
-    execute = tree.signer.pack_all({"type": "execute", "run_id": "x"}, names)
-    assert got is not None
-    tree.kernel.send_multipart([got[0], *execute])
+    tree.cell_started()
     for relay, node in zip(tree.relays, (0, 1), strict=True):
-        assert tree.receive(relay) is not None  # (the cell reached the node)
         first = 2 * node
         reduction = {
             "type": fanin.REDUCED, "run_id": "x", "done": 2, "of": 2, "statuses": {"ok": 2},

@@ -19,7 +19,8 @@ kernel's ROUTER. So the kernel holds one connection per aggregator, about √nod
   rank behind it that got the cell has ended (in a reduction, or in an end forwarded at once:
   an error, pulled values) or the held ones are due as a relay's are
   (:func:`~.fanin.hold_due`: 0.5 s after the first, longer while others still come, at most
-  2 s), then sent as ONE reduction it signs itself, under its own name (``a0-8`` for nodes 0
+  2 s; at once when the ranks it still awaits are cut off, their relay's connection closed),
+  then sent as ONE reduction it signs itself, under its own name (``a0-8`` for nodes 0
   to 8, with its own counter, which stands for the relays' and so for their ranks', see
   :mod:`.fanin`): the relays' ends in the order of their ranks (their ``each``), their counts
   added, and their ranges as spans across its nodes (``[0, 1124]`` for 9 nodes of 125 ranks
@@ -124,6 +125,13 @@ class Merger:
         run.first, run.last = run.first or now, now
         return True
 
+    def gone(self, ranks: set[int]) -> None:
+        """``ranks`` are cut off (the connection of their relay, or of the aggregator of their
+        nodes, closed: a dead node): their ends are awaited no more, so a cell's held reductions
+        are due once every other rank that got it has ended (the kernel names the dead node)."""
+        for cell in self._runs.values():
+            cell.awaited -= ranks
+
     def due(self) -> tuple[list[dict[str, Any]], float | None]:
         """The merged reductions to send now, and in how many seconds the next one is due."""
         now, out, wait = self._clock(), [], None
@@ -178,14 +186,20 @@ class Aggregator(Hop):
         self.nodes = aggregated_nodes(boot, index, count)
         names = {relay_name(n) for n in self.nodes}
         cells: dict[str, int] = {}
+        # who is behind each sender below: a relay its node's ranks (an aggregator's: below)
+        self._behind: dict[str, list[int]] = {}
         for node in self.nodes:
-            for r in node_ranks(layout, node, relay_of):
+            ranks = self._behind[relay_name(node)] = node_ranks(layout, node, relay_of)
+            for r in ranks:
                 names.add(rank_name(r))
                 cells[cell_name(r)] = r
         # (the root's: the other aggregators, whose merged reductions it merges too)
         merges = frozenset(aggregator_name(*g) for g in other_aggregators(boot, index, count))
         # (its nodes' relays and ranks, and the root's other aggregators: whose it forwards)
         self.names = names | set(cells) | merges
+        for first, last in other_aggregators(boot, index, count):  # (the root's: every node)
+            every = [r for n in range(first, last + 1) for r in self._behind[relay_name(n)]]
+            self._behind[aggregator_name(first, last)] = every
         self.awaited = {rank_name(r) for r in cells.values()}
         below = boot["aggregators"][str(index)]
         up, curve = above(boot, index)  # the kernel, or the root aggregator
@@ -212,6 +226,14 @@ class Aggregator(Hop):
     def _down(self, message: list[zmq.Frame], header: dict[str, Any]) -> None:
         self._merger.sent(header)
         super()._down(message, header)
+
+    def _lost(self, names: set[str]) -> None:
+        """Connections from below closed (a relay, or an aggregator below the root, died or
+        left): the ranks whose messages came over them, and those behind the senders, are no
+        longer awaited; its held reductions then go up at once, not after the hold."""
+        ranks = {r for name in names for r in self._behind.get(name, ())}
+        ranks.update(int(name[1:]) for name in names if name[:1] in "rc" and name[1:].isdigit())
+        self._merger.gone(ranks)
 
     def _reduce(self) -> float | None:
         reduced, wait = self._merger.due()

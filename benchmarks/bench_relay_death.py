@@ -1,7 +1,7 @@
 """How long a node relay holds its living ranks' ends of a cell after the rank it still awaits
-died (issue 26).
+died, and an aggregator its living nodes' after a relay it awaits died (issue 26).
 
-    PYTHONPATH=python python benchmarks/bench_relay_death.py [--cells 10]
+    PYTHONPATH=python python benchmarks/bench_relay_death.py [--cells 10] [--aggregator]
 
 A real relay process (node 1 of 2 nodes × 4 ranks, the relay of the ``PYTHONPATH`` checkout,
 with its real hold) between this process's kernel ROUTER and four ranks' DEALERs. Per cell:
@@ -10,6 +10,11 @@ ends closes its sockets so); a fresh rank 7 connects for the next cell. Prints, 
 medians, the milliseconds from the close to the relay's reduction of the three ends at the
 kernel, and from the last end sent. The relay that awaits a dead rank until its hold is over
 (0.5 s after the last end, up to 2 s) shows the hold; one that sees the close, milliseconds.
+
+``--aggregator``: the real aggregator 0 (nodes 0-1 of 4 × 2 ranks) between the kernel's ROUTER
+and two DEALERs in its relays' place (the test suite's ``Tree``); per cell, node 0's relay sends
+its reduction, then node 1's relay's connection closes; the same two figures, to the merged
+reduction at the kernel.
 """
 
 from __future__ import annotations
@@ -31,7 +36,9 @@ from common import use_checkout  # noqa: E402
 use_checkout()
 
 from tests.python.relay_helpers import KEY, NODE_RANKS, Wire  # noqa: E402
+from tests.python.test_aggregators import Tree  # noqa: E402
 
+from jupyter_distributed.cluster import fanin, hopnames  # noqa: E402
 from jupyter_distributed.cluster.relays import relay_addresses  # noqa: E402
 from jupyter_distributed.protocol.signing import Signer, cell_name  # noqa: E402
 
@@ -77,12 +84,44 @@ def measure(cells: int, directory: Path) -> list[tuple[float, float]]:
     return out
 
 
+def measure_aggregator(cells: int) -> list[tuple[float, float]]:
+    """The same two figures for an aggregator whose node 1 relay dies mid-cell (a fresh
+    aggregator per cell: its relays' DEALERs are the test suite's)."""
+    out = []
+    for _ in range(cells):
+        with tempfile.TemporaryDirectory(dir="/tmp") as directory:
+            tree = Tree(Path(directory))
+            try:
+                tree.cell_started()
+                reduction = {
+                    "type": fanin.REDUCED, "run_id": "x", "done": 2, "of": 2,
+                    "statuses": {"ok": 2}, "errors": 0, "slowest_rank": 0, "slowest_ms": 1.0,
+                    "each": [], "ranges": [[0, 1]],
+                }  # fmt: skip
+                tree.relays[0].send_multipart(Signer(KEY, hopnames.relay_name(0)).pack(reduction))
+                last = time.perf_counter()
+                time.sleep(0.05)  # (node 0's ends are at the aggregator, held)
+                closed = time.perf_counter()
+                tree.relays.pop(1).close(linger=0)
+                header, _ = tree.signer.unpack(_recv(tree.kernel)[1:])
+                now = time.perf_counter()
+                assert header["type"] == fanin.REDUCED and header["done"] == 2, header
+                out.append(((now - closed) * 1000, (now - last) * 1000))
+            finally:
+                tree.close()
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cells", type=int, default=10)
+    parser.add_argument("--aggregator", action="store_true", help="a relay dies below one")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(dir="/tmp") as directory:
-        rows = measure(args.cells, Path(directory))
+    if args.aggregator:
+        rows = measure_aggregator(args.cells)
+    else:
+        with tempfile.TemporaryDirectory(dir="/tmp") as directory:
+            rows = measure(args.cells, Path(directory))
     print(f"{'cell':>4}  {'close->reduction ms':>20}  {'last end->reduction ms':>22}")
     for i, (close, last) in enumerate(rows):
         print(f"{i:>4}  {close:>20.1f}  {last:>22.1f}")

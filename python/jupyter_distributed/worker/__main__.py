@@ -53,7 +53,6 @@ from .strategies import StrategyError, setup
 # seconds a cell's running state is held back before the I/O thread's next look sends it: a
 # cell that ends first says it ran with its end (one message, not two)
 STATE_AFTER = 0.02
-SAMPLES_EVERY = 0.1  # seconds between two sends of report() samples at most (one a look)
 BEAT = 1.0  # seconds between heartbeats, idle or not (the kernel's liveness and memory picture)
 REST_AFTER = 1.0  # seconds without a cell, a held-back state or samples before the I/O rests
 
@@ -68,7 +67,7 @@ class _Ticker:
         self.runtime: Runtime | None = None
         self.kernel_pid = int(boot.get("kernel_pid") or 0)
         self.same_host = boot.get("kernel_host") == socket.gethostname()
-        self.last_beat = self.last_busy = 0.0
+        self.last_metrics = self.last_beat = self.last_busy = 0.0
         self.cpu = (time.monotonic(), sum(os.times()[:2]))
         self.channel: Channel | None = None
 
@@ -77,10 +76,8 @@ class _Ticker:
             return
         self.channel.flush_later(STATE_AFTER)
         now = time.monotonic()
-        # samples leave at least every SAMPLES_EVERY (a look finds them), or sooner with a
-        # line (Runtime.output): a loop that prints often sends them only with its lines
-        if now - self.runtime.flushed >= SAMPLES_EVERY:
-            self.runtime.flushed = now
+        if now - self.last_metrics >= 0.1:
+            self.last_metrics = now
             self.runtime.flush_metrics()
         if self.runtime.in_cell or self.runtime.samples or self.channel.holding():
             self.last_busy = now
@@ -172,7 +169,7 @@ def main() -> int:
     runtime.debugger.install()
     ticker.runtime, ticker.channel = runtime, channel
     capture = FdCapture(
-        runtime.output,
+        lambda stream, lines: reporter.output(runtime.run_id, stream, lines),
         lambda stream, text, final: reporter.live(Live(runtime.run_id, stream, text, final)),
     )
     channel.start()

@@ -109,7 +109,6 @@ class Runtime:
         self.in_cell = False  # from a cell's command to its end (the I/O thread's pace reads it)
         self.debugger: Debugger | None = None  # pdb and input() through the kernel (a channel)
         self._flush_lock = threading.Lock()
-        self.flushed = 0.0  # (monotonic) when samples were last sent
         module = types.ModuleType("__main__", "The namespace of a jupyter-distributed rank")
         sys.modules["__main__"] = module
         self.namespace: dict[str, Any] = module.__dict__
@@ -138,23 +137,10 @@ class Runtime:
             signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
 
     def flush_metrics(self) -> None:
-        """Send the ``report()`` samples taken so far (any thread: the I/O thread's look, or
-        the thread that sends a line, see :meth:`output`)."""
         with self._flush_lock:
             count, take = len(self.samples), self.samples.popleft
             if count:
-                self.flushed = time.monotonic()
                 self.reporter.metrics(self.run_id, [take() for _ in range(count)])
-
-    def output(self, stream: str, lines: list[tuple[float, str]]) -> None:
-        """A rank's lines (the capture's readers): they leave at once, and the samples
-        ``report()`` took before them leave with them, just ahead (one wake-up of the I/O
-        thread for both, one batch and one store transaction in the kernel, not two); the
-        I/O thread's look then leaves the next samples to the next line for a while (see
-        ``__main__``'s ``_Ticker``)."""
-        if self.samples:
-            self.flush_metrics()
-        self.reporter.output(self.run_id, stream, lines)
 
     # -- main thread ----------------------------------------------------------------------
 

@@ -136,14 +136,12 @@ class Router:
         self._loop.watch(fd, fn)
 
     def pace(self, poll_ms: int, running_ms: int | None = None) -> None:
-        """Tick about every ``poll_ms`` (any thread; see :meth:`IoLoop.pace`); with
-        ``running_ms``, every ``running_ms`` (if longer) while a cell's ranks are awaited and
-        its run's record is written: for a cluster whose processes' deaths wake the I/O thread
-        at once (pidfds), whose held replies and record ask for their own ticks, so that a
-        long cell's tick (its look at the processes, the controls, the pings: each due every
-        quarter second or less often) does not wake the kernel 20 times a second on the cores
-        its ranks keep busy (issue 26). Between cells the tick keeps ``poll_ms``: a cell sent
-        over the local cell sockets does not wake the I/O thread, its next tick starts it."""
+        """Tick about every ``poll_ms`` (any thread; see :meth:`IoLoop.pace`), and every
+        ``running_ms`` (if longer) while a cell's ranks are awaited and its record is written:
+        where deaths wake the I/O thread (pidfds), a long cell's ticks (process watch, controls,
+        pings: due every 0.25 s or less often) need not wake the kernel 20 times a second on
+        its ranks' cores (issue 26). Between cells ``poll_ms``: a cell sent over the local cell
+        sockets does not wake the I/O thread, its next tick starts the run."""
         self._pace_ms = poll_ms
         if running_ms is not None:
             self._running_ms = running_ms
@@ -255,6 +253,7 @@ class Router:
     def _ended(self) -> None:
         self.ranks.run_id = ""
         self.cell.end()
+        self._repace()  # (a cell that ended without every rank's end: the usual pace now)
         self.record([], [])
 
     def _on_tick(self) -> None:

@@ -37,7 +37,7 @@ from .inbox import Item, Lost
 from .liveness import StartProcesses, wait_leaving
 from .processwatch import PACE_SENTINELS_MS, WATCH_EVERY, WATCH_SENTINELS, ProcessWatch
 from .relays import place_relays
-from .router import Router
+from .router import PACE_MS, Router
 from .stackboard import collect
 from .startup import wait_ready
 from .supervise import execute_run
@@ -122,8 +122,8 @@ class ProcessCluster(ProcessWatch, Cluster):
             for fd in getattr(self.processes, "sentinels", list)():
                 self.router.watch(fd, self._watch_now)
                 self._watch_every = WATCH_SENTINELS
-            if self._watch_every == WATCH_SENTINELS and self.relays:
-                self.router.pace(PACE_SENTINELS_MS)
+            if self._watch_every == WATCH_SENTINELS:  # (a cell's ranks' deaths wake it)
+                self.router.pace(PACE_SENTINELS_MS if self.relays else PACE_MS, PACE_SENTINELS_MS)
             if self.relays:  # (their ends are held as long: one transaction per cell)
                 self.router.record_after = RECORD_AFTER_RELAYED
             wait_ready(self.inbox, self.info, self.processes, self.stacks, view, self.start_timeout)

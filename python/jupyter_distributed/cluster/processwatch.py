@@ -36,7 +36,8 @@ WATCH_SENTINELS = 0.5
 # ... and then, where a cell reaches its ranks through relays (a message to them wakes the
 # I/O thread; a held reply or the run's record asks for its own tick), the I/O thread's tick
 # (its look at the controls) every 250 ms, not 50: ~0.12 ms of the kernel's CPU each, 3 to 4
-# per trivial cell at 1,000 ranks and 20 a second at rest (issue 26)
+# per trivial cell at 1,000 ranks and 20 a second at rest (issue 26); without relays, while a
+# cell's ranks are awaited (see Router.pace): a training loop's kernel ticks 4 times a second
 PACE_SENTINELS_MS = 250
 SLACK = 0.02  # (a look due within this is done now, not a whole tick later)
 

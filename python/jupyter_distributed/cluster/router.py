@@ -53,6 +53,7 @@ from .throttle import Throttled
 from .transport import Transport, listen
 
 log = logging.getLogger("jupyter_distributed")
+PACE_MS = 50  # the I/O thread's tick, unless the cluster says otherwise (see Router.pace)
 
 
 class Router:
@@ -93,8 +94,10 @@ class Router:
             raise
         self.address = self.listener.address
         self.curve = self.listener.curve
+        self._pace_ms = PACE_MS
+        self._running_ms = PACE_MS  # (the pace while a cell runs, see pace)
         self._loop = IoLoop(
-            sock, self._on_batch, self._on_tick, self._failed, 50, name, tick_on_wake=False
+            sock, self._on_batch, self._on_tick, self._failed, PACE_MS, name, tick_on_wake=False
         )
         self._outbox = Outbox(self._loop, self._signer, self.intake, self.cell)
         self._cells: CellServer | None = None
@@ -132,8 +135,16 @@ class Router:
         """Run ``fn`` on the I/O thread once ``fd`` is readable (the loop then closes it)."""
         self._loop.watch(fd, fn)
 
-    def pace(self, poll_ms: int) -> None:
-        """Tick about every ``poll_ms`` (any thread; see :meth:`IoLoop.pace`)."""
+    def pace(self, poll_ms: int, running_ms: int | None = None) -> None:
+        """Tick about every ``poll_ms`` (any thread; see :meth:`IoLoop.pace`), and every
+        ``running_ms`` (if longer) while a cell's ranks are awaited and its record is written:
+        where deaths wake the I/O thread (pidfds), a long cell's ticks (process watch, controls,
+        pings: due every 0.25 s or less often) need not wake the kernel 20 times a second on
+        its ranks' cores (issue 26). Between cells ``poll_ms``: a cell sent over the local cell
+        sockets does not wake the I/O thread, its next tick starts the run."""
+        self._pace_ms = poll_ms
+        if running_ms is not None:
+            self._running_ms = running_ms
         self._loop.pace(poll_ms)
 
     def tick_now(self) -> None:
@@ -242,6 +253,7 @@ class Router:
     def _ended(self) -> None:
         self.ranks.run_id = ""
         self.cell.end()
+        self._repace()  # (a cell that ended without every rank's end: the usual pace now)
         self.record([], [])
 
     def _on_tick(self) -> None:
@@ -258,6 +270,12 @@ class Router:
             if len(self._ping_to) < len(self.ranks.info):  # (not once every rank said hello)
                 self._ping_to = [i for i, r in self.ranks.info.items() if r.pid]
             self._outbox.ping(self._ping_to)
+        self._repace()
+
+    def _repace(self) -> None:
+        """(I/O thread) The tick's pace: slower while a cell runs (see :meth:`pace`)."""
+        running = bool(self.cell.awaited) and self.cell.writer is None
+        self._loop.pace(max(self._pace_ms, self._running_ms) if running else self._pace_ms)
 
     def _on_batch(self, batch: Batch) -> None:
         taken: list[tuple[bytes | CellPeer, list[Buffer]]] = []
@@ -273,6 +291,8 @@ class Router:
         """Verify, order, decode (:mod:`.intake`) and record a batch of messages."""
         awaited = bool(self.cell.awaited)
         self._finish_batch(self.intake.take(batch), awaited)
+        if awaited and not self.cell.awaited:  # the cell's last rank ended: the usual pace
+            self._repace()
 
     def _finish_batch(self, taken: Taken, awaited: bool) -> None:
         """Record what a batch gave and hand it over (or hold it back, see :mod:`.cellrun`)."""

@@ -38,6 +38,9 @@ MPI_FLAG_ENV = "JUPYTER_DISTRIBUTED_MPI"
 KERNEL = "k"
 
 Buffer = bytes | memoryview
+# a header's JSON, read as ``json.loads`` reads it less its guess of the encoding (ours is
+# UTF-8) and its keyword handling: ~0.6 µs of ~2.3 a message (issue 26)
+_read_header = json.JSONDecoder().decode
 
 
 def digest(buffer: Buffer) -> bytes:
@@ -185,7 +188,7 @@ class Signer:
         if not hmac.compare_digest(signature, self.sign(body[0], [digest(b) for b in body[1:]])):
             raise BadMessage("bad signature (a connection without the cluster's secret?)")
         try:
-            header: dict[str, Any] = json.loads(bytes(body[0]))
+            header: dict[str, Any] = _read_header(str(body[0], "utf-8"))
             src, seq, _ = str(header["src"]), int(header["seq"]), header["dst"]
         except (ValueError, KeyError, TypeError) as exc:
             raise BadMessage(f"unreadable header: {exc}") from None

@@ -239,3 +239,41 @@ def test_a_cells_record_written_with_its_ends_inserts_its_rows_as_they_end(
     finally:
         one.close()
         apart.close()
+
+
+def test_one_span_over_the_nodes_of_one_machine_is_inserted_as_it_ends(tmp_path: Path) -> None:
+    """The root aggregator's one span over several nodes on one machine (simulated nodes: the
+    ``ranks`` rows are one per node, the reduction one for them all), written with the cell's
+    record: each node's row is inserted as it ends, and the run as completed, with no update
+    of the rows just made; they read back as when the record and the ends are written apart."""
+    coords = {r: {**c, "host": "vm"} for r, c in COORDS.items()}
+    one, apart = Store(tmp_path / "one.sqlite"), Store(tmp_path / "apart.sqlite")
+    try:
+        pids = tuple(range(1000, 1000 + N))
+        root = ((0, N - 1, (RankState.RUNNING, RankState.DONE), "vm", pids),)
+        batch: list[Any] = [RankStates("r", 2.0, (), root), RunEvent("r", 3.0, RunState.COMPLETED)]
+        record = RunRecord("r", "local", N, list(range(N)), RunState.RUNNING, started=1.0)
+        said: list[str] = []
+        one._db.set_trace_callback(said.append)
+        one.append(batch, run=(record, coords))
+        one._db.set_trace_callback(None)
+        apart.append([], run=(record, coords))
+        apart.append(batch)
+        assert not [s for s in said if s.startswith("UPDATE")]  # (before: the ranks and the run)
+        assert rows(one, "r") == NODES
+        assert one.ranks("r") == apart.ranks("r")
+        assert {r.state for r in one.ranks("r")} == {"done"}
+        assert one.run("r") == apart.run("r")
+        assert textviews.runs(one, 1) == textviews.runs(apart, 1)
+        # a span that does not hold its nodes' rows exactly: written as before (set after)
+        part = ((0, 130, (RankState.RUNNING, RankState.DONE), "vm", pids[:131]),)
+        record = RunRecord("s", "local", N, list(range(N)), RunState.RUNNING, started=1.0)
+        said.clear()
+        one._db.set_trace_callback(said.append)
+        one.append([RankStates("s", 2.0, (), part)], run=(record, coords))
+        one._db.set_trace_callback(None)
+        assert [s for s in said if s.startswith("UPDATE")]
+        assert {r.rank for r in one.ranks("s") if r.state == "done"} == set(range(131))
+    finally:
+        one.close()
+        apart.close()

@@ -67,7 +67,10 @@ class RowUpdates:
         the run's last ``(state, ended, message)`` (None: unchanged). Those changes are then
         taken out of what :meth:`apply` does: the caller inserts the rows as they end (a
         cell's record written with its ends: inserts, no update of the rows just made).
-        Anything else on the run (a rank of its own, an error): None, nothing taken."""
+        Anything else on the run (a rank of its own, an error): None, nothing taken. A range
+        set on one host may cover several spans there (the root aggregator's one span over
+        the nodes of one machine): each of them takes its state."""
+        starts = {first: (last, host) for first, last, host in spans}
         states: dict[tuple[int, int], tuple[str, float]] = {}
         run: tuple[str, Any, str] | None = None
         ops: list[tuple[str, list[tuple[Any, ...]]]] = []
@@ -85,9 +88,10 @@ class RowUpdates:
                         else [(a[3], a[4], a[5], n) for a, n, _ in each()]
                     )
                     for first, last, host, count in parts:
-                        if (first, last, host) not in spans or count != last - first + 1:
+                        tiles = _tiling(starts, first, last, host)
+                        if tiles is None or count != last - first + 1:
                             return None
-                        states[first, last] = (state, t)
+                        states.update((tile, (state, t)) for tile in tiles)
                 elif sql in (_RANK, _FAILED) and row[-2] == run_id:
                     return None
                 else:
@@ -175,6 +179,22 @@ class RowUpdates:
         ``host`` and ``pid``) had been applied before it: every column ``ev`` sets is set again."""
         final, final_host, final_pid = self._last[run_id, rank]
         return final is not ev and final_host == host and final_pid == pid
+
+
+def _tiling(
+    starts: dict[int, tuple[int, str]], first: int, last: int, host: str
+) -> list[tuple[int, int]] | None:
+    """The spans (``starts``: each one's last rank and host by its first) on ``host`` that
+    hold ``first..last`` exactly, one after the other, as ``(first, last)``; None where they
+    do not."""
+    tiles: list[tuple[int, int]] = []
+    while first <= last:
+        span = starts.get(first)
+        if span is None or span[1] != host or span[0] > last:
+            return None
+        tiles.append((first, span[0]))
+        first = span[0] + 1
+    return tiles
 
 
 def _shape(spans: Sequence[StateSpan], _: None) -> tuple[tuple[int, int, bool], ...]:

@@ -57,7 +57,7 @@ class Writes:
 
         def fold(spans: list[tuple[int, int, str]]) -> dict[tuple[int, int], tuple[str, Any]]:
             nonlocal ended
-            folded = updates.fold(run.id, set(spans)) if updates is not None else None
+            folded = updates.fold(run.id, spans) if updates is not None else None
             if folded is None:
                 return {}
             states, ended = folded

@@ -277,3 +277,21 @@ def test_one_span_over_the_nodes_of_one_machine_is_inserted_as_it_ends(tmp_path:
     finally:
         one.close()
         apart.close()
+
+
+def test_the_writer_keeps_the_spans_of_its_latest_runs_only(tmp_path: Path) -> None:
+    """A kernel's writer keeps a run's spans (for the updates that follow) for its latest
+    runs only, not one list more for every cell it ever ran; an older run's rank is still
+    set as before (its spans read again)."""
+    store = Store(tmp_path / "h.sqlite")
+    try:
+        ranks = list(range(N))
+        for i in range(3 * rankspans.BOUNDS_KEPT):
+            store.create_run(RunRecord(f"r{i}", "local", N, ranks), COORDS)
+        assert len(store._sets.bounds) <= rankspans.BOUNDS_KEPT
+        store.append([RankEvent("r0", 200, 2.0, RankState.DONE, "node1", 1200)])
+        got = {r.rank: r.state for r in store.ranks("r0")}
+        assert got == {r: "done" if r == 200 else "starting" for r in range(N)}
+        assert rows(store, "r0") == NODES + 2  # (node 1's span split around rank 200)
+    finally:
+        store.close()

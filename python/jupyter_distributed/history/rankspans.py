@@ -17,10 +17,11 @@ import json
 import sqlite3
 import sys
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 SPAN_MIN = 8  # the fewest ranks recorded as one span
+BOUNDS_KEPT = 64  # the runs whose spans the writer keeps (the latest: a cell writes its own)
 _ANY = " WHERE run_id=? AND rank BETWEEN ? AND ? AND last IS NOT NULL"  # (on any host)
 _WITHIN = _ANY + " AND host=?"
 _HELD = "SELECT COALESCE(SUM(last - rank + 1), 0) FROM ranks" + _WITHIN  # noqa: S608 - ours
@@ -31,6 +32,7 @@ _SET_ONE = "UPDATE ranks SET state=?, updated=? WHERE run_id=? AND rank=? AND la
 _COLUMNS = "run_id, rank, host, pid, state, coords, updated, heartbeat, last, set_id"
 #: What a new run's spans are set to in its first transaction, given their (first, last, host).
 Fold = Callable[[list[tuple[int, int, str]]], dict[tuple[int, int], tuple[str, Any]] | None]
+Bounds = tuple[tuple[int, int], ...]
 _INSERT = f"INSERT INTO ranks ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"  # noqa: S608 - ours
 
 
@@ -41,13 +43,23 @@ class Sets:
     def __init__(self) -> None:
         self._last: tuple[object, int] | None = None
         self._each: tuple[int, dict[int, tuple[str, Any, str]]] | None = None
-        self.bounds: dict[str, list[tuple[int, int]]] = {}  # a run's spans' (first, last)
-        # a new run's rows but for its id and time, as made last (coordinates, ranks, set)
-        self.shapes: tuple[object, list[int], int | None, list[tuple[Any, ...]]] | None = None
+        # a run's spans' (first, last), in order: of the latest BOUNDS_KEPT runs (see keep)
+        self.bounds: dict[str, Sequence[tuple[int, int]]] = {}
+        # a new run's rows but for its id and time, as made last (coordinates, ranks, set),
+        # and their spans' (first, last)
+        self.shapes: tuple[object, list[int], int | None, list[tuple[Any, ...]], Bounds] | None
+        self.shapes = None
 
     def clear(self) -> None:  # (a transaction rolled back: the rows may be gone)
         self._last = self._each = self.shapes = None
         self.bounds.clear()
+
+    def keep(self, run_id: str, bounds: Sequence[tuple[int, int]]) -> None:
+        """Keep a run's spans: the latest :data:`BOUNDS_KEPT` runs' only, so that a kernel's
+        writer does not grow with every cell (another run's are read again when needed)."""
+        self.bounds[run_id] = bounds
+        if len(self.bounds) > BOUNDS_KEPT:
+            del self.bounds[next(iter(self.bounds))]
 
     def of(self, db: sqlite3.Connection, coords: dict[int, dict[str, Any]]) -> int:
         if self._last is not None and self._last[0] is coords:
@@ -94,7 +106,9 @@ def create(
         or kept[2] != set_id
         or (kept[1] is not ranks and kept[1] != ranks)  # (a session gives the same list again)
     ):
-        kept = sets.shapes = (coords, ranks, set_id, _shapes(ranks, coords, set_id))
+        shapes = _shapes(ranks, coords, set_id)
+        bounds = tuple((r[0], r[4]) for r in shapes if r[4] is not None)
+        kept = sets.shapes = (coords, ranks, set_id, shapes, bounds)
     shapes = kept[3]
     ends = (fold([(r[0], r[4], r[1]) for r in shapes if r[4] is not None]) if fold else None) or {}
     start = ("starting", started)  # (a span that ends in the same transaction: as it ends)
@@ -103,7 +117,7 @@ def create(
         state, updated = ends.get((r, la), start) if la is not None else start
         rows.append((run_id, r, h, p, state, c, updated, None, la, s))
     db.executemany(_INSERT, rows)
-    sets.bounds[run_id] = [(r[0], r[4]) for r in shapes if r[4] is not None]
+    sets.keep(run_id, kept[4])  # (the same tuple for a cluster's runs: never changed)
 
 
 def _shapes(
@@ -145,12 +159,13 @@ def _own(
     return (run_id, rank, own[0], own[1], state, own[2], updated, heartbeat, None, None)
 
 
-def _spans(db: sqlite3.Connection, sets: Sets, run_id: str) -> list[tuple[int, int]]:
+def _spans(db: sqlite3.Connection, sets: Sets, run_id: str) -> Sequence[tuple[int, int]]:
     """The run's spans' (first, last), in order (kept by the writer once read)."""
     bounds = sets.bounds.get(run_id)
     if bounds is None:
         sql = "SELECT rank, last FROM ranks WHERE run_id=? AND last IS NOT NULL ORDER BY rank"
-        bounds = sets.bounds[run_id] = [(r[0], r[1]) for r in db.execute(sql, (run_id,))]
+        bounds = [(r[0], r[1]) for r in db.execute(sql, (run_id,))]
+        sets.keep(run_id, bounds)
     return bounds
 
 
@@ -199,10 +214,10 @@ def _split(
     flush()
     db.execute("DELETE FROM ranks WHERE run_id=? AND rank=?", (run_id, first))
     db.executemany(_INSERT, rows)
-    kept = sets.bounds.get(run_id, [])
-    kept.remove(bounds)
+    kept = [b for b in sets.bounds.get(run_id, ()) if b != bounds]  # (a copy: see create)
     kept.extend((r[1], r[8]) for r in rows if r[8] is not None)
     kept.sort()
+    sets.keep(run_id, kept)
     return True
 
 
@@ -265,7 +280,7 @@ def set_range(
     return int(held)
 
 
-def _crossing(bounds: list[tuple[int, int]], first: int, last: int) -> list[tuple[int, int]]:
+def _crossing(bounds: Sequence[tuple[int, int]], first: int, last: int) -> list[tuple[int, int]]:
     """The kept spans (``bounds``, sorted) that hold ``first`` or ``last`` and reach past it:
     at most two, found by bisection (a run's spans are one per node: 1,250 at 10,000 ranks)."""
     out: list[tuple[int, int]] = []
@@ -277,7 +292,7 @@ def _crossing(bounds: list[tuple[int, int]], first: int, last: int) -> list[tupl
     return out
 
 
-def _tiles(bounds: list[tuple[int, int]], first: int, last: int) -> int:
+def _tiles(bounds: Sequence[tuple[int, int]], first: int, last: int) -> int:
     """How many of the kept spans ``bounds`` hold ``first..last`` exactly, one after the
     other (0: they do not)."""
     at = bisect_left(bounds, (first, first))

@@ -10,13 +10,14 @@ cell's ``running`` and ``done`` arriving together are one row update.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
 from ..events import ErrorEvent, Event, RankEvent, RankStates, RunEvent, StateSpan
 from ..kept import Kept
 from . import rankspans
+from .rankshape import Sets, Spans
 
 _RUN = "UPDATE runs SET state=?, ended=COALESCE(?, ended), message=? WHERE id=?"
 _RANK = (
@@ -59,10 +60,10 @@ class RowUpdates:
             self._op(_FAILED, (ev.t, ev.run_id, ev.rank))
 
     def fold(
-        self, run_id: str, spans: Collection[tuple[int, int, str]]
+        self, run_id: str, spans: Spans
     ) -> tuple[dict[tuple[int, int], tuple[str, float]], tuple[str, Any, str] | None] | None:
         """What this batch sets on ``run_id``, a run created in the same transaction with the
-        spans ``spans`` (each ``(first, last, host)``), where that is only whole spans' states
+        spans ``spans`` (see :class:`~.rankshape.Spans`), where that is only whole spans' states
         and the run's own: each span's last ``(state, updated)`` by its ``(first, last)``, and
         the run's last ``(state, ended, message)`` (None: unchanged). Those changes are then
         taken out of what :meth:`apply` does: the caller inserts the rows as they end (a
@@ -70,7 +71,6 @@ class RowUpdates:
         Anything else on the run (a rank of its own, an error): None, nothing taken. A range
         set on one host may cover several spans there (the root aggregator's one span over
         the nodes of one machine): each of them takes its state."""
-        starts = {first: (last, host) for first, last, host in spans}
         states: dict[tuple[int, int], tuple[str, float]] = {}
         run: tuple[str, Any, str] | None = None
         ops: list[tuple[str, list[tuple[Any, ...]]]] = []
@@ -88,10 +88,10 @@ class RowUpdates:
                         else [(a[3], a[4], a[5], n) for a, n, _ in each()]
                     )
                     for first, last, host, count in parts:
-                        tiles = _tiling(starts, first, last, host)
+                        tiles = spans.tiling(first, last, host)
                         if tiles is None or count != last - first + 1:
                             return None
-                        states.update((tile, (state, t)) for tile in tiles)
+                        states.update(dict.fromkeys(tiles, (state, t)))
                 elif sql in (_RANK, _FAILED) and row[-2] == run_id:
                     return None
                 else:
@@ -101,7 +101,7 @@ class RowUpdates:
         self._ops = ops
         return states, run
 
-    def apply(self, db: sqlite3.Connection, sets: rankspans.Sets) -> None:
+    def apply(self, db: sqlite3.Connection, sets: Sets) -> None:
         """Apply the changes; a rank set alone is first split out of its span, if in one
         (see :mod:`.rankspans`)."""
         for sql, rows in self._ops:
@@ -181,22 +181,6 @@ class RowUpdates:
         return final is not ev and final_host == host and final_pid == pid
 
 
-def _tiling(
-    starts: dict[int, tuple[int, str]], first: int, last: int, host: str
-) -> list[tuple[int, int]] | None:
-    """The spans (``starts``: each one's last rank and host by its first) on ``host`` that
-    hold ``first..last`` exactly, one after the other, as ``(first, last)``; None where they
-    do not."""
-    tiles: list[tuple[int, int]] = []
-    while first <= last:
-        span = starts.get(first)
-        if span is None or span[1] != host or span[0] > last:
-            return None
-        tiles.append((first, span[0]))
-        first = span[0] + 1
-    return tiles
-
-
 def _shape(spans: Sequence[StateSpan], _: None) -> tuple[tuple[int, int, bool], ...]:
     """How a reduction's spans are set: ``(start, stop, True)`` for the spans ``start`` to
     ``stop`` (excluded) that touch and end in one state (one statement), ``(i, i + 1,
@@ -233,7 +217,7 @@ def _part(
 
 def _set_range(
     db: sqlite3.Connection,
-    sets: rankspans.Sets,
+    sets: Sets,
     args: Sequence[Any],
     count: int,
     each: Callable[[], list[tuple[Any, ...]]],

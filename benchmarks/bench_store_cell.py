@@ -1,14 +1,24 @@
 """The history store's own work for one trivial cell at 1,000 ranks behind relays (issue 26).
 
     PYTHONPATH=python python benchmarks/bench_store_cell.py [--ranks 1000] [--nodes 8]
-                                                          [--cells 300]
+                                                          [--cells 300] [--root] [--hosts]
+                                                          [--pause 50]
 
 A real store in a temporary folder, written on this thread as the kernel's I/O thread writes a
 cell on a live cluster: the run's record (its row, its ranks' node spans, its first event) and
 then the nodes' reductions (one ``RankStates`` each) with the run's ``completed`` end, either as
 two transactions (a cell longer than the record's deadline) or as one. No process runs, so this
-is the store's share alone; prints ``time.thread_time`` per cell (medians after 20 warm-up
-cells) and the WAL pages one cell writes.
+is the store's share alone.
+
+``--root``: the ends as the kernel takes them through aggregators, one reduction (the root
+aggregator's, ``running`` then ``done``, a kept chunk from cell to cell) of one span over every
+node, not one per node. ``--hosts``: each node on a host of its own, as on a cluster (the
+root's reduction then holds a span per node). ``--pause MS``: a sleep after each cell, as a
+cell's wait for its ranks lets other threads and processes run: the CPU's caches are then cold,
+as in a kernel, and the same transaction costs about three times its cost back to back.
+
+Prints ``time.thread_time`` per cell (medians after 20 warm-up cells) and the WAL pages one
+cell writes.
 """
 
 from __future__ import annotations
@@ -31,6 +41,9 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, default=1000)
     parser.add_argument("--nodes", type=int, default=8)
     parser.add_argument("--cells", type=int, default=300)
+    parser.add_argument("--root", action="store_true", help="one span over every node")
+    parser.add_argument("--pause", type=float, default=0.0, help="ms of sleep after each cell")
+    parser.add_argument("--hosts", action="store_true", help="a host per node, as on a cluster")
     args = parser.parse_args()
     use_checkout()
     from jupyter_distributed.events import RankState, RankStates, RunEvent, RunState
@@ -41,7 +54,10 @@ def main() -> None:
     per = args.ranks // args.nodes
     n = per * args.nodes
     layout = Layout(nodes=args.nodes, procs_per_node=per)
-    coords = {r: {**layout.coords(r).to_json(), "host": "h", "pid": 1000 + r} for r in range(n)}
+    host = [f"h{node}" if args.hosts else "h" for node in range(args.nodes)]
+    coords = {
+        r: {**layout.coords(r).to_json(), "host": host[r // per], "pid": 1000 + r} for r in range(n)
+    }
     ranks, spec = list(range(n)), {"backend": "local", "n": n}  # (one list per spec, as a session)
     folder = tempfile.TemporaryDirectory(prefix="jd-bench-store-cell-")
     store = Store(Path(folder.name) / "history.sqlite3")
@@ -51,11 +67,23 @@ def main() -> None:
         tuple(range(1000 + node * per, 1000 + (node + 1) * per)) for node in range(args.nodes)
     ]
 
+    # the root's reduction: a kept chunk, the same tuple every cell (as cluster/fancompact.py's),
+    # one span over every node on one host, or one span per node (--hosts)
+    both = (RankState.RUNNING, RankState.DONE)
+    chunk = (
+        tuple((k * per, k * per + per - 1, both, host[k], pids_of[k]) for k in range(args.nodes))
+        if args.hosts
+        else ((0, n - 1, both, "h", tuple(range(1000, 1000 + n))),)
+    )
+
     def ends(run_id: str) -> list[Any]:
         out: list[Any] = []
+        if args.root:
+            out.append(RankStates(run_id, time.time(), (), chunk))
+            return [*out, RunEvent(run_id, time.time(), RunState.COMPLETED)]
         for node in range(args.nodes):
             first = node * per
-            span = (first, first + per - 1, (RankState.DONE,), "h", pids_of[node])
+            span = (first, first + per - 1, (RankState.DONE,), host[node], pids_of[node])
             out.append(RankStates(run_id, time.time(), (), (span,)))
         return [*out, RunEvent(run_id, time.time(), RunState.COMPLETED)]
 
@@ -68,11 +96,14 @@ def main() -> None:
         t0 = time.thread_time()
         if one:
             store.append(ends(run.id), run=(run, coords))
-            return time.thread_time() - t0, 0.0
-        store.append([], run=(run, coords))
-        t1 = time.thread_time()
-        store.append(ends(run.id))
-        return t1 - t0, time.thread_time() - t1
+            spent = time.thread_time() - t0, 0.0
+        else:
+            store.append([], run=(run, coords))
+            t1 = time.thread_time()
+            store.append(ends(run.id))
+            spent = t1 - t0, time.thread_time() - t1
+        time.sleep(args.pause / 1e3)
+        return spent
 
     try:
         rows = []

@@ -106,7 +106,7 @@ class DistributedMagics(Magics):
             if spec.sweep is not None:
                 self.session.run_sweep(spec, cell, self.shell.user_ns, self._cell_id(), args.quiet)
                 return
-            stdin = notebook_stdin() and not args.quiet  # (--quiet: nothing under the cell)
+            stdin = not args.quiet and notebook_stdin()  # (--quiet: nothing under the cell)
             if args.break_rank is not None and not stdin:
                 raise UsageError(f"--break: {NO_STDIN}")
             self.session.run_cell(

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from jupyter_distributed import textviews
-from jupyter_distributed.errors import RankFailure
+from jupyter_distributed.errors import RankFailure, StoreError
 from jupyter_distributed.events import (
     ErrorEvent,
     MetricEvent,
@@ -23,7 +23,7 @@ from jupyter_distributed.events import (
     RunEvent,
     RunState,
 )
-from jupyter_distributed.history import rankspans, storefile
+from jupyter_distributed.history import rankshape, rankspans, storefile
 from jupyter_distributed.history.store import RunRecord, Store
 from jupyter_distributed.layout import Layout
 
@@ -239,3 +239,102 @@ def test_a_cells_record_written_with_its_ends_inserts_its_rows_as_they_end(
     finally:
         one.close()
         apart.close()
+
+
+def test_one_span_over_the_nodes_of_one_machine_is_inserted_as_it_ends(tmp_path: Path) -> None:
+    """The root aggregator's one span over several nodes on one machine (simulated nodes: the
+    ``ranks`` rows are one per node, the reduction one for them all), written with the cell's
+    record: each node's row is inserted as it ends, and the run as completed, with no update
+    of the rows just made; they read back as when the record and the ends are written apart."""
+    coords = {r: {**c, "host": "vm"} for r, c in COORDS.items()}
+    one, apart = Store(tmp_path / "one.sqlite"), Store(tmp_path / "apart.sqlite")
+    try:
+        pids = tuple(range(1000, 1000 + N))
+        root = ((0, N - 1, (RankState.RUNNING, RankState.DONE), "vm", pids),)
+        batch: list[Any] = [RankStates("r", 2.0, (), root), RunEvent("r", 3.0, RunState.COMPLETED)]
+        record = RunRecord("r", "local", N, list(range(N)), RunState.RUNNING, started=1.0)
+        said: list[str] = []
+        one._db.set_trace_callback(said.append)
+        one.append(batch, run=(record, coords))
+        one._db.set_trace_callback(None)
+        apart.append([], run=(record, coords))
+        apart.append(batch)
+        assert not [s for s in said if s.startswith("UPDATE")]  # (before: the ranks and the run)
+        assert rows(one, "r") == NODES
+        assert one.ranks("r") == apart.ranks("r")
+        assert {r.state for r in one.ranks("r")} == {"done"}
+        assert one.run("r") == apart.run("r")
+        assert textviews.runs(one, 1) == textviews.runs(apart, 1)
+        # a span that does not hold its nodes' rows exactly: written as before (set after)
+        part = ((0, 130, (RankState.RUNNING, RankState.DONE), "vm", pids[:131]),)
+        record = RunRecord("s", "local", N, list(range(N)), RunState.RUNNING, started=1.0)
+        said.clear()
+        one._db.set_trace_callback(said.append)
+        one.append([RankStates("s", 2.0, (), part)], run=(record, coords))
+        one._db.set_trace_callback(None)
+        assert [s for s in said if s.startswith("UPDATE")]
+        assert {r.rank for r in one.ranks("s") if r.state == "done"} == set(range(131))
+    finally:
+        one.close()
+        apart.close()
+
+
+def test_the_writer_keeps_the_spans_of_its_latest_runs_only(tmp_path: Path) -> None:
+    """A kernel's writer keeps a run's spans (for the updates that follow) for its latest
+    runs only, not one list more for every cell it ever ran; an older run's rank is still
+    set as before (its spans read again)."""
+    store = Store(tmp_path / "h.sqlite")
+    try:
+        ranks = list(range(N))
+        for i in range(3 * rankshape.BOUNDS_KEPT):
+            store.create_run(RunRecord(f"r{i}", "local", N, ranks), COORDS)
+        assert len(store._sets.bounds) <= rankshape.BOUNDS_KEPT
+        store.append([RankEvent("r0", 200, 2.0, RankState.DONE, "node1", 1200)])
+        got = {r.rank: r.state for r in store.ranks("r0")}
+        assert got == {r: "done" if r == 200 else "starting" for r in range(N)}
+        assert rows(store, "r0") == NODES + 2  # (node 1's span split around rank 200)
+    finally:
+        store.close()
+
+
+def test_a_runs_ranks_rows_are_one_statement_whatever_its_nodes(tmp_path: Path) -> None:
+    """A cell's record on a live cluster inserts its ranks' rows (a span per node, a row of
+    its own for a rank that shares no span) in ONE statement, not one per row, and they read
+    back as the rows of the same run written one by one."""
+    coords = {**COORDS, N: {**COORDS[0], "rank": N, "node_rank": NODES, "host": "other"}}
+    ranks = list(range(N + 1))
+    store = Store(tmp_path / "h.sqlite")
+    try:
+        said: list[str] = []
+        for run_id in ("a", "b"):
+            store._db.set_trace_callback(said.append)
+            store.create_run(RunRecord(run_id, "local", N + 1, ranks, started=1.0), coords)
+            store._db.set_trace_callback(None)
+            inserts = [s for s in said if s.startswith("INSERT INTO main.ranks")]
+            assert len(inserts) == 1 and not [s for s in said if "INTO ranks" in s]
+            said.clear()
+        assert rows(store, "b") == NODES + 1
+        got = store.ranks("b")
+        assert [(r.rank, r.host, r.pid, r.state, r.updated) for r in got] == [
+            (r, coords[r]["host"], coords[r]["pid"], "starting", 1.0) for r in ranks
+        ]
+        assert [r.coords for r in got] == [coords[r] for r in ranks]
+    finally:
+        store.close()
+
+
+def test_rows_made_in_a_transaction_that_failed_are_made_again(tmp_path: Path) -> None:
+    """A run whose transaction failed after its cluster's rows were worked out (here: its
+    id is taken) leaves nothing behind: the next run on those coordinates has its own ranks'
+    hosts, not the earlier cluster's."""
+    moved = {r: {**c, "host": f"moved{r // 125}"} for r, c in COORDS.items()}
+    store = Store(tmp_path / "h.sqlite")
+    try:
+        store.create_run(RunRecord("a", "local", N, list(range(N))), COORDS)
+        with pytest.raises(StoreError):
+            store.create_run(RunRecord("a", "local", N, list(range(N))), moved)
+        store.create_run(RunRecord("b", "local", N, list(range(N))), moved)
+        assert {r.host for r in store.ranks("b")} == {f"moved{n}" for n in range(NODES)}
+        assert {r.host for r in store.ranks("a")} == {f"node{n}" for n in range(NODES)}
+    finally:
+        store.close()

@@ -17,8 +17,10 @@ import json
 import sqlite3
 import sys
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+from . import rankshape
 
 SPAN_MIN = 8  # the fewest ranks recorded as one span
 _ANY = " WHERE run_id=? AND rank BETWEEN ? AND ? AND last IS NOT NULL"  # (on any host)
@@ -29,45 +31,9 @@ _HELD_ANY = "SELECT COALESCE(SUM(last - rank + 1), 0) FROM ranks" + _ANY  # noqa
 _SET_ANY = "UPDATE ranks SET state=?, updated=?" + _ANY  # noqa: S608 - ours
 _SET_ONE = "UPDATE ranks SET state=?, updated=? WHERE run_id=? AND rank=? AND last=? AND host=?"
 _COLUMNS = "run_id, rank, host, pid, state, coords, updated, heartbeat, last, set_id"
-#: What a new run's spans are set to in its first transaction, given their (first, last, host).
-Fold = Callable[[list[tuple[int, int, str]]], dict[tuple[int, int], tuple[str, Any]] | None]
+#: What a new run's spans are set to in its first transaction, given them (see rankshape.Spans).
+Fold = Callable[[rankshape.Spans], dict[tuple[int, int], tuple[str, Any]] | None]
 _INSERT = f"INSERT INTO ranks ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"  # noqa: S608 - ours
-
-
-class Sets:
-    """(writer only) The ``rank_sets`` row of the coordinates given last (by identity: the
-    session makes them once per cluster), and each rank's row of its own from it, kept."""
-
-    def __init__(self) -> None:
-        self._last: tuple[object, int] | None = None
-        self._each: tuple[int, dict[int, tuple[str, Any, str]]] | None = None
-        self.bounds: dict[str, list[tuple[int, int]]] = {}  # a run's spans' (first, last)
-        # a new run's rows but for its id and time, as made last (coordinates, ranks, set)
-        self.shapes: tuple[object, list[int], int | None, list[tuple[Any, ...]]] | None = None
-
-    def clear(self) -> None:  # (a transaction rolled back: the rows may be gone)
-        self._last = self._each = self.shapes = None
-        self.bounds.clear()
-
-    def of(self, db: sqlite3.Connection, coords: dict[int, dict[str, Any]]) -> int:
-        if self._last is not None and self._last[0] is coords:
-            return self._last[1]
-        each = {r: _of(c) for r, c in coords.items()}
-        data = "{" + ", ".join(f'"{r}": {e[2]}' for r, e in each.items()) + "}"
-        set_id = int(db.execute("INSERT INTO rank_sets (data) VALUES (?)", (data,)).lastrowid or 0)
-        self._last, self._each = (coords, set_id), (set_id, each)
-        return set_id
-
-    def each(self, db: sqlite3.Connection, set_id: int) -> dict[int, tuple[str, Any, str]]:
-        """Each rank's (host, pid, coordinates' JSON) in the set ``set_id``."""
-        if self._each is None or self._each[0] != set_id:
-            row = db.execute("SELECT data FROM rank_sets WHERE id=?", (set_id,)).fetchone()
-            data = json.loads(row[0]) if row else {}
-            each = {
-                int(r): (c.get("host", ""), c.get("pid"), json.dumps(c)) for r, c in data.items()
-            }
-            self._each = (set_id, each)
-        return self._each[1]
 
 
 def create(
@@ -76,13 +42,13 @@ def create(
     ranks: list[int],
     coords: dict[int, dict[str, Any]] | None,
     started: float | None,
-    sets: Sets,
+    sets: rankshape.Sets,
     fold: Fold | None = None,
 ) -> None:
     """Insert a new run's ``ranks`` rows: spans where :data:`SPAN_MIN` or more consecutive
     ranks share a host and a node, a row of its own for any other rank. A cluster's runs have
     the same rows but for their id and time: they are worked out once (kept in ``sets``).
-    ``fold``, given the spans' ``(first, last, host)``, says the ``(state, updated)`` a span
+    ``fold``, given the spans (kept with the rows' shapes), says the ``(state, updated)`` a span
     takes in the same transaction (by its ``(first, last)``; see ``RowUpdates.fold``): it is
     inserted in that state."""
     coords = coords or {}
@@ -94,16 +60,34 @@ def create(
         or kept[2] != set_id
         or (kept[1] is not ranks and kept[1] != ranks)  # (a session gives the same list again)
     ):
-        kept = sets.shapes = (coords, ranks, set_id, _shapes(ranks, coords, set_id))
+        shapes = _shapes(ranks, coords, set_id)
+        bounds = tuple((r[0], r[4]) for r in shapes if r[4] is not None)
+        kept = sets.shapes = (coords, ranks, set_id, shapes, bounds, rankshape.Spans(shapes))
+        sets.filled = False
     shapes = kept[3]
-    ends = (fold([(r[0], r[4], r[1]) for r in shapes if r[4] is not None]) if fold else None) or {}
+    ends = (fold(kept[5]) if fold else None) or {}
     start = ("starting", started)  # (a span that ends in the same transaction: as it ends)
-    rows = []
-    for r, h, p, c, la, s in shapes:
-        state, updated = ends.get((r, la), start) if la is not None else start
-        rows.append((run_id, r, h, p, state, c, updated, None, la, s))
-    db.executemany(_INSERT, rows)
-    sets.bounds[run_id] = [(r[0], r[4]) for r in shapes if r[4] is not None]
+    span = _one(ends, len(kept[4])) if ends else start
+    if span is not None:  # (every span in one state: the rows copied from the template)
+        if not sets.filled:
+            rankshape.fill(db, shapes)
+            sets.filled = True
+        rankshape.copy(db, run_id, start, span)
+    else:
+        rows = []
+        for r, h, p, c, la, s in shapes:
+            state, updated = ends.get((r, la), start) if la is not None else start
+            rows.append((run_id, r, h, p, state, c, updated, None, la, s))
+        db.executemany(_INSERT, rows)
+    sets.keep(run_id, kept[4])  # (the same tuple for a cluster's runs: never changed)
+
+
+def _one(ends: dict[tuple[int, int], tuple[str, Any]], spans: int) -> tuple[str, Any] | None:
+    """The one ``(state, updated)`` that ``ends`` give each of the ``spans`` spans, if so."""
+    if len(ends) != spans:
+        return None
+    values = set(ends.values())
+    return values.pop() if len(values) == 1 else None
 
 
 def _shapes(
@@ -118,7 +102,7 @@ def _shapes(
             host = coords.get(group[0], {}).get("host", "")
             rows.append((group[0], host, None, None, group[-1], set_id))
         else:
-            rows.extend((r, *_of(coords.get(r, {})), None, None) for r in group)
+            rows.extend((r, *rankshape.coords_row(coords.get(r, {})), None, None) for r in group)
 
     def where(rank: int) -> tuple[Any, Any]:  # (a node's ranks are one span: its relay's)
         c = coords.get(rank, {})
@@ -133,10 +117,6 @@ def _shapes(
     return rows
 
 
-def _of(c: dict[str, Any]) -> tuple[str, Any, str]:
-    return c.get("host", ""), c.get("pid"), json.dumps(c)
-
-
 def _own(
     run_id: str, rank: int, own: tuple[str, Any, str], state: str, updated: Any, heartbeat: Any
 ) -> tuple[Any, ...]:
@@ -145,18 +125,19 @@ def _own(
     return (run_id, rank, own[0], own[1], state, own[2], updated, heartbeat, None, None)
 
 
-def _spans(db: sqlite3.Connection, sets: Sets, run_id: str) -> list[tuple[int, int]]:
+def _spans(db: sqlite3.Connection, sets: rankshape.Sets, run_id: str) -> Sequence[tuple[int, int]]:
     """The run's spans' (first, last), in order (kept by the writer once read)."""
     bounds = sets.bounds.get(run_id)
     if bounds is None:
         sql = "SELECT rank, last FROM ranks WHERE run_id=? AND last IS NOT NULL ORDER BY rank"
-        bounds = sets.bounds[run_id] = [(r[0], r[1]) for r in db.execute(sql, (run_id,))]
+        bounds = [(r[0], r[1]) for r in db.execute(sql, (run_id,))]
+        sets.keep(run_id, bounds)
     return bounds
 
 
 def _split(
     db: sqlite3.Connection,
-    sets: Sets,
+    sets: rankshape.Sets,
     run_id: str,
     bounds: tuple[int, int],
     alone: set[int],
@@ -199,14 +180,16 @@ def _split(
     flush()
     db.execute("DELETE FROM ranks WHERE run_id=? AND rank=?", (run_id, first))
     db.executemany(_INSERT, rows)
-    kept = sets.bounds.get(run_id, [])
-    kept.remove(bounds)
+    kept = [b for b in sets.bounds.get(run_id, ()) if b != bounds]  # (a copy: see create)
     kept.extend((r[1], r[8]) for r in rows if r[8] is not None)
     kept.sort()
+    sets.keep(run_id, kept)
     return True
 
 
-def single(db: sqlite3.Connection, sets: Sets, run_ranks: Iterable[tuple[str, int]]) -> None:
+def single(
+    db: sqlite3.Connection, sets: rankshape.Sets, run_ranks: Iterable[tuple[str, int]]
+) -> None:
     """Give each of these (run, rank) a row of its own, split out of its span if in one."""
     by_run: dict[str, set[int]] = {}
     for run_id, rank in run_ranks:
@@ -224,7 +207,7 @@ def single(db: sqlite3.Connection, sets: Sets, run_ranks: Iterable[tuple[str, in
 
 def set_range(
     db: sqlite3.Connection,
-    sets: Sets,
+    sets: rankshape.Sets,
     state: str,
     t: float,
     run_id: str,
@@ -265,7 +248,7 @@ def set_range(
     return int(held)
 
 
-def _crossing(bounds: list[tuple[int, int]], first: int, last: int) -> list[tuple[int, int]]:
+def _crossing(bounds: Sequence[tuple[int, int]], first: int, last: int) -> list[tuple[int, int]]:
     """The kept spans (``bounds``, sorted) that hold ``first`` or ``last`` and reach past it:
     at most two, found by bisection (a run's spans are one per node: 1,250 at 10,000 ranks)."""
     out: list[tuple[int, int]] = []
@@ -277,7 +260,7 @@ def _crossing(bounds: list[tuple[int, int]], first: int, last: int) -> list[tupl
     return out
 
 
-def _tiles(bounds: list[tuple[int, int]], first: int, last: int) -> int:
+def _tiles(bounds: Sequence[tuple[int, int]], first: int, last: int) -> int:
     """How many of the kept spans ``bounds`` hold ``first..last`` exactly, one after the
     other (0: they do not)."""
     at = bisect_left(bounds, (first, first))

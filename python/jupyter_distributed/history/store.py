@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import StoreError
 from ..pids import pid_alive
-from . import migrate, rankspans, reaper, rowkeys, storefile
+from . import migrate, rankshape, reaper, rowkeys, storefile
 from .budget import Bounds
 from .coordination import Coordination
 from .queries import Queries
@@ -74,7 +74,7 @@ class Store(Queries, Coordination, Bounds, Writes):
         self._lock = threading.Lock()
         self._keys = rowkeys.Keys()  # run and name keys this writer knows (see Keys)
         self._json = JsonMemo()  # (writer only) a run's spec and coords as the last run's
-        self._sets = rankspans.Sets()  # (writer only) the rank_sets row of the last coords
+        self._sets = rankshape.Sets()  # (writer only) the rank_sets row of the last coords
         self._local = threading.local()
         self._readers_lock = threading.Lock()  # never the writer's: readers do not wait for it
         self._readers: list[tuple[threading.Thread, sqlite3.Connection]] = []
@@ -89,6 +89,7 @@ class Store(Queries, Coordination, Bounds, Writes):
             storefile.check(db, self.path)  # (through SQLite: the file is never opened here)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
+            rankshape.attach(db)  # (the writer's template of a cluster's runs' rows)
             with self._tx() as tx:
                 migrated = migrate.upgrade(tx)
                 for stmt in storefile.statements(SCHEMA):

@@ -23,7 +23,7 @@ from ..events import (
     RunEvent,
     SharedLines,
 )
-from . import eventrows, probestore, rankspans, rowkeys, staterows
+from . import eventrows, probestore, rankshape, rankspans, rowkeys, staterows
 from .grouprows import Item
 from .records import JsonMemo, RunRecord
 from .rowupdates import RowUpdates
@@ -33,7 +33,7 @@ class Writes:
     if TYPE_CHECKING:  # provided by Store
         _keys: rowkeys.Keys
         _json: JsonMemo
-        _sets: rankspans.Sets
+        _sets: rankshape.Sets
         recorded: int
 
         def _tx(self) -> AbstractContextManager[sqlite3.Connection]: ...
@@ -55,9 +55,9 @@ class Writes:
         dumps = self._json.dumps
         ended: tuple[str, Any, str] | None = None
 
-        def fold(spans: list[tuple[int, int, str]]) -> dict[tuple[int, int], tuple[str, Any]]:
+        def fold(spans: rankshape.Spans) -> dict[tuple[int, int], tuple[str, Any]]:
             nonlocal ended
-            folded = updates.fold(run.id, set(spans)) if updates is not None else None
+            folded = updates.fold(run.id, spans) if updates is not None else None
             if folded is None:
                 return {}
             states, ended = folded

@@ -228,6 +228,8 @@ class Job:
             start_new_session=True,
         )
         self.procs.append(proc)
+        if self.stopping:  # a stop that came while the job launched (stop() sets it first,
+            proc.terminate()  # then ends the processes it finds: this one, or not yet listed)
         thread = threading.Thread(target=self._pump, args=(proc, stream), daemon=True)
         thread.start()
         self.threads.append(thread)

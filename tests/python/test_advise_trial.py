@@ -196,7 +196,8 @@ def test_a_verified_row_keeps_every_timed_step_of_its_slowest_rank(
     per_rank = [[0.010, 0.030, 0.012], [0.011, 0.020, 0.013]]
 
     class Shell:
-        user_ns: dict[str, Any] = {}
+        def __init__(self) -> None:
+            self.user_ns: dict[str, Any] = {}
 
         def run_cell(self, code: str) -> Any:
             cells.append(code)

@@ -17,6 +17,18 @@ def ci95(xs: list[float]) -> tuple[float, float]:
     return statistics.mean(xs), t * statistics.stdev(xs) / math.sqrt(len(xs))
 
 
+def median_ci(xs: list[float]) -> float:
+    """Half-width of a distribution-free 95 % interval of the median of ``xs`` (order
+    statistics n/2 ± 0.98 √n); 0 with fewer than 6."""
+    n = len(xs)
+    if n < 6:
+        return 0.0
+    s = sorted(xs)
+    lo = max(0, math.floor(n / 2 - 0.98 * math.sqrt(n)))
+    hi = min(n - 1, math.ceil(n / 2 + 0.98 * math.sqrt(n)))
+    return (s[hi] - s[lo]) / 2
+
+
 def _after(row: dict[str, Any]) -> dict[str, Any]:
     """The row as if the load probe had been timed only after the steps (the old way)."""
     measured = {k: v for k, v in row["measured"].items() if k != "plain_during_s"}
@@ -55,6 +67,8 @@ def score(
         out.append({
             "layout": r.candidate.name, "rank": i + 1, "predicted_s": r.step_s,
             "measured_s": r.measured["step_s"], "ci_s": half, "mean_s": mean,
+            "ci_steps_s": median_ci(r.measured.get("step_s_steps") or []),
+            "steps": len(r.measured.get("step_s_steps") or []),
             "error": r.step_s / r.measured["step_s"] - 1,
             "calibrated_error": err(r, fits["fit_top2"]) if i >= 2 else None,
             "calibrated1_error": err(r, fits["fit_top1"]) if i >= 1 else None,
@@ -97,13 +111,15 @@ def show(s: dict[str, Any]) -> None:
               f"{g['bandwidth_gbs']:.3f} GB/s (min {g['min_bandwidth_gbs']:.3f})")  # fmt: skip
     for name, why in s.get("failed", {}).items():
         print(f"  FAILED, not scored: {name}: {why}")
-    print(f"  {'#':>2} {'layout':<22} {'pred ms':>8} {'meas ms':>8} {'±95%':>6} {'err':>6} "
+    print(f"  {'#':>2} {'layout':<22} {'pred ms':>8} {'meas ms':>8} {'±95%':>6} {'±med':>6} "
+          f"{'err':>6} "
           f"{'cal err':>7} {'cal1':>6} {'trial':>6} {'tr-rnd':>6} {'probed':>6} {'after':>6} "
           f"{'pred MiB':>8} "
           f"{'meas MiB':>8} {'mem err':>7}")  # fmt: skip
     for x in s["layouts"]:
         print(f"  {x['rank']:>2} {x['layout']:<22} {1e3 * x['predicted_s']:>8.2f} "
-              f"{1e3 * x['measured_s']:>8.2f} {1e3 * x['ci_s']:>6.2f} {x['error']:>+6.0%} "
+              f"{1e3 * x['measured_s']:>8.2f} {1e3 * x['ci_s']:>6.2f} "
+              f"{1e3 * x.get('ci_steps_s', 0.0):>6.2f} {x['error']:>+6.0%} "
               f"{_pct(x['calibrated_error']):>7} {_pct(x.get('calibrated1_error')):>6} "
               f"{_pct(x.get('trial_error')):>6} {_pct(x.get('trial_rounds_error')):>6} "
               f"{_pct(x.get('probed_error')):>6} {_pct(x.get('probed_after_error')):>6} "
@@ -148,6 +164,14 @@ def summary(done: list[dict[str, Any]]) -> None:
     _line("step time, each layout scaled by its own ranks' share of the cores, probed between "
           "its steps", absolute("probed_error"))  # fmt: skip
     _line("  the same, probed after its steps (the old way)", absolute("probed_after_error"))
+    spread = [x["ci_s"] / x["measured_s"] for x in rows if x["measured_s"] > 0]
+    pooled = [x["ci_steps_s"] / x["measured_s"] for x in rows if x.get("ci_steps_s")]
+    if spread:
+        print(f"the measured step's 95 % interval, median over the layouts: "
+              f"±{statistics.median(spread):.1%} over the runs' medians"
+              + (f", ±{statistics.median(pooled):.1%} of the pooled "
+              f"steps' median ({statistics.median(x.get('steps', 0) for x in rows):.0f} steps)"
+              if pooled else ""))  # fmt: skip
     loads = [x for s in done for x in s["load"]]
     print(f"load average (1 min) at the scenarios' starts and ends: {min(loads)}–{max(loads)}")
     print(f"memory: within ±5 % for {sum(abs(m) <= 0.05 for m in mem)} of {len(mem)} layouts; "

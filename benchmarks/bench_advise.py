@@ -5,24 +5,24 @@ Run: ``python benchmarks/bench_advise.py [--quick | --only mlp:4:8,...] [--ranks
 [--repeats R] [--budget S] [--deadline S] [--shaped RATE[/DELAY] | --two-nodes] [--probe-only]
 [--no-trial] [--json out]``.
 
-Per scenario: a ``--quick`` probe of the ranks, ``advise()`` (uncalibrated), the calibration
-trial (``--calibrate``'s own launches, ≤ 60 s, its wall time printed; ``--no-trial`` skips it;
-its corrections are scored on the layouts it did not run), then every layout
-it lists that fits, measured through its own launch line (``verify``: peak live tensor bytes and
-the median of 10 timed steps per run, up to ``R`` runs). It prints, per layout, predicted against
-measured step time (with a 95 % interval over the runs) and memory; per scenario, whether the
-top pick is within 5 % of the best measured (or tied with it: intervals overlap) and whether the
-best is in the top 3; and the calibrated error: corrections fitted on the top layout (one
-trial) and on the top 2 (what ``--verify 2`` does), applied to the others; and each layout
-scaled by its own ranks' share of the cores, the load probe: the plain block timed on its
-ranks between its steps (``probed``) and after them (``after``, how it was first done); the load
-average at each scenario's start and end; the wall time of its probe, advice and measurement.
-The runs are interleaved: one round over every layout, then the next, so the trial and the
-layouts it is applied to are measured in the same minutes; ``--budget S`` starts no new round
-once a scenario's measurement has taken S seconds (at least one round is run), ``--deadline S``
-no new round or scenario once the whole run has. Then the median
-and worst errors of the suite. ``--json`` keeps each layout's predicted parts and the ranks' and
-the advisor's time of the plain block.
+Per scenario: a ``--quick`` probe of the ranks, ``advise()`` (uncalibrated), the calibration trial
+(``--calibrate``'s own launches, ≤ 60 s, its wall time printed; ``--no-trial`` skips it; its
+corrections are scored on the layouts it did not run), then every layout it lists that fits,
+measured through its own launch line (``verify``: peak live tensor bytes and ``--steps`` timed steps
+per run, default 30, up to ``R`` runs; the measured step is the median of every timed step of its
+runs, pooled). It prints, per layout, predicted against measured step time (with a 95 % interval
+over the runs' medians, and one of the pooled median) and memory; per scenario, whether the top pick
+is within 5 % of the best measured (or tied with it: intervals overlap) and whether the best is in
+the top 3; and the calibrated error: corrections fitted on the top layout (one trial) and on the top
+2 (what ``--verify 2`` does), applied to the others; and each layout scaled by its own ranks' share
+of the cores, the load probe: the plain block timed on its ranks between its steps (``probed``) and
+after them (``after``, how it was first done); the load average at each scenario's start and end;
+the wall time of its probe, advice and measurement. The runs are interleaved: one round over every
+layout, then the next, so the trial and the layouts it is applied to are measured in the same
+minutes; ``--budget S`` starts no new round once a scenario's measurement has taken S seconds (at
+least one round is run), ``--deadline S`` no new round or scenario once the whole run has. Then the
+median and worst errors of the suite. ``--json`` keeps each layout's predicted parts and the ranks'
+and the advisor's time of the plain block.
 
 ``--shaped RATE[/DELAY]`` (root, ``ip``, ``tc``, mpirun): the ranks run as two "nodes", this
 machine and a network namespace joined by a veth pair (``twohosts.py``, the test suite's
@@ -147,7 +147,8 @@ def scenario(ip: Any, model: str, n: int, batch: int, args: Any, hosts: TwoHosts
             trial_fit = calibration_trial(advice, ip, model)
             wall["trial"] = time.perf_counter() - began
         began = time.perf_counter()
-        rounds, failed = interleaved(advice, ip, model, args.repeats, args.budget, args.stop_at)
+        rounds, failed = interleaved(advice, ip, model, args.repeats, args.budget, args.stop_at,
+                                     args.steps)  # fmt: skip
         wall["measure"] = time.perf_counter() - began
     measured = [r for r in advice.layouts if r.measured]
     if not measured:
@@ -183,14 +184,17 @@ def calibration_trial(advice: Any, ip: Any, model: str) -> dict[str, Any] | None
 
 
 def interleaved(advice: Any, ip: Any, model: str, repeats: int, budget: float | None,
-                stop_at: float = float("inf")) -> tuple[int, dict[str, str]]:  # fmt: skip
+                stop_at: float = float("inf"), steps: int = 10,
+                ) -> tuple[int, dict[str, str]]:  # fmt: skip
     """Measure every layout up to ``repeats`` times, one round over all of them after another,
     so that the trial (the top layout) and the layouts its correction is applied to are measured
     in the same minutes, not one layout's runs before the next one's; no new round once
     ``budget`` seconds are spent, or after ``stop_at`` (``time.perf_counter``). Each row then
     holds the median of its runs (step, and the ranks' plain block between and after its
-    steps). A layout whose run fails is measured no more and named with its error (the others
-    go on). Returns the rounds run and the failed layouts."""
+    steps). Each run times ``steps`` steps; a row's step is the median of every timed step of
+    its runs (its slowest rank's), pooled (``step_s_runs`` keeps each run's median, for the
+    interval between runs). A layout whose run fails is measured no more and named with its
+    error (the others go on). Returns the rounds run and the failed layouts."""
     from jupyter_distributed.advise.intake import AdviseError
     from jupyter_distributed.advise.verify import verify
 
@@ -210,7 +214,7 @@ def interleaved(advice: Any, ip: Any, model: str, repeats: int, budget: float | 
             one = copy.copy(advice)  # verify's top 1 of this layout alone
             one.layouts = [row]
             try:
-                verify(one, 1, ip, model, None, "adamw", 1)
+                verify(one, 1, ip, model, None, "adamw", 1, steps=steps)
             except AdviseError as exc:
                 said = [x for x in LOG.getvalue().splitlines() if x.strip()]
                 failed[i] = f"{exc} ({said[-1].strip() if said else 'no output'})"
@@ -221,7 +225,8 @@ def interleaved(advice: Any, ip: Any, model: str, repeats: int, budget: float | 
         row = advice.layouts[i]
         merged = dict(got[-1])
         merged["step_s_runs"] = [g["step_s"] for g in got]
-        merged["step_s"] = statistics.median(merged["step_s_runs"])
+        merged["step_s_steps"] = [t for g in got for t in g.get("step_s_steps", ())]
+        merged["step_s"] = statistics.median(merged["step_s_steps"] or merged["step_s_runs"])
         for key in ("plain_s", "plain_during_s"):
             merged[key] = statistics.median(g.get(key, 0.0) for g in got)
         merged["gib"] = max(g["gib"] for g in got)
@@ -238,6 +243,8 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--only", help="scenarios as model:ranks:batch, comma-separated")
     parser.add_argument("--ranks", default="2,4", help="rank counts of the suite (default 2,4)")
     parser.add_argument("--repeats", type=int, default=2, help="rounds over the layouts")
+    parser.add_argument("--steps", type=int, default=30,
+                        help="timed steps a run of the rounds (the trial: 10)")  # fmt: skip
     parser.add_argument("--budget", type=float, help="no new round after S s of a scenario")
     parser.add_argument("--deadline", type=float, help="no new round or scenario after S s")
     parser.add_argument("--shaped", help="two nodes, their link shaped: RATE[/DELAY]")

@@ -6,6 +6,7 @@ the trial stored with the advice and used by the next ``advise``."""
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -180,3 +181,33 @@ def test_calibrate_stores_the_trial_and_the_next_advise_uses_it(shell: Any) -> N
     assert newest.id not in (first.id, again.id)
     rows = store.run(newest.id).summary["advice"]["layouts"]
     assert all(r["calibrated"] == first.id for r in rows)
+
+
+def test_a_verified_row_keeps_every_timed_step_of_its_slowest_rank(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--verify`` (and the suite's rounds, which pool them) keeps each timed step's time, the
+    slower rank's for each step (the ranks meet between steps), of every run, and asks the
+    ranks for the steps it was told; the step's median stays the runs' median."""
+    from jupyter_distributed.advise import verify as verify_module
+
+    advice = _advice()
+    cells: list[str] = []
+    per_rank = [[0.010, 0.030, 0.012], [0.011, 0.020, 0.013]]
+
+    class Shell:
+        def __init__(self) -> None:
+            self.user_ns: dict[str, Any] = {}
+
+        def run_cell(self, code: str) -> Any:
+            cells.append(code)
+            self.user_ns[verify_module.PULLED] = [
+                {"peak_bytes": 1, "step_seconds": sorted(s)[1], "step_seconds_all": s}
+                for s in per_rank
+            ]
+            return SimpleNamespace(error_in_exec=None)
+
+    got = verify_module.measure_row(advice, 0, Shell(), "build", None, "adamw", 2, steps=3)
+    assert got["step_s_steps"] == [0.011, 0.030, 0.013] * 2
+    assert got["step_s"] == pytest.approx(0.013)
+    assert "steps=3," in cells[0]

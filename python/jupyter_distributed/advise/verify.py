@@ -25,14 +25,16 @@ STEPS = 10  # timed steps per layout (after the profiled ones), their median kep
 PULLED = "_jd_advise_measured"
 
 
-def cell(model: str, step: str | None, micro: int, seq: int | None, m: int, opt: str) -> str:
+def cell(
+    model: str, step: str | None, micro: int, seq: int | None, m: int, opt: str, steps: int = STEPS
+) -> str:
     return (
         "# %distributed advise --verify: measure this layout\n"
         "from jupyter_distributed.worker.measure import measure as _jd_measure\n"
         "from jupyter_distributed.worker.measure import plain_block as _jd_block\n"
         f"_jd_plain = _jd_block({model}, {micro}, {seq!r})\n"
         f"{PULLED} = _jd_measure(globals(), {model}, micro={micro}, seq={seq!r}, "
-        f"microbatches={m}, optimizer={opt!r}, step={step or 'None'}, steps={STEPS}, "
+        f"microbatches={m}, optimizer={opt!r}, step={step or 'None'}, steps={steps}, "
         "probe=_jd_plain)\n" + PLAIN.format(pulled=PULLED)
     )
 
@@ -65,6 +67,7 @@ def verify(
     optimizer: str,
     repeats: int = 1,
     prior: list[dict[str, Any]] | None = None,
+    steps: int = STEPS,
 ) -> dict[str, Any] | None:
     """Run the top ``k`` layouts that fit (each ``repeats`` times on its cluster); their
     measured values go into ``advice``'s rows. Returns the corrections the measurements fit
@@ -74,7 +77,7 @@ def verify(
         raise AdviseError("--verify runs cells, so it needs the notebook's shell (the line magic)")
     chosen = [i for i, r in enumerate(advice.layouts) if r.fits][:k]
     for i in chosen:
-        measure_row(advice, i, shell, model, step, optimizer, repeats)
+        measure_row(advice, i, shell, model, step, optimizer, repeats, steps=steps)
     rows = [*(prior or []), *(r.to_json() for r in advice.layouts)]
     fitted = fit(rows, per_kind_rows=1) if prior else fit(rows)
     for i in chosen:
@@ -94,6 +97,7 @@ def measure_row(
     optimizer: str,
     repeats: int = 1,
     flag: str = "--verify",
+    steps: int = STEPS,
 ) -> dict[str, Any]:
     """Run layout ``i`` of ``advice`` through its own launch line ``repeats`` times, and put
     what its ranks measured into its row (``measured``); returns that. A failed run is an
@@ -102,7 +106,7 @@ def measure_row(
     c = row.candidate
     push = ",".join(n for n in (model, step) if n)
     line = f"{row.launch} --push {push} --pull {PULLED} --quiet"
-    code = cell(model, step, row.micro, advice.inputs["seq"], c.microbatches, optimizer)
+    code = cell(model, step, row.micro, advice.inputs["seq"], c.microbatches, optimizer, steps)
     runs = []
     for _ in range(repeats):
         result = shell.run_cell(f"{line}\n{code}")
@@ -112,6 +116,12 @@ def measure_row(
         runs.append(got)
     peak = max(g["peak_bytes"] for g in runs[0])
     times = [max(g["step_seconds"] for g in got) for got in runs]
+    # each timed step's time (its slowest rank's), every run's: ranks meet between the steps
+    each = [
+        max(per)
+        for got in runs
+        for per in zip(*(g.get("step_seconds_all", ()) for g in got), strict=False)
+    ]
     seconds = statistics.median(times)
     plain = [max(g.get("plain_s", 0.0) for g in got) for got in runs]
     during = [max(g.get("probe_seconds", 0.0) for g in got) for got in runs]
@@ -122,6 +132,7 @@ def measure_row(
         "gib": peak / 2**30,
         "step_s": seconds,
         "step_s_runs": times,
+        "step_s_steps": each,
         "samples_per_s": advice.inputs["global_batch"] / seconds,
         "memory_error": row.memory.total / peak - 1,
         "time_error": row.step_s / seconds - 1,

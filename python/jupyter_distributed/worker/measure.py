@@ -136,6 +136,7 @@ def measure(
     out = {
         "peak_bytes": peak_live_bytes(prof),
         "step_seconds": statistics.median(seconds),
+        "step_seconds_all": seconds,  # each timed step's (all ranks meet between the steps)
         "samples": micro * microbatches,
     }
     if probed:

@@ -8,12 +8,11 @@ busy thread can cost a switch interval, 5 ms). Incoming messages are handed to
 ``on_batch`` in batches of up to 1000 (so the kernel records each batch in one transaction);
 ``tick`` runs about every ``poll_ms`` (:meth:`IoLoop.pace` changes it), and after every
 wake-up unless ``tick_on_wake`` is False (then only when due: a kernel woken a dozen times by a
-cell's messages does not look at its processes and its store a dozen times); :meth:`IoLoop.watch`
-adds a file descriptor (e.g. a process's pidfd) whose readiness runs a function at once, not at
-the next tick, and
-:meth:`IoLoop.serve` one whose every readiness does (a Unix connection the loop reads). An
-exception on the thread ends it and is handed to ``on_error``: nobody waits forever on a
-silently dead loop.
+cell's messages does not look at its processes and its store a dozen times).
+:meth:`IoLoop.watch` adds a file descriptor (e.g. a process's pidfd) whose readiness runs a
+function at once, not at the next tick, and :meth:`IoLoop.serve` one whose every readiness does
+(a Unix connection the loop reads). An exception on the thread ends it and is handed to
+``on_error``: nobody waits forever on a silently dead loop.
 """
 
 from __future__ import annotations

@@ -206,7 +206,7 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
     return {
         "connect + hello": f"{ready[0] - began:.2f} s",
         "kernel CPU per trivial cell (median / p90)": (
-            f"{median(spent) * 1e3:.1f} / {pct(spent, 90) * 1e3:.1f} ms"
+            f"{median(spent) * 1e3:.2f} / {pct(spent, 90) * 1e3:.2f} ms"
         ),
         **(
             {

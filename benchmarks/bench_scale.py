@@ -15,8 +15,12 @@ with ``Done``). Per rank count it prints:
   ``pass``), median and p90 over ``--cells`` cells;
 - **trivial cell wall time** (median), which here shares 2 cores with the helpers: a shape only;
 - **kernel descriptors** with the cluster up (``/proc/self/fd``);
-- and, under the table, IPython's own CPU per cell for a cell magic that does nothing: the floor
-  under the kernel's CPU per cell that is not ours.
+- **IPython's own CPU per do-nothing cell magic between these cells**: a cell of a cell magic
+  that returns at once, run after each measured trivial cell (which itself follows an
+  unmeasured one, so that every measured cell follows a cluster's cell, caches as cold): the
+  floor under the kernel's CPU per cell that any cell magic pays, not ours (not subtracted
+  from the figure above; ``--no-floor`` leaves it out, and then every cell is measured);
+- and, under the table, the same do-nothing cell back to back, caches hot.
 
 ``--mode`` picks the topology: ``star`` (the kernel holds every rank's connections),
 ``relay`` (``Distributed.relays = "always"``: ``--nodes`` real relay processes,
@@ -52,6 +56,9 @@ from common import bench_shell, median, pct, use_checkout  # noqa: E402
 MODES = ("star", "relay", "tree")
 CODE = ["pass"]  # the trivial cell (--code)
 QUIET = [" --quiet"]  # (--shown: "", the cell's view shows what the ranks write, by default)
+FLOOR = [True]  # (--no-floor: no do-nothing cell between the cluster's, see cluster())
+#: A cell of a cell magic that does nothing (registered by main): IPython's own work on a cell.
+NOTHING = "%%jd_bench_nothing --oversubscribe --quiet\npass"
 
 
 class FakeRanks:
@@ -179,20 +186,36 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
         with contextlib.redirect_stdout(status):
             ip.run_line_magic("distributed", "status")
         peers = re.search(r"kernel connections to the ranks: (\d+)", status.getvalue())
-        spent, walls = [], []
+        spent, walls, floors = [], [], []
         for _ in range(cells):
+            # (an unmeasured cell first, with the floor: the measured one follows a cluster's)
+            if FLOOR[0] and not ip.run_cell(line).success:
+                raise RuntimeError("a trivial cell failed")
             c0, w0 = cpu(), time.perf_counter()
             if not ip.run_cell(line).success:
                 raise RuntimeError("a trivial cell failed")
             walls.append(time.perf_counter() - w0)
             spent.append(cpu() - c0)
+            if FLOOR[0]:  # (IPython's own, caches as a cluster's cell leaves them)
+                c0 = cpu()
+                ip.run_cell(NOTHING)
+                floors.append(cpu() - c0)
     finally:
         process.wait_ready = real_wait  # type: ignore[assignment]
         ip.run_line_magic("distributed", "stop")
     return {
         "connect + hello": f"{ready[0] - began:.2f} s",
         "kernel CPU per trivial cell (median / p90)": (
-            f"{median(spent) * 1e3:.1f} / {pct(spent, 90) * 1e3:.1f} ms"
+            f"{median(spent) * 1e3:.2f} / {pct(spent, 90) * 1e3:.2f} ms"
+        ),
+        **(
+            {
+                "IPython's own CPU per do-nothing cell magic between these cells (median / p90)": (
+                    f"{median(floors) * 1e3:.2f} / {pct(floors, 90) * 1e3:.2f} ms"
+                )
+            }
+            if floors
+            else {}
         ),
         "trivial cell wall (median; shares the cores)": f"{median(walls) * 1e3:.1f} ms",
         "kernel descriptors": f"{fds}",
@@ -222,7 +245,15 @@ def main() -> None:
         help="the cells without --quiet: their view shows what the ranks write (a notebook's "
         "default; a trivial cell writes nothing)",
     )
+    parser.add_argument(
+        "--no-floor",
+        action="store_true",
+        help="no do-nothing cell magic between the cluster's cells (by default one follows each "
+        "measured cell, which itself follows an unmeasured cell, so that it follows a cluster's "
+        "cell as IPython's part of a cluster's cell does)",
+    )
     args = parser.parse_args()
+    FLOOR[0] = not args.no_floor
     CODE[0] = args.code
     QUIET[0] = "" if args.shown else " --quiet"
     use_checkout()
@@ -230,6 +261,7 @@ def main() -> None:
     FakeRanks.helpers = args.helpers
     FakeRanks.whole_nodes = args.whole_nodes
     ip, tmp = bench_shell("jd-bench-scale-")
+    ip.register_magic_function(lambda line, cell: None, "cell", "jd_bench_nothing")
     if max(args.ranks) > 1024:  # (the default cap on a cluster's size)
         ip.run_line_magic("config", f"Distributed.max_world_size = {max(args.ranks)}")
     print(
@@ -249,7 +281,8 @@ def main() -> None:
             for metric, text in modes[mode](ip, n, args.cells, tmp).items():
                 rows.setdefault(metric, {})[column] = text
             print(f"  {column} done", file=sys.stderr, flush=True)
-    print(f"IPython's own CPU per cell of a cell magic that does nothing: {floor(ip, args.cells)}")
+    hot = floor(ip, args.cells)
+    print(f"IPython's own CPU per cell of a cell magic that does nothing, back to back: {hot}")
     print("| metric | " + " | ".join(columns) + " |")
     print("|---|" + "---|" * len(columns))
     for metric, cells in rows.items():
@@ -257,13 +290,12 @@ def main() -> None:
 
 
 def floor(ip: Any, cells: int) -> str:
-    """The same shell's CPU per cell for a cell magic that returns at once: what IPython itself
-    spends on a cell (transform, compile, run, history), the floor under every figure above."""
-    ip.register_magic_function(lambda line, cell: None, "cell", "jd_bench_nothing")
+    """The same shell's CPU per cell for a cell magic that returns at once, back to back (caches
+    hot): what IPython itself spends on a cell (transform, compile, run, history)."""
     spent = []
     for _ in range(max(cells, 30)):
         c0 = cpu()
-        ip.run_cell("%%jd_bench_nothing --oversubscribe --quiet\npass")
+        ip.run_cell(NOTHING)
         spent.append(cpu() - c0)
     return f"{median(spent) * 1e3:.2f} / {pct(spent, 90) * 1e3:.2f} ms (median / p90)"
 

@@ -162,7 +162,7 @@ def main() -> None:
     sys.argv = [sys.argv[0], "--mode", args.mode, "--ranks", str(args.ranks), "--nodes"]
     sys.argv += [str(args.nodes), "--cells", str(args.cells), "--code", "None"]
     sys.argv += ["--helpers", str(args.helpers)] + ["--whole-nodes"] * args.whole_nodes
-    sys.argv += ["--shown"] * args.shown
+    sys.argv += ["--shown"] * args.shown + ["--no-floor"]  # (every cell a cluster's)
     with contextlib.redirect_stdout(io.StringIO()):
         bench_scale.main()
     n = len(main_cpu)

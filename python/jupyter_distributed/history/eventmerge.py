@@ -14,6 +14,7 @@ import string
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
+from . import numruns
 from .eventrows import SPAN
 
 #: Searching ignores the case of ASCII letters, as SQLite's LIKE (which finds the rows) does.
@@ -60,7 +61,8 @@ def expand(
     if row.gaps is None:
         seqs, times = [row.seq], [row.t]
     else:
-        steps = _varints(row.gaps)
+        # (no gaps in a row of many: consecutive seqs at one time, layout 8's rank states)
+        steps = _varints(row.gaps) if row.gaps or not row.span else [0] * (2 * row.span)
         seqs, times = [row.seq - row.span], [row.t]
         seq, us = seqs[0], round(row.t * 1e6)
         for i in range(0, len(steps), 2):
@@ -111,14 +113,15 @@ def expand(
 
 def _spread(states: list[Any]) -> list[Any]:
     """An ``staterows.States`` row's states, each span's (``{"first", "last", "states",
-    "host", "pids"}``, layout 7) spread into each of its ranks' ``[rank, state, host, pid]``,
-    rank by rank; a damaged span is left as it is (read as an event of no rank)."""
+    "host", "pids"}``, layout 7; its pids as runs of numbers from layout 8) spread into each
+    of its ranks' ``[rank, state, host, pid]``, rank by rank; a damaged span is left as it is
+    (read as an event of no rank)."""
     if not any(isinstance(s, dict) for s in states):
         return states
     out: list[Any] = []
     for s in states:
         try:
-            first, host, pids = s["first"], s["host"], s["pids"]
+            first, host, pids = s["first"], s["host"], numruns.unpack(s["pids"])
             if len(pids) != s["last"] - first + 1:
                 raise ValueError(s)
             out.extend([first + i, state, host, pid] for i, pid in enumerate(pids)

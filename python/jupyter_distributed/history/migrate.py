@@ -13,7 +13,9 @@ Version 6 records a run's ranks as spans (:mod:`.rankspans`): ``ranks`` gains ``
 ``set_id`` (NULL in every older row: a rank's own row, as before). Version 7 lets a row of
 rank states (``staterows.States``) hold spans, ``ranks 0-124: running, done``, which an older
 reader would misread: nothing to migrate (older rows read as before), the version refuses
-older readers.
+older readers. Version 8 writes a run's ``ranks`` and a span's pids as runs of numbers,
+``[[0, 999]]`` (:mod:`.numruns`), and a row of rank states' ``gaps`` (all zeros) as an empty
+blob: older rows read as before, the version refuses older readers.
 """
 
 from __future__ import annotations

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..events import RunState
+from . import numruns
 
 
 def new_run_id() -> str:
@@ -126,6 +128,16 @@ class Control:
         }
 
 
+def _ranks(text: str | None, damaged: list[str]) -> list[int]:
+    """A run's ``ranks`` as written: its numbers, or runs of them (layout 8, :mod:`.numruns`)."""
+    try:
+        ranks = numruns.unpack(loads(text, [], damaged, "ranks"))
+    except ValueError:
+        damaged.append("ranks")
+        return []
+    return [r for r in ranks if isinstance(r, int)]
+
+
 def loads(text: str | None, default: Any, damaged: list[str], name: str) -> Any:
     """``text``'s JSON value (``default`` when empty); a damaged one (not JSON, or not of
     ``default``'s type) is ``default``, its ``name`` added to ``damaged``."""
@@ -176,7 +188,7 @@ def _run(row: tuple[Any, ...]) -> RunRecord:
         cluster_id=cluster_id or "",
         backend=str(backend or ""),
         world_size=world_size if isinstance(world_size, int) else 0,
-        ranks=[r for r in loads(ranks, [], damaged, "ranks") if isinstance(r, int)],
+        ranks=_ranks(ranks, damaged),
         state=run_state,
         spec=loads(spec, {}, damaged, "spec"),
         source=source or "",
@@ -206,10 +218,11 @@ class JsonMemo:
     def __init__(self) -> None:
         self._last: dict[object, tuple[Any, str]] = {}  # (the value is kept: its id stays its)
 
-    def dumps(self, key: object, value: Any) -> str:
+    def dumps(self, key: object, value: Any, encode: Callable[[Any], Any] | None = None) -> str:
+        """``json.dumps(value)``, or of ``encode(value)`` (the same ``encode`` under a key)."""
         last = self._last.get(key)
         if last is not None and last[0] is value:
             return last[1]
-        text = json.dumps(value)
+        text = json.dumps(encode(value) if encode is not None else value)
         self._last[key] = (value, text)
         return text

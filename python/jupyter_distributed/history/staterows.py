@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from ..kept import Kept
+from .numruns import pack
 from .rowkeys import Codes
 
 #: A span of rank states as :class:`States` holds it: (first, last, states, host, pids).
@@ -20,7 +21,9 @@ class States(NamedTuple):
     seq each. Its ``rank`` is NULL, ``data`` the JSON list of each state as ``[rank, state,
     host, pid]``, then of each span as ``{"first": 0, "last": 124, "states": ["running",
     "done"], "host": ..., "pids": [...]}`` (each of its ranks in turn took those states:
-    layout 7), and ``gaps`` zeros (consecutive seqs, one time); readers make each state's
+    layout 7; the pids as runs of numbers, ``[[1000, 1124]]``, from layout 8: :mod:`.numruns`),
+    and ``gaps`` zeros (consecutive seqs, one time; from layout 8 an empty blob, which says the
+    same without a page of zeros per 2,048 states); readers make each state's
     :class:`~..events.RankEvent` of it (see ``eventmerge.expand``)."""
 
     run_id: str
@@ -65,8 +68,7 @@ def write_states(
                    "host": host, "pid": pid}  # fmt: skip
             rows.append((last, 0, run, kind, rank, None, t, None, None, json.dumps(one)))
             continue
-        gaps, data = bytes(2 * (len(part) - 1)), json.dumps(part)
-        rows.append((last, last - first, run, kind, None, None, it.t, gaps, None, data))
+        rows.append((last, last - first, run, kind, None, None, it.t, b"", None, json.dumps(part)))
     seq += len(it.events)
     spans = it.spans
     # (a tuple: a node's or aggregator's kept chunk, the same each cell)
@@ -125,7 +127,8 @@ def _entry(first: int, last: int, states: Sequence[str], host: str, pids: Sequen
     kept = _WRITTEN.get(key)
     if kept is not None and kept[0] is pids:
         return kept[1]
-    text = json.dumps({"first": first, "last": last, "states": states, "host": host, "pids": pids})
+    entry = {"first": first, "last": last, "states": states, "host": host, "pids": pack(pids)}
+    text = json.dumps(entry)
     if type(pids) is tuple:  # (immutable: the same object is the same pids)
         if len(_WRITTEN) >= _WRITTEN_MAX:
             _WRITTEN.clear()
@@ -150,6 +153,5 @@ def _span_row(
     if last - start >= span:
         flush()
         start = seq
-    gaps = bytes(2 * (size - 1))
-    rows.append((last, size - 1, *codes, None, None, t, gaps, None, data))
+    rows.append((last, size - 1, *codes, None, None, t, b"", None, data))
     return start

@@ -44,7 +44,7 @@ _BROKEN_CODES = {11, _NOTADB}  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
 #: The layout of the tables; an older store is migrated on open (:mod:`.migrate`).
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 #: The history's tables; run on every open, so an older store gains what it lacks.
 SCHEMA = """

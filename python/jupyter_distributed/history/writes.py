@@ -23,7 +23,7 @@ from ..events import (
     RunEvent,
     SharedLines,
 )
-from . import eventrows, probestore, rankshape, rankspans, rowkeys, staterows
+from . import eventrows, numruns, probestore, rankshape, rankspans, rowkeys, staterows
 from .grouprows import Item
 from .records import JsonMemo, RunRecord
 from .rowupdates import RowUpdates
@@ -73,7 +73,7 @@ class Writes:
                 run.cluster_id,
                 run.backend,
                 run.world_size,
-                dumps("ranks", run.ranks),
+                dumps("ranks", run.ranks, numruns.pack),
                 state,
                 dumps("spec", run.spec),
                 run.source,

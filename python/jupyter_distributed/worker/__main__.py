@@ -200,6 +200,7 @@ def main() -> int:
             layout.coords(env.rank).to_json(),
         )
     )
+    reporter.output_on_cell()  # (after the hello: output on the cell socket where it is Unix)
     settled()
 
     def receive() -> tuple[Message, list[Buffer]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from ..protocol.header import Message
 from ..protocol.metrics import Sample, pack_samples
 from ..protocol.reports import ClearOutput, Display, Done, Fatal, Live, Metrics, Output, State
 from ..protocol.signing import Buffer
@@ -45,23 +46,43 @@ class Reporter(Protocol):
 class ChannelReporter:
     """Signed messages on the control channel; metrics as one packed batch (the kernel checks
     each value when it unpacks them). With a ``cell`` socket (the main thread's), a cell's end
-    goes there, straight from the main thread."""
+    goes there, straight from the main thread; once :meth:`output_on_cell` is called, where
+    that socket is a Unix one (every rank on the kernel's machine), the rank's output goes
+    there too, from the thread that has it: a line then wakes no I/O thread of the rank's and
+    no ZeroMQ thread on either side (issue 26: the cost we add to a training step), and is in
+    order with the displays and the cell's end on the one socket."""
 
     def __init__(self, channel: Channel, cell: CellSocket | None = None) -> None:
         self.channel = channel
         self.cell = cell
+        self._out: CellSocket | None = None  # where output goes when not the channel
+
+    def output_on_cell(self) -> None:
+        """From now on, output goes on the cell socket where it is a Unix one (after the
+        rank's hello there: the kernel learns the socket from it)."""
+        if self.cell is not None and self.cell.local:
+            self._out = self.cell
+
+    def _send_output(self, message: Message) -> None:
+        if self._out is None:
+            self.channel.send(message)
+            return
+        # the cell's state, if still held, leaves first (its counter is the ``after`` the
+        # kernel waits for): output is never recorded before the state of its cell
+        self.channel.release_later()
+        self._out.send(message)
 
     def output(self, run_id: str, stream: str, lines: list[tuple[float, str]]) -> None:
-        self.channel.send(Output(run_id, stream, lines))
+        self._send_output(Output(run_id, stream, lines))
 
     def live(self, message: Live) -> None:
-        self.channel.send(message)
+        self._send_output(message)
 
     def display(self, message: Display) -> None:
-        self.channel.send(message)
+        self._send_output(message)
 
     def clear(self, message: ClearOutput) -> None:
-        self.channel.send(message)
+        self._send_output(message)
 
     def state(self, run_id: str, state: str) -> None:
         # Held back: a cell that ends within ~0.1 s says it ran with its end (the kernel records

@@ -200,7 +200,8 @@ def main() -> int:
             layout.coords(env.rank).to_json(),
         )
     )
-    reporter.output_on_cell()  # (after the hello: output on the cell socket where it is Unix)
+    if reporter.output_on_cell():  # (after the hello: output on the cell socket where it is Unix)
+        capture.direct()  # (a printing thread hands its lines on itself: no reader wakes)
     settled()
 
     def receive() -> tuple[Message, list[Buffer]]:

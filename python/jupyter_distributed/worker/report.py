@@ -57,11 +57,13 @@ class ChannelReporter:
         self.cell = cell
         self._out: CellSocket | None = None  # where output goes when not the channel
 
-    def output_on_cell(self) -> None:
+    def output_on_cell(self) -> bool:
         """From now on, output goes on the cell socket where it is a Unix one (after the
-        rank's hello there: the kernel learns the socket from it)."""
+        rank's hello there: the kernel learns the socket from it); whether it does (any
+        thread may then send output: see ``FdCapture.direct``)."""
         if self.cell is not None and self.cell.local:
             self._out = self.cell
+        return self._out is not None
 
     def _send_output(self, message: Message) -> None:
         if self._out is None:

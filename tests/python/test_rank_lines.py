@@ -5,7 +5,8 @@ Lines leave at once, running or resting: a print reaches the notebook in millise
 them with the next look, every ``POLL_MS``, saved a wake-up per line in a training loop, and was
 withdrawn for that latency.) Where every rank is on the kernel's machine, a rank's output
 travels on its Unix cell socket, sent by the thread that has it: no ZeroMQ thread nor the rank's
-I/O thread wakes for a line, and the lines stay in order with the cell's displays and its end.
+I/O thread wakes for a line, and the lines stay in order with the cell's displays and its end;
+the ``report()`` samples waiting then leave with the line (one store transaction for both).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import zmq
 
 from jupyter_distributed.cluster.intake import Intake
 from jupyter_distributed.protocol.messages import parse
-from jupyter_distributed.protocol.reports import Display, Live, Output
+from jupyter_distributed.protocol.reports import Display, Live, Metrics, Output
 from jupyter_distributed.protocol.signing import KERNEL, Signer
 from jupyter_distributed.worker import channel as channel_module
 from jupyter_distributed.worker.channel import Channel
@@ -115,7 +116,7 @@ def test_a_local_ranks_output_comes_on_its_cell_socket_in_order_with_its_display
     def noted(
         self: Any, taken: Any, peer: Any, rank: int, cell: bool, message: Any, *a: Any
     ) -> None:
-        if isinstance(message, Output | Display | Live):
+        if isinstance(message, Output | Display | Live | Metrics):
             came.append((rank, cell, type(message).__name__))
         route(self, taken, peer, rank, cell, message, *a)
 
@@ -125,6 +126,7 @@ def test_a_local_ranks_output_comes_on_its_cell_socket_in_order_with_its_display
         "import sys, time\n"
         "from IPython.display import display\n"
         "for i in range(3):\n"
+        "    report(step=i)\n"
         "    print(f'line {i} of {rank}')\n"
         "    time.sleep(0.05)\n"
         "display({'text/plain': f'shown by {rank}'}, raw=True)\n"
@@ -136,7 +138,10 @@ def test_a_local_ranks_output_comes_on_its_cell_socket_in_order_with_its_display
     shown = capsys.readouterr()
     assert came, "no output reached the kernel"
     assert {cell for _, cell, _ in came} == {True}, came  # none on the control channel
-    assert {kind for _, _, kind in came} >= {"Output", "Display"}
+    assert {kind for _, _, kind in came} >= {"Output", "Display", "Metrics"}
+    for r in range(2):  # a line takes the samples reported before it along, just ahead of it
+        kinds = [kind for rank, _, kind in came if rank == r]
+        assert kinds[:2] == ["Metrics", "Output"], kinds
     for r in range(2):
         out = shown.out
         at = [out.find(f"line {i} of {r}") for i in range(3)]

@@ -76,7 +76,8 @@ class _Ticker:
             return
         self.channel.flush_later(STATE_AFTER)
         now = time.monotonic()
-        if now - self.last_metrics >= 0.1:
+        # samples every 0.1 s, unless lines took them along meanwhile (see worker/report.py)
+        if now - max(self.last_metrics, self.runtime.flushed) >= 0.1:
             self.last_metrics = now
             self.runtime.flush_metrics()
         if self.runtime.in_cell or self.runtime.samples or self.channel.holding():
@@ -202,6 +203,7 @@ def main() -> int:
     )
     if reporter.output_on_cell():  # (after the hello: output on the cell socket where it is Unix)
         capture.direct()  # (a printing thread hands its lines on itself: no reader wakes)
+        reporter.with_samples = runtime.flush_metrics
     settled()
 
     def receive() -> tuple[Message, list[Buffer]]:

@@ -29,9 +29,10 @@ cell's output before its end.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import zmq
 
@@ -61,7 +62,8 @@ class CellSocket:
         self._wire: _Unix | _Zmq = _Unix(cells) if cells else _Zmq(dealer(ctx, address, curve))
         #: a Unix socket any thread may send on (a ZeroMQ one only the main thread may)
         self.local = isinstance(self._wire, _Unix)
-        self._lock = threading.Lock()  # held to sign and send: counters leave in order
+        self._lock = threading.RLock()  # held to sign and send: counters leave in order
+        self._gathered: list[list[Buffer]] | None = None  # (see together)
 
     def send(self, message: Message, buffers: Sequence[Buffer] = ()) -> None:
         """Send ``message`` now, ordered after the control channel's: from the main thread,
@@ -72,7 +74,24 @@ class CellSocket:
             header["parts"] = parts
         with self._lock:
             header["after"] = self._after()
-            self._wire.send(self._signer.pack(header, frames))
+            packed = self._signer.pack(header, frames)
+            if self._gathered is not None:
+                self._gathered.append(packed)
+            else:
+                self._wire.send(packed)
+
+    @contextlib.contextmanager
+    def together(self) -> Iterator[None]:
+        """What this thread sends inside leaves at the end, back to back (the kernel reads it
+        in one wake-up); no other thread sends meanwhile."""
+        with self._lock:
+            self._gathered = []
+            try:
+                yield
+            finally:
+                gathered, self._gathered = self._gathered, None
+                for packed in gathered:
+                    self._wire.send(packed)
 
     def recv(self) -> tuple[Message, list[Buffer]]:
         """The next command from the kernel (blocks, main thread only); anything not signed

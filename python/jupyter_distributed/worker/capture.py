@@ -86,20 +86,15 @@ class FdCapture:
     def direct(self) -> None:
         """From now on, whole lines written to ``sys.stdout`` or ``sys.stderr`` are handed on
         by the writing thread itself where :meth:`hand` may (``.directout``)."""
-        install(self.hand, _DIRECT_MAX)
+        install(self.hand, _DIRECT_MAX, self._handed, _GATHER)
 
     def hand(self, stream: str, data: bytes) -> bool:
         """(the writing thread) Hand on ``data``, written to ``stream``, now, if it is whole
         lines without a carriage return and nothing written before it is on the way (the pipe
-        is empty, read first; its reader holds nothing) and the stream is not flooding (lines
-        handed on within :data:`_GATHER`: the reader gathers them, one message for many).
-        False: it goes to the pipe."""
-        if (
-            not data.endswith(b"\n")
-            or b"\r" in data
-            or b"\x00" in data
-            or time.monotonic() - self._handed[stream] < _GATHER
-        ):
+        is empty, read first; its reader holds nothing). False: it goes to the pipe. (Where
+        lines were handed on within :data:`_GATHER`, a flood, it is not asked: the reader
+        gathers them, one message for many.)"""
+        if not data.endswith(b"\n") or b"\r" in data or b"\x00" in data:
             return False
         try:
             if _pending(self._pipes[stream]):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -27,24 +28,31 @@ Hand = Callable[[str, bytes], bool]  # (stream, bytes) -> whether they were hand
 
 
 class _Raw(io.FileIO):
-    """File descriptor ``fd``, whose writes are first offered to ``hand``."""
+    """File descriptor ``fd``, whose writes are first offered to ``hand``, unless the stream
+    had lines handed on within ``gather`` seconds (``handed``, by stream: a flood, which the
+    pipe's reader gathers; checked first, so that a flood's prints pay little for it)."""
 
-    def __init__(self, fd: int, stream: str, hand: Hand, most: int) -> None:
+    def __init__(
+        self, fd: int, stream: str, hand: Hand, most: int, handed: dict[str, float], gather: float
+    ) -> None:
         super().__init__(fd, "w", closefd=False)
         self._stream, self._hand, self._most = stream, hand, most
+        self._handed, self._gather = handed, gather
 
     def write(self, b: ReadableBuffer) -> int:
-        view = memoryview(b)
-        if view.nbytes <= self._most:
-            data = view.tobytes()
-            if self._hand(self._stream, data):
-                return len(data)
+        if time.monotonic() - self._handed[self._stream] >= self._gather:
+            view = memoryview(b)
+            if view.nbytes <= self._most:
+                data = view.tobytes()
+                if self._hand(self._stream, data):
+                    return len(data)
         return super().write(b)
 
 
-def install(hand: Hand, most: int) -> None:
+def install(hand: Hand, most: int, handed: dict[str, float], gather: float) -> None:
     """New ``sys.stdout`` and ``sys.stderr`` (line-buffered, with the old ones' encoding),
-    whose writes of up to ``most`` bytes are offered to ``hand`` first."""
+    whose writes of up to ``most`` bytes are offered to ``hand`` first, unless lines were
+    handed on within ``gather`` seconds (``handed``: when, by stream)."""
     for fd, name in ((1, "stdout"), (2, "stderr")):
         old = getattr(sys, name)
         if old is None:
@@ -52,7 +60,7 @@ def install(hand: Hand, most: int) -> None:
         with contextlib.suppress(OSError, ValueError):
             old.flush()
         stream = io.TextIOWrapper(
-            io.BufferedWriter(_Raw(fd, name, hand, most)),
+            io.BufferedWriter(_Raw(fd, name, hand, most, handed, gather)),
             encoding=getattr(old, "encoding", None) or "utf-8",
             errors=getattr(old, "errors", None) or "strict",
             line_buffering=True,

@@ -97,11 +97,13 @@ class FdCapture:
         if not data.endswith(b"\n") or b"\r" in data or b"\x00" in data:
             return False
         try:
-            if _pending(self._pipes[stream]):
-                return False
+            busy = bool(_pending(self._pipes[stream]))
         except (OSError, KeyError):
             return False
-        if self._holding[stream] or self._decoders[stream].getstate()[0]:
+        if busy or self._holding[stream] or self._decoders[stream].getstate()[0]:
+            # the pipe's reader is behind (a flood it sends on): the next prints go to the pipe
+            # without asking, for a while (see .directout)
+            self._handed[stream] = time.monotonic()
             return False
         now = time.time()
         text = data.decode("utf-8", errors="replace")

@@ -44,6 +44,8 @@ from ..protocol.packets import RECORD, BadPacket, Reassembler, records
 from ..protocol.signing import BadMessage, Buffer, Signer
 from .channel import dealer
 
+SEND_BUFFER = 4 << 20  # bytes a Unix cell socket may have in flight (see _Unix)
+
 
 class CellSocket:
     def __init__(
@@ -131,6 +133,9 @@ class _Zmq:
 class _Unix:
     def __init__(self, path: str) -> None:
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # room for a flood's records in flight (the system caps it at net.core.wmem_max): a
+        # thread that sends output here waits for the kernel only when that much is unread
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
         self._sock.connect(path)
         self._in = Reassembler()
         self._buf = bytearray(RECORD)

@@ -202,8 +202,7 @@ def main() -> int:
         )
     )
     if reporter.output_on_cell():  # (after the hello: output on the cell socket where it is Unix)
-        capture.direct()  # (a printing thread hands its lines on itself: no reader wakes)
-        reporter.with_samples = runtime.flush_metrics
+        reporter.with_samples = runtime.flush_metrics  # (a line takes the samples along)
     settled()
 
     def receive() -> tuple[Message, list[Buffer]]:

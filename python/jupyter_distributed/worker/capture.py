@@ -10,9 +10,6 @@ after a quiet cell), it returns at once, without a round trip through the reader
 A carriage return works as in a notebook cell: the line shows what follows the last one. A line
 redrawn in place (a progress bar) is handed to ``live`` as it reads now, at most every
 ``LIVE_EVERY`` seconds, and once more, ``final``, when a newline ends it.
-
-:meth:`FdCapture.direct` lets the thread that prints whole lines hand them on itself while
-nothing written before them is on the way (``.directout``): no reader wakes for them.
 """
 
 from __future__ import annotations
@@ -28,7 +25,6 @@ import time
 from collections.abc import Callable
 
 from .descriptors import readable
-from .directout import install
 
 Emit = Callable[[str, list[tuple[float, str]]], None]
 Live = Callable[[str, str, bool], None]  # stream, text, final
@@ -40,7 +36,6 @@ _PARTIAL_AFTER = 0.1  # seconds before an unterminated line is handed on as it i
 # flood): one message carries hundreds of lines, not one; the first line after a pause goes at once
 _GATHER = 0.001
 LIVE_EVERY = 0.2  # seconds between two states of a line redrawn in place
-_DIRECT_MAX = 1 << 14  # bytes of one write a printing thread hands on itself (see direct)
 
 
 def visible(line: str) -> str:
@@ -61,10 +56,6 @@ class FdCapture:
         # or an unfinished line); set before it reads, cleared once all it read is handed on
         self._pipes: dict[str, int] = {}
         self._holding = {"stdout": True, "stderr": True}
-        self._decoders = {
-            s: codecs.getincrementaldecoder("utf-8")(errors="replace") for s in self._holding
-        }
-        self._handed = {"stdout": 0.0, "stderr": 0.0}  # (monotonic) lines last handed on
 
     def start(self) -> None:
         for fd, stream in ((1, "stdout"), (2, "stderr")):
@@ -82,37 +73,6 @@ class FdCapture:
             reconfigure = getattr(out, "reconfigure", None)
             if reconfigure is not None:
                 reconfigure(line_buffering=True, write_through=True)
-
-    def direct(self) -> None:
-        """From now on, whole lines written to ``sys.stdout`` or ``sys.stderr`` are handed on
-        by the writing thread itself where :meth:`hand` may (``.directout``)."""
-        install(self.hand, _DIRECT_MAX, self._handed, _GATHER)
-
-    def hand(self, stream: str, data: bytes) -> bool:
-        """(the writing thread) Hand on ``data``, written to ``stream``, now, if it is whole
-        lines without a carriage return and nothing written before it is on the way (the pipe
-        is empty, read first; its reader holds nothing). False: it goes to the pipe. (Where
-        lines were handed on within :data:`_GATHER`, a flood, it is not asked: the reader
-        gathers them, one message for many.)"""
-        if not data.endswith(b"\n") or b"\r" in data or b"\x00" in data:
-            return False
-        try:
-            busy = bool(_pending(self._pipes[stream]))
-        except (OSError, KeyError):
-            return False
-        if busy or self._holding[stream] or self._decoders[stream].getstate()[0]:
-            # the pipe's reader is behind (a flood it sends on): the next prints go to the pipe
-            # without asking, for a while (see .directout)
-            self._handed[stream] = time.monotonic()
-            return False
-        now = time.time()
-        text = data.decode("utf-8", errors="replace")
-        try:
-            self._emit(stream, [(now, line) for line in text[:-1].split("\n")])
-        except Exception:  # noqa: BLE001 (the reader's way, which says what failed)
-            return False
-        self._handed[stream] = time.monotonic()
-        return True
 
     def sync(self, timeout: float = 5.0) -> None:
         """Wait until everything written so far to fd 1 and 2 has been emitted."""
@@ -142,7 +102,7 @@ class FdCapture:
         return empty and not any(self._holding.values())
 
     def _read(self, fd: int, stream: str) -> None:
-        decoder = self._decoders[stream]
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         partial = shown = ""  # shown: the live line's state last handed on
         sent = emitted = 0.0
         while True:
@@ -196,7 +156,7 @@ class FdCapture:
                 lines.append((now, line))
             if lines:
                 self._emit(stream, lines)
-                emitted = self._handed[stream] = time.monotonic()
+                emitted = time.monotonic()
             for event in acked:
                 event.set()
             if live is not None and "\r" in partial:

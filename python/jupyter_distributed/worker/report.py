@@ -66,8 +66,7 @@ class ChannelReporter:
 
     def output_on_cell(self) -> bool:
         """From now on, output goes on the cell socket where it is a Unix one (after the
-        rank's hello there: the kernel learns the socket from it); whether it does (any
-        thread may then send output: see ``FdCapture.direct``)."""
+        rank's hello there: the kernel learns the socket from it); whether it does."""
         if self.cell is not None and self.cell.local:
             self._out = self.cell
         return self._out is not None

@@ -10,6 +10,12 @@ its wake-ups (every return from ``poll``), with how many messages a batch held. 
 adds a cProfile of the I/O thread's parts (``time.thread_time`` as its clock, so the time it
 waits on a shared core is not charged to it).
 
+The ranks' threads are split the same way, from the kernel's side (``/proc/PID/task/TID``): CPU
+per step and wake-ups per step (the scheduler's count of times a thread was put on a core, the
+third field of ``schedstat``) of each rank's main thread, our threads (its I/O thread, its two
+capture readers, ZeroMQ's) and gloo's, summed over the ranks: what takes a core from a rank's
+main thread per training step.
+
     PYTHONPATH=python python benchmarks/train_kernel_split.py [--ranks 2] [--steps 400]
         [--cells 3] [--bare] [--profile] [--top 25]
 """
@@ -69,6 +75,39 @@ def threads_cpu() -> dict[int, float]:
         except (OSError, ValueError):
             continue
     return out
+
+
+def task_stats(pid: int) -> dict[int, tuple[float, int]]:
+    """CPU seconds and times put on a core of each thread of process ``pid``, by thread id."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            cpu, _, runs = (task / "schedstat").read_text().split()[:3]
+        except (OSError, ValueError):
+            continue
+        out[int(task.name)] = (int(cpu) / 1e9, int(runs))
+    return out
+
+
+def rank_group(pid: int, tid: int, named: dict[int, str]) -> str:
+    """Which of a rank's threads ``tid`` is: its main thread, ours, gloo's, or other."""
+    if tid == pid:
+        return "main thread"
+    name = named.get(tid)
+    if name is None:
+        try:
+            name = "os:" + Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+        except OSError:
+            name = "os:?"
+    if name == "jd-channel":
+        return "I/O thread (ours)"
+    if name.startswith("jd-capture-"):
+        return f"{name[3:]} reader (ours)"
+    if name.startswith("os:ZMQbg"):
+        return "ZeroMQ threads (ours)"
+    if "gloo" in name:
+        return "gloo threads"
+    return f"other ({name})"
 
 
 def names() -> dict[int, str]:
@@ -146,14 +185,23 @@ def main() -> int:
     ip, _ = bench_shell("jd-train-split-")
     cell = Cell(ip, args.ranks)
     cell.run(50, 10, 10, args.bare)  # (warm)
+    cell._cell(  # each rank's pid and its Python threads' names, by native id
+        "import os as _o, threading as _t\n"
+        "_jd_threads = (_o.getpid(), {t.native_id: t.name for t in _t.enumerate()})",
+        " --pull _jd_threads",
+    )
+    rank_threads = [(int(pid), dict(named)) for pid, named in ip.user_ns["_jd_threads"]]
     per_thread: dict[str, list[float]] = {}
+    per_rank: dict[str, list[tuple[float, float]]] = {}
     kernel: list[float] = []
     for _ in range(args.cells):
         parts.cpu.clear()
         parts.calls.clear()
         before = threads_cpu()
+        ranks_before = [task_stats(pid) for pid, _ in rank_threads]
         run = cell.run(args.steps, args.warmup, 10, args.bare)
         after = threads_cpu()
+        ranks_after = [task_stats(pid) for pid, _ in rank_threads]
         named = names()
         steps = args.steps + args.warmup
         sums: defaultdict[str, float] = defaultdict(float)
@@ -161,6 +209,15 @@ def main() -> int:
             sums[group(named.get(tid, "os:?"))] += cpu - before.get(tid, 0.0)
         for key, value in sums.items():
             per_thread.setdefault(key, []).append(1e3 * value / steps)
+        rank_sums: defaultdict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+        for (pid, named_r), was, now in zip(rank_threads, ranks_before, ranks_after, strict=True):
+            for tid, (cpu, runs) in now.items():
+                cpu0, runs0 = was.get(tid, (0.0, 0))
+                sums_r = rank_sums[rank_group(pid, tid, named_r)]
+                sums_r[0] += cpu - cpu0
+                sums_r[1] += runs - runs0
+        for key, (cpu, runs) in rank_sums.items():
+            per_rank.setdefault(key, []).append((1e6 * cpu / steps, runs / steps))
         kernel.append(run.kernel_ms)
         per_thread.setdefault("steps/s", []).append(run.rate)
         for key in parts.cpu:
@@ -175,6 +232,18 @@ def main() -> int:
     for key in sorted(per_thread, key=lambda k: (k.startswith("  "), k)):
         xs = per_thread[key]
         print(f"| {key} | {statistics.median(xs):.4f} | {' '.join(f'{x:.4f}' for x in xs)} |")
+    print(
+        f"\nthe ranks' threads, summed over {args.ranks} ranks (median of cells)\n"
+        "| thread | CPU µs/step | wake-ups/step | each cell (µs/step, wake-ups/step) |\n"
+        "|---|---|---|---|"
+    )
+    for key in sorted(per_rank):
+        pairs = per_rank[key]
+        each = " ".join(f"{c:.1f}/{w:.2f}" for c, w in pairs)
+        print(
+            f"| {key} | {statistics.median(c for c, _ in pairs):.1f} "
+            f"| {statistics.median(w for _, w in pairs):.3f} | {each} |"
+        )
     total = sum(parts.sizes.values())
     mean = sum(k * v for k, v in parts.sizes.items()) / max(1, total)
     print(

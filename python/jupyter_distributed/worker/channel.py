@@ -127,14 +127,20 @@ class Channel:
         connection that must not overtake it names this (see ``cellsocket``)."""
         return self._signer.sent
 
-    def flush_later(self, after: float) -> None:
-        """Send what is held back if it has waited ``after`` seconds (on the I/O thread)."""
-        if self._later is None or time.monotonic() - self._later_since < after:
+    def release_later(self) -> None:
+        """Send what :meth:`send_later` holds now, if anything (any thread): a message on
+        another connection is about to name it as its ``after``."""
+        if self._later is None:
             return
         with self._lock:
             later, self._later = self._later, None
             if later is not None:
                 self._loop.put(self._signer.pack(later.to_header()))
+
+    def flush_later(self, after: float) -> None:
+        """Send what is held back if it has waited ``after`` seconds (on the I/O thread)."""
+        if self._later is not None and time.monotonic() - self._later_since >= after:
+            self.release_later()
 
     def close(self, timeout: float = 5.0) -> None:
         """Send what is queued, then stop the I/O thread."""

@@ -28,6 +28,7 @@ from typing import Any
 from ..protocol.commands import Execute, Interrupt, Shutdown
 from ..protocol.frames import MAX_MESSAGE, too_large
 from ..protocol.header import Message
+from ..protocol.metrics import Sample
 from ..protocol.reports import Done
 from ..protocol.shared import map_shared
 from ..protocol.signing import Buffer
@@ -109,6 +110,7 @@ class Runtime:
         self.in_cell = False  # from a cell's command to its end (the I/O thread's pace reads it)
         self.debugger: Debugger | None = None  # pdb and input() through the kernel (a channel)
         self._flush_lock = threading.Lock()
+        self.flushed = 0.0  # (monotonic) samples last sent
         module = types.ModuleType("__main__", "The namespace of a jupyter-distributed rank")
         sys.modules["__main__"] = module
         self.namespace: dict[str, Any] = module.__dict__
@@ -136,11 +138,18 @@ class Runtime:
         if message.run_id in (None, self.run_id):
             signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
 
-    def flush_metrics(self) -> None:
+    def flush_metrics(self, send: Callable[[str, list[Sample]], None] | None = None) -> None:
+        """Send the waiting ``report()`` samples (any thread: the I/O thread's look), or hand
+        them, none or some, to ``send`` (a line that takes them along, ``worker/report.py``)."""
         with self._flush_lock:
             count, take = len(self.samples), self.samples.popleft
-            if count:
-                self.reporter.metrics(self.run_id, [take() for _ in range(count)])
+            samples = [take() for _ in range(count)]
+            if send is not None:
+                send(self.run_id, samples)
+            elif samples:
+                self.reporter.metrics(self.run_id, samples)
+            if samples:
+                self.flushed = time.monotonic()
 
     # -- main thread ----------------------------------------------------------------------
 

@@ -1,0 +1,53 @@
+"""How often a rank's I/O thread sends its ``report()`` samples (issue 26: the cost we add to a
+training step): at most every 0.2 s, and not while lines take them along. At 0.1 s, a loop that
+prints every 0.2 s had half its samples sent alone, each a store transaction in the kernel."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from jupyter_distributed.worker import __main__ as rank_main
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0  # (steps of 0.125 s: exact in binary)
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_io_thread_sends_samples_at_most_every_fifth_of_a_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = Clock()
+    monkeypatch.setattr(time, "monotonic", clock)
+    sent: list[float] = []
+    runtime = SimpleNamespace(in_cell=True, samples=[1], flushed=0.0)
+
+    def flush_metrics() -> None:
+        sent.append(clock.now)
+        runtime.flushed = clock.now
+
+    runtime.flush_metrics = flush_metrics
+    channel: Any = SimpleNamespace(
+        flush_later=lambda after: None, holding=lambda: False, rest=lambda due: None,
+        send=lambda *a, **k: None,
+    )  # fmt: skip
+    ticker = rank_main._Ticker({})
+    ticker.runtime, ticker.channel = runtime, channel  # type: ignore[assignment]
+    ticker.last_beat = clock.now + 1e3  # (no heartbeat in this test)
+    for _ in range(8):  # looks every 0.125 s for 1 s
+        ticker()
+        clock.now += 0.125
+    assert sent == [100.0, 100.25, 100.5, 100.75]  # not at every look
+    # a line that took the samples along 0.05 s ago: the look sends none
+    sent.clear()
+    clock.now += 0.3
+    runtime.flushed = clock.now - 0.05
+    ticker()
+    assert sent == []

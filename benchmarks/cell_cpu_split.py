@@ -27,7 +27,6 @@ import importlib
 import io
 import pstats
 import resource
-import os
 import statistics
 import sys
 import threading
@@ -82,14 +81,12 @@ def _thread_cpu() -> dict[str, float]:
     names = {t.native_id: t.name for t in threading.enumerate()}
     names[threading.main_thread().native_id] = "main"
     out: dict[str, float] = defaultdict(float)
-    for tid in os.listdir("/proc/self/task"):
+    for task in Path("/proc/self/task").iterdir():
         try:
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                ns, _, slices = (int(x) for x in f.read().split())
-            name = names.get(int(tid))
+            ns, _, slices = (int(x) for x in (task / "schedstat").read_text().split())
+            name = names.get(int(task.name))
             if name is None:
-                with open(f"/proc/self/task/{tid}/comm") as f:
-                    name = f.read().strip()
+                name = (task / "comm").read_text().strip()
         except (OSError, ValueError):  # (a thread that ended)
             continue
         out[name] += ns / 1e9
@@ -205,15 +202,17 @@ def main() -> None:
         f"{statistics.median(main_cpu) * 1e3:.2f} / {sum(main_cpu) / n * 1e3:.2f}; "
         f"the cell's wall {statistics.median(walls) * 1e3:.0f} ms (median)"
     )
-    print("  per thread (/proc/self/task/*/schedstat, the bench's own reads included), median / mean:")
+    print("  per thread (/proc/self/task/*/schedstat, the bench's reads in), median / mean:")
     for name in sorted(threads, key=lambda k: -sum(threads[k])):
         spent = threads[name] + [0.0] * (n - len(threads[name]))
-        print(
-            f"    {name:22} {statistics.median(spent) * 1e3:.3f} / {sum(spent) / n * 1e3:.3f}"
-        )
+        print(f"    {name:22} {statistics.median(spent) * 1e3:.3f} / {sum(spent) / n * 1e3:.3f}")
     print("  the kernel's functions (nested figures include each other), median / mean:")
     for label in sorted(SPENT, key=lambda k: -SPENT[k]):
-        spent = [b.get(label, 0.0) - a.get(label, 0.0) for a, b in zip([{}, *per_cell], per_cell)]
+        before_each = [{}, *per_cell[:-1]]
+        spent = [
+            b.get(label, 0.0) - a.get(label, 0.0)
+            for a, b in zip(before_each, per_cell, strict=True)
+        ]
         print(
             f"  {label:24} {statistics.median(spent) * 1e3:7.3f} / {SPENT[label] / n * 1e3:7.3f} "
             f"ms, {CALLS[label] / n:5.2f} calls"

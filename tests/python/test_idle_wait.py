@@ -1,19 +1,13 @@
 """While a cell runs and its view holds no line to show, the kernel's main thread waits for the
 ranks' answers without waking every few milliseconds to flush nothing (issue 26: a cell on
-1,000 ranks was woken 20-40 times; a process cluster, whose loss or stop wakes it, every
+1,000 ranks was woken 20-40 times; a process cluster, whose loss wakes it, every quarter
 second); while lines wait to be shown, it flushes them as often as before."""
 
 from __future__ import annotations
 
 import io
 import queue
-import threading
-import time
-from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
-
-import pytest
 
 from jupyter_distributed.cluster import tracker
 from jupyter_distributed.cluster.inbox import Ended, Item, Lost
@@ -85,7 +79,7 @@ def test_a_view_that_does_not_say_is_flushed_as_before() -> None:
 
 def test_a_cluster_whose_loss_wakes_its_inbox_is_waited_on_longer() -> None:
     """A process cluster puts a ``Lost`` in its inbox when it is marked lost, so a cell that
-    waits for nothing looks at it every second, not every 50 ms (issue 26), and still
+    waits for nothing looks at it every quarter second, not every 50 ms (issue 26), and still
     sees a loss at once."""
 
     class Waking(Cluster):
@@ -107,67 +101,3 @@ def test_a_cluster_whose_loss_wakes_its_inbox_is_waited_on_longer() -> None:
     ProcessCluster.mark_lost(cluster, "and then")  # type: ignore[arg-type]
     assert cluster._lost == "rank 3 died"
     assert cluster.inbox.get_nowait() == Lost("rank 3 died") and cluster.inbox.empty()
-
-
-def test_a_long_cell_with_nothing_to_show_wakes_once_a_second_at_most() -> None:
-    """A process cluster's cell whose ranks answer after 0.6 s (a trivial cell at 10,000
-    ranks on the scale bench) is woken by their answer alone, not every quarter second for
-    nothing too (~0.07 ms of the kernel's CPU each, issue 26)."""
-    waits: list[float] = []
-
-    class Timed(queue.SimpleQueue[Item]):
-        def get(self, block: bool = True, timeout: float | None = None) -> Item:
-            waits.append(timeout or 0.0)
-            return super().get(block, timeout)
-
-    class Waking(Cluster):
-        idle_poll = ProcessCluster.idle_poll
-
-    inbox = Timed()
-    timer = threading.Timer(0.6, inbox.put, [Ended("r", (0, 1))])
-    view = CellView("r", out=io.StringIO(), err=io.StringIO())
-    run = RunTracker(Waking(inbox), RunRequest("r", "pass", (0, 1)), view)  # type: ignore[arg-type]
-    timer.start()
-    try:
-        assert run.wait(None) and not run.pending
-    finally:
-        timer.cancel()
-    assert len(waits) == 1  # (the answer's)
-
-
-def test_a_cluster_stopped_from_another_thread_wakes_the_waiting_cell(tmp_path: Path) -> None:
-    """Whoever stops a process cluster while a cell waits on it (not the panel's stop, which
-    marks it lost first) puts a ``Lost`` in its inbox: the cell sees it stopped at once, not
-    at its next look (now up to a second away)."""
-    cluster = SimpleNamespace(
-        _stopped=threading.Event(), _stopping=threading.Event(), _lost="", info={},
-        stacks_dir=str(tmp_path / "stacks"), router=SimpleNamespace(close=lambda: None),
-        inbox=queue.SimpleQueue(),
-    )  # fmt: skip
-    ProcessCluster._stop(cluster, 1.0)  # type: ignore[arg-type]
-    assert cluster._stopped.is_set()
-    assert cluster.inbox.get_nowait() == Lost("the cluster was stopped")
-
-
-def test_the_straggler_hint_is_on_time_however_long_the_idle_wait(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """After a rank failed, the hint that the others may wait for it in a collective comes
-    ``STRAGGLER_HINT`` after the failure, not up to an idle wait (a second) later."""
-    monkeypatch.setattr(tracker, "STRAGGLER_HINT", 0.05)
-
-    class Waking(Cluster):
-        idle_poll = ProcessCluster.idle_poll
-
-    inbox = Inbox(3, Ended("r", (0, 1)))
-    view = CellView("r", out=io.StringIO(), err=io.StringIO())
-    run = RunTracker(Waking(inbox), RunRequest("r", "pass", (0, 1)), view)  # type: ignore[arg-type]
-    run.first_failure = time.monotonic()
-    run.hinted = True  # (the hint itself, with its stacks, is another test's)
-    assert run.wait(None)
-    assert inbox.waits == [ProcessCluster.idle_poll] * 4  # (hinted: the usual wait)
-    inbox = Inbox(0, Ended("r", (0, 1)))
-    run = RunTracker(Waking(inbox), RunRequest("r", "pass", (0, 1)), view)  # type: ignore[arg-type]
-    run.first_failure = time.monotonic()
-    assert run.wait(None)
-    assert inbox.waits[0] <= 0.06  # (not hinted yet: the wait ends when the hint is due)

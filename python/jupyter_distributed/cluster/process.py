@@ -47,12 +47,7 @@ from .transport import Transport
 class ProcessCluster(ProcessWatch, Cluster):
     start_timeout = 120.0
     defers_record = True  # (the router writes the run's events through request.record)
-    # a cell waits this long for nothing at most: whatever ends its wait wakes it (a loss,
-    # mark_lost; a stop from another thread, _stop; an exit, an answer, the panel's cancel:
-    # items; the stop button: SIGINT, which Linux gives the waiting main thread); this only
-    # bounds what nothing would wake. A quarter of a second woke a 10,000-rank trivial cell
-    # (0.7 s on this bench) 3 times, ~0.07 ms of the kernel's CPU each (issue 26)
-    idle_poll = 1.0
+    idle_poll = 0.25  # a cell waits this long for nothing at most: a loss wakes it (mark_lost)
     silence_limit: float | None = None  # see __init__
 
     def __init__(
@@ -215,7 +210,6 @@ class ProcessCluster(ProcessWatch, Cluster):
                 wait_leaving(self.processes, self.info, grace)
             self.processes.terminate(grace)
         self._stopping.set()
-        self.inbox.put(Lost(self._lost or "the cluster was stopped"))  # (a waiting cell: now)
         self.router.close()
         shutil.rmtree(self.stacks_dir, ignore_errors=True)
         self._stopped.set()

@@ -189,9 +189,6 @@ class RunTracker:
             if until is not None and time.monotonic() >= until + self.prompts.paused - paused:
                 return False
             poll = POLL if getattr(self.view, "holding", True) else self._idle_poll
-            if self.first_failure is not None and not self.hinted:  # (the hint on time)
-                hint = self.first_failure + STRAGGLER_HINT - time.monotonic()
-                poll = min(poll, max(0.001, hint + 0.001))
             if until is not None:
                 poll = max(0.0, min(poll, until + self.prompts.paused - paused - time.monotonic()))
             try:

@@ -29,6 +29,7 @@ import pstats
 import resource
 import statistics
 import sys
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -70,6 +71,27 @@ def timed(owner: Any, name: str, profiled: bool) -> None:
             CALLS[label] += 1
 
     setattr(owner, name, wrapper)
+
+
+def _thread_cpu() -> dict[str, float]:
+    """Seconds of CPU of each of this process's threads so far, by name: Python's threads by
+    their ``threading`` name (the main one "main"), the others (ZeroMQ's, SQLite's) by the
+    kernel's ``comm``; alike names summed. Under ``NAME wakes``, the times each was put on a
+    core (the scheduler's count of its time slices)."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    names[threading.main_thread().native_id] = "main"
+    out: dict[str, float] = defaultdict(float)
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            ns, _, slices = (int(x) for x in (task / "schedstat").read_text().split())
+            name = names.get(int(task.name))
+            if name is None:
+                name = (task / "comm").read_text().strip()
+        except (OSError, ValueError):  # (a thread that ended)
+            continue
+        out[name] += ns / 1e9
+        out[f"{name} wakes"] += slices * 1e-3  # (printed as ms: a count)
+    return out
 
 
 def _extra(where: str) -> tuple[Any, str, bool]:
@@ -126,6 +148,8 @@ def main() -> None:
     intake.ranged = ranged  # type: ignore[assignment]
     main_cpu: list[float] = []
     process_cpu: list[float] = []
+    threads: dict[str, list[float]] = defaultdict(list)  # a thread's name -> CPU per cell
+    per_cell: list[dict[str, float]] = []  # SPENT at each measured cell's end (for medians)
     walls: list[float] = []
     real_cluster = bench_scale.cluster
 
@@ -138,6 +162,7 @@ def main() -> None:
             if seen[0] == 1:  # (the cluster's start)
                 return real_run(line, *a, **k)
             ON[0] = True
+            before = _thread_cpu()
             u0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.thread_time()
             w0 = time.perf_counter()
             if args.profile == "main":
@@ -150,6 +175,10 @@ def main() -> None:
                 walls.append(time.perf_counter() - w0)
                 u1 = resource.getrusage(resource.RUSAGE_SELF)
                 process_cpu.append(u1.ru_utime + u1.ru_stime - u0.ru_utime - u0.ru_stime)
+                after = _thread_cpu()
+                per_cell.append(dict(SPENT))
+                for name in sorted(set(before) | set(after)):
+                    threads[name].append(after.get(name, 0.0) - before.get(name, 0.0))
                 ON[0] = False
 
         ip.run_cell = run_cell
@@ -173,8 +202,21 @@ def main() -> None:
         f"{statistics.median(main_cpu) * 1e3:.2f} / {sum(main_cpu) / n * 1e3:.2f}; "
         f"the cell's wall {statistics.median(walls) * 1e3:.0f} ms (median)"
     )
+    print("  per thread (/proc/self/task/*/schedstat, the bench's reads in), median / mean:")
+    for name in sorted(threads, key=lambda k: -sum(threads[k])):
+        spent = threads[name] + [0.0] * (n - len(threads[name]))
+        print(f"    {name:22} {statistics.median(spent) * 1e3:.3f} / {sum(spent) / n * 1e3:.3f}")
+    print("  the kernel's functions (nested figures include each other), median / mean:")
     for label in sorted(SPENT, key=lambda k: -SPENT[k]):
-        print(f"  {label:24} {SPENT[label] / n * 1e3:7.3f} ms, {CALLS[label] / n:5.2f} calls")
+        before_each = [{}, *per_cell[:-1]]
+        spent = [
+            b.get(label, 0.0) - a.get(label, 0.0)
+            for a, b in zip(before_each, per_cell, strict=True)
+        ]
+        print(
+            f"  {label:24} {statistics.median(spent) * 1e3:7.3f} / {SPENT[label] / n * 1e3:7.3f} "
+            f"ms, {CALLS[label] / n:5.2f} calls"
+        )
     print(f"  store transactions {CALLS['transactions'] / n:.2f}")
     print(
         f"  reductions taken {CALLS['reductions'] / n:.2f}, their spans of ranks "

@@ -8,7 +8,11 @@ thread) the scheduler runs it where a core is idle (a rank waiting in its all_re
 preempts a rank's main thread for it less: it still runs within a few ms on a busy core (at
 nice 10 it is given ~10 % of a core both want), and alone on a core it runs at full speed.
 
-``JD_THREAD_NICE`` sets the value (0: leave every thread as it is, for an A/B). A thread cannot
+``JD_THREAD_NICE`` sets the value; unset or 0 (the default) leaves every thread as it is: on a
+shared 2-vCPU machine nice 10 showed no gain (the ranks' main threads were preempted as often,
+~4.5 times a step, nearly all by gloo's threads) and hints of a cost (print → notebook p99 at
+8 ranks, a 2-rank flood), so it stays an experiment for a quiet machine's A/B (RESULTS.md,
+h12-trainprio). A thread cannot
 lower its nice value again without ``CAP_SYS_NICE`` or an ``RLIMIT_NICE`` that allows it:
 :func:`may_restore` says whether it can, so that a value is only taken back where it can be.
 """
@@ -21,7 +25,8 @@ import resource
 from pathlib import Path
 
 NICE_ENV = "JD_THREAD_NICE"
-DEFAULT = 10
+DEFAULT = 0  # (the value an A/B tries: TRIED)
+TRIED = 10
 _CAP_SYS_NICE = 23
 
 

@@ -1,11 +1,12 @@
 """Our threads yield to a training loop's (issue 26: the cost we add to a training step).
 
-A rank's capture readers, its I/O thread and its ZeroMQ threads run at a higher nice value
-than its main thread, and so does the kernel's I/O thread while a cell runs: woken on a core a
-rank trains on, they wait for a gap (the rank in its all_reduce) instead of taking the core.
-``JD_THREAD_NICE=0`` leaves every thread as it is. And a print is one system call on the
-printing thread, not two (the text, then its newline), where the rank's environment has
-``PYTHONUNBUFFERED``; a print without a newline still shows while the cell runs.
+With ``JD_THREAD_NICE=N``, a rank's capture readers, its I/O thread and its ZeroMQ threads run
+at nice N, above its main thread, and so does the kernel's I/O thread while a cell runs: woken
+on a core a rank trains on, they wait for a gap (the rank in its all_reduce) instead of taking
+the core. Unset (the default, no gain measured yet) or 0, every thread is left as it is. And a
+print is one system call on the printing thread, not two (the text, then its newline), where the
+rank's environment has ``PYTHONUNBUFFERED``; a print without a newline still shows while the
+cell runs.
 """
 
 from __future__ import annotations
@@ -48,9 +49,13 @@ def kernel_io_nice(shell: Any) -> int:  # noqa: F811
     return int(stat.rpartition(")")[2].split()[16])
 
 
-def test_our_threads_yield_to_a_ranks_main_thread_as_a_cell_runs(shell: Any) -> None:  # noqa: F811
+def test_our_threads_yield_to_a_ranks_main_thread_as_a_cell_runs(
+    shell: Any,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(threadnice.NICE_ENV, str(threadnice.TRIED))
     base = threadnice.get()  # (the ranks' and the kernel's, unless the tests run niced)
-    ours = max(base, threadnice.DEFAULT)
+    ours = max(base, threadnice.TRIED)
     assert shell.run_cell(f"%%distributed -n 2 --pull _n\n{NICE_OF}").error_in_exec is None
     for rank, nice in enumerate(shell.user_ns["_n"]):
         assert nice.pop("main") == base, rank  # the user's thread as it was
@@ -81,11 +86,16 @@ def test_our_threads_yield_to_a_ranks_main_thread_as_a_cell_runs(shell: Any) -> 
     assert threadnice.get(threading.main_thread().native_id or 0) == base
 
 
-def test_a_nice_of_zero_leaves_every_thread_as_it_is(
+@pytest.mark.parametrize("value", ["0", None])
+def test_a_nice_of_zero_or_none_leaves_every_thread_as_it_is(
     shell: Any,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
+    value: str | None,
 ) -> None:
-    monkeypatch.setenv(threadnice.NICE_ENV, "0")
+    if value is None:
+        monkeypatch.delenv(threadnice.NICE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(threadnice.NICE_ENV, value)
     base = threadnice.get()
     assert shell.run_cell(f"%%distributed -n 2 --pull _n\n{NICE_OF}").error_in_exec is None
     for nice in shell.user_ns["_n"]:

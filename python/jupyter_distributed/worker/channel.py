@@ -76,8 +76,8 @@ class Channel:
         self._resting = False  # the I/O thread ticks only when due (see rest)
 
     def start(self) -> None:
-        """Start the I/O thread; it and ZeroMQ's threads yield to the rank's main thread
-        (:mod:`..threadnice`)."""
+        """Start the I/O thread; with ``JD_THREAD_NICE`` it and ZeroMQ's threads yield to
+        the rank's main thread (:mod:`..threadnice`)."""
         self._loop.start()
         for tid in self._zmq_threads:
             threadnice.lower(tid)

@@ -12,8 +12,7 @@ cell's messages does not look at its processes and its store a dozen times).
 :meth:`IoLoop.watch` adds a file descriptor (e.g. a process's pidfd) whose readiness runs a
 function at once, not at the next tick, and :meth:`IoLoop.serve` one whose every readiness does
 (a Unix connection the loop reads). An exception on the thread ends it and is handed to
-``on_error``: nobody waits forever on a silently dead loop. With ``nice`` the thread yields to
-the process's others (:mod:`.threadnice`): a rank's, whose main thread trains.
+``on_error``: nobody waits forever on a silently dead loop.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from typing import cast
 
 import zmq
 
-from . import threadnice
 from .protocol.frames import copied
 from .protocol.signing import Buffer
 
@@ -47,10 +45,8 @@ class IoLoop:
         poll_ms: int = 100,
         name: str = "jd-io",
         tick_on_wake: bool = True,
-        nice: bool = False,
     ) -> None:
         self.sock = sock
-        self._nice = nice  # the thread takes :func:`.threadnice.level` as it starts
         self._on_batch, self._tick, self._on_error = on_batch, tick, on_error
         self._poll_ms = poll_ms
         self._out: queue.SimpleQueue[object] = queue.SimpleQueue()
@@ -149,8 +145,6 @@ class IoLoop:
                 os.write(self._wake_w, b"\0")
 
     def _run(self) -> None:
-        if self._nice:
-            threadnice.lower()
         poller = self._poller
         poller.register(self.sock, zmq.POLLIN)
         poller.register(self._wake_r, zmq.POLLIN)

@@ -33,7 +33,6 @@ from collections.abc import Callable, Sequence
 
 import zmq
 
-from .. import threadnice
 from ..errors import StoreError
 from ..events import Recorded, count
 from ..history.store import Store
@@ -82,11 +81,6 @@ class Router:
         self.rejected = Throttled()
         self.max_message = MAX_MESSAGE  # bytes of one message from a peer (the last cell's cap)
         self.record_after = RECORD_AFTER  # a run's record is written by then, at the latest
-        # (I/O thread) while a cell runs, the thread yields to the ranks (see _yield)
-        self._nice = threadnice.level()
-        self._may_restore = self._nice > 0 and threadnice.may_restore()
-        self._niced = False
-        self._was = 0  # (its nice value before)
         self._ctx = zmq.Context()
         sock = self._ctx.socket(zmq.ROUTER)
         for opt in (zmq.SNDHWM, zmq.RCVHWM):
@@ -166,7 +160,6 @@ class Router:
         record_by = time.monotonic() + self.record_after  # (from now, not when start runs)
 
         def start() -> None:
-            self._yield(running=True)
             self.cell.start(writer, record_by)
             if writer is not None:
                 self._loop.tick_within(max(0.0, record_by - time.monotonic()))
@@ -259,7 +252,6 @@ class Router:
 
     def _ended(self) -> None:
         self.ranks.run_id = ""
-        self._yield(running=False)
         self.cell.end()
         self._repace()  # (a cell that ended without every rank's end: the usual pace now)
         self.record([], [])
@@ -279,19 +271,6 @@ class Router:
                 self._ping_to = [i for i, r in self.ranks.info.items() if r.pid]
             self._outbox.ping(self._ping_to)
         self._repace()
-
-    def _yield(self, running: bool) -> None:
-        """(I/O thread) While a cell runs, the thread's nice value is
-        :func:`.threadnice.level`: on cores the ranks keep busy it runs where one waits (in
-        its all_reduce) rather than preempt it. It takes the value back once the cell's ranks
-        have ended where the system lets it (``CAP_SYS_NICE``, ``RLIMIT_NICE``); elsewhere it
-        keeps it from the first cell on (between cells the ranks are idle: a nice value makes
-        no difference on an idle core)."""
-        if running and not self._niced and self._nice:
-            self._was = threadnice.get()
-            self._niced = threadnice.lower(0, self._nice)
-        elif not running and self._niced and self._may_restore:
-            self._niced = not threadnice.restore(0, self._was)
 
     def _repace(self) -> None:
         """(I/O thread) The tick's pace: slower while a cell runs (see :meth:`pace`)."""
@@ -314,7 +293,6 @@ class Router:
         self._finish_batch(self.intake.take(batch), awaited)
         if awaited and not self.cell.awaited:  # the cell's last rank ended: the usual pace
             self._repace()
-            self._yield(running=False)
 
     def _finish_batch(self, taken: Taken, awaited: bool) -> None:
         """Record what a batch gave and hand it over (or hold it back, see :mod:`.cellrun`)."""

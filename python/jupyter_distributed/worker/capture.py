@@ -10,10 +10,6 @@ after a quiet cell), it returns at once, without a round trip through the reader
 A carriage return works as in a notebook cell: the line shows what follows the last one. A line
 redrawn in place (a progress bar) is handed to ``live`` as it reads now, at most every
 ``LIVE_EVERY`` seconds, and once more, ``final``, when a newline ends it.
-
-With ``JD_THREAD_NICE`` the readers run at a higher nice value than the rank's main thread
-(:mod:`..threadnice`): they read where a core is idle, not on the training's own; a full pipe
-(64 KiB) stops a writer until its reader has read, so a flood does not outrun them.
 """
 
 from __future__ import annotations
@@ -30,7 +26,6 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from .. import threadnice
 from .descriptors import readable
 
 Emit = Callable[[str, list[tuple[float, str]]], None]
@@ -138,7 +133,6 @@ class FdCapture:
         return empty and not any(self._holding.values())
 
     def _read(self, fd: int, stream: str) -> None:
-        threadnice.lower()  # (with JD_THREAD_NICE: see threadnice)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         partial = shown = ""  # shown: the live line's state last handed on
         sent = emitted = 0.0

@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 
 import zmq
 
-from .. import threadnice
 from ..ioloop import Batch, IoLoop
 from ..protocol.frames import split_large
 from ..protocol.header import BadHeader, Message
@@ -64,23 +63,15 @@ class Channel:
         self._signer = signer
         self._on_message = on_message
         self._lock = threading.Lock()
-        others = set(threadnice.threads())
         self.context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-        sock = dealer(self.context, address, curve)  # (its first socket starts its threads)
-        self._zmq_threads = set(threadnice.threads()) - others  # (named by now or not)
-        self._loop = IoLoop(
-            sock, self._receive, tick, self._failed, POLL_MS, "jd-channel", nice=True
-        )
+        sock = dealer(self.context, address, curve)
+        self._loop = IoLoop(sock, self._receive, tick, self._failed, POLL_MS, "jd-channel")
         self._later: Message | None = None  # held back by send_later, since _later_since
         self._later_since = 0.0
         self._resting = False  # the I/O thread ticks only when due (see rest)
 
     def start(self) -> None:
-        """Start the I/O thread; with ``JD_THREAD_NICE`` it and ZeroMQ's threads yield to
-        the rank's main thread (:mod:`..threadnice`)."""
         self._loop.start()
-        for tid in self._zmq_threads:
-            threadnice.lower(tid)
 
     def send(
         self, message: Message, buffers: Sequence[Buffer] = (), drop_later: bool = False

@@ -9,8 +9,11 @@ One loop (a small MLP, 256→512→512→10, batch 64, SGD) runs:
   same path a notebook's kernel takes), the loop calling ``report(loss=..., step=...)`` every
   step; the cluster stays up between repeats, as a notebook's does.
 
-Both print a line every 10 steps. Steps/s is timed inside the ranks (rank 0, from a barrier
-after the warm-up steps to a barrier after the last step), so start-up is left out of both.
+Both print a line every 10 steps on every rank, one ``write`` a line, to a pipe another process
+reads as they run (torchrun's ranks: the pipe this script reads, as a terminal or a notebook's
+``!torchrun`` would; the cell's: the rank's capture). Steps/s is timed inside the ranks (rank
+0, from a barrier after the warm-up steps to a barrier after the last step), so start-up is left
+out of both.
 Repeats alternate (torchrun first on even repeats, the cell first on odd ones) so both see the
 same load; the ratio is cell ÷ torchrun per repeat, with the mean and a 95 % confidence interval
 (Student's t) over repeats. gloo on CPU at 2 and 4 ranks; nccl at 1 rank where a GPU is present.
@@ -97,6 +100,10 @@ SCRIPT = LOOP + textwrap.dedent("""
     import torch
     import torch.distributed as dist
 
+    # One write per line, whatever PYTHONUNBUFFERED says, as in a terminal and as a rank's
+    # stdout in the cell: unbuffered, print's text and its newline are two writes; block
+    # buffered (a pipe without PYTHONUNBUFFERED), no line leaves before the end
+    sys.stdout = open(sys.stdout.fileno(), "w", buffering=1, closefd=False)
     backend = sys.argv[1]
     local = int(os.environ["LOCAL_RANK"])
     device = torch.device(f"cuda:{local}") if backend == "nccl" else torch.device("cpu")

@@ -50,6 +50,7 @@ class Parts:
         self.calls: Counter[str] = Counter()
         self.sizes: Counter[int] = Counter()
         self.records: Counter[str] = Counter()  # transactions, by what they held
+        self.nice: set[int] = set()  # the nice values the I/O thread ticked at
         self.prof = cProfile.Profile(time.thread_time) if profile else None
 
     def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -87,6 +88,27 @@ def task_stats(pid: int) -> dict[int, tuple[float, int]]:
             continue
         out[int(task.name)] = (int(cpu) / 1e9, int(runs))
     return out
+
+
+def task_nice(pid: int, tid: int) -> int | None:
+    """Thread ``tid``'s nice value (field 19 of its ``stat``)."""
+    try:
+        stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rpartition(")")[2].split()[16])
+
+
+def preempted(pid: int, tid: int) -> int:
+    """How often thread ``tid`` was taken off a core it still wanted (``status``'s
+    ``nonvoluntary_ctxt_switches``)."""
+    try:
+        for line in Path(f"/proc/{pid}/task/{tid}/status").read_text().splitlines():
+            if line.startswith("nonvoluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def rank_group(pid: int, tid: int, named: dict[int, str]) -> str:
@@ -160,7 +182,13 @@ def main() -> int:
             on_batch(batch)
 
         self._on_batch = parts.wrap("ROUTER batch", counted)
-        self._tick = parts.wrap("tick", self._tick)
+        tick = self._tick
+
+        def noted() -> None:  # (the thread's nice value as it ticks, cells included)
+            parts.nice.add(os.getpriority(os.PRIO_PROCESS, 0))
+            tick()
+
+        self._tick = parts.wrap("tick", noted)
         self._drain = parts.wrap("drain", self._drain)
         self._serve_ready = parts.wrap("cell sockets", self._serve_ready)
         poll = self._poller.poll
@@ -194,12 +222,18 @@ def main() -> int:
     per_thread: dict[str, list[float]] = {}
     per_rank: dict[str, list[tuple[float, float]]] = {}
     kernel: list[float] = []
+    taken: list[float] = []  # the ranks' main threads' preemptions per step
     for _ in range(args.cells):
         parts.cpu.clear()
         parts.calls.clear()
         before = threads_cpu()
         ranks_before = [task_stats(pid) for pid, _ in rank_threads]
+        preempted_before = sum(preempted(pid, pid) for pid, _ in rank_threads)
         run = cell.run(args.steps, args.warmup, 10, args.bare)
+        taken.append(
+            (sum(preempted(pid, pid) for pid, _ in rank_threads) - preempted_before)
+            / (args.steps + args.warmup)
+        )
         after = threads_cpu()
         ranks_after = [task_stats(pid) for pid, _ in rank_threads]
         named = names()
@@ -244,6 +278,17 @@ def main() -> int:
             f"| {key} | {statistics.median(c for c, _ in pairs):.1f} "
             f"| {statistics.median(w for _, w in pairs):.3f} | {each} |"
         )
+    nices: defaultdict[str, set[int | None]] = defaultdict(set)
+    for pid, named_r in rank_threads:
+        for tid in task_stats(pid):
+            nices[rank_group(pid, tid, named_r)].add(task_nice(pid, tid))
+    print(
+        "the ranks' main threads taken off a core they wanted, per step (each cell): "
+        + " ".join(f"{x:.3f}" for x in taken)
+        + "\nnice values: ranks' "
+        + ", ".join(f"{k} {sorted(v, key=str)}" for k, v in sorted(nices.items()))
+        + f"; the kernel's I/O thread as it ticked {sorted(parts.nice)}"
+    )
     total = sum(parts.sizes.values())
     mean = sum(k * v for k, v in parts.sizes.items()) / max(1, total)
     print(

@@ -74,10 +74,13 @@ class _Ticker:
         self.last_metrics = self.last_beat = self.last_busy = 0.0
         self.cpu = (time.monotonic(), sum(os.times()[:2]))
         self.channel: Channel | None = None
+        self.capture: FdCapture | None = None
 
     def __call__(self) -> None:
         if self.runtime is None or self.channel is None:
             return
+        if self.capture is not None:  # (a print without a newline: shown within a look)
+            self.capture.flush()
         self.channel.flush_later(STATE_AFTER)
         now = time.monotonic()
         # samples every SAMPLES_EVERY, unless lines took them along meanwhile (worker/report.py)
@@ -177,6 +180,7 @@ def main() -> int:
         lambda stream, lines: reporter.output(runtime.run_id, stream, lines),
         lambda stream, text, final: reporter.live(Live(runtime.run_id, stream, text, final)),
     )
+    ticker.capture = capture
     channel.start()
     on_stage(lambda name, detail: channel.send(Stage(name, os.getpid(), detail)))
     set_stage("setup")

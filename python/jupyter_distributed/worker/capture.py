@@ -17,12 +17,14 @@ from __future__ import annotations
 import codecs
 import contextlib
 import fcntl
+import io
 import os
 import sys
 import termios
 import threading
 import time
 from collections.abc import Callable
+from typing import TextIO
 
 from .descriptors import readable
 
@@ -36,6 +38,30 @@ _PARTIAL_AFTER = 0.1  # seconds before an unterminated line is handed on as it i
 # flood): one message carries hundreds of lines, not one; the first line after a pause goes at once
 _GATHER = 0.001
 LIVE_EVERY = 0.2  # seconds between two states of a line redrawn in place
+
+
+def line_stream(out: TextIO, fd: int) -> TextIO:
+    """``out`` (``sys.stdout``, ``sys.stderr``) writing a whole line to ``fd`` at once: one
+    ``write`` per print, not two. Under ``PYTHONUNBUFFERED`` (a rank's environment, for its
+    children) Python's own stream hands each of print's pieces, the text and then its newline,
+    to the pipe at once: two system calls on the printing thread and, often, two wake-ups of
+    the reader. A line ends up in a buffer and leaves at its newline; text without one leaves
+    with :meth:`FdCapture.flush` (the I/O thread's next look, within 0.1 s while a cell runs)
+    or an explicit ``flush()``."""
+    buffer = getattr(out, "buffer", None)
+    if not isinstance(buffer, io.FileIO) or buffer.fileno() != fd:
+        reconfigure = getattr(out, "reconfigure", None)
+        if reconfigure is not None:  # (buffered already: a newline writes the line)
+            reconfigure(line_buffering=True, write_through=True)
+        return out
+    raw = io.FileIO(fd, "wb", closefd=False)  # (its own: the old one's end must not close fd)
+    return io.TextIOWrapper(
+        io.BufferedWriter(raw),
+        encoding=out.encoding,
+        errors=out.errors,
+        line_buffering=True,
+        write_through=True,
+    )
 
 
 def visible(line: str) -> str:
@@ -69,10 +95,15 @@ class FdCapture:
             )
             t.start()
             self._threads.append(t)
-        for out in (sys.stdout, sys.stderr):
-            reconfigure = getattr(out, "reconfigure", None)
-            if reconfigure is not None:
-                reconfigure(line_buffering=True, write_through=True)
+        sys.stdout, sys.stderr = line_stream(sys.stdout, 1), line_stream(sys.stderr, 2)
+        os.register_at_fork(before=self.flush)  # (a child would write the held text again)
+
+    def flush(self) -> None:
+        """Write what ``sys.stdout`` and ``sys.stderr`` hold of an unfinished line (a print
+        without a newline) to the pipes: any thread, e.g. the rank's I/O thread every look."""
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                stream.buffer.flush()
 
     def sync(self, timeout: float = 5.0) -> None:
         """Wait until everything written so far to fd 1 and 2 has been emitted."""

@@ -3,7 +3,7 @@ global batch) on CPU ranks over gloo, every launchable layout of each run for re
 
 Run: ``python benchmarks/bench_advise.py [--quick | --only mlp:4:8,...] [--ranks 2,4]
 [--repeats R] [--budget S] [--deadline S] [--shaped RATE[/DELAY] | --two-nodes] [--probe-only]
-[--no-trial] [--json out]``.
+[--no-trial] [--json out] [--code DIR]``.
 
 Per scenario: a ``--quick`` probe of the ranks, ``advise()`` (uncalibrated), the calibration trial
 (``--calibrate``'s own launches, ≤ 60 s, its wall time printed; ``--no-trial`` skips it; its
@@ -251,6 +251,10 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--two-nodes", action="store_true", help="two nodes, unshaped")
     parser.add_argument("--probe-only", action="store_true", help="only probe the clusters")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--code", type=Path, help="the python/ folder to advise and run with (an A/B's old arm; "
+        "default: this checkout's), this benchmark's own code either way"
+    )  # fmt: skip
     parser.add_argument("--no-trial", action="store_true", help="skip the calibration trial")
     args = parser.parse_args()
     try:
@@ -274,10 +278,17 @@ def arguments() -> argparse.Namespace:
     return args
 
 
-def suite_shell(prefix: str) -> tuple[Any, Any, Path]:
-    """A shell on this checkout with ``%%distributed`` loaded and the suite's models defined;
-    its magics (the session under ``_jd_bench_session``) and its temporary folder."""
-    use_checkout(always=True)
+def suite_shell(prefix: str, code: Path | None = None) -> tuple[Any, Any, Path]:
+    """A shell on this checkout (or the package under ``code``) with ``%%distributed`` loaded
+    and the suite's models defined; its magics (the session under ``_jd_bench_session``) and
+    its temporary folder."""
+    if code is None:
+        use_checkout(always=True)
+    else:  # here and, through PYTHONPATH, in the ranks it starts
+        sys.path.insert(0, str(code.resolve()))
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(code.resolve()), os.environ.get("PYTHONPATH")])
+        )
     ip, tmp = bench_shell(prefix)
     from jupyter_distributed.magics import DistributedMagics
 
@@ -292,7 +303,7 @@ def main() -> None:
     args = arguments()
     began = time.perf_counter()
     args.stop_at = began + args.deadline if args.deadline else float("inf")
-    ip, magics, _tmp = suite_shell("bench-advise-")
+    ip, magics, _tmp = suite_shell("bench-advise-", args.code)
     done: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         hosts = None

@@ -63,7 +63,9 @@ _jd_parts = _o
 """
 
 
-def measure(ip: Any, model: str, batch: int, m: int) -> dict[str, Any] | None:
+def measure(
+    ip: Any, model: str, batch: int, m: int, schedule: str = "simple"
+) -> dict[str, Any] | None:
     from jupyter_distributed.advise.comm import fit_links
     from jupyter_distributed.advise.framework import pipeline_seconds
     from jupyter_distributed.advise.store import newest_probe
@@ -73,7 +75,7 @@ def measure(ip: Any, model: str, batch: int, m: int) -> dict[str, Any] | None:
         ip.run_line_magic("distributed", "probe --quick -n 2")
     links = fit_links(newest_probe(session.store, 2, None) or {})
     line = (f"%%distributed -n 2 --strategy model-parallel --partitions 2 --microbatches {m} "
-            f"--pipeline simple --push {model} --pull _jd_parts --quiet")  # fmt: skip
+            f"--pipeline {schedule} --push {model} --pull _jd_parts --quiet")  # fmt: skip
     code = CELL.format(model=model, batch=batch, seq=SEQ.get(model), m=m)
     ip.run_cell(f"{line}\n{code}")
     got = ip.user_ns.pop("_jd_parts", None)
@@ -91,12 +93,30 @@ def measure(ip: Any, model: str, batch: int, m: int) -> dict[str, Any] | None:
     }
 
 
+def _row(ip: Any, model: str, batch: int, m: int, schedule: str) -> None:
+    load = os.getloadavg()[0]
+    got = measure(ip, model, batch, m, schedule)
+    if got is None:
+        print(f"{m:4d}  {schedule:<11}  {load:4.1f}  FAILED")
+        return
+    sched = got["predicted_schedule"]
+    said = "—" if sched is None else f"{1e3 * sched:.3f}"
+    print(f"{m:4d}  {schedule:<11}  {load:4.1f}  {1e3 * got['two']:7.2f}  "
+          f"{1e3 * got['one']:7.2f}  {1e3 * got['messages_per_slot']:9.3f}  "
+          f"{1e3 * got['round_trip']:10.3f}  {2e3 * got['predicted_message']:11.3f}  "
+          f"{1e6 * got['pair_latency']:11.0f}  {said:>16}", flush=True)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", choices=[*SEQ, "tiny"])
     parser.add_argument("batch", type=int)
     parser.add_argument("m", type=int, nargs="+")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--schedule", nargs="+", default=["simple"],
+                        choices=["simple", "interleaved"],
+                        help="the pipeline's schedules to time (simple = GPipe, interleaved = "
+                        "1F1B), alternated per M")  # fmt: skip
     args = parser.parse_args()
     if any(args.batch % m for m in args.m):
         parser.error(f"each M must divide the global batch {args.batch}")
@@ -111,23 +131,14 @@ def main() -> None:
     SEQ.setdefault("tiny", None)
     print(f"{args.model} × 2 ranks, global batch {args.batch} (ms; predicted: the advisor's)")
     print(
-        "   M  load  2-stage  1-stage  msgs/slot  there+back  pred 2 msgs  pair lat µs  "
-        "pred schedule/µb"
+        "   M  sched        load  2-stage  1-stage  msgs/slot  there+back  pred 2 msgs  "
+        "pair lat µs  pred schedule/µb"
     )
     try:
         for m in args.m:
             for _ in range(args.repeats):
-                load = os.getloadavg()[0]
-                got = measure(ip, args.model, args.batch, m)
-                if got is None:
-                    print(f"{m:4d}  {load:4.1f}  FAILED")
-                    continue
-                sched = got["predicted_schedule"]
-                said = "—" if sched is None else f"{1e3 * sched:.3f}"
-                print(f"{m:4d}  {load:4.1f}  {1e3 * got['two']:7.2f}  {1e3 * got['one']:7.2f}  "
-                      f"{1e3 * got['messages_per_slot']:9.3f}  {1e3 * got['round_trip']:10.3f}  "
-                      f"{2e3 * got['predicted_message']:11.3f}  {1e6 * got['pair_latency']:11.0f}"
-                      f"  {said:>16}", flush=True)  # fmt: skip
+                for schedule in args.schedule:
+                    _row(ip, args.model, args.batch, m, schedule)
     finally:
         magics.session.shutdown()
 

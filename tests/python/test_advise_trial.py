@@ -18,7 +18,8 @@ pytestmark = pytest.mark.timeout(240)
 
 from jupyter_distributed.advise import advise  # noqa: E402
 from jupyter_distributed.advise import trial as trial_module  # noqa: E402
-from jupyter_distributed.advise.calibrate import apply, fit  # noqa: E402
+from jupyter_distributed.advise.calibrate import apply, fit, kind_of  # noqa: E402
+from jupyter_distributed.advise.enumerate import ONE_MICRO, Candidate  # noqa: E402
 
 from .test_advise import MODEL, PROBE, advice_runs, recorded_probe  # noqa: E402
 
@@ -79,7 +80,9 @@ def test_the_trial_runs_one_layout_of_each_kind_then_a_pipeline_of_other_microba
     advice = _advice()
     chosen = [advice.layouts[i].candidate for i in trial_module.choose(advice)]
     kinds = [c.kind for c in chosen]
-    assert sorted(set(kinds)) == ["ddp", "fsdp", "model-parallel 1F1B", "model-parallel GPipe"]
+    assert sorted(set(kinds)) == [
+        "ddp", "fsdp", "model-parallel 1F1B", "model-parallel GPipe", ONE_MICRO
+    ]  # fmt: skip
     first: dict[str, Any] = {}
     for c in chosen:
         first.setdefault(c.kind, c)
@@ -117,7 +120,8 @@ def test_the_trial_stops_within_its_budget_and_names_what_it_left_out(
     fitted = trial_module.trial(advice, object(), "build", None, "adamw", budget_s=60.0)
     ran = fitted["trial"]["layouts"]
     assert len(ran) == 2 and fitted["trial"]["seconds"] == 50.0  # a third would end at 75 s
-    assert len(fitted["trial"]["kinds_left_out"]) == 2
+    kinds = {r.candidate.kind for r in advice.layouts if r.fits}
+    assert len(fitted["trial"]["kinds_left_out"]) == len(kinds) - 2
     assert set(fitted["per_kind"]) == {
         r.candidate.kind for r in advice.layouts if r.candidate.name in ran
     }
@@ -211,3 +215,37 @@ def test_a_verified_row_keeps_every_timed_step_of_its_slowest_rank(
     assert got["step_s_steps"] == [0.011, 0.030, 0.013] * 2
     assert got["step_s"] == pytest.approx(0.013)
     assert "steps=3," in cells[0]
+
+
+def test_a_pipeline_of_one_microbatch_is_a_kind_of_its_own() -> None:
+    """A pipeline of one microbatch runs its stages one after another (no two ranks' compute
+    and messages on the cores at once): the trial's row of it corrects it alone, and the GPipe
+    row corrects the other GPipe layouts alone (before, both were GPipe, and a held-out GPipe
+    of 4 microbatches got the median of the two: 1.05 where its kind measured 1.3)."""
+    one = _row("dp1×pp2 m=1 GPipe", "model-parallel", 2.0, 0.5, 0.8 * (2 * 2.0 + 2 * 0.5))
+    eight = _row("dp1×pp2 m=8 GPipe", "model-parallel", 2.0, 0.5, 1.3 * (2 * 2.0 + 2 * 0.5))
+    fitted = fit([one, eight], per_kind_rows=1)
+    assert fitted is not None
+    four = Candidate("model-parallel", 1, 2, 4, interleaved=False)
+    single = Candidate("model-parallel", 1, 2, 1, interleaved=False)
+    assert single.kind == kind_of(one) != kind_of(eight) == four.kind
+    parts = {"compute": 1.0, "communication": 0.25}
+    share_scaled = sum(apply(parts, "ddp", fitted).values())  # no factor of its own
+    assert sum(apply(parts, four.kind, fitted).values()) == pytest.approx(1.3 * share_scaled)
+    assert sum(apply(parts, single.kind, fitted).values()) == pytest.approx(0.8 * share_scaled)
+
+
+def test_corrections_stored_before_still_give_one_microbatch_gpipes_factor() -> None:
+    """A calibration stored before the kind existed (its one-microbatch row fitted as GPipe)
+    applies as it did: GPipe's factor to a pipeline of one microbatch."""
+    stored = {"compute": 1.0, "communication": 1.0, "per_kind": {"model-parallel GPipe": 1.5}}
+    single = Candidate("model-parallel", 1, 2, 1, interleaved=False)
+    assert apply({"compute": 1.0}, single.kind, stored) == {"compute": pytest.approx(1.5)}
+
+
+def test_the_trial_runs_the_one_microbatch_pipeline_and_the_best_pipelined_gpipe() -> None:
+    advice = _advice()
+    chosen = [advice.layouts[i].candidate for i in trial_module.choose(advice)]
+    assert sum(c.kind == ONE_MICRO for c in chosen) == 1
+    gpipe = [c for c in chosen if c.kind == "model-parallel GPipe"]
+    assert len(gpipe) == 2 and min(c.microbatches for c in gpipe) >= 2

@@ -18,11 +18,12 @@ by component, so that a trial of one layout carries to layouts of other shapes:
   one trial's residual carried that trial's noise to every layout (on the shared 2-core
   machine, 3 suite runs: held-out median error 60-321 % against 34-134 % with the share; the
   one scalar fitted to the trial's step, the old fit: 49-248 %);
-- ``per_kind``: what is left per kind of layout (ddp, fsdp, a 1F1B or a GPipe pipeline: see
-  :func:`kind_of`) after those two, for a kind with 2 or more rows measured (``--verify``), or
-  with 1 or more in a calibration trial (:mod:`.trial`, which measures one layout of each kind
-  so that its corrections carry to the kinds the top layouts are not); stored calibrations
-  from before kept ``per_strategy`` (ddp, fsdp, model-parallel), still read;
+- ``per_kind``: what is left per kind of layout (ddp, fsdp, a 1F1B or a GPipe pipeline, a
+  pipeline of one microbatch: see :func:`kind_of`) after those two, for a kind with 2 or more
+  rows measured (``--verify``), or with 1 or more in a calibration trial (:mod:`.trial`, which
+  measures one layout of each kind so that its corrections carry to the kinds the top layouts
+  are not); stored calibrations from before kept ``per_strategy`` (ddp, fsdp, model-parallel),
+  still read;
 - ``memory``: measured ÷ predicted peak bytes (the allocator's margin on this cluster).
 
 Without the ranks' compute timing: non-negative least squares of both factors over 3 or more
@@ -36,6 +37,7 @@ import statistics
 from typing import Any
 
 from ..history.store import Store
+from .enumerate import ONE_MICRO
 
 COMPUTE = ("compute", "bubble", "optimizer", "framework")
 TWO_FACTORS = 3  # rows before compute and communication get factors of their own
@@ -57,12 +59,26 @@ def _split(parts: dict[str, float]) -> tuple[float, float]:
 
 def kind_of(row: dict[str, Any]) -> str:
     """A row's kind of layout (as :meth:`Row.to_json` writes it; rows stored before had no
-    ``kind``: from its strategy and name)."""
+    ``kind``: from its strategy and name; a pipeline of one microbatch stored before it was a
+    kind of its own, as GPipe: ``ONE_MICRO`` by its name)."""
+    if row.get("strategy") == "model-parallel" and " m=1 " in str(row.get("layout", "")):
+        return ONE_MICRO
     if row.get("kind"):
         return str(row["kind"])
     if row["strategy"] != "model-parallel":
         return str(row["strategy"])
     return "model-parallel " + ("GPipe" if "GPipe" in str(row.get("layout", "")) else "1F1B")
+
+
+def _factor(cal: dict[str, Any], kind: str) -> float:
+    """``kind``'s own factor in ``cal``; corrections fitted before a pipeline of one microbatch
+    was a kind of its own (``ONE_MICRO``) gave it GPipe's (it was named GPipe), so it still
+    gets that from them; then the strategy's (older still); 1 without."""
+    per_kind = cal.get("per_kind", {})
+    found = per_kind.get(kind)
+    if found is None and kind == ONE_MICRO:
+        found = per_kind.get("model-parallel GPipe")
+    return float(found or cal.get("per_strategy", {}).get(kind.split()[0]) or 1.0)
 
 
 def fit(rows: list[dict[str, Any]], per_kind_rows: int = PER_STRATEGY) -> dict[str, Any] | None:
@@ -155,9 +171,7 @@ def newest(store: Store, key: str) -> dict[str, Any] | None:
 
 def apply(parts: dict[str, float], kind: str, cal: dict[str, Any]) -> dict[str, float]:
     """``parts`` of a layout of ``kind`` (:func:`kind_of`) corrected by ``cal``."""
-    extra = float(
-        cal.get("per_kind", {}).get(kind) or cal.get("per_strategy", {}).get(kind.split()[0]) or 1.0
-    )
+    extra = _factor(cal, kind)
     return {
         k: v * extra * (cal["communication"] if k == "communication" else cal["compute"])
         for k, v in parts.items()

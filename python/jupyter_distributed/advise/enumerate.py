@@ -17,6 +17,7 @@ from .intake import ModelInfo
 from .parts import Memory
 
 MAX_MICROBATCHES = 32
+ONE_MICRO = "model-parallel m=1"  # a pipeline of one microbatch (:attr:`Candidate.kind`)
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,12 @@ class Candidate:
     @property
     def kind(self) -> str:
         """What calibration corrects alike (:func:`.calibrate.kind_of`): the strategy, and a
-        pipeline's schedule."""
+        pipeline's schedule; a pipeline of one microbatch is a kind of its own (``ONE_MICRO``):
+        its stages run one after another, never two ranks' compute and their messages on the
+        cores at once, so what a pipelined schedule measured does not carry to it (nor back)."""
         if self.strategy == "model-parallel":
+            if self.microbatches == 1:
+                return ONE_MICRO
             return f"model-parallel {'1F1B' if self.interleaved else 'GPipe'}"
         return self.strategy
 

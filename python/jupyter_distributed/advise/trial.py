@@ -2,17 +2,19 @@
 the cluster, chosen so that their corrections carry to the layouts it does not run.
 
 ``--verify K`` runs the top K layouts, which are often of one kind (the top 2 of a small model
-on 2 ranks: two pipelines); the corrections they fit then know nothing of the kinds they did
-not run (DDP's bucket all-reduce after the step's own work, FSDP's gathers and the sharded
+on 2 ranks: two pipelines); the corrections they fit then know nothing of the kinds they did not
+run (DDP's bucket all-reduce after the step's own work, FSDP's gathers and the sharded
 optimizer, a GPipe schedule against a 1F1B one). The trial instead runs, through their own
-launch lines as ``--verify`` does (:func:`.verify.measure_row`), the best-ranked layout of
-each kind in the ranking (:attr:`.enumerate.Candidate.kind`: ddp, fsdp, a 1F1B and a GPipe
-pipeline), then, while the budget lasts, a second layout of each pipeline kind, the one whose
-microbatch count is farthest from the first's (a pipeline's cost per slot is what moves with
-it). From those rows :func:`.calibrate.fit` takes the ranks' measured share of the cores
-(compute, bubble, optimizer, framework), communication (its own least-squares factor from 3
-rows on) and one factor per kind measured, so each kind's layouts are scaled by what a layout
-of their own kind measured.
+launch lines as ``--verify`` does (:func:`.verify.measure_row`), the best-ranked layout of each
+kind in the ranking (:attr:`.enumerate.Candidate.kind`: ddp, fsdp, a 1F1B and a GPipe pipeline,
+and a pipeline of one microbatch, whose stages never run at once: the best GPipe had been that
+one in most scenarios, and its factor, +5 … +17 % over-predicted where the pipelined ones were
+20–40 % short, carried to every GPipe layout), then, while the budget lasts, a second layout of
+each pipeline kind, the one whose microbatch count is farthest from the first's (a pipeline's
+cost per slot is what moves with it). From those rows :func:`.calibrate.fit` takes the ranks'
+measured share of the cores (compute, bubble, optimizer, framework), communication (its own
+least-squares factor from 3 rows on) and one factor per kind measured, so each kind's layouts
+are scaled by what a layout of their own kind measured.
 
 The budget: no layout is started once the time spent plus the slowest launch so far would
 pass it (the first always runs). A kind left out for the budget gets no factor of its own,

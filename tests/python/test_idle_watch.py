@@ -49,6 +49,7 @@ def _until(done: Any, within: float) -> float:
 @pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfds on this platform")
 def test_an_idle_cluster_looks_at_its_processes_only_when_one_ends(session: Session) -> None:
     cluster = _live_cluster(session)
+    time.sleep(0.5)  # (the look at its start)
     looks = [0]
     real = cluster.processes.exited
 

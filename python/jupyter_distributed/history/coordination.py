@@ -5,12 +5,10 @@ Mixed into :class:`~jupyter_distributed.history.store.Store`, which provides ``_
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFound
@@ -21,15 +19,10 @@ from .records import Control
 LEASE_STALE_AFTER = 30.0
 
 CONTROL_ACTIONS = ("cancel", "stop", "stacks")  # stacks: of a running run's ranks
-#: take_controls queries at least this often (seconds) even where the WAL index says that
-#: nothing was committed since its last query (see change_mark)
-CONTROL_RECHECK = 5.0
 
 
 class Coordination:
     if TYPE_CHECKING:  # provided by Store
-        path: Path
-        _control_marks: dict[str, tuple[bytes, float]]  # cluster -> (change_mark, when)
 
         def _tx(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
@@ -95,14 +88,7 @@ class Coordination:
 
     def take_controls(self, cluster_id: str) -> list[Control]:
         """The requests for ``cluster_id`` not taken yet, oldest first; marks them taken.
-        Cheap when there are none (a read, no write lock): kernels poll it; and with no
-        query at all where nothing was committed since the last (issue 26: an idle kernel
-        looks 4 times a second)."""
-        mark, now = self.change_mark(), time.monotonic()
-        last, when = self._control_marks.get(cluster_id, (b"", 0.0))
-        if mark and mark == last and now - when < CONTROL_RECHECK:
-            return []
-        self._control_marks[cluster_id] = (mark, now)  # (taken before the query: see above)
+        Cheap when there are none (a read, no write lock): kernels poll it."""
         if not self._query(
             "SELECT 1 FROM controls WHERE cluster_id=? AND taken IS NULL LIMIT 1", (cluster_id,)
         ):
@@ -119,18 +105,3 @@ class Coordination:
                     (time.time(), cluster_id, rows[-1][0]),
                 )
         return [Control(*row) for row in rows]
-
-    def change_mark(self) -> bytes:
-        """The header of SQLite's WAL index (the ``-shm`` file): its change counter, last frame
-        and salts change with every transaction any process commits. Read with one ``pread``
-        (~10 µs, a query's tenth); b"" where there is none to read (then a look queries)."""
-        try:
-            fd = os.open(self.path.with_name(self.path.name + "-shm"), os.O_RDONLY)
-        except OSError:
-            return b""
-        try:
-            return os.pread(fd, 48, 0)
-        except OSError:
-            return b""
-        finally:
-            os.close(fd)

@@ -82,7 +82,6 @@ class Store(Queries, Coordination, Bounds, Writes):
         self._key, self._users = "", 1  # (see open)
         self.recorded = 0  # events this writer recorded (a relay's states: 1), see Writes.append
         self._looked = (-float("inf"), 0, 0)  # the budget's last look: when, recorded, budget
-        self._control_marks: dict[str, tuple[bytes, float]] = {}  # (see take_controls)
         db: sqlite3.Connection | None = None
         try:
             storefile.prepare(self.path, SCHEMA, own_dir)

@@ -89,6 +89,7 @@ class FakeRanks:
             for i in range(count)
         ]
         self._reported: set[int] = set()
+        self.every_sentinel = False  # (see sentinels)
 
     def exited(self) -> list[tuple[int | None, int]]:
         out: list[tuple[int | None, int]] = []
@@ -103,9 +104,15 @@ class FakeRanks:
         return self.relays.exited() if self.relays is not None else []
 
     def sentinels(self) -> list[int]:
-        """A pidfd per relay, as the local backend gives (and one per rank, which fakes are
-        not: a helper that ends is seen by the kernel's look twice a second)."""
-        return self.relays.sentinels() if self.relays is not None else []
+        """A pidfd per relay and per helper, as the local backend gives one per relay and rank
+        (a helper that ends is seen at once, as a rank would be); ``every_sentinel`` as its."""
+        from jupyter_distributed.pids import pidfds
+
+        relays = self.relays.sentinels() if self.relays is not None else []
+        fds = relays + pidfds(p.pid for p in self.procs)
+        hops = len(self.relays.procs) + len(self.relays.aggregators) if self.relays else 0
+        self.every_sentinel = len(fds) == hops + len(self.procs)
+        return fds
 
     def dead_aggregators(self) -> list[tuple[int, int]]:
         return self.relays.aggregators_exited() if self.relays is not None else []

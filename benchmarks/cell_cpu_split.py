@@ -12,7 +12,10 @@ Nested figures include each other (a batch's store append is in the batch's figu
 
     PYTHONPATH=python python benchmarks/cell_cpu_split.py [--cells 20] [--profile io]
         [--mode relay|tree] [--ranks 1000] [--nodes 8] [--helpers 4] [--whole-nodes]
-        [--sort cumulative|tottime] [--time MODULE:OWNER.NAME ...] [--shown]
+        [--sort cumulative|tottime] [--time MODULE:OWNER.NAME ...] [--shown] [--idle S]
+
+``--idle S`` also measures the kernel at rest: S seconds with the cluster up and no cell (after
+the start and a second to settle), printed as ms of CPU per second, by thread and function.
 
 ``--time`` adds functions to the split (e.g. ``jupyter_distributed.session:Session.record``,
 ``jupyter_distributed.magics:_view``): each costs its wrapper's ~2 µs per call.
@@ -94,6 +97,37 @@ def _thread_cpu() -> dict[str, float]:
     return out
 
 
+IDLE: dict[str, float] = {}  # name -> ms of CPU per second at rest (--idle)
+
+
+def _at_rest(seconds: float) -> dict[str, float]:
+    """ms of CPU per second of each thread, the process and the timed functions (their calls
+    and the threads' wakes: a count per second) over ``seconds`` with no cell."""
+    time.sleep(1.0)
+    ON[0] = True
+    spent, calls = dict(SPENT), dict(CALLS)
+    before, u0 = _thread_cpu(), resource.getrusage(resource.RUSAGE_SELF)
+    w0 = time.perf_counter()
+    time.sleep(seconds)
+    wall = time.perf_counter() - w0
+    after, u1 = _thread_cpu(), resource.getrusage(resource.RUSAGE_SELF)
+    ON[0] = False
+    out = {"process": (u1.ru_utime + u1.ru_stime - u0.ru_utime - u0.ru_stime) * 1e3 / wall}
+    for name in after:
+        out[f"thread {name}"] = (after[name] - before.get(name, 0.0)) * 1e3 / wall
+    for label in SPENT:
+        out[label] = (SPENT[label] - spent.get(label, 0.0)) * 1e3 / wall
+        out[f"{label} calls"] = (CALLS[label] - calls.get(label, 0)) / wall
+    return out
+
+
+def _print_rest(rest: dict[str, float]) -> None:
+    print("at rest (no cell), ms of CPU per second (NAME wakes, NAME calls: a count per second):")
+    for name in sorted(rest, key=lambda k: (not k.startswith(("process", "thread")), -rest[k])):
+        if rest[name] > 0.0005:
+            print(f"  {name:34} {rest[name]:8.3f}")
+
+
 def _extra(where: str) -> tuple[Any, str, bool]:
     """``MODULE:OWNER.NAME`` (or ``MODULE:NAME``) as ``(owner, name, False)``."""
     module, _, path = where.partition(":")
@@ -116,6 +150,7 @@ def main() -> None:
     parser.add_argument("--sort", choices=("cumulative", "tottime"), default="cumulative")
     parser.add_argument("--time", nargs="+", default=[], metavar="MODULE:OWNER.NAME")
     parser.add_argument("--shown", action="store_true", help="as bench_scale.py's")
+    parser.add_argument("--idle", type=float, default=0.0, metavar="S", help="seconds at rest")
     args = parser.parse_args()
     io_profiled = args.profile == "io"
     for owner, name, profiled in [
@@ -123,6 +158,7 @@ def main() -> None:
         (router.Router, "_on_tick", io_profiled),
         (intake.Intake, "_take_relayed", False),
         (process.ProcessCluster, "_watch", False),
+        (process.ProcessCluster, "_take_controls", False),
         (tracker.RunTracker, "take", False),
         (store.Store, "append", False),
         *map(_extra, args.time),
@@ -159,8 +195,11 @@ def main() -> None:
 
         def run_cell(line: str, *a: Any, **k: Any) -> Any:
             seen[0] += 1
-            if seen[0] == 1:  # (the cluster's start)
-                return real_run(line, *a, **k)
+            if seen[0] == 1:  # (the cluster's start, then the rest, if measured)
+                started = real_run(line, *a, **k)
+                if args.idle:
+                    IDLE.update(_at_rest(args.idle))
+                return started
             ON[0] = True
             before = _thread_cpu()
             u0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.thread_time()
@@ -194,6 +233,8 @@ def main() -> None:
     sys.argv += ["--shown"] * args.shown + ["--no-floor"]  # (every cell a cluster's)
     with contextlib.redirect_stdout(io.StringIO()):
         bench_scale.main()
+    if IDLE:
+        _print_rest(IDLE)
     n = len(main_cpu)
     print(f"{n} cells; per cell, ms of CPU (thread_time), median / mean:")
     print(

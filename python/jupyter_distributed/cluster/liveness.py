@@ -40,8 +40,10 @@ class Processes(Protocol):
 
     # Optional: ``sentinels() -> list[int]``, new file descriptors (e.g. pidfds) that become
     # readable when a process ends; the cluster then looks at once instead of at its next
-    # periodic look (every WATCH_EVERY seconds), and closes them; and ``waiting() -> str``,
-    # why a scheduler still queues the job ("" once it runs).
+    # periodic look (every WATCH_EVERY seconds), and closes them; ``every_sentinel``, True
+    # once ``sentinels()`` gave one for every process (the periodic look then stops: see
+    # processwatch.AFTER_SENTINEL); and ``waiting() -> str``, why a scheduler still queues
+    # the job ("" once it runs).
 
 
 StartProcesses = Callable[[dict[str, str]], Processes]

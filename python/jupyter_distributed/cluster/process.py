@@ -92,6 +92,7 @@ class ProcessCluster(ProcessWatch, Cluster):
         self._code = ""
         self._last_control = self._last_watch = 0.0
         self._watch_every = WATCH_EVERY
+        self._sentinels_only, self._watch_until = False, 0.0
         self._unreachable: set[int] = set()  # ranks behind a dead relay
         self.router = Router(
             f"jd-{self.id}", store, self.info, key, self._tick, self.mark_lost,
@@ -122,6 +123,8 @@ class ProcessCluster(ProcessWatch, Cluster):
             for fd in getattr(self.processes, "sentinels", list)():
                 self.router.watch(fd, self._watch_now)
                 self._watch_every = WATCH_SENTINELS
+            every = getattr(self.processes, "every_sentinel", False)
+            self._sentinels_only = every and self.silence_limit is None
             if self._watch_every == WATCH_SENTINELS:  # (a cell's ranks' deaths wake it)
                 self.router.pace(PACE_SENTINELS_MS if self.relays else PACE_MS, PACE_SENTINELS_MS)
             if self.relays:  # (their ends are held as long: one transaction per cell)

@@ -40,6 +40,11 @@ WATCH_SENTINELS = 0.5
 # cell's ranks are awaited (see Router.pace): a training loop's kernel ticks 4 times a second
 PACE_SENTINELS_MS = 250
 SLACK = 0.02  # (a look due within this is done now, not a whole tick later)
+# Where every process has a sentinel (and no rank is declared dead by its silence), nothing
+# is left for a periodic look to find: the processes are looked at when a sentinel fires, then
+# every WATCH_SENTINELS seconds for this long (an end that a fork server reports late), and
+# not at rest (issue 26: ~0.26 ms of the I/O thread each look at 10,000 fake ranks' 93)
+AFTER_SENTINEL = 5.0
 
 
 class ProcessWatch:
@@ -62,6 +67,8 @@ class ProcessWatch:
         _last_control: float
         _last_watch: float
         _watch_every: float
+        _sentinels_only: bool  # (every process has a sentinel: see AFTER_SENTINEL)
+        _watch_until: float
         _unreachable: set[int]
 
         def mark_lost(self, why: str) -> None: ...
@@ -72,7 +79,11 @@ class ProcessWatch:
 
     def _tick(self) -> None:
         now = time.monotonic()
-        if now - self._last_watch >= self._watch_every - SLACK and hasattr(self, "processes"):
+        periodic = not self._sentinels_only or now < self._watch_until
+        due = self._last_watch == 0.0 or (
+            periodic and now - self._last_watch >= self._watch_every - SLACK
+        )
+        if due and hasattr(self, "processes"):
             self._last_watch = now
             self._watch()
         if now - self._last_control >= CONTROL_POLL - SLACK:
@@ -82,6 +93,7 @@ class ProcessWatch:
     def _watch_now(self) -> None:
         """A process ended: look at this round's tick, once however many ended at once."""
         self._last_watch = 0.0
+        self._watch_until = time.monotonic() + AFTER_SENTINEL
         self.router.tick_now()
 
     def _take_controls(self) -> None:

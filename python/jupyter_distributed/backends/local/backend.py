@@ -66,6 +66,7 @@ class LocalProcesses:
         self.logdir = Path(tempfile.mkdtemp(prefix=leftover_prefix()))
         self.procs: dict[int, subprocess.Popen[bytes] | Forked] = {}
         self._reported: set[int] = set()
+        self.every_sentinel = False  # (see sentinels)
         port = str(free_port(count=plan.spec.layout.ports))
         base = {**os.environ, **dict(plan.env), **boot_env}
         nodes = relay_nodes(boot_env)  # (relays "always": one per node, before the ranks)
@@ -100,9 +101,13 @@ class LocalProcesses:
         return self.relays.aggregators_exited() if self.relays is not None else []
 
     def sentinels(self) -> list[int]:
-        """A pidfd per rank and relay (Linux), readable once it ends; [] where there are none."""
+        """A pidfd per rank and relay (Linux), readable once it ends; [] where there are none.
+        ``every_sentinel`` says whether every process has one (none ended before it)."""
         relays = self.relays.sentinels() if self.relays is not None else []
-        return relays + pidfds(p.pid for p in self.procs.values())
+        fds = relays + pidfds(p.pid for p in self.procs.values())
+        hops = len(self.relays.procs) + len(self.relays.aggregators) if self.relays else 0
+        self.every_sentinel = len(fds) == hops + len(self.procs)
+        return fds
 
     def running(self) -> bool:
         return any(p.poll() is None for p in self.procs.values())

@@ -68,6 +68,7 @@ class FakeRanks:
     helpers = 4
     nodes = 4  # (--mode relay: nodes, each behind its relay)
     whole_nodes = False  # (--whole-nodes: a helper serves whole nodes, not every helpers-th rank)
+    pidfds = False  # (--pidfds: a pidfd per helper, as for ranks on the kernel's host)
     folder = Path()
 
     def __init__(self, plan: Any, boot_env: dict[str, str]) -> None:
@@ -104,12 +105,16 @@ class FakeRanks:
         return self.relays.exited() if self.relays is not None else []
 
     def sentinels(self) -> list[int]:
-        """A pidfd per relay and per helper, as the local backend gives one per relay and rank
-        (a helper that ends is seen at once, as a rank would be); ``every_sentinel`` as its."""
+        """A pidfd per relay, as the local backend gives. The fakes stand for ranks on other
+        hosts, of which the kernel holds no pidfd (a helper that ends is seen by the kernel's
+        look twice a second); with ``FakeRanks.pidfds`` (``--pidfds``) a pidfd per helper too,
+        as the local backend gives one per rank on the kernel's host. ``every_sentinel`` as
+        its."""
         from jupyter_distributed.pids import pidfds
 
         relays = self.relays.sentinels() if self.relays is not None else []
-        fds = relays + pidfds(p.pid for p in self.procs)
+        mine = pidfds(p.pid for p in self.procs) if self.pidfds else []
+        fds = relays + mine
         hops = len(self.relays.procs) + len(self.relays.aggregators) if self.relays else 0
         self.every_sentinel = len(fds) == hops + len(self.procs)
         return fds
@@ -253,6 +258,12 @@ def main() -> None:
         "default; a trivial cell writes nothing)",
     )
     parser.add_argument(
+        "--pidfds",
+        action="store_true",
+        help="a pidfd per helper, as the local backend holds one per rank on the kernel's host "
+        "(by default none: the fakes stand for ranks on other hosts)",
+    )
+    parser.add_argument(
         "--no-floor",
         action="store_true",
         help="no do-nothing cell magic between the cluster's cells (by default one follows each "
@@ -267,6 +278,7 @@ def main() -> None:
     FakeRanks.nodes = args.nodes
     FakeRanks.helpers = args.helpers
     FakeRanks.whole_nodes = args.whole_nodes
+    FakeRanks.pidfds = args.pidfds
     ip, tmp = bench_shell("jd-bench-scale-")
     ip.register_magic_function(lambda line, cell: None, "cell", "jd_bench_nothing")
     if max(args.ranks) > 1024:  # (the default cap on a cluster's size)

@@ -11,7 +11,7 @@ its clock (a wall-clock profile on a shared core charges a thread for the time i
 Nested figures include each other (a batch's store append is in the batch's figure).
 
     PYTHONPATH=python python benchmarks/cell_cpu_split.py [--cells 20] [--profile io]
-        [--mode relay|tree] [--ranks 1000] [--nodes 8] [--helpers 4] [--whole-nodes]
+        [--mode relay|tree] [--ranks 1000] [--nodes 8] [--helpers 4] [--whole-nodes] [--pidfds]
         [--sort cumulative|tottime] [--time MODULE:OWNER.NAME ...] [--shown] [--idle S]
 
 ``--idle S`` also measures the kernel at rest: S seconds with the cluster up and no cell (after
@@ -146,6 +146,7 @@ def main() -> None:
     parser.add_argument("--mode", choices=("relay", "tree"), default="relay")
     parser.add_argument("--helpers", type=int, default=4)
     parser.add_argument("--whole-nodes", action="store_true", help="as bench_scale.py's")
+    parser.add_argument("--pidfds", action="store_true", help="as bench_scale.py's")
     parser.add_argument("--profile", choices=("io", "main"), default=None)
     parser.add_argument("--sort", choices=("cumulative", "tottime"), default="cumulative")
     parser.add_argument("--time", nargs="+", default=[], metavar="MODULE:OWNER.NAME")
@@ -230,6 +231,7 @@ def main() -> None:
     sys.argv = [sys.argv[0], "--mode", args.mode, "--ranks", str(args.ranks), "--nodes"]
     sys.argv += [str(args.nodes), "--cells", str(args.cells), "--code", "None"]
     sys.argv += ["--helpers", str(args.helpers)] + ["--whole-nodes"] * args.whole_nodes
+    sys.argv += ["--pidfds"] * args.pidfds
     sys.argv += ["--shown"] * args.shown + ["--no-floor"]  # (every cell a cluster's)
     with contextlib.redirect_stdout(io.StringIO()):
         bench_scale.main()

@@ -78,3 +78,42 @@ def test_the_panels_stop_stops_an_idle_cluster_within_a_second(
     finally:
         server.close()
     assert took < 1.0, f"the stop acted on after {took:.2f} s"
+
+
+def _counted(cluster: Any) -> dict[str, int]:
+    """Counts of the I/O thread's ticks and of its looks at the controls (queries) from now."""
+    counts = {"ticks": 0, "looks": 0}
+    tick, take = cluster.router._tick, cluster.store.take_controls
+
+    def counted_tick() -> None:
+        counts["ticks"] += 1
+        tick()
+
+    def counted_take(cluster_id: str) -> Any:
+        counts["looks"] += 1
+        return take(cluster_id)
+
+    cluster.router._tick, cluster.store.take_controls = counted_tick, counted_take
+    return counts
+
+
+def test_an_idle_cluster_behind_relays_wakes_twice_a_second_not_four_times(
+    session: Session,
+) -> None:
+    cluster = _live_cluster(session)
+    time.sleep(0.6)  # (the start's own looks)
+    counts = _counted(cluster)
+    time.sleep(2.0)
+    assert 2 <= counts["looks"] <= 5, f"{counts['looks']} looks at the controls in 2 s at rest"
+    assert counts["ticks"] <= 5, f"{counts['ticks']} ticks in 2 s at rest"
+
+
+def test_a_running_cell_still_looks_at_its_controls_four_times_a_second(
+    session: Session,
+) -> None:
+    cluster = _live_cluster(session)
+    counts = _counted(cluster)
+    out = io.StringIO()
+    spec = Spec(layout=Layout(nodes=1, procs_per_node=2), relays="always")
+    session.run_cell(spec, "import time; time.sleep(2.5)", {}, view=CellView(out=out, err=out))
+    assert counts["looks"] >= 7, f"{counts['looks']} looks at the controls in a 2.5 s cell"

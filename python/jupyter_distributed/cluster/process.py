@@ -35,7 +35,13 @@ from .fdlimit import make_room
 from .hang import snapshot_text
 from .inbox import Item, Lost
 from .liveness import StartProcesses, wait_leaving
-from .processwatch import PACE_SENTINELS_MS, WATCH_EVERY, WATCH_SENTINELS, ProcessWatch
+from .processwatch import (
+    PACE_REST_MS,
+    PACE_SENTINELS_MS,
+    WATCH_EVERY,
+    WATCH_SENTINELS,
+    ProcessWatch,
+)
 from .relays import place_relays
 from .router import PACE_MS, Router
 from .stackboard import collect
@@ -126,7 +132,10 @@ class ProcessCluster(ProcessWatch, Cluster):
             every = getattr(self.processes, "every_sentinel", False)
             self._sentinels_only = every and self.silence_limit is None
             if self._watch_every == WATCH_SENTINELS:  # (a cell's ranks' deaths wake it)
-                self.router.pace(PACE_SENTINELS_MS if self.relays else PACE_MS, PACE_SENTINELS_MS)
+                if self.relays:  # (a cell's first message to them wakes the I/O thread)
+                    self.router.pace(PACE_SENTINELS_MS, PACE_SENTINELS_MS, PACE_REST_MS)
+                else:
+                    self.router.pace(PACE_MS, PACE_SENTINELS_MS)
             if self.relays:  # (their ends are held as long: one transaction per cell)
                 self.router.record_after = RECORD_AFTER_RELAYED
             wait_ready(self.inbox, self.info, self.processes, self.stacks, view, self.start_timeout)

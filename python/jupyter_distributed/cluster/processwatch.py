@@ -29,6 +29,9 @@ from .supervise import STOPPED_REMOTELY
 log = logging.getLogger("jupyter_distributed")
 
 CONTROL_POLL = 0.25  # seconds between looks at the store for cancel/stop from the server
+# ... and while no cell runs (the panel's stop within ~0.5 s plus the stop, under the issue's
+# 1 s): each look is a query (~0.08 ms of the I/O thread), 2 a second at rest, not 4 (issue 26)
+CONTROL_REST = 0.5
 WATCH_EVERY = 0.05  # seconds between looks at the processes (at once on a sentinel)
 # ... where the processes have sentinels (a pidfd each wakes the look at once): a look polls
 # every process (1,000 ranks: ~3 ms), so it is done twice a second, for what has no pidfd
@@ -39,6 +42,10 @@ WATCH_SENTINELS = 0.5
 # per trivial cell at 1,000 ranks and 20 a second at rest (issue 26); without relays, while a
 # cell's ranks are awaited (see Router.pace): a training loop's kernel ticks 4 times a second
 PACE_SENTINELS_MS = 250
+# ... and, with relays, every 500 ms while no cell runs: what is due then (the controls'
+# look, CONTROL_REST; the processes' look where it is periodic, WATCH_SENTINELS; the pings
+# every 2 s) is due that often or less; a held reply or a death asks for its own tick
+PACE_REST_MS = 500
 SLACK = 0.02  # (a look due within this is done now, not a whole tick later)
 # Where every process has a sentinel (and no rank is declared dead by its silence), nothing
 # is left for a periodic look to find: the processes are looked at when a sentinel fires, then
@@ -86,7 +93,8 @@ class ProcessWatch:
         if due and hasattr(self, "processes"):
             self._last_watch = now
             self._watch()
-        if now - self._last_control >= CONTROL_POLL - SLACK:
+        every = CONTROL_POLL if self.router.ranks.run_id else CONTROL_REST
+        if now - self._last_control >= every - SLACK:
             self._last_control = now
             self._take_controls()
 

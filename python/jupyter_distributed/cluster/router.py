@@ -96,6 +96,7 @@ class Router:
         self.curve = self.listener.curve
         self._pace_ms = PACE_MS
         self._running_ms = PACE_MS  # (the pace while a cell runs, see pace)
+        self._rest_ms = 0  # (the pace while no cell runs, if set: see pace)
         self._loop = IoLoop(
             sock, self._on_batch, self._on_tick, self._failed, PACE_MS, name, tick_on_wake=False
         )
@@ -135,17 +136,20 @@ class Router:
         """Run ``fn`` on the I/O thread once ``fd`` is readable (the loop then closes it)."""
         self._loop.watch(fd, fn)
 
-    def pace(self, poll_ms: int, running_ms: int | None = None) -> None:
-        """Tick about every ``poll_ms`` (any thread; see :meth:`IoLoop.pace`), and every
-        ``running_ms`` (if longer) while a cell's ranks are awaited and its record is written:
-        where deaths wake the I/O thread (pidfds), a long cell's ticks (process watch, controls,
-        pings: due every 0.25 s or less often) need not wake the kernel 20 times a second on
-        its ranks' cores (issue 26). Between cells ``poll_ms``: a cell sent over the local cell
-        sockets does not wake the I/O thread, its next tick starts the run."""
+    def pace(self, poll_ms: int, running_ms: int | None = None, rest_ms: int = 0) -> None:
+        """Tick about every ``poll_ms`` (any thread, before the first cell; see
+        :meth:`IoLoop.pace`), and every ``running_ms`` (if longer) while a cell's ranks are
+        awaited and its record is written: where deaths wake the I/O thread (pidfds), a long
+        cell's ticks (process watch, controls, pings: due every 0.25 s or less often) need not
+        wake the kernel 20 times a second on its ranks' cores (issue 26). Between cells
+        ``rest_ms`` if given, else ``poll_ms``: a cell sent over the local cell sockets does not
+        wake the I/O thread, its next tick starts the run (so ``rest_ms`` only where a cell's
+        first message wakes it: through relays)."""
         self._pace_ms = poll_ms
         if running_ms is not None:
             self._running_ms = running_ms
-        self._loop.pace(poll_ms)
+        self._rest_ms = rest_ms
+        self._loop.pace(rest_ms or poll_ms)
 
     def tick_now(self) -> None:
         """(I/O thread) Tick at the end of this round of the loop, not when next due."""
@@ -164,6 +168,7 @@ class Router:
             if writer is not None:
                 self._loop.tick_within(max(0.0, record_by - time.monotonic()))
             self.record(list(self.ranks.begin(run_id)), [])
+            self._repace()  # (from the pace at rest to the cell's)
 
         self._loop.call(start, wake=False)
 
@@ -273,7 +278,11 @@ class Router:
         self._repace()
 
     def _repace(self) -> None:
-        """(I/O thread) The tick's pace: slower while a cell runs (see :meth:`pace`)."""
+        """(I/O thread) The tick's pace: slower while a cell runs, or while none does where a
+        pace at rest is set (see :meth:`pace`)."""
+        if self._rest_ms and not self.ranks.run_id:
+            self._loop.pace(self._rest_ms)
+            return
         running = bool(self.cell.awaited) and self.cell.writer is None
         self._loop.pace(max(self._pace_ms, self._running_ms) if running else self._pace_ms)
 

@@ -44,6 +44,7 @@ class _Kernel:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.times = 0
+        self.alone: list[float] = []
         try:
             import torch
         except ImportError:
@@ -73,14 +74,16 @@ def interval(values: list[float]) -> tuple[float, float, float]:
     s = sorted(values)
     n = len(s)
     half = 1.96 * math.sqrt(n) / 2
-    lo = max(0, int(math.floor(n / 2 - half)))
-    hi = min(n - 1, int(math.ceil(n / 2 + half)))
+    lo = max(0, math.floor(n / 2 - half))
+    hi = min(n - 1, math.ceil(n / 2 + half))
     return statistics.median(s), s[lo], s[hi]
 
 
 def _pair_rounds(lib: _Lib, kernel: _Kernel, exchange: Any, rounds: int) -> list[float]:
-    """Each round's (compute + exchange) - (compute alone), this rank's."""
+    """Each round's (compute + exchange) - (compute alone), this rank's; the compute alone's
+    seconds in ``kernel.alone``."""
     out = []
+    kernel.alone = []
     for i in range(rounds + 2):  # two to warm up
         t0 = time.perf_counter()
         kernel.run()
@@ -90,6 +93,7 @@ def _pair_rounds(lib: _Lib, kernel: _Kernel, exchange: Any, rounds: int) -> list
         t2 = time.perf_counter()
         if i >= 2:
             out.append((t2 - t1) - (t1 - t0))
+            kernel.alone.append(t1 - t0)
     return out
 
 
@@ -117,6 +121,7 @@ def measure(lib: _Lib, rounds: int = ROUNDS, work_s: float = WORK_S) -> dict[str
     else:
         med = lo = hi = 0.0
     lib.barrier()
+    out["slot_compute_s"] = lib.max(statistics.median(kernel.alone or [0.0]))
     out["slot_message_s"] = lib.max(med)
     out["slot_message_ci_s"] = [lib.max(lo), lib.max(hi)]
     small = lib.buffer(CALL_BYTES)

@@ -263,7 +263,10 @@ def run_probe(
         left = None if budget is None else max(0.5, budget - (time.perf_counter() - began))
         curve = _curve(lib, sizes, left)
         call = _calls(lib)
-        slot = probe_slot.measure(lib)  # a message's and a call's price after compute
+        # a message's and a call's price after compute, on CPU ranks only (the GPU path as
+        # before: its compute would be the GPU's, not this CPU kernel)
+        on_cpu = getattr(lib, "device", None) is None
+        slot = probe_slot.measure(lib) if on_cpu else {}
         _progress(lib, f"{_count(lib)} pairs measured, all_reduce at {len(curve)} sizes", "\n")
     finally:
         lib.close()
@@ -274,6 +277,6 @@ def run_probe(
         "pairs": pairs,
         "allreduce": curve,
         "allreduce_call_s": call,
-        **{k: slot[k] for k in SLOT_KEYS},
+        **{k: slot[k] for k in SLOT_KEYS if k in slot},
         "seconds": time.perf_counter() - began,
     }

@@ -161,8 +161,6 @@ def scenario(ip: Any, model: str, n: int, batch: int, args: Any, hosts: TwoHosts
         "model": model, "ranks": n, "global_batch": batch, "answer_s": answer_s,
         "where": f" as 2 nodes ({hosts.shape or 'unshaped'})" if hosts else "",
         "links": links.get("groups", {}), "allreduce": links.get("allreduce", []),
-        "slot_message_s": links.get("slot_message_s"), "call_after_compute_s":
-        links.get("call_after_compute_s"), "allreduce_call_s": links.get("allreduce_call_s"),
         "wall_s": wall, "rounds": rounds, "failed": failed,
         "load": [round(x, 1) for x in (load_before, os.getloadavg()[0])], **fits,
         "layouts": out, "top_within_5": top["measured_s"] <= 1.05 * best["measured_s"] or tie,

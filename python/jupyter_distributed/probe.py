@@ -135,9 +135,7 @@ def assemble(per_rank: list[dict[str, Any]], hosts: dict[int, str]) -> dict[str,
                 "bandwidth_gbs": statistics.median(p["bandwidth_gbs"] for p in chosen),
                 "min_bandwidth_gbs": min(p["bandwidth_gbs"] for p in chosen),
             }
-    kept = ("allreduce_call_s", "slot_message_s", "slot_bytes", "slot_message_ci_s",
-            "call_after_compute_s")  # fmt: skip
-    call = {k: per_rank[0][k] for k in kept if per_rank and k in per_rank[0]}
+    call = {k: per_rank[0][k] for k in ("allreduce_call_s",) if per_rank and k in per_rank[0]}
     return {
         "library": per_rank[0]["library"] if per_rank else "",
         "world_size": n,
@@ -145,7 +143,7 @@ def assemble(per_rank: list[dict[str, Any]], hosts: dict[int, str]) -> dict[str,
         "pairs": pairs,
         "groups": groups,
         "allreduce": per_rank[0]["allreduce"] if per_rank else [],
-        **call,  # a small all_reduce and a slot's message as a step pays them (slowest rank's)
+        **call,  # a small all_reduce as a step makes it (the slowest rank's already)
         "rank_seconds": max((m["seconds"] for m in per_rank), default=0.0),
     }
 

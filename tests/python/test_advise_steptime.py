@@ -72,19 +72,6 @@ def test_a_pipeline_message_costs_the_pairs_round_trips_not_a_collective_call() 
     assert given.p2p(0, spans_nodes=True) == pytest.approx(20e-6)
 
 
-def test_a_pipeline_message_costs_the_probes_price_after_compute_where_it_has_one() -> None:
-    """Where the probe priced a message right after compute (what a pipeline slot pays: the
-    pairs' round trips on idle cores made every pipeline 22-37 % short), a pipeline's message
-    costs that, plus the bytes beyond the probe's at the link's bandwidth; a probe from before
-    it prices the message from the pairs, as before."""
-    from jupyter_distributed.advise.comm import fit_links
-
-    new = fit_links({**PROBE, "slot_message_s": 0.33e-3, "slot_bytes": 16384})
-    assert new.p2p(1000, spans_nodes=False) == pytest.approx(0.33e-3)
-    assert new.p2p(16384 + 1.5e6, spans_nodes=False) == pytest.approx(0.33e-3 + 1e-3)
-    assert fit_links(PROBE).p2p(1000, spans_nodes=False) == pytest.approx(4 * 40e-6 + 1000 / 1.5e9)
-
-
 def test_a_pipeline_step_is_its_slots_of_block_schedule_and_messages() -> None:
     """p stages and m microbatches: m + p - 1 slots of the slowest stage, each its block, the
     schedule's own work per microbatch (timed apart) and one message each way; then the

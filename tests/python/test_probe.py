@@ -283,30 +283,3 @@ def test_a_probes_call_cost_is_not_a_run_of_fast_calls(monkeypatch: pytest.Monke
     monkeypatch.setattr(probe, "_library", lambda _ns: _TwoSpeeds())
     got = probe.run_probe({}, sizes=(), budget=None, pair_bytes=1024, quick=True)
     assert got["allreduce_call_s"] > 0.6e-3  # a quarter of the calls at 4 ms; 16 calls: 0.2 ms
-
-
-class _SlowMessages(_Spiky):
-    """A rank whose every receive takes 0.6 ms after the first five (a message on busy cores)."""
-
-    def recv(self, buf: Any, peer: int) -> None:
-        import time
-
-        self.receives += 1
-        time.sleep(4e-3 if self.receives <= 5 else 0.6e-3)
-
-
-def test_a_probe_prices_a_message_right_after_compute(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The probe keeps what a pipeline slot's message costs right after the rank's compute (the
-    advisor prices a pipeline's messages by it; the pairs' ping-pong on idle cores priced them
-    22-37 % short): half of an exchange's time beyond compute alone, and the assembled result
-    carries it with the bytes it was taken at."""
-    from jupyter_distributed.worker import probe
-
-    monkeypatch.setattr(probe, "_library", lambda _ns: _SlowMessages())
-    got = probe.run_probe({}, sizes=(), budget=None, pair_bytes=1024, quick=True)
-    assert 0.25e-3 < got["slot_message_s"] < 0.6e-3
-    lo, hi = got["slot_message_ci_s"]
-    assert lo <= got["slot_message_s"] <= hi
-    assembled = assemble([got], {0: "a"})
-    assert assembled["slot_message_s"] == got["slot_message_s"]
-    assert assembled["slot_bytes"] == got["slot_bytes"] > 0

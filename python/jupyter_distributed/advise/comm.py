@@ -42,8 +42,6 @@ class Links:
     curve_world: int = 0
     typical: dict[str, float] = dataclasses.field(default_factory=dict)  # median latency
     call: float | None = None  # a small all_reduce's seconds as a step makes it (the probe's)
-    # ranks 0-1's message after compute (:mod:`.worker.probe_slot`): link class, seconds, bytes
-    slot: tuple[str, float, int] | None = None
 
     def klass(self, spans_nodes: bool) -> str:
         want = "inter" if spans_nodes else "intra"
@@ -96,9 +94,6 @@ class Links:
         measured).
         """
         k = self.klass(spans_nodes)
-        if self.slot is not None and self.slot[0] == k:
-            # the probe's price of a message right after compute, as a slot pays it (issue 25)
-            return self.slot[1] + max(0.0, nbytes - self.slot[2]) / self.bandwidth[k]
         measured = k in self.typical  # the probe's pairs (given hardware has no typical)
         overhead = MESSAGE_ROUND_TRIPS * 2 * self.latency[k] if measured else self.latency[k]
         return overhead + nbytes / self.bandwidth[k]
@@ -158,15 +153,4 @@ def fit_links(probe: dict[str, Any]) -> Links:
         n,
         typical,
         float(probe["allreduce_call_s"]) if probe.get("allreduce_call_s") else None,
-        _slot(probe),
     )
-
-
-def _slot(probe: dict[str, Any]) -> tuple[str, float, int] | None:
-    """The probe's slot price and the link class of ranks 0-1 it was taken on; ``None`` for a
-    probe from before it (a pipeline's messages are then priced from the pairs, as before)."""
-    seconds = probe.get("slot_message_s")
-    first = [p for p in probe.get("pairs", []) if (p.get("a"), p.get("b")) == (0, 1)]
-    if not seconds or not first:
-        return None
-    return str(first[0].get("link", "intra")), float(seconds), int(probe.get("slot_bytes", 0))

@@ -23,9 +23,6 @@ import sys
 import time
 from typing import Any
 
-from . import probe_slot
-
-SLOT_KEYS = ("slot_message_s", "slot_bytes", "slot_message_ci_s", "call_after_compute_s")
 KB, MB = 1024, 1024 * 1024
 SIZES = tuple(KB * 4**i for i in range(10))  # 1 KB .. 256 MB
 LATENCY_ROUND_TRIPS = 20
@@ -263,10 +260,6 @@ def run_probe(
         left = None if budget is None else max(0.5, budget - (time.perf_counter() - began))
         curve = _curve(lib, sizes, left)
         call = _calls(lib)
-        # a message's and a call's price after compute, on CPU ranks only (the GPU path as
-        # before: its compute would be the GPU's, not this CPU kernel)
-        on_cpu = getattr(lib, "device", None) is None
-        slot = probe_slot.measure(lib) if on_cpu else {}
         _progress(lib, f"{_count(lib)} pairs measured, all_reduce at {len(curve)} sizes", "\n")
     finally:
         lib.close()
@@ -277,6 +270,5 @@ def run_probe(
         "pairs": pairs,
         "allreduce": curve,
         "allreduce_call_s": call,
-        **{k: slot[k] for k in SLOT_KEYS if k in slot},
         "seconds": time.perf_counter() - began,
     }

@@ -1,14 +1,15 @@
-"""The probe's price of a message on busy cores (issue 25): what a pipeline slot's exchange and a
-step's all_reduce cost right after the rank's own compute, on the same thread, as a step pays
-them.
+"""A price of a message on busy cores (issue 25), tried as a part of ``%distributed probe`` and
+NOT merged into it (it was not steady: ``bench_probe_slot.py``, RESULTS.md h13-advslot): what a
+pipeline slot's exchange and a step's all_reduce cost right after the rank's own compute, on the
+same thread, as a step pays them.
 
-The pairs' ping-pong (:mod:`.probe`) times messages on idle cores; inside a pipelined step on
-2 gloo ranks of a 2-core machine a slot's messages cost 1.3-1.8x what that predicts
+The pairs' ping-pong (``worker/probe.py``) times messages on idle cores; inside a pipelined step
+on 2 gloo ranks of a 2-core machine a slot's messages cost 1.3-1.8x what that predicts
 (RESULTS.md, h12-advworst), and a figure of one message taken on the probe moved 0.05-0.37 ms
 between probes minutes apart (h10-advfit, h11-advmsg). Here each round is paired: a kernel of
 compute alone, then the same kernel followed by the exchange; the price is the median of the
 pairs' differences (the drift of the load cancels within a pair), with the order-statistic
-95 % interval of that median. Only the standard library is imported at module level.
+95 % interval of that median. It takes a library of ``worker/probe.py``'s interface.
 """
 
 from __future__ import annotations

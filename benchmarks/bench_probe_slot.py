@@ -8,7 +8,7 @@ and then ``probe_slot.measure``; ``--inside K`` makes K such measures in one lau
 ``--inside-gap`` seconds apart. One line per measure, then the spread.
 
     PYTHONPATH=python python benchmarks/bench_probe_slot.py [--probes 5] [--gap 60] \
-        [--inside 1] [--inside-gap 5]
+        [--inside 1] [--inside-gap 5] [--cross]
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-def _rank(rank: int, port: int, rounds: int, inside: tuple[int, float], out: Any) -> None:
+def _rank(
+    rank: int, port: int, rounds: int, inside: tuple[int, float], cross: bool, out: Any
+) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank))
     os.environ.update(WORLD_SIZE="2", OMP_NUM_THREADS="1")
     import probe_slot
@@ -45,18 +47,18 @@ def _rank(rank: int, port: int, rounds: int, inside: tuple[int, float], out: Any
             lib.barrier()
         t0 = time.perf_counter()
         pairs = probe._pairs(lib, 4 * probe.MB, probe.LATENCY_ROUND_TRIPS, 2)
-        slot = probe_slot.measure(lib, rounds)
+        slot = probe_slot.measure(lib, rounds, cross=cross)
         slot["seconds"] = time.perf_counter() - t0
         if rank == 0:
             out.put({"pairs": pairs["0-1"], **slot})
     lib.close()
 
 
-def one(rounds: int, inside: tuple[int, float]) -> list[dict[str, Any]]:
+def one(rounds: int, inside: tuple[int, float], cross: bool) -> list[dict[str, Any]]:
     ctx = mp.get_context("spawn")
     q: Any = ctx.Queue()
     port = _port()
-    procs = [ctx.Process(target=_rank, args=(r, port, rounds, inside, q)) for r in range(2)]
+    procs = [ctx.Process(target=_rank, args=(r, port, rounds, inside, cross, q)) for r in range(2)]
     for p in procs:
         p.start()
     got = [dict(q.get(timeout=120 + inside[0] * inside[1])) for _ in range(inside[0])]
@@ -87,6 +89,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=160)
     ap.add_argument("--inside", type=int, default=1, help="measures per launch")
     ap.add_argument("--inside-gap", type=float, default=5.0, help="seconds between them")
+    ap.add_argument("--cross", action="store_true", help="the two messages cross (isend+recv)")
     args = ap.parse_args()
     rows = []
     print(
@@ -97,7 +100,7 @@ def main() -> None:
     for i in range(args.probes):
         if i:
             time.sleep(args.gap)
-        for r in one(args.rounds, (args.inside, args.inside_gap)):
+        for r in one(args.rounds, (args.inside, args.inside_gap), args.cross):
             rows.append(r)
             show(r, i)
     for key, scale in (("old_msg_ms", 1.0), ("slot_message_s", 1e3), ("call_after_compute_s", 1e3)):

@@ -98,10 +98,14 @@ def _pair_rounds(lib: _Lib, kernel: _Kernel, exchange: Any, rounds: int) -> list
     return out
 
 
-def measure(lib: _Lib, rounds: int = ROUNDS, work_s: float = WORK_S) -> dict[str, Any]:
+def measure(
+    lib: _Lib, rounds: int = ROUNDS, work_s: float = WORK_S, cross: bool = False
+) -> dict[str, Any]:
     """Ranks 0 and 1's slot price (s, per message: half an exchange of ``SLOT_BYTES`` each way)
     and every rank's all_reduce of ``CALL_BYTES`` after compute (s), each the slowest rank's
-    median with its interval. Other ranks wait at the barrier for the pair."""
+    median with its interval. Other ranks wait at the barrier for the pair. ``cross``: the two
+    messages cross (each rank posts its send, then receives; torch only), as a slot's
+    activation forward and gradient back do, instead of a ping-pong."""
     kernel = _Kernel(work_s)
     out: dict[str, Any] = {"work_s": work_s, "rounds": rounds, "slot_bytes": SLOT_BYTES}
     buf = lib.buffer(SLOT_BYTES)
@@ -109,8 +113,14 @@ def measure(lib: _Lib, rounds: int = ROUNDS, work_s: float = WORK_S) -> dict[str
     if lib.rank < 2 <= lib.size:
         peer = 1 - lib.rank
 
+        other = lib.buffer(SLOT_BYTES)
+
         def exchange() -> None:
-            if lib.rank == 0:
+            if cross:
+                sent = lib.dist.isend(buf, peer)  # type: ignore[attr-defined]
+                lib.recv(other, peer)
+                sent.wait()
+            elif lib.rank == 0:
                 lib.send(buf, peer)
                 lib.recv(buf, peer)
             else:

@@ -87,6 +87,8 @@ def thread_cpu(pid: int) -> dict[str, float]:
 class Node:
     """The kernel's ROUTER, node 0's real relay, and its ranks."""
 
+    spread = 0.0  # (--spread: seconds between two ranks' ends)
+
     def __init__(self, folder: Path, ranks: int, nodes: int, profile: str | None) -> None:
         self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self.kernel = self.ctx.socket(zmq.ROUTER)
@@ -108,8 +110,8 @@ class Node:
         for r in self.mine:
             self.rsign.append(Signer(KEY, rank_name(r)))
             self.csign.append(Signer(KEY, cell_name(r)))
-            self.ctl.append(self._dial(relays["0"]))
-            self.cell.append(self._dial(relays["0"]))
+            self.ctl.append(ZmtpWire(relays["0"]))
+            self.cell.append(ZmtpWire(relays["0"]))
         for r in self.mine:
             self.ctl[r].wait_ready()
             self.ctl[r].send(self.rsign[r].pack(Stage("setup", os.getpid()).to_header()))
@@ -120,15 +122,6 @@ class Node:
         self.route = b""
         for _ in range(2 * len(self.mine)):  # (each rank's stage and hello, forwarded)
             self.route = self.kernel.recv_multipart()[0]
-
-    @staticmethod
-    def _dial(address: str) -> ZmtpWire:
-        for _ in range(500):  # (until the relay listens)
-            try:
-                return ZmtpWire(address)
-            except (FileNotFoundError, ConnectionRefusedError):
-                time.sleep(0.01)
-        raise RuntimeError("the relay never listened")
 
     def cell_once(self, run: int) -> None:
         """One trivial cell: the kernel's Execute, each rank's Done, the relay's reduction."""
@@ -141,6 +134,8 @@ class Node:
             while not wire.read():
                 select.select([wire], [], [], 5.0)
             wire.send(self.csign[r].pack({**done, "after": self.rsign[r].sent}))
+            if self.spread:
+                time.sleep(self.spread)
         header = json.loads(self.kernel.recv_multipart()[2])
         if header.get("type") != "dones" or header.get("ranges") != [[0, len(self.mine) - 1]]:
             raise RuntimeError(f"the relay's reduction did not name every rank: {header}")
@@ -160,8 +155,19 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", help="cProfile the relay's main thread into this file")
+    parser.add_argument(
+        "--spread",
+        type=float,
+        default=0.0,
+        help="µs between two ranks' ends (the relay then wakes for each, as when a node's "
+        "ranks end one after the other; by default they come back to back)",
+    )
     args = parser.parse_args()
-    print(f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; one relay, {args.ranks} ranks")
+    Node.spread = args.spread / 1e6
+    print(
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; one relay, {args.ranks} ranks, "
+        f"their ends {args.spread:g} µs apart"
+    )
     print(
         "| round | relay CPU per cell | per rank per cell | main thread | ZeroMQ I/O | wall/cell |"
     )

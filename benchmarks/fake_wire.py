@@ -19,6 +19,7 @@ and ``send(frames)``.
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ Frames = list[bytes]
 # ZMTP 3.0: the signature, version 3.0, the NULL mechanism, not a server, the filler
 GREETING = b"\xff" + bytes(7) + b"\x01\x7f" + b"\x03\x00" + b"NULL".ljust(20, b"\0") + bytes(32)
 MORE, LONG, COMMAND = 1, 2, 4  # a frame's flags
+DIAL_S = 120.0  # how long a rank dials a ROUTER that does not listen yet
 
 
 def _command(name: bytes, properties: Sequence[tuple[bytes, bytes]]) -> bytes:
@@ -64,7 +66,16 @@ class ZmtpWire:
 
     def __init__(self, address: str) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(address.removeprefix("ipc://"))
+        path, waited = address.removeprefix("ipc://"), 0.0
+        while True:  # (as ZeroMQ dials again until the relay or the kernel listens)
+            try:
+                self.sock.connect(path)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if waited > DIAL_S:
+                    raise
+                time.sleep(0.01)
+                waited += 0.01
         self.sock.sendall(GREETING + READY)
         self._buf = bytearray()
         self._greeted = self._ready = False

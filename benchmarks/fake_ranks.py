@@ -110,7 +110,7 @@ class FakeRank:
         self.control = 0  # control messages received (pings, read and dropped)
         self.executes = 0  # cells received
         self.held: str | None = None  # the run a hung cell holds (``hang``, ``sleep``)
-        self.stopped = False  # its cell socket said stop (or closed)
+        self.stopped = False  # its cell socket said stop
         self.coords = layout.coords(rank).to_json()
 
     def start(self) -> None:
@@ -225,8 +225,7 @@ def main() -> None:
 
 
 def serve(ranks: list[FakeRank]) -> None:
-    """Answer what comes on the ranks' connections until each rank's cell socket said stop (or
-    closed)."""
+    """Answer what comes on the ranks' connections until each rank's cell socket said stop."""
     poll = select.epoll()
     by_fd: dict[int, tuple[FakeRank, bool]] = {}  # descriptor -> (its rank, its cell socket?)
     for rank in ranks:
@@ -251,12 +250,10 @@ def serve(ranks: list[FakeRank]) -> None:
                 continue
             wire = rank.cell if cell else rank.ctl
             messages = wire.read()
-            if messages is None:  # (closed: its relay or the kernel is gone)
+            if messages is None:  # (closed: its relay is gone; a real rank would dial again)
                 poll.unregister(wire.fileno())
-                if not cell:
-                    continue
-                messages = []
-                rank.stopped = True
+                del by_fd[wire.fileno()]
+                continue
             for frames in messages:
                 if cell and not rank.cell_message(frames):
                     rank.stopped = True

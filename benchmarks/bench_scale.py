@@ -237,7 +237,7 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
                 c0 = cpu()
                 ip.run_cell(NOTHING)
                 floors.append(cpu() - c0)
-        ran = cells * (2 if FLOOR[0] else 1)  # (the cluster's cells in the loop)
+        ran = max(1, cells * (2 if FLOOR[0] else 1))  # (the cluster's cells in the loop)
         others = {k: (v - others[k]) / ran for k, v in FakeRanks.last.cpu().items()}
     finally:
         process.wait_ready = real_wait  # type: ignore[assignment]

@@ -70,6 +70,8 @@ class FakeRanks:
     whole_nodes = False  # (--whole-nodes: a helper serves whole nodes, not every helpers-th rank)
     pidfds = False  # (--pidfds: a pidfd per helper, as for ranks on the kernel's host)
     folder = Path()
+    script = HERE / "fake_ranks.py"  # (--fakes: another checkout's, for an A/B of the fakes)
+    last: FakeRanks | None = None  # the latest instance (its processes' CPU is read)
 
     def __init__(self, plan: Any, boot_env: dict[str, str]) -> None:
         env = {**os.environ, **boot_env, "FAKE_DIR": str(self.folder)}
@@ -82,7 +84,7 @@ class FakeRanks:
         count = min(self.helpers, plan.spec.layout.nodes if self.whole_nodes else len(plan.ranks))
         self.procs = [
             subprocess.Popen(  # noqa: S603 (our own helper)
-                [sys.executable, str(HERE / "fake_ranks.py"), str(i), str(count)],
+                [sys.executable, str(self.script), str(i), str(count)],
                 env=env,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
@@ -91,6 +93,18 @@ class FakeRanks:
         ]
         self._reported: set[int] = set()
         self.every_sentinel = False  # (see sentinels)
+        FakeRanks.last = self
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds (user + system, every thread) of the helpers, the relays and the
+        aggregators so far, by kind."""
+        relays = self.relays
+        kinds = {
+            "fake ranks": [p.pid for p in self.procs],
+            "relays": [p.pid for p in relays.procs.values()] if relays else [],
+            "aggregators": [p.pid for p in relays.aggregators.values()] if relays else [],
+        }
+        return {kind: sum(map(process_cpu, pids)) for kind, pids in kinds.items()}
 
     def exited(self) -> list[tuple[int | None, int]]:
         out: list[tuple[int | None, int]] = []
@@ -146,6 +160,15 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def descriptors() -> int:
     return sum(1 for _ in Path("/proc/self/fd").iterdir()) - 1
 
@@ -199,6 +222,8 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
             ip.run_line_magic("distributed", "status")
         peers = re.search(r"kernel connections to the ranks: (\d+)", status.getvalue())
         spent, walls, floors = [], [], []
+        assert FakeRanks.last is not None
+        others = FakeRanks.last.cpu()
         for _ in range(cells):
             # (an unmeasured cell first, with the floor: the measured one follows a cluster's)
             if FLOOR[0] and not ip.run_cell(line).success:
@@ -212,9 +237,13 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
                 c0 = cpu()
                 ip.run_cell(NOTHING)
                 floors.append(cpu() - c0)
+        ran = max(1, cells * (2 if FLOOR[0] else 1))  # (the cluster's cells in the loop)
+        others = {k: (v - others[k]) / ran for k, v in FakeRanks.last.cpu().items()}
     finally:
         process.wait_ready = real_wait  # type: ignore[assignment]
         ip.run_line_magic("distributed", "stop")
+    if FakeRanks.script == HERE / "fake_ranks.py":  # (another checkout's writes no counts)
+        reached(folder, n, 1 + cells * (2 if FLOOR[0] else 1))
     return {
         "connect + hello": f"{ready[0] - began:.2f} s",
         "kernel CPU per trivial cell (median / p90)": (
@@ -231,10 +260,28 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
         ),
         "trivial cell wall (median; shares the cores)": f"{median(walls) * 1e3:.1f} ms",
         "kernel descriptors": f"{fds}",
+        **{
+            f"{kind}' CPU per rank per cell (the cells' mean)": f"{others[kind] / n * 1e6:.1f} µs"
+            for kind in ("fake ranks", "relays")
+        },
+        "aggregators' CPU per cell (mean)": f"{others['aggregators'] * 1e3:.1f} ms",
         "kernel peers (connections to ranks, relays or aggregators)": (
             peers.group(1) if peers else "?"
         ),
     }
+
+
+def reached(folder: Path, n: int, cells: int) -> None:
+    """Check that each of the ``cells`` cells reached each of the ``n`` ranks: the helpers'
+    counts of the cells their ranks got (``fake_ranks.py`` writes them as it leaves)."""
+    starts = sorted(folder.glob("*.start"))
+    counts = [folder / f"{p.stem}.answered" for p in starts]
+    missing = [p.stem for p in counts if not p.exists()]
+    if missing:
+        raise RuntimeError(f"helpers {missing} did not say how many cells their ranks got")
+    got = sum(int(p.read_text()) for p in counts)
+    if got != n * cells:
+        raise RuntimeError(f"{n} ranks got {got} cells in all, not {n} x {cells}")
 
 
 def main() -> None:
@@ -270,7 +317,15 @@ def main() -> None:
         "measured cell, which itself follows an unmeasured cell, so that it follows a cluster's "
         "cell as IPython's part of a cluster's cell does)",
     )
+    parser.add_argument(
+        "--fakes",
+        type=Path,
+        help="another checkout's fake_ranks.py, for an A/B of the fakes' own cost (then the "
+        "count of cells that reached each rank is not checked: an older one writes none)",
+    )
     args = parser.parse_args()
+    if args.fakes:
+        FakeRanks.script = args.fakes.resolve()
     FLOOR[0] = not args.no_floor
     CODE[0] = args.code
     QUIET[0] = "" if args.shown else " --quiet"

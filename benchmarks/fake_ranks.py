@@ -17,14 +17,25 @@ the next cell), so the kernel's hang diagnosis and the relays' grouping of alike
 Where the cluster has node relays (``bench_scale.py --mode relay``), both connections go to the
 rank's node's relay, as a real rank's do. Nothing runs a cell; everything the kernel reads is
 signed and framed by the project's own protocol code. Writes the time it began to connect to
-``FIRST.start`` in ``$FAKE_DIR``.
+``FIRST.start`` in ``$FAKE_DIR``, and as it leaves, to ``FIRST.answered``, how many cells its
+ranks got in all (each rank's every ``Execute``: the bench checks that each cell reached each rank).
+
+Cheap, as a rank on another host costs the kernel nothing (issue 26): the helper's connections
+are ``fake_wire.py``'s (ZMTP spoken over a plain Unix socket where the rank's end is a DEALER on
+``ipc://``, no ZeroMQ I/O thread), read through one ``epoll``; a message that many of its ranks
+get as the same bytes (a cell signed once for all) is verified once for all of them
+(:class:`Shared`), each rank still checking that it is named and its counter; a trivial cell's
+``Done`` fields are made once per cell and each rank's end signed with its own counter and
+``after`` by the real ``Signer``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
+import select
 import socket
 import sys
 import time
@@ -32,13 +43,14 @@ from pathlib import Path
 from typing import Any
 
 import zmq
+from fake_wire import SeqpacketWire, ZmqWire, connect
 
 from jupyter_distributed.errors import RankFailure
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.pids import die_with_parent
 from jupyter_distributed.protocol.commands import Execute, Interrupt, Shutdown, StackRequest
 from jupyter_distributed.protocol.messages import parse
-from jupyter_distributed.protocol.packets import RECORD, BadPacket, Reassembler, records
+from jupyter_distributed.protocol.receivers import Receivers
 from jupyter_distributed.protocol.reports import Done, Hello, Stacks, Stage
 from jupyter_distributed.protocol.signing import (
     BOOTSTRAP_ENV,
@@ -48,63 +60,78 @@ from jupyter_distributed.protocol.signing import (
     rank_name,
 )
 from jupyter_distributed.protocol.stacks import Frame, ThreadStack
-from jupyter_distributed.worker.channel import dealer  # (the real rank's connection)
+
+
+class Shared:
+    """What a helper verified once for all its fakes: the last message several of them got as
+    the same bytes (a cell or a stack request signed once for all, which their relays forward
+    unchanged). Its signature is checked once (the real ``Signer.unpack``); each fake that gets
+    the same bytes again still checks that the message names it and that its counter is above
+    the last it took (``Signer.vouched``), as its own ``unpack`` would."""
+
+    def __init__(self) -> None:
+        self.frames: list[bytes] = []
+        self.header: dict[str, Any] = {}
+        self.message: Any = None
+        self.receivers = Receivers([])
+        self.plain: dict[str, Any] | None = None  # the message's Done(ok) fields, made once
+
+    def unpack(self, signer: Signer, frames: list[bytes]) -> tuple[Any, list[bytes]]:
+        if len(frames) == 2 and frames == self.frames:
+            dst, src, seq = self.header["dst"], self.header["src"], int(self.header["seq"])
+            if dst != signer.me and signer.me not in self.receivers:
+                raise BadMessage(f"a message from {src} to {dst!r} reached {signer.me}")
+            if not signer.vouched(src, seq):
+                raise BadMessage(f"replayed message {src}#{seq}")
+            return self.message, []
+        header, buffers = signer.unpack(frames)
+        message = parse(header)
+        if not buffers:
+            self.frames, self.header, self.message = frames, header, message
+            self.receivers, self.plain = Receivers(header["dst"]), None
+        return message, [bytes(b) for b in buffers]
 
 
 class FakeRank:
-    def __init__(self, rank: int, boot: dict[str, Any], ctx: zmq.Context[Any], layout: Layout):
+    def __init__(
+        self, rank: int, boot: dict[str, Any], ctx: zmq.Context[Any], layout: Layout, shared: Shared
+    ) -> None:
         key = bytes.fromhex(boot["key"])
-        self.rank, self.ctl_signer, self.cell_signer = rank, Signer(key, rank_name(rank)), None
-        self.cell_signer = Signer(key, cell_name(rank))
+        self.rank, self.shared = rank, shared
+        self.ctl_signer, self.cell_signer = (
+            Signer(key, rank_name(rank)),
+            Signer(key, cell_name(rank)),
+        )
         address, cells, curve = boot["address"], boot.get("cells"), boot.get("curve")
         if boot.get("relays"):  # (as a real rank: both connections to its node's relay)
             address, cells, curve = boot["relays"][str(layout.coords(rank).node_rank)], None, None
-        self.ctl = dealer(ctx, address, curve)
-        self.unix: socket.socket | None = None
-        self.cell_zmq: zmq.Socket[bytes] | None = None
-        if cells:
-            self.unix = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            self.unix.connect(cells)
-        else:
-            self.cell_zmq = dealer(ctx, address, curve)
-        self._in, self._buf = Reassembler(), bytearray(RECORD)
+        self.ctl = connect(ctx, address, curve)
+        self.cell = SeqpacketWire(cells) if cells else connect(ctx, address, curve)
         self.control = 0  # control messages received (pings, read and dropped)
+        self.executes = 0  # cells received
         self.held: str | None = None  # the run a hung cell holds (``hang``, ``sleep``)
-        self.ctl.send_multipart(self.ctl_signer.pack(Stage("setup", os.getpid()).to_header()))
-        coords = layout.coords(rank).to_json()
-        self.send_cell(Hello(rank, socket.gethostname(), os.getpid(), "fake", coords))
+        self.stopped = False  # its cell socket said stop
+        self.coords = layout.coords(rank).to_json()
 
-    def send_cell(self, message: Any) -> None:
-        header = {**message.to_header(), "after": self.ctl_signer.sent}
-        frames = self.cell_signer.pack(header)
-        if self.unix is not None:
-            for record in records(frames):
-                self.unix.sendmsg(record)
-        else:
-            assert self.cell_zmq is not None
-            self.cell_zmq.send_multipart(frames)
+    def start(self) -> None:
+        """Once both connections are up: ``Stage("setup")`` and ``Hello``, as a real rank."""
+        self.ctl.wait_ready()
+        self.ctl.send(self.ctl_signer.pack(Stage("setup", os.getpid()).to_header()))
+        self.cell.wait_ready()
+        hello = Hello(self.rank, socket.gethostname(), os.getpid(), "fake", self.coords)
+        self.send_cell(hello.to_header())
 
-    def cell_readable(self) -> bool:
-        """Read what came on the cell socket; False once the kernel closed it or said stop."""
-        if self.unix is not None:
-            size = self.unix.recv_into(self._buf)
-            if not size:
-                return False
-            try:
-                frames = self._in.feed(memoryview(self._buf)[:size])
-            except BadPacket:
-                return True
-            if frames is None:
-                return True
-        else:
-            assert self.cell_zmq is not None
-            frames = self.cell_zmq.recv_multipart()
+    def send_cell(self, fields: dict[str, Any]) -> None:
+        self.cell.send(self.cell_signer.pack({**fields, "after": self.ctl_signer.sent}))
+
+    def cell_message(self, frames: list[bytes]) -> bool:
+        """A message on the cell socket; False once the kernel said stop."""
         try:
-            header, buffers = self.cell_signer.unpack(frames)
-            message = parse(header)
+            message, buffers = self.shared.unpack(self.cell_signer, frames)
         except BadMessage:
             return True
         if isinstance(message, Execute):
+            self.executes += 1
             done = self.answer(message, buffers)
             if done is None:
                 self.held = message.run_id
@@ -112,22 +139,21 @@ class FakeRank:
                 self.send_cell(done)
         return not isinstance(message, Shutdown)
 
-    def control_readable(self) -> None:
+    def control_message(self, frames: list[bytes]) -> None:
         """A message on the control channel: a ping (counted), a stack request (answered), an
         interrupt (a held cell ends)."""
         self.control += 1
         try:
-            header, _ = self.ctl_signer.unpack(self.ctl.recv_multipart())
-            message = parse(header)
+            message, _ = self.shared.unpack(self.ctl_signer, frames)
         except BadMessage:
             return
         if isinstance(message, StackRequest):
             stacks = Stacks(message.request_id, [t.to_json() for t in self.threads()], "cell")
-            self.ctl.send_multipart(self.ctl_signer.pack(stacks.to_header()))
+            self.ctl.send(self.ctl_signer.pack(stacks.to_header()))
         elif isinstance(message, Interrupt) and self.held is not None:
             failure = RankFailure(self.rank, time.time(), socket.gethostname(), os.getpid(),
                                   "KeyboardInterrupt", "", kind="interrupted")  # fmt: skip
-            self.send_cell(Done(self.held, "interrupted", failure=failure.to_json()))
+            self.send_cell(Done(self.held, "interrupted", failure=failure.to_json()).to_header())
             self.held = None
 
     def threads(self) -> list[ThreadStack]:
@@ -146,22 +172,29 @@ class FakeRank:
         ]  # fmt: skip
         return [ThreadStack("MainThread", True, tuple(held if self.held else wait))]
 
-    def answer(self, message: Execute, buffers: list[Any]) -> Done | None:
-        """Its value says what reached it (for the tests); a cell ``None`` has no value (a
-        trivial cell), nor has ``fail R``, in which rank R fails."""
+    def answer(self, message: Execute, buffers: list[bytes]) -> dict[str, Any] | None:
+        """Its ``Done``'s fields (None: it holds the cell). Its value says what reached it (for
+        the tests); a cell ``None`` has no value (a trivial cell), nor has ``fail R``, in which
+        rank R fails: those fields are the same for every rank, made once per cell."""
         code = message.code.strip()
         if code == "sleep" or (code == "hang" and self.rank != 0):
             return None
         if code == f"fail {self.rank}":
             failure = RankFailure(self.rank, time.time(), socket.gethostname(), os.getpid(),
                                   "ValueError", f"rank {self.rank} failed on purpose")  # fmt: skip
-            return Done(message.run_id, "error", failure=failure.to_json())
+            return Done(message.run_id, "error", failure=failure.to_json()).to_header()
         if code in ("None", "hang") or code.startswith("fail "):
-            return Done(message.run_id, "ok")
+            if message is not self.shared.message:
+                return Done(message.run_id, "ok").to_header()
+            if self.shared.plain is None:
+                self.shared.plain = Done(message.run_id, "ok").to_header()
+            return self.shared.plain
         if code == "control":
-            return Done(message.run_id, "ok", value=f"{self.rank}: control {self.control}")
-        pushed = sum(len(memoryview(b)) for b in buffers)
-        return Done(message.run_id, "ok", value=f"{self.rank}: {code} ({pushed} pushed bytes)")
+            done = Done(message.run_id, "ok", value=f"{self.rank}: control {self.control}")
+            return done.to_header()
+        pushed = sum(len(b) for b in buffers)
+        value = f"{self.rank}: {code} ({pushed} pushed bytes)"
+        return Done(message.run_id, "ok", value=value).to_header()
 
 
 def main() -> None:
@@ -180,34 +213,59 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8 * mine + 64)), hard))
     ctx: zmq.Context[Any] = zmq.Context()
     ctx.set(zmq.MAX_SOCKETS, max(ctx.get(zmq.MAX_SOCKETS), 2 * mine + 16))  # (1,023 by default)
-    Path(os.environ["FAKE_DIR"], f"{first}.start").write_text(repr(time.time()))
-    ranks = [FakeRank(r, boot, ctx, layout) for r in owned]
-    poller = zmq.Poller()  # (zmq_poll is poll(2): descriptors past 1024 are fine)
-    by_key: dict[Any, FakeRank] = {}
-    by_ctl: dict[Any, FakeRank] = {}
+    folder = Path(os.environ["FAKE_DIR"])
+    (folder / f"{first}.start").write_text(repr(time.time()))
+    shared = Shared()
+    ranks = [FakeRank(r, boot, ctx, layout, shared) for r in owned]
+    for rank in ranks:  # (every connection dialled first, then each one's handshake awaited)
+        rank.start()
+    serve(ranks)
+    (folder / f"{first}.answered").write_text(str(sum(r.executes for r in ranks)))
+    os._exit(0)  # (as a stopped rank leaves: no teardown of thousands of sockets and objects)
+
+
+def serve(ranks: list[FakeRank]) -> None:
+    """Answer what comes on the ranks' connections until each rank's cell socket said stop."""
+    poll = select.epoll()
+    by_fd: dict[int, tuple[FakeRank, bool]] = {}  # descriptor -> (its rank, its cell socket?)
     for rank in ranks:
-        poller.register(rank.ctl, zmq.POLLIN)
-        by_ctl[rank.ctl] = rank
-        cell_key: Any = rank.unix.fileno() if rank.unix is not None else rank.cell_zmq
-        poller.register(cell_key, zmq.POLLIN)
-        by_key[cell_key] = rank
+        for wire, cell in ((rank.cell, True), (rank.ctl, False)):
+            by_fd[wire.fileno()] = (rank, cell)
+            poll.register(wire.fileno(), select.EPOLLIN)
+    # (a ZeroMQ socket's descriptor may miss a message that a send of its own took in: read
+    # those again after each round)
+    zmq_wires = [
+        (r, w, w is r.cell) for r in ranks for w in (r.cell, r.ctl) if isinstance(w, ZmqWire)
+    ]
     live = len(ranks)
     while live:
-        stopped = []
-        for key, _ in poller.poll(1000):
-            if key in by_key:
-                if not by_key[key].cell_readable():
-                    stopped.append(key)
-            else:
-                by_ctl[key].control_readable()
-        if stopped:  # (a new poller once per round: pyzmq's unregister is O(sockets) each)
-            live -= len(stopped)
-            gone = {*stopped, *(by_key[k].ctl for k in stopped)}
-            kept = [k for k, _ in poller.sockets if k not in gone]
-            poller = zmq.Poller()
-            for key in kept:
-                poller.register(key, zmq.POLLIN)
-    os._exit(0)  # (as a stopped rank leaves: no teardown of thousands of sockets and objects)
+        ready = [by_fd[fd] for fd, _ in poll.poll(1.0)]
+        ready += [
+            (r, cell)
+            for r, w, cell in zmq_wires
+            if not r.stopped and w.sock.get(zmq.EVENTS) & zmq.POLLIN
+        ]
+        for rank, cell in ready:
+            if rank.stopped:
+                continue
+            wire = rank.cell if cell else rank.ctl
+            messages = wire.read()
+            if messages is None:  # (closed: its relay is gone; a real rank would dial again)
+                poll.unregister(wire.fileno())
+                del by_fd[wire.fileno()]
+                continue
+            for frames in messages:
+                if cell and not rank.cell_message(frames):
+                    rank.stopped = True
+                elif not cell:
+                    rank.control_message(frames)
+            if rank.stopped:
+                live -= 1
+                for w in (rank.cell, rank.ctl):
+                    if w.fileno() in by_fd:
+                        del by_fd[w.fileno()]
+                        with contextlib.suppress(OSError, ValueError):
+                            poll.unregister(w.fileno())
 
 
 if __name__ == "__main__":

@@ -62,6 +62,7 @@ from ..layout import Layout
 from ..protocol.signing import Signer, cell_name, rank_name
 from .aggregators import above, aggregated_nodes, bind_address, listen_curve, other_aggregators
 from .fanin import REDUCED, hold_due
+from .hopframes import send
 from .hopnames import aggregator_name, relay_name
 from .nodedirs import node_ranks
 from .noderuns import joined
@@ -221,7 +222,7 @@ class Aggregator(Hop):
         if self._merger.hold(header):
             return
         self._merger.passed(header)
-        self.up.send_multipart(message, copy=False)
+        send(self.up, message)
 
     def _down(self, message: list[zmq.Frame], header: dict[str, Any]) -> None:
         self._merger.sent(header)
@@ -238,7 +239,7 @@ class Aggregator(Hop):
     def _reduce(self) -> float | None:
         reduced, wait = self._merger.due()
         for fields in reduced:
-            self.up.send_multipart(self._signer.pack(fields), copy=False)
+            send(self.up, self._signer.pack(fields))
         return wait
 
 

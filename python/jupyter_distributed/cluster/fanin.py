@@ -41,10 +41,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..protocol.receivers import Receivers
 from ..protocol.signing import cell_name, rank_name
 from .hopnames import hop_nodes, speaker
 from .noderuns import NodeRuns
+from .relaydsts import ByDst
 
 REDUCED = "dones"  # the type of a relay's reduced message (the kernel expands it)
 # what a kernel's bootstrap says it takes (``ranges``): 1, plain ends as ranges with each rank's
@@ -55,6 +55,8 @@ HOLD_S = 0.5  # how long a relay holds a rank's Done at least while its other ra
 QUIET_S = 0.5  # past HOLD_S, held ends wait on while the others' still come this close together
 HOLD_MAX_S = 2.0  # ... but no longer than this from the first held one
 PLAIN = frozenset(("type", "run_id", "status", "pull_errors"))  # a plain end's only fields
+ENVELOPE = ("src", "dst", "seq", "v", "after")  # a rank's header's fields that are not its end's
+PLAIN_HEADER = PLAIN | frozenset(ENVELOPE)  # ... so a plain end's header has only these
 
 
 def hold_due(first: float, last: float) -> float:
@@ -72,7 +74,7 @@ class _Cell:
 
     ranks: set[int]
     started: float
-    held: dict[int, list[Any]] = field(default_factory=dict)  # rank -> [seq, after, fields]
+    held: dict[int, list[Any]] = field(default_factory=dict)  # rank -> [seq, after, header]
     first: float = 0.0  # when the first held Done came
     last: float = 0.0  # ... and the latest
     errors: int = 0  # errors forwarded at once
@@ -96,14 +98,16 @@ class Reducer:
         # no ranges, e.g. an older one; every end goes as the rank signed it)
         self._accepted = accepted
         self._cells: dict[str, _Cell] = {}
+        # the ranks of this node a cell's dst names, read once per dst (the same every cell)
+        self._named = ByDst(lambda dst: frozenset(self._mine[d] for d in dst.among(self._mine)))
 
     def sent(self, header: dict[str, Any]) -> None:
         """A message from the kernel went down: a cell starts on the ranks it names."""
         if header.get("type") != "execute":
             return
-        ranks = {self._mine[d] for d in Receivers(header["dst"]).among(self._mine)}
+        ranks = self._named.get(header["dst"])
         if ranks:
-            self._cells[str(header.get("run_id"))] = _Cell(ranks, self._clock())
+            self._cells[str(header.get("run_id"))] = _Cell(set(ranks), self._clock())
 
     def hold(self, header: dict[str, Any], buffers: int) -> bool:
         """Whether a rank's verified message is a ``Done`` to hold (False: forward it now)."""
@@ -120,8 +124,8 @@ class Reducer:
             cell.errors += header.get("status") == "error"
             cell.ranks.discard(rank)  # (forwarded as it is: no longer awaited here)
             return False
-        fields = {k: v for k, v in header.items() if k not in ("src", "dst", "seq", "v", "after")}
-        cell.held[rank] = [int(header["seq"]), int(header.get("after", 0)), fields]
+        # (the header as it came: its fields are copied out only for an end that is not plain)
+        cell.held[rank] = [int(header["seq"]), int(header.get("after", 0)), header]
         cell.first, cell.last = cell.first or now, now
         return True
 
@@ -152,15 +156,16 @@ class Reducer:
 
     def _reduce(self, run_id: str, cell: _Cell) -> dict[str, Any]:
         statuses: dict[str, int] = {}
-        for _, _, fields in cell.held.values():
-            statuses[str(fields.get("status"))] = statuses.get(str(fields.get("status")), 0) + 1
+        for _, _, header in cell.held.values():
+            statuses[str(header.get("status"))] = statuses.get(str(header.get("status")), 0) + 1
         rank, slowest = cell.slowest
         each, plain, seqs = [], [], []
-        for r, (seq, after, fields) in sorted(cell.held.items()):
-            if self._plain(r, run_id, after, fields):
+        for r, (seq, after, header) in sorted(cell.held.items()):
+            if self._plain(r, run_id, after, header):
                 plain.append(r)
                 seqs.append(seq)
             else:
+                fields = {k: v for k, v in header.items() if k not in ENVELOPE}
                 each.append([r, seq, after, fields])
         out = {
             "type": REDUCED, "run_id": run_id, "done": len(cell.held), "of": len(cell.ranks),
@@ -173,14 +178,15 @@ class Reducer:
                 out["seqs"] = seqs
         return out
 
-    def _plain(self, rank: int, run_id: str, after: int, fields: dict[str, Any]) -> bool:
-        """Whether a held end may go as part of a range (see the module's text)."""
+    def _plain(self, rank: int, run_id: str, after: int, header: dict[str, Any]) -> bool:
+        """Whether a held end (its header) may go as part of a range (see the module's
+        text)."""
         return (
             self._accepted is not None
-            and fields.get("status") == "ok"
-            and fields.get("run_id") == run_id
-            and not fields.get("pull_errors")
-            and fields.keys() <= PLAIN
+            and header.get("status") == "ok"
+            and header.get("run_id") == run_id
+            and not header.get("pull_errors")
+            and header.keys() <= PLAIN_HEADER
             and after <= self._accepted(rank_name(rank))
         )
 

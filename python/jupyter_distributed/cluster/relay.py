@@ -52,6 +52,7 @@ from ..protocol.frames import MAX_FRAME, MAX_HEADER
 from ..protocol.signing import BOOTSTRAP_ENV, BadMessage, Signer, cell_name, rank_name
 from .aggregators import upward
 from .fanin import Reducer
+from .hopframes import send, take
 from .hoplife import Connections
 from .hopnames import relay_name
 from .nodedirs import listen_directory, node_ranks, remove_directory
@@ -163,11 +164,7 @@ class Hop:
         """Send what it holds now (as it leaves)."""
 
     def _from_below(self) -> None:
-        while True:
-            try:
-                frames = self.down.recv_multipart(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                return
+        while (frames := take(self.down)) is not None:
             peer, message = frames[0].bytes, frames[1:]
             try:
                 header = self._down_signer.check([f.buffer for f in message])
@@ -183,11 +180,7 @@ class Hop:
             self._up(message, header, src)
 
     def _from_above(self) -> None:
-        while True:
-            try:
-                message = self.up.recv_multipart(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                return
+        while (message := take(self.up)) is not None:
             try:
                 header = self._up_signer.check([f.buffer for f in message])
             except BadMessage:
@@ -196,12 +189,12 @@ class Hop:
 
     def _up(self, message: list[zmq.Frame], header: dict[str, Any], src: str) -> None:
         """A verified message from below, of ``src``: forwarded unchanged."""
-        self.up.send_multipart(message, copy=False)
+        send(self.up, message)
 
     def _down(self, message: list[zmq.Frame], header: dict[str, Any]) -> None:
         """A verified message from above: forwarded unchanged to each connection it names."""
         for peer in self._peers.get(header["dst"]):
-            self.down.send_multipart([peer, *message], copy=False)
+            send(self.down, [peer, *message])
 
     def _reduce(self) -> float | None:
         """What is due upward now; in how many seconds the next is (None: nothing waits)."""
@@ -230,7 +223,7 @@ class Relay(Hop):
             batch_wait = None
         waits = [w for w in (wait, batch_wait) if w is not None]
         for fields in reduced:
-            self.up.send_multipart(self._signer.pack(fields), copy=False)
+            send(self.up, self._signer.pack(fields))
         return min(waits) if waits else None
 
     def _flush(self) -> None:
@@ -245,7 +238,7 @@ class Relay(Hop):
     def _send_batch(self) -> None:
         fields = self._batcher.take()
         if fields is not None:
-            self.up.send_multipart(self._signer.pack(fields), copy=False)
+            send(self.up, self._signer.pack(fields))
 
     def _up(self, message: list[zmq.Frame], header: dict[str, Any], src: str) -> None:
         self._batcher.alike.seen(header)
@@ -255,7 +248,7 @@ class Relay(Hop):
             return
         if self._batcher.holds(src):
             self._send_batch()  # (what this rank sent before this goes first)
-        self.up.send_multipart(message, copy=False)
+        send(self.up, message)
 
     def _down(self, message: list[zmq.Frame], header: dict[str, Any]) -> None:
         self._reducer.sent(header)

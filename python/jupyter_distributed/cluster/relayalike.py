@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..collapse import WINDOW
-from ..protocol.receivers import Receivers
+from .relaydsts import ByDst
 
 LINES_WAIT_S = 0.05  # the longest a batch waits for the same lines from the node's ranks
 STACKS_WAIT_S = 0.3  # ... for the stacks of the ranks asked, from the request (the kernel: 0.5 s)
@@ -46,14 +46,17 @@ class Alike:
         self._lines_at = -1  # position of the last output entry (-1: none)
         self._since = 0.0
         self._keyed: tuple[dict[str, Any] | None, tuple[Any, ...] | None] = (None, None)
+        # the ranks of this node a dst names, read once per dst (a cell's is the same each cell)
+        self._named = ByDst(
+            lambda dst: frozenset(r for r in self._node if f"c{r}" in dst or f"r{r}" in dst)
+        )
 
     def sent(self, header: dict[str, Any]) -> None:
         """A message from the kernel went down: a cell, or a stack request, for some ranks."""
         kind = header.get("type")
         if kind not in ("execute", "stack_request"):
             return
-        receivers = Receivers(header["dst"])
-        mine = {r for r in self._node if f"c{r}" in receivers or f"r{r}" in receivers}
+        mine = set(self._named.get(header["dst"]))
         key = str(header.get("run_id" if kind == "execute" else "request_id"))
         if kind == "execute":  # (a cell signed once per rank comes in as many messages)
             self._running = mine | self._running if key == self._cell else mine

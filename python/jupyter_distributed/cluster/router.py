@@ -142,13 +142,14 @@ class Router:
         awaited and its record is written: where deaths wake the I/O thread (pidfds), a long
         cell's ticks (process watch, controls, pings: due every 0.25 s or less often) need not
         wake the kernel 20 times a second on its ranks' cores (issue 26). Between cells
-        ``rest_ms`` if given, else ``poll_ms``: a cell sent over the local cell sockets does not
-        wake the I/O thread, its next tick starts the run (so ``rest_ms`` only where a cell's
-        first message wakes it: through relays)."""
+        ``rest_ms`` if given, else ``poll_ms``: with ``rest_ms`` a cell wakes the I/O thread as
+        it is sent (over the local cell sockets too, see :attr:`.Outbox.wake_cells`), which
+        starts the run at once, not at the next tick."""
         self._pace_ms = poll_ms
         if running_ms is not None:
             self._running_ms = running_ms
         self._rest_ms = rest_ms
+        self._outbox.wake_cells = bool(rest_ms)
         self._loop.pace(rest_ms or poll_ms)
 
     def tick_now(self) -> None:

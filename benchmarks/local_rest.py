@@ -1,14 +1,17 @@
 """The kernel at rest on the default local cluster (issue 26): real ranks, no relays.
 
     PYTHONPATH=python python benchmarks/local_rest.py [--ranks 2 8] [--idle 10] [--repeats 1]
+        [--cells 0]
 
 Per size: a local cluster of N real ranks on one node (``Distributed.relays`` "never", the
 kernel as the relay) runs ``pass``, rests a second, then S seconds are measured with no cell:
 this process's CPU per second (``getrusage``), each thread's CPU and wake-ups per second (the
 times the scheduler put it on a core, ``/proc/self/task/*/schedstat``), and what the I/O
 thread's ticks did (their count and CPU by ``time.thread_time``: the tick, its look at the
-controls, its look at the processes, the pings). Runs the code ``PYTHONPATH`` names (an A/B
-runs this same script with each arm's ``python/`` first).
+controls, its look at the processes, the pings). With ``--cells N``, then N trivial cells
+(``pass``) one after the other, each after a rest of 0.6 s (the I/O thread at its pace between
+cells): per cell, the same figures (``per cell``), and the cells' walls. Runs the code
+``PYTHONPATH`` names (an A/B runs this same script with each arm's ``python/`` first).
 """
 
 from __future__ import annotations
@@ -81,36 +84,55 @@ def threads() -> dict[str, tuple[float, int]]:
     return out
 
 
-def at_rest(ranks: int, seconds: float, folder: Path) -> dict[str, float]:
+class Window:
+    """What this process spent from its start to :meth:`row` (``per``: divided by it)."""
+
+    def __init__(self) -> None:
+        self.spent, self.calls = dict(SPENT), dict(CALLS)
+        self.threads, self.usage = threads(), resource.getrusage(resource.RUSAGE_SELF)
+
+    def row(self, per: float, unit: str) -> dict[str, float]:
+        t1, u1, u0 = threads(), resource.getrusage(resource.RUSAGE_SELF), self.usage
+        cpu = u1.ru_utime + u1.ru_stime - u0.ru_utime - u0.ru_stime
+        row = {f"process ms/{unit}": cpu * 1e3 / per}
+        for name, (c, n) in t1.items():
+            c0, n0 = self.threads.get(name, (0.0, 0))
+            if name in ("main", "io") or c - c0 > 1e-5 * per:
+                row[f"{name} ms/{unit}"] = (c - c0) * 1e3 / per
+                row[f"{name} wakes/{unit}"] = (n - n0) / per
+        for label in SPENT:
+            row[f"{label}/{unit}"] = (CALLS[label] - self.calls.get(label, 0)) / per
+            row[f"{label} ms/{unit}"] = (SPENT[label] - self.spent.get(label, 0.0)) * 1e3 / per
+        return row
+
+
+def measure(ranks: int, seconds: float, cells: int, folder: Path) -> dict[str, float]:
     store = Store(folder / f"history-{ranks}.sqlite")
     session = Session(store)
+    out = io.StringIO()
+    spec = Spec(layout=Layout(nodes=1, procs_per_node=ranks), relays="never")
+    view = CellView(out=out, err=out)
     try:
-        out = io.StringIO()
-        spec = Spec(layout=Layout(nodes=1, procs_per_node=ranks), relays="never")
-        session.run_cell(spec, "pass", {}, view=CellView(out=out, err=out))
+        session.run_cell(spec, "pass", {}, view=view)
         (live,) = session.live.values()
         assert not live.cluster.relays, "the cluster has relays"
         time.sleep(1.0)
-        spent, calls = dict(SPENT), dict(CALLS)
-        t0, u0 = threads(), resource.getrusage(resource.RUSAGE_SELF)
-        w0 = time.perf_counter()
+        window, w0 = Window(), time.perf_counter()
         time.sleep(seconds)
-        wall = time.perf_counter() - w0
-        t1, u1 = threads(), resource.getrusage(resource.RUSAGE_SELF)
-        spent1, calls1 = dict(SPENT), dict(CALLS)
+        row = window.row(time.perf_counter() - w0, "s")
+        walls: list[float] = []
+        for _ in range(cells):
+            time.sleep(0.6)  # (at rest: the I/O thread at its pace between cells)
+            window, w0 = Window(), time.perf_counter()
+            session.run_cell(spec, "pass", {}, view=view)
+            walls.append((time.perf_counter() - w0) * 1e3)
+            for key, value in window.row(1.0, "cell").items():
+                row[key] = row.get(key, 0.0) + value / cells
+        if walls:
+            row["cell wall ms (median)"] = statistics.median(walls)
     finally:
         session.shutdown()
         store.close()
-    cpu = u1.ru_utime + u1.ru_stime - u0.ru_utime - u0.ru_stime
-    row = {"process ms/s": cpu * 1e3 / wall}
-    for name, (c, n) in t1.items():
-        c0, n0 = t0.get(name, (0.0, 0))
-        if name in ("main", "io") or c - c0 > 1e-5 * wall:
-            row[f"{name} ms/s"] = (c - c0) * 1e3 / wall
-            row[f"{name} wakes/s"] = (n - n0) / wall
-    for label in spent1:
-        row[f"{label}/s"] = (calls1[label] - calls.get(label, 0)) / wall
-        row[f"{label} ms/s"] = (spent1[label] - spent.get(label, 0.0)) * 1e3 / wall
     return row
 
 
@@ -119,12 +141,14 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, nargs="+", default=[2, 8])
     parser.add_argument("--idle", type=float, default=10.0, metavar="S", help="seconds at rest")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--cells", type=int, default=0, help="trivial cells after the rest")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="jd-local-rest-"))
     try:
         for ranks in args.ranks:
-            rows = [at_rest(ranks, args.idle, folder) for _ in range(args.repeats)]
-            print(f"{ranks} local ranks, no relays, {args.idle:g} s at rest (per second):")
+            rows = [measure(ranks, args.idle, args.cells, folder) for _ in range(args.repeats)]
+            cells = f"{args.cells} cells"
+            print(f"{ranks} local ranks, no relays: {args.idle:g} s at rest (/s), {cells}")
             for key in sorted({k for r in rows for k in r}):
                 values = [r.get(key, 0.0) for r in rows]
                 each = " ".join(f"{v:.3f}" for v in values)

@@ -165,11 +165,12 @@ class Router:
         record_by = time.monotonic() + self.record_after  # (from now, not when start runs)
 
         def start() -> None:
+            rested = bool(self._rest_ms) and not self.ranks.run_id
             self.cell.start(writer, record_by)
             if writer is not None:
                 self._loop.tick_within(max(0.0, record_by - time.monotonic()))
             self.record(list(self.ranks.begin(run_id)), [])
-            self._repace()  # (from the pace at rest to the cell's)
+            self._repace(rested)  # (from the pace at rest to the cell's: a tick when due)
 
         self._loop.call(start, wake=False)
 
@@ -278,14 +279,15 @@ class Router:
             self._outbox.ping(self._ping_to)
         self._repace()
 
-    def _repace(self) -> None:
+    def _repace(self, from_now: bool = False) -> None:
         """(I/O thread) The tick's pace: slower while a cell runs, or while none does where a
-        pace at rest is set (see :meth:`pace`)."""
+        pace at rest is set (see :meth:`pace`); ``from_now``: see :meth:`IoLoop.pace`."""
         if self._rest_ms and not self.ranks.run_id:
             self._loop.pace(self._rest_ms)
             return
         running = bool(self.cell.awaited) and self.cell.writer is None
-        self._loop.pace(max(self._pace_ms, self._running_ms) if running else self._pace_ms)
+        pace = max(self._pace_ms, self._running_ms) if running else self._pace_ms
+        self._loop.pace(pace, from_now)
 
     def _on_batch(self, batch: Batch) -> None:
         taken: list[tuple[bytes | CellPeer, list[Buffer]]] = []

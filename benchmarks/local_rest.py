@@ -1,7 +1,7 @@
 """The kernel at rest on the default local cluster (issue 26): real ranks, no relays.
 
     PYTHONPATH=python python benchmarks/local_rest.py [--ranks 2 8] [--idle 10] [--repeats 1]
-        [--cells 0]
+        [--cells 0] [--relays always]
 
 Per size: a local cluster of N real ranks on one node (``Distributed.relays`` "never", the
 kernel as the relay) runs ``pass``, rests a second, then S seconds are measured with no cell:
@@ -10,8 +10,9 @@ times the scheduler put it on a core, ``/proc/self/task/*/schedstat``), and what
 thread's ticks did (their count and CPU by ``time.thread_time``: the tick, its look at the
 controls, its look at the processes, the pings). With ``--cells N``, then N trivial cells
 (``pass``) one after the other, each after a rest of 0.6 s (the I/O thread at its pace between
-cells): per cell, the same figures (``per cell``), and the cells' walls. Runs the code
-``PYTHONPATH`` names (an A/B runs this same script with each arm's ``python/`` first).
+cells): per cell, the same figures (``per cell``), and the cells' walls. ``--relays always``:
+the same cluster behind a node relay, for comparison. Runs the code ``PYTHONPATH`` names (an
+A/B runs this same script with each arm's ``python/`` first).
 """
 
 from __future__ import annotations
@@ -106,16 +107,16 @@ class Window:
         return row
 
 
-def measure(ranks: int, seconds: float, cells: int, folder: Path) -> dict[str, float]:
+def measure(ranks: int, seconds: float, cells: int, folder: Path, relays: str) -> dict[str, float]:
     store = Store(folder / f"history-{ranks}.sqlite")
     session = Session(store)
     out = io.StringIO()
-    spec = Spec(layout=Layout(nodes=1, procs_per_node=ranks), relays="never")
+    spec = Spec(layout=Layout(nodes=1, procs_per_node=ranks), relays=relays)
     view = CellView(out=out, err=out)
     try:
         session.run_cell(spec, "pass", {}, view=view)
         (live,) = session.live.values()
-        assert not live.cluster.relays, "the cluster has relays"
+        assert bool(live.cluster.relays) == (relays == "always"), "relays or not as asked"
         time.sleep(1.0)
         window, w0 = Window(), time.perf_counter()
         time.sleep(seconds)
@@ -142,13 +143,17 @@ def main() -> None:
     parser.add_argument("--idle", type=float, default=10.0, metavar="S", help="seconds at rest")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--cells", type=int, default=0, help="trivial cells after the rest")
+    parser.add_argument("--relays", choices=("never", "always"), default="never")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="jd-local-rest-"))
     try:
         for ranks in args.ranks:
-            rows = [measure(ranks, args.idle, args.cells, folder) for _ in range(args.repeats)]
-            cells = f"{args.cells} cells"
-            print(f"{ranks} local ranks, no relays: {args.idle:g} s at rest (/s), {cells}")
+            rows = [
+                measure(ranks, args.idle, args.cells, folder, args.relays)
+                for _ in range(args.repeats)
+            ]
+            cells = f"relays {args.relays}, {args.cells} cells"
+            print(f"{ranks} local ranks: {args.idle:g} s at rest (/s), {cells}")
             for key in sorted({k for r in rows for k in r}):
                 values = [r.get(key, 0.0) for r in rows]
                 each = " ".join(f"{v:.3f}" for v in values)

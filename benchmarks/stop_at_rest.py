@@ -5,8 +5,9 @@ written into the history by another connection, to the cluster no longer alive.
 
 Per repeat: a cluster of 2 local ranks behind a relay (``--relays never``: without, the
 kernel as the relay) runs ``pass``, rests a while (a different phase of the kernel's look at
-the controls, every 0.5 s at rest, each time), then the stop is requested through a second ``Store`` on the same file, as the server extension does. Prints
-each latency in ms with the median and the worst.
+the controls, every 0.5 s at rest, each time), then the stop is requested through a second
+``Store`` on the same file, as the server extension does. Prints each latency in ms with the
+median and the worst.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
 """How soon an idle cluster acts on the panel's stop (issue 26's ≤ 1 s): the server's request
 written into the history by another connection, to the cluster no longer alive.
 
-    PYTHONPATH=python python benchmarks/stop_at_rest.py [--repeats 5]
+    PYTHONPATH=python python benchmarks/stop_at_rest.py [--repeats 5] [--relays never]
 
-Per repeat: a cluster of 2 local ranks behind a relay runs ``pass``, rests a while (a different
-phase of the kernel's look at the controls, every 0.5 s at rest, each time), then the stop is
-requested through a second ``Store`` on the same file, as the server extension does. Prints
-each latency in ms with the median and the worst.
+Per repeat: a cluster of 2 local ranks behind a relay (``--relays never``: without, the
+kernel as the relay) runs ``pass``, rests a while (a different phase of the kernel's look at
+the controls, every 0.5 s at rest, each time), then the stop is requested through a second
+``Store`` on the same file, as the server extension does. Prints each latency in ms with the
+median and the worst.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from jupyter_distributed.spec import Spec  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--relays", choices=("always", "never"), default="always")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="jd-stop-rest-"))
     store = Store(folder / "history.sqlite")
@@ -43,7 +45,7 @@ def main() -> None:
     try:
         for i in range(args.repeats):
             out = io.StringIO()
-            spec = Spec(layout=Layout(nodes=1, procs_per_node=2), relays="always")
+            spec = Spec(layout=Layout(nodes=1, procs_per_node=2), relays=args.relays)
             session.run_cell(spec, "pass", {}, view=CellView(out=out, err=out))
             (live,) = session.live.values()
             cluster = live.cluster

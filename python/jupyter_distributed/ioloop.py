@@ -95,10 +95,14 @@ class IoLoop:
         due = time.monotonic() + seconds
         self._due = due if self._due is None else min(self._due, due)
 
-    def pace(self, poll_ms: int) -> None:
+    def pace(self, poll_ms: int, from_now: bool = False) -> None:
         """Run ``tick`` about every ``poll_ms`` from the thread's next wait on (any thread; a
-        wait under way ends as it would: call :meth:`wake` to end it now)."""
+        wait under way ends as it would: call :meth:`wake` to end it now). ``from_now`` (only
+        on the I/O thread): the next tick ``poll_ms`` from now, not at once where the last was
+        longer ago (a faster pace after a rest ticks when due, not for being overdue)."""
         self._poll_ms = poll_ms
+        if from_now:
+            self._ticked = time.monotonic()
 
     def watch(self, fd: int, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the I/O thread as soon as ``fd`` is readable, once; the loop owns

@@ -29,9 +29,9 @@ def session(tmp_path: Path) -> Iterator[Session]:
     yield from session_in(tmp_path)
 
 
-def _live_cluster(session: Session) -> Any:
+def _live_cluster(session: Session, relays: str = "always") -> Any:
     out = io.StringIO()
-    spec = Spec(layout=Layout(nodes=1, procs_per_node=2), relays="always")
+    spec = Spec(layout=Layout(nodes=1, procs_per_node=2), relays=relays)
     session.run_cell(spec, "pass", {}, view=CellView(out=out, err=out))
     (live,) = session.live.values()
     return live.cluster
@@ -81,13 +81,22 @@ def test_the_panels_stop_stops_an_idle_cluster_within_a_second(
 
 
 def _counted(cluster: Any) -> dict[str, int]:
-    """Counts of the I/O thread's ticks and of its looks at the controls (queries) from now."""
-    counts = {"ticks": 0, "looks": 0}
+    """Counts of the I/O thread's ticks, of its looks at the controls (queries) and of the
+    rounds of its loop (one a wake-up) from now."""
+    counts = {"ticks": 0, "looks": 0, "rounds": 0}
     tick, take = cluster.router._tick, cluster.store.take_controls
+    loop = cluster.router._loop
+    maybe_tick = loop._maybe_tick  # (once a round of the loop, whatever woke it)
 
     def counted_tick() -> None:
         counts["ticks"] += 1
         tick()
+
+    def counted_round() -> None:
+        counts["rounds"] += 1
+        maybe_tick()
+
+    loop._maybe_tick = counted_round
 
     def counted_take(cluster_id: str) -> Any:
         counts["looks"] += 1
@@ -117,3 +126,55 @@ def test_a_running_cell_still_looks_at_its_controls_four_times_a_second(
     spec = Spec(layout=Layout(nodes=1, procs_per_node=2), relays="always")
     session.run_cell(spec, "import time; time.sleep(2.5)", {}, view=CellView(out=out, err=out))
     assert counts["looks"] >= 7, f"{counts['looks']} looks at the controls in a 2.5 s cell"
+
+
+def test_an_idle_local_cluster_without_relays_wakes_its_kernel_twice_a_second_not_twenty(
+    session: Session,
+) -> None:
+    """The default local cluster, the kernel its ranks' relay: between cells its I/O thread
+    ticks twice a second (the controls' look), and wakes besides only for what arrives (each
+    rank's heartbeat, once a second), not 20 times a second for nothing (issue 26)."""
+    cluster = _live_cluster(session, relays="never")
+    assert not cluster.relays
+    time.sleep(0.6)  # (the cell's end and the start's own looks)
+    counts = _counted(cluster)
+    time.sleep(2.0)
+    assert 2 <= counts["looks"] <= 5, f"{counts['looks']} looks at the controls in 2 s at rest"
+    assert counts["ticks"] <= 5, f"{counts['ticks']} ticks in 2 s at rest"
+    # (4 ticks and 2 ranks' 4 heartbeats; the old pace: 40 ticks)
+    assert counts["rounds"] <= 12, f"the I/O thread woke {counts['rounds']} times in 2 s at rest"
+
+
+def test_a_cell_sent_to_an_idle_local_cluster_is_taken_up_at_once(session: Session) -> None:
+    """A cell written to the ranks' cell sockets wakes the resting I/O thread: the run starts
+    there at once (its record due in 20 ms, its pace), in a round of the loop that took no
+    message, not when a rank's first message comes (~0.1 s) or at the next tick (0.5 s)."""
+    cluster = _live_cluster(session, relays="never")
+    time.sleep(0.7)  # (at rest)
+    router, loop = cluster.router, cluster.router._loop
+    rounds = [0]  # (the loop's rounds so far: each ends in _maybe_tick)
+    started: list[int] = []  # the round the run started in
+    took: set[int] = set()  # the rounds that took a message
+    ticks: list[int] = []
+    maybe_tick, tick = loop._maybe_tick, loop._tick
+    take, start = router._take_batch, router.cell.start
+
+    def counted_round() -> None:
+        maybe_tick()
+        rounds[0] += 1
+
+    def noted(fn: Any, into: Any) -> Any:
+        def wrapper(*args: Any) -> Any:
+            into(rounds[0])
+            return fn(*args)
+
+        return wrapper
+
+    loop._maybe_tick, loop._tick = counted_round, noted(tick, ticks.append)
+    router._take_batch, router.cell.start = noted(take, took.add), noted(start, started.append)
+    _until(lambda: ticks, 2.0)  # (just after a tick at rest: the next one is 0.5 s away)
+    out = io.StringIO()
+    spec = Spec(layout=Layout(nodes=1, procs_per_node=2), relays="never")
+    session.run_cell(spec, "import time; time.sleep(0.5)", {}, view=CellView(out=out, err=out))
+    assert len(started) == 1
+    assert started[0] not in took, "the run started only when a rank's message woke the thread"

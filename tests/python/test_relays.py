@@ -287,7 +287,8 @@ def test_a_relayed_cluster_ticks_every_quarter_second_and_records_a_cell_once(
     """Its ends wake the kernel's I/O thread, its processes' pidfds too, and a held reply asks
     for its own tick: the look at the controls runs 4 times a second, not 20; and as its ends
     are held up to 0.5 s for one transaction, so is the run's record (issue 26). Without relays
-    (a cell written straight to the ranks wakes nobody) 50 ms, and the record by 20 ms."""
+    50 ms while a cell runs and the record by 20 ms; at rest 0.5 s either way (a cell written
+    straight to the ranks wakes the I/O thread then)."""
     _run(session, "pass", n=2, relays="always")
     (live,) = session.live.values()
     router = live.cluster.router  # type: ignore[attr-defined]
@@ -297,7 +298,8 @@ def test_a_relayed_cluster_ticks_every_quarter_second_and_records_a_cell_once(
     _run(session, "pass", n=2)
     (live,) = session.live.values()
     router = live.cluster.router  # type: ignore[attr-defined]
-    assert (router._loop._poll_ms, router.record_after) == (50, RECORD_AFTER)
+    assert (router._pace_ms, router._rest_ms, router.record_after) == (50, 500, RECORD_AFTER)
+    assert router._outbox.wake_cells
 
 
 # (mpi: this machine is one node; two hosts through relays: test_mpi_hosts.py; slurm:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from jupyter_distributed.worker import __main__ as rank_main
+from jupyter_distributed.worker import sampler
 
 
 class Clock:
@@ -51,3 +52,34 @@ def test_the_io_thread_sends_samples_at_most_every_fifth_of_a_second(
     runtime.flushed = clock.now - 0.05
     ticker()
     assert sent == []
+
+
+def test_a_resting_ranks_heartbeats_fall_on_the_clocks_whole_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """So a host's ranks beat together and their kernel wakes once for them all, not once
+    for each rank every second (issue 26); a beat is never sooner than half a second on."""
+    clock = Clock()
+    wall = [5000.3]  # (the wall clock, 4,900.3 s ahead of the monotonic one here)
+    monkeypatch.setattr(time, "monotonic", clock)
+    monkeypatch.setattr(time, "time", lambda: wall[0])
+    monkeypatch.setattr(rank_main, "memory_sample", lambda: {"rss_mb": 1.0})
+    monkeypatch.setattr(sampler.GPU, "sample", lambda device: {})
+    beats: list[float] = []
+    waits: list[float | None] = []
+    runtime = SimpleNamespace(in_cell=False, samples=[], flushed=0.0, run_id="", gpu_device=None)
+    runtime.flush_metrics = lambda: None
+    channel: Any = SimpleNamespace(
+        flush_later=lambda after: None, holding=lambda: False, rest=waits.append,
+        send=lambda message: beats.append(wall[0]),
+    )  # fmt: skip
+    ticker = rank_main._Ticker({})
+    ticker.runtime, ticker.channel = runtime, channel  # type: ignore[assignment]
+    monkeypatch.setattr(rank_main, "note_idle", lambda after, busy: None)
+    for _ in range(3):  # (each tick when the rest asked: at the wait it gave)
+        ticker()
+        wait = waits[-1] or 0.0
+        clock.now += wait
+        wall[0] += wait
+    assert beats[0] == 5000.3  # the first at once, then on whole seconds
+    assert [round(b, 6) for b in beats[1:]] == [5001.0, 5002.0]

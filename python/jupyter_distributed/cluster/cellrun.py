@@ -35,8 +35,8 @@ HOLD = 0.005
 # written by RECORD_AFTER all the same, and ended as failed when the history is next opened)
 HOLD_RELAYED = HOLD_S
 # seconds a cell on a live cluster may run before its run's record is written, if nothing of
-# the run was recorded before (checked when the I/O thread next wakes: a cell sent over the
-# local cell sockets does not wake it, so at its next tick, at most 50 ms after the send)
+# the run was recorded before (checked when the I/O thread next wakes: a cell's send wakes it
+# where it rests between cells, else at its next tick, at most 50 ms after the send)
 RECORD_AFTER = 0.02
 # ... where the cell's ends come from relays (held up to HOLD_RELAYED already, see above): a
 # cell that ends within it is then ONE transaction, record and ends together, not two (~0.65 ms

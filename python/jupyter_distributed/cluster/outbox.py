@@ -1,7 +1,8 @@
 """How a message leaves the kernel for some ranks: signed once per rank (its buffers hashed
 once for all), or once for all through their relays (who gets it is :mod:`.routes`' business).
 What goes to a rank's cell socket is written from the sending thread at once; the rest is
-queued for the I/O thread, woken once for all.
+queued for the I/O thread, woken once for all. A cell written to every rank directly wakes it
+only where it rests between cells (:attr:`Outbox.wake_cells`): its answers wake it otherwise.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ class Outbox:
         self._loop, self._signer, self._intake, self._cell = loop, signer, intake, cell
         self._lock = threading.Lock()
         self._routes = Routes()  # (sending threads, under _lock's caller) who gets a cell
+        # a cell written to every rank's cell socket wakes the I/O thread too: set where its
+        # pace between cells is slow (see Router.pace), so that it starts the run (the pace
+        # of a running cell, its record by RECORD_AFTER) at once, not at its next tick
+        self.wake_cells = False
 
     def send(self, ranks: Sequence[int], message: Message, buffers: Sequence[Buffer] = ()) -> None:
         """Sign ``message`` once per rank (its buffers hashed once for all) and queue it. A rank
@@ -61,9 +66,11 @@ class Outbox:
         finally:
             for peer in locked:
                 peer.lock.release()
-        # once for all ranks; a cell written to every rank directly wakes nobody else: what
-        # it queued above runs when the I/O thread wakes for the first answer, or at its tick
-        if shared or len(direct) < len(peers) or not isinstance(message, Execute):
+        # once for all ranks; a cell written to every rank directly wakes nobody else (unless
+        # wake_cells): what it queued above runs when the I/O thread wakes for the first
+        # answer, or at its tick
+        cell = isinstance(message, Execute)
+        if shared or len(direct) < len(peers) or not cell or self.wake_cells:
             self._loop.wake()
 
     def ping(self, ranks: Sequence[int]) -> None:

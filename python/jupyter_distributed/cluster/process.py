@@ -131,11 +131,9 @@ class ProcessCluster(ProcessWatch, Cluster):
                 self._watch_every = WATCH_SENTINELS
             every = getattr(self.processes, "every_sentinel", False)
             self._sentinels_only = every and self.silence_limit is None
-            if self._watch_every == WATCH_SENTINELS:  # (a cell's ranks' deaths wake it)
-                if self.relays:  # (a cell's first message to them wakes the I/O thread)
-                    self.router.pace(PACE_SENTINELS_MS, PACE_SENTINELS_MS, PACE_REST_MS)
-                else:
-                    self.router.pace(PACE_MS, PACE_SENTINELS_MS)
+            if self._watch_every == WATCH_SENTINELS:  # (deaths and cells wake the I/O thread)
+                poll_ms = PACE_SENTINELS_MS if self.relays else PACE_MS
+                self.router.pace(poll_ms, PACE_SENTINELS_MS, PACE_REST_MS)
             if self.relays:  # (their ends are held as long: one transaction per cell)
                 self.router.record_after = RECORD_AFTER_RELAYED
             wait_ready(self.inbox, self.info, self.processes, self.stacks, view, self.start_timeout)

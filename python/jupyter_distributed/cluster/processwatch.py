@@ -42,9 +42,11 @@ WATCH_SENTINELS = 0.5
 # per trivial cell at 1,000 ranks and 20 a second at rest (issue 26); without relays, while a
 # cell's ranks are awaited (see Router.pace): a training loop's kernel ticks 4 times a second
 PACE_SENTINELS_MS = 250
-# ... and, with relays, every 500 ms while no cell runs: what is due then (the controls'
-# look, CONTROL_REST; the processes' look where it is periodic, WATCH_SENTINELS; the pings
-# every 2 s) is due that often or less; a held reply or a death asks for its own tick
+# ... and every 500 ms while no cell runs: what is due then (the controls' look, CONTROL_REST;
+# the processes' look where it is periodic, WATCH_SENTINELS; the pings every 2 s) is due that
+# often or less; a held reply or a death asks for its own tick, and a cell's send wakes the
+# I/O thread (to relays, or over the local cell sockets: Outbox.wake_cells), so an idle local
+# cluster's kernel wakes twice a second, not 20 times (issue 26)
 PACE_REST_MS = 500
 SLACK = 0.02  # (a look due within this is done now, not a whole tick later)
 # Where every process has a sentinel (and no rank is declared dead by its silence), nothing

@@ -142,13 +142,14 @@ class Router:
         awaited and its record is written: where deaths wake the I/O thread (pidfds), a long
         cell's ticks (process watch, controls, pings: due every 0.25 s or less often) need not
         wake the kernel 20 times a second on its ranks' cores (issue 26). Between cells
-        ``rest_ms`` if given, else ``poll_ms``: a cell sent over the local cell sockets does not
-        wake the I/O thread, its next tick starts the run (so ``rest_ms`` only where a cell's
-        first message wakes it: through relays)."""
+        ``rest_ms`` if given, else ``poll_ms``: with ``rest_ms`` a cell wakes the I/O thread as
+        it is sent (over the local cell sockets too, see :attr:`.Outbox.wake_cells`), which
+        starts the run at once, not at the next tick."""
         self._pace_ms = poll_ms
         if running_ms is not None:
             self._running_ms = running_ms
         self._rest_ms = rest_ms
+        self._outbox.wake_cells = bool(rest_ms)
         self._loop.pace(rest_ms or poll_ms)
 
     def tick_now(self) -> None:
@@ -164,11 +165,12 @@ class Router:
         record_by = time.monotonic() + self.record_after  # (from now, not when start runs)
 
         def start() -> None:
+            rested = bool(self._rest_ms) and not self.ranks.run_id
             self.cell.start(writer, record_by)
             if writer is not None:
                 self._loop.tick_within(max(0.0, record_by - time.monotonic()))
             self.record(list(self.ranks.begin(run_id)), [])
-            self._repace()  # (from the pace at rest to the cell's)
+            self._repace(rested)  # (from the pace at rest to the cell's: a tick when due)
 
         self._loop.call(start, wake=False)
 
@@ -277,14 +279,15 @@ class Router:
             self._outbox.ping(self._ping_to)
         self._repace()
 
-    def _repace(self) -> None:
+    def _repace(self, from_now: bool = False) -> None:
         """(I/O thread) The tick's pace: slower while a cell runs, or while none does where a
-        pace at rest is set (see :meth:`pace`)."""
+        pace at rest is set (see :meth:`pace`); ``from_now``: see :meth:`IoLoop.pace`."""
         if self._rest_ms and not self.ranks.run_id:
             self._loop.pace(self._rest_ms)
             return
         running = bool(self.cell.awaited) and self.cell.writer is None
-        self._loop.pace(max(self._pace_ms, self._running_ms) if running else self._pace_ms)
+        pace = max(self._pace_ms, self._running_ms) if running else self._pace_ms
+        self._loop.pace(pace, from_now)
 
     def _on_batch(self, batch: Batch) -> None:
         taken: list[tuple[bytes | CellPeer, list[Buffer]]] = []

@@ -29,6 +29,7 @@ import zmq
 
 from .protocol.frames import copied
 from .protocol.signing import Buffer
+from .watchset import WatchSet
 
 Batch = list[list[zmq.Frame]]
 _STOP = object()
@@ -54,10 +55,10 @@ class IoLoop:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self.stopped = threading.Event()
-        self._watched: dict[int, Callable[[], None]] = {}
         self._served: dict[int, Callable[[int], None]] = {}
         self._after_serving: list[Callable[[], None]] = []
         self._poller = zmq.Poller()
+        self._watched = WatchSet(self._poller)  # (in one epoll set, where there is epoll)
         self._woken = False  # the pipe holds a wake-up the thread has not read yet
         self._again = False  # (I/O thread) something was queued on it: look again at once
         self._pipe_lock = threading.Lock()  # held to write or close the pipe
@@ -105,7 +106,7 @@ class IoLoop:
         ``fd`` from now on and closes it after that (or when the loop ends)."""
 
         def add() -> None:
-            self._watched[fd] = fn
+            self._watched.add(fd, fn)
 
         self.call(add)
 
@@ -148,7 +149,6 @@ class IoLoop:
         poller = self._poller
         poller.register(self.sock, zmq.POLLIN)
         poller.register(self._wake_r, zmq.POLLIN)
-        polled: set[int] = set()
         try:
             while True:
                 timeout = 0 if self._again else self._wait_ms()
@@ -164,15 +164,12 @@ class IoLoop:
                     self._receive()
                 if self._served:
                     self._serve_ready(ready)
-                if self._watched or polled:
-                    self._rewatch(poller, polled, ready)
+                self._watched.fire(ready)
                 self._maybe_tick()
         except Exception as exc:  # noqa: BLE001 (handed on: the owner decides what it means)
             self._on_error(exc)
         finally:
-            for fd in self._watched:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+            self._watched.close()
             self.sock.close(linger=None)
             with self._pipe_lock:
                 os.close(self._wake_r)
@@ -209,17 +206,6 @@ class IoLoop:
         if served:
             for after in self._after_serving:
                 after()
-
-    def _rewatch(self, poller: zmq.Poller, polled: set[int], ready: dict[object, int]) -> None:
-        """Run the functions of the watched descriptors that are ready; poll the new ones."""
-        for fd in [fd for fd in self._watched if fd in ready]:
-            poller.unregister(fd)
-            polled.discard(fd)
-            os.close(fd)
-            self._watched.pop(fd)()
-        for fd in self._watched.keys() - polled:
-            poller.register(fd, zmq.POLLIN)
-            polled.add(fd)
 
     def _drain(self) -> bool:
         out = self._out

@@ -10,6 +10,11 @@ to hold every rank of the node (its ``ranges``). Prints the relay process's CPU 
 every thread; and its main thread and ZeroMQ's I/O thread apart) per cell and per rank per cell,
 over ``--cells`` cells after ``--warm`` unmeasured ones, for ``--rounds`` rounds.
 
+``--error K``: the node's K-th rank ends each cell with an error, which the relay forwards at
+once; the table adds how long it took from the rank's send to the kernel's socket (median and
+max over the round), and how long the reduction took after the last rank's end was sent (both
+wall times on shared cores: compare arms alternated, not absolute figures).
+
 ``--profile FILE``: the relay's main thread under cProfile with ``time.thread_time`` as its
 clock (its CPU, not its waits), written to FILE as it leaves (after the ranks close), and its
 top functions printed.
@@ -88,6 +93,7 @@ class Node:
     """The kernel's ROUTER, node 0's real relay, and its ranks."""
 
     spread = 0.0  # (--spread: seconds between two ranks' ends)
+    error = -1  # (--error: the rank of the node whose end is an error)
 
     def __init__(self, folder: Path, ranks: int, nodes: int, profile: str | None) -> None:
         self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
@@ -120,6 +126,8 @@ class Node:
             hello = Hello(r, "fake", os.getpid(), "fake", coords).to_header()
             self.cell[r].send(self.csign[r].pack({**hello, "after": self.rsign[r].sent}))
         self.route = b""
+        self.error_s: list[float] = []  # each cell's error's latency (--error)
+        self.reduced_s: list[float] = []  # each cell's reduction's, after the last end
         for _ in range(2 * len(self.mine)):  # (each rank's stage and hello, forwarded)
             self.route = self.kernel.recv_multipart()[0]
 
@@ -129,15 +137,28 @@ class Node:
         execute = Execute(run_id, "None").to_header()
         self.kernel.send_multipart([self.route, *self.signer.pack_all(execute, self.all)])
         done = Done(run_id, "ok").to_header()
+        failed = {**Done(run_id, "error", {"kind": "exception"}).to_header()}
         for r in self.mine:
             wire = self.cell[r]
             while not wire.read():
                 select.select([wire], [], [], 5.0)
-            wire.send(self.csign[r].pack({**done, "after": self.rsign[r].sent}))
+            sent = time.perf_counter()
+            wire.send(self.csign[r].pack({**(failed if r == self.error else done),
+                                          "after": self.rsign[r].sent}))  # fmt: skip
+            if r == self.error:
+                header = json.loads(self.kernel.recv_multipart()[2])
+                self.error_s.append(time.perf_counter() - sent)
+                if header.get("type") != "done" or header.get("status") != "error":
+                    raise RuntimeError(f"the error did not come first: {header}")
             if self.spread:
                 time.sleep(self.spread)
         header = json.loads(self.kernel.recv_multipart()[2])
-        if header.get("type") != "dones" or header.get("ranges") != [[0, len(self.mine) - 1]]:
+        self.reduced_s.append(time.perf_counter() - sent)
+        ended = [[0, len(self.mine) - 1]]
+        if 0 <= self.error < len(self.mine):
+            ended = [s for s in ([0, self.error - 1], [self.error + 1, len(self.mine) - 1])
+                     if s[0] <= s[1]]  # fmt: skip
+        if header.get("type") != "dones" or header.get("ranges") != ended:
             raise RuntimeError(f"the relay's reduction did not name every rank: {header}")
 
     def close(self) -> None:
@@ -145,6 +166,13 @@ class Node:
             wire.sock.close()
         self.relay.wait(30)
         self.ctx.destroy(linger=0)
+
+
+def latency(seconds: list[float]) -> str:
+    """``median / max`` in ms ("-" for none)."""
+    if not seconds:
+        return "-"
+    return f"{statistics.median(seconds) * 1e3:.2f} / {max(seconds) * 1e3:.2f} ms"
 
 
 def main() -> None:
@@ -162,16 +190,23 @@ def main() -> None:
         help="µs between two ranks' ends (the relay then wakes for each, as when a node's "
         "ranks end one after the other; by default they come back to back)",
     )
+    parser.add_argument(
+        "--error",
+        type=int,
+        default=-1,
+        help="the node's rank (0 ..) that ends each cell with an error (its latency is timed)",
+    )
     args = parser.parse_args()
-    Node.spread = args.spread / 1e6
+    Node.spread, Node.error = args.spread / 1e6, args.error
     print(
         f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; one relay, {args.ranks} ranks, "
         f"their ends {args.spread:g} µs apart"
     )
     print(
-        "| round | relay CPU per cell | per rank per cell | main thread | ZeroMQ I/O | wall/cell |"
+        "| round | relay CPU per cell | per rank per cell | main thread | ZeroMQ I/O | wall/cell "
+        "| error's latency, median / max | reduction after the last end, median / max |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(dir="/tmp") as folder:
         node = Node(Path(folder), args.ranks, args.nodes, args.profile)
         run, per_rank = 0, []
@@ -180,6 +215,7 @@ def main() -> None:
                 for _ in range(args.warm):
                     run += 1
                     node.cell_once(run)
+                node.error_s, node.reduced_s = [], []
                 before, w0 = thread_cpu(node.relay.pid), time.perf_counter()
                 for _ in range(args.cells):
                     run += 1
@@ -191,7 +227,8 @@ def main() -> None:
                 io = sum(v for k, v in spent.items() if k.startswith("ZMQbg"))
                 print(f"| {i + 1} | {total * 1e3:.2f} ms | {total / args.ranks * 1e6:.1f} µs | "
                       f"{spent.get('main', 0) * 1e3:.2f} ms | {io * 1e3:.2f} ms | "
-                      f"{wall / args.cells * 1e3:.1f} ms |")  # fmt: skip
+                      f"{wall / args.cells * 1e3:.1f} ms | {latency(node.error_s)} | "
+                      f"{latency(node.reduced_s)} |")  # fmt: skip
         finally:
             node.close()
     print(f"median per rank per cell: {statistics.median(per_rank) * 1e6:.1f} µs")

@@ -97,14 +97,18 @@ class FakeRanks:
 
     def cpu(self) -> dict[str, float]:
         """CPU seconds (user + system, every thread) of the helpers, the relays and the
-        aggregators so far, by kind."""
+        aggregators so far, by kind; and the relays' main threads' wake-ups (their voluntary
+        context switches: each a wait that ended) per relay."""
         relays = self.relays
         kinds = {
             "fake ranks": [p.pid for p in self.procs],
             "relays": [p.pid for p in relays.procs.values()] if relays else [],
             "aggregators": [p.pid for p in relays.aggregators.values()] if relays else [],
         }
-        return {kind: sum(map(process_cpu, pids)) for kind, pids in kinds.items()}
+        out = {kind: sum(map(process_cpu, pids)) for kind, pids in kinds.items()}
+        out["relay wakes"] = sum(map(wakes, kinds["relays"])) / max(1, len(kinds["relays"]))
+        out["relays ZeroMQ I/O"] = sum(map(zmq_io_cpu, kinds["relays"]))
+        return out
 
     def exited(self) -> list[tuple[int | None, int]]:
         out: list[tuple[int | None, int]] = []
@@ -167,6 +171,30 @@ def process_cpu(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def zmq_io_cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid``'s ZeroMQ I/O threads (0 once it is gone)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.index("(") + 1 :].startswith("ZMQbg/IO"):
+            fields = stat.rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def wakes(pid: int) -> int:
+    """The voluntary context switches of process ``pid``'s main thread (0 once it is gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    found = re.search(r"^voluntary_ctxt_switches:\s+(\d+)", status, re.M)
+    return int(found.group(1)) if found else 0
 
 
 def descriptors() -> int:
@@ -264,6 +292,8 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
             f"{kind}' CPU per rank per cell (the cells' mean)": f"{others[kind] / n * 1e6:.1f} µs"
             for kind in ("fake ranks", "relays")
         },
+        "... of it ZeroMQ's I/O threads": f"{others['relays ZeroMQ I/O'] / n * 1e6:.1f} µs",
+        "relays' wake-ups per relay per cell (main thread; mean)": f"{others['relay wakes']:.1f}",
         "aggregators' CPU per cell (mean)": f"{others['aggregators'] * 1e3:.1f} ms",
         "kernel peers (connections to ranks, relays or aggregators)": (
             peers.group(1) if peers else "?"

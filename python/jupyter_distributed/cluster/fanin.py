@@ -135,6 +135,10 @@ class Reducer:
         for cell in self._cells.values():
             cell.ranks -= ranks - cell.held.keys()
 
+    def awaited(self) -> int:
+        """The most ends a cell that holds some still awaits (0: none holds any)."""
+        return max((len(c.ranks) - len(c.held) for c in self._cells.values() if c.held), default=0)
+
     def due(self) -> tuple[list[dict[str, Any]], float | None]:
         """The reduced messages to send now, and in how many seconds the next one is due."""
         now, out, wait = self._clock(), [], None

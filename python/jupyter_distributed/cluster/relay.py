@@ -20,6 +20,8 @@ ranks' keys). So the kernel holds one connection per node, not two per rank.
   (:mod:`.fanin`); an error is forwarded at once. Their output goes up in batches it signs
   itself too, each rank's lines in order (:mod:`.fanbatch`); lines and stack dumps that
   several ranks sent alike go up once, with each rank's name and counter (:mod:`.fancollapse`).
+  After a wake-up that only held ends, a relay of many ranks waits a millisecond before it
+  looks below again, so that its ranks' ends are taken a few at a time (:mod:`.relaypace`).
 
 A rank whose connections close (it died) is awaited no more: the ends its node's other ranks
 sent go up at once once they are all in, not after the hold (its death is the launcher's to
@@ -35,6 +37,7 @@ connected any more (:mod:`.hoplife`); the kernel names a dead relay as a dead no
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import socket
@@ -58,6 +61,7 @@ from .hopnames import relay_name
 from .nodedirs import listen_directory, node_ranks, remove_directory
 from .relaybatch import Batcher
 from .relaydsts import ByDst
+from .relaypace import Pace
 
 ORPHAN_CHECK_MS = 1000  # how often a relay looks whether its kernel is alive (on its host)
 RELAY_NAME = "relay"  # the name its checking signers go by (it signs as relay_name(node))
@@ -115,10 +119,14 @@ class Hop:
         poller.register(self.down, zmq.POLLIN)
         poller.register(self.up, zmq.POLLIN)
         poller.register(self.below.socket, zmq.POLLIN)
+        above = zmq.Poller()  # (what ends a pause: a message from above, .relaypace)
+        above.register(self.up, zmq.POLLIN)
         checked, wait = time.monotonic(), None
         while True:
             due = ORPHAN_CHECK_MS if wait is None else int(wait * 1000) + 1
+            looked = time.monotonic()
             ready = dict(poller.poll(min(ORPHAN_CHECK_MS, due)))
+            slept = time.monotonic() - looked
             if self.kernel_pid and time.monotonic() - checked >= ORPHAN_CHECK_MS / 1000:
                 checked = time.monotonic()
                 if not pid_alive(self.kernel_pid):
@@ -133,6 +141,8 @@ class Hop:
             if self.below.socket in ready and self._everyone_left():
                 self._leave()
                 return
+            if pause := self._pause(wait, slept):
+                above.poll(math.ceil(pause * 1000))
 
     def _closed(self, fds: list[int]) -> None:
         """Connections from below closed: what they sent first is taken, then who sent over
@@ -200,6 +210,11 @@ class Hop:
         """What is due upward now; in how many seconds the next is (None: nothing waits)."""
         return None
 
+    def _pause(self, due: float | None, slept: float) -> float:
+        """Seconds to wait for a message from above only, before it looks below again
+        (``slept``: how long its last look waited)."""
+        return 0.0
+
 
 class Relay(Hop):
     def __init__(self, boot: dict[str, Any], node: int) -> None:
@@ -213,6 +228,7 @@ class Relay(Hop):
         ranges = self._down_signer.accepted if boot.get("ranges") else None  # (the kernel's)
         self._reducer = Reducer(self.ranks, accepted=ranges, seqs=boot.get("ranges") == 1)
         self._batcher = Batcher(self.ranks)
+        self.pace = Pace(self._reducer.awaited)
 
     def _reduce(self) -> float | None:
         """Send the batch and the reductions that are due; in how many seconds the next is."""
@@ -226,12 +242,16 @@ class Relay(Hop):
             send(self.up, self._signer.pack(fields))
         return min(waits) if waits else None
 
+    def _pause(self, due: float | None, slept: float) -> float:
+        return self.pace.pause(due, slept)
+
     def _flush(self) -> None:
         self._send_batch()
 
     def _lost(self, names: set[str]) -> None:
         """Ranks whose connection closed (dead): their ends are awaited no more."""
         ranks = {int(name[1:]) for name in names}
+        self.pace.other()
         self._reducer.gone(ranks)
         self._batcher.alike.gone(ranks)
 
@@ -243,7 +263,9 @@ class Relay(Hop):
     def _up(self, message: list[zmq.Frame], header: dict[str, Any], src: str) -> None:
         self._batcher.alike.seen(header)
         if self._reducer.hold(header, len(message) - 2):
+            self.pace.held()
             return
+        self.pace.other()
         if self._batcher.keep(header, len(message) - 2, len(message[1])):
             return
         if self._batcher.holds(src):
@@ -251,6 +273,7 @@ class Relay(Hop):
         send(self.up, message)
 
     def _down(self, message: list[zmq.Frame], header: dict[str, Any]) -> None:
+        self.pace.other()
         self._reducer.sent(header)
         self._batcher.alike.sent(header)
         super()._down(message, header)

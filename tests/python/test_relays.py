@@ -34,7 +34,7 @@ from jupyter_distributed.cluster.cellrun import RECORD_AFTER, RECORD_AFTER_RELAY
 from jupyter_distributed.cluster.fanbatch import unbatch
 from jupyter_distributed.cluster.fanin import BadReduction, expand
 from jupyter_distributed.cluster.process import ProcessCluster
-from jupyter_distributed.cluster.processwatch import PACE_SENTINELS_MS
+from jupyter_distributed.cluster.processwatch import PACE_REST_MS, PACE_SENTINELS_MS
 from jupyter_distributed.cluster.relay import TERMINATED
 from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_map
 from jupyter_distributed.cluster.stackboard import StackBoard, collect
@@ -281,18 +281,20 @@ def test_the_kernel_holds_one_connection_for_a_node_of_four_ranks(session: Sessi
     assert "kernel connections to the ranks: 8\n" in status(session)
 
 
-def test_a_relayed_cluster_ticks_every_quarter_second_and_records_a_cell_once(
+def test_a_relayed_cluster_ticks_every_half_second_and_records_a_cell_once(
     session: Session,
 ) -> None:
     """Its ends wake the kernel's I/O thread, its processes' pidfds too, and a held reply asks
-    for its own tick: the look at the controls runs 4 times a second, not 20; and as its ends
+    for its own tick: the look at the controls runs twice a second, not 20 times, in a cell as
+    at rest (h15-hold; 4 times a second in a cell before); and as its ends
     are held up to 0.5 s for one transaction, so is the run's record (issue 26). Without relays
     50 ms while a cell runs and the record by 20 ms; at rest 0.5 s either way (a cell written
     straight to the ranks wakes the I/O thread then)."""
     _run(session, "pass", n=2, relays="always")
     (live,) = session.live.values()
     router = live.cluster.router  # type: ignore[attr-defined]
-    assert router._loop._poll_ms == PACE_SENTINELS_MS == 250
+    assert (router._pace_ms, router._running_ms) == (PACE_REST_MS, PACE_SENTINELS_MS)
+    assert router._loop._poll_ms == PACE_REST_MS == 500
     assert router.record_after == RECORD_AFTER_RELAYED == 0.5
     session.stop()
     _run(session, "pass", n=2)

@@ -132,7 +132,7 @@ class ProcessCluster(ProcessWatch, Cluster):
             every = getattr(self.processes, "every_sentinel", False)
             self._sentinels_only = every and self.silence_limit is None
             if self._watch_every == WATCH_SENTINELS:  # (deaths and cells wake the I/O thread)
-                poll_ms = PACE_SENTINELS_MS if self.relays else PACE_MS
+                poll_ms = PACE_REST_MS if self.relays else PACE_MS  # (see PACE_REST_MS)
                 self.router.pace(poll_ms, PACE_SENTINELS_MS, PACE_REST_MS)
             if self.relays:  # (their ends are held as long: one transaction per cell)
                 self.router.record_after = RECORD_AFTER_RELAYED

@@ -49,7 +49,7 @@ def _until(done: Any, within: float) -> float:
 @pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfds on this platform")
 def test_an_idle_cluster_looks_at_its_processes_only_when_one_ends(session: Session) -> None:
     cluster = _live_cluster(session)
-    time.sleep(0.5)  # (the look at its start)
+    time.sleep(0.8)  # (the look at its start, at the first tick: 0.5 s apart behind relays)
     looks = [0]
     real = cluster.processes.exited
 
@@ -130,7 +130,7 @@ def test_a_running_cell_behind_relays_looks_at_its_controls_twice_a_second_not_f
     spec = Spec(layout=Layout(nodes=1, procs_per_node=2), relays="always")
     session.run_cell(spec, "import time; time.sleep(2.5)", {}, view=CellView(out=out, err=out))
     assert 4 <= counts["looks"] <= 6, f"{counts['looks']} looks at the controls in a 2.5 s cell"
-    assert counts["ticks"] <= 7, f"{counts['ticks']} ticks in a 2.5 s cell"
+    assert counts["ticks"] <= 9, f"{counts['ticks']} ticks in a 2.5 s cell"  # (main: 11-12)
 
 
 def test_the_panels_stop_stops_a_running_cell_behind_relays_within_a_second(

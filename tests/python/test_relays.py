@@ -33,9 +33,9 @@ from jupyter_distributed.cluster import fanin, relaybatch
 from jupyter_distributed.cluster.cellrun import RECORD_AFTER, RECORD_AFTER_RELAYED
 from jupyter_distributed.cluster.fanbatch import unbatch
 from jupyter_distributed.cluster.fanin import BadReduction, expand
+from jupyter_distributed.cluster.hoprun import TERMINATED
 from jupyter_distributed.cluster.process import ProcessCluster
 from jupyter_distributed.cluster.processwatch import PACE_REST_MS, PACE_SENTINELS_MS
-from jupyter_distributed.cluster.relay import TERMINATED
 from jupyter_distributed.cluster.relays import RELAY_COMMAND, relay_map
 from jupyter_distributed.cluster.stackboard import StackBoard, collect
 from jupyter_distributed.display import CellView

@@ -64,9 +64,10 @@ from .aggregators import above, aggregated_nodes, bind_address, listen_curve, ot
 from .fanin import REDUCED, hold_due
 from .hopframes import send
 from .hopnames import aggregator_name, relay_name
+from .hoprun import run
 from .nodedirs import node_ranks
 from .noderuns import joined
-from .relay import Hop, run
+from .relay import Hop
 from .relaydsts import ByDst
 
 AGGREGATOR_NAME = "aggregator"  # the name its checking signers go by (it signs nothing)

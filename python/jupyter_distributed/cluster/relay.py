@@ -36,10 +36,7 @@ connected any more (:mod:`.hoplife`); the kernel names a dead relay as a dead no
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import signal
 import socket
 import sys
 import time
@@ -50,22 +47,22 @@ from typing import Any
 import zmq
 
 from ..layout import Layout
-from ..pids import die_with_parent, pid_alive
+from ..pids import pid_alive
 from ..protocol.frames import MAX_FRAME, MAX_HEADER
-from ..protocol.signing import BOOTSTRAP_ENV, BadMessage, Signer, cell_name, rank_name
+from ..protocol.signing import BadMessage, Signer, cell_name, rank_name
 from .aggregators import upward
 from .fanin import Reducer
 from .hopframes import send, take
 from .hoplife import Connections
 from .hopnames import relay_name
-from .nodedirs import listen_directory, node_ranks, remove_directory
+from .hoprun import run
+from .nodedirs import listen_directory, node_ranks
 from .relaybatch import Batcher
 from .relaydsts import ByDst
 from .relaypace import Pace
 
 ORPHAN_CHECK_MS = 1000  # how often a relay looks whether its kernel is alive (on its host)
 RELAY_NAME = "relay"  # the name its checking signers go by (it signs as relay_name(node))
-TERMINATED = 128 + signal.SIGTERM  # its exit code when ended by SIGTERM (as a shell says it)
 
 
 class Hop:
@@ -283,32 +280,6 @@ def main(argv: list[str]) -> int:
     """``NODE``: the node's number, or the name of the environment variable that holds it (a
     launcher's process rank, e.g. ``OMPI_COMM_WORLD_RANK`` where it starts one per node)."""
     return run(argv, Relay, "relay NODE", "relay of node")
-
-
-def run(argv: list[str], make: Callable[[dict[str, Any], int], Hop], usage: str, name: str) -> int:
-    """Start a relay or an aggregator (``make``, with its number from ``argv``) from the
-    bootstrap's environment and serve (``usage``: its module and argument; ``name``: what its
-    errors call it)."""
-    number = os.environ.get(argv[0], argv[0]) if len(argv) == 1 else ""
-    if not number.isdigit() or BOOTSTRAP_ENV not in os.environ:
-        sys.stderr.write(f"usage: python -m jupyter_distributed.cluster.{usage} (a backend's)\n")
-        return 2
-    die_with_parent()
-    boot = json.loads(os.environ.pop(BOOTSTRAP_ENV))
-    # (its directory is removed first; not 0, which says it left after everyone below had)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(TERMINATED))
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # (until it holds the directory)
-    try:
-        hop = make(boot, int(number))
-    except (OSError, zmq.ZMQError) as e:
-        sys.stderr.write(f"jupyter-distributed {name} {number}: {e}\n")
-        return 1
-    try:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-        hop.serve()
-    finally:
-        remove_directory(hop.directory)
-    return 0
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from jupyter_distributed.events import (
 )
 from jupyter_distributed.interface import RankInfo
 from jupyter_distributed.layout import RankCoords
-from jupyter_distributed.protocol import signing, tagged
+from jupyter_distributed.protocol import tagged
 from jupyter_distributed.protocol.commands import (
     Execute,
     Interrupt,
@@ -167,10 +167,19 @@ def test_a_signer_hashes_its_key_once_and_signs_as_hmac_sha256(
     SHA-256's block too)."""
     key = bytes(range(key_bytes))
     sender, receiver = Signer(key, "r1"), Signer(key, "k")
-    hashed: list[int] = []
-    real_sha256, real_hmac = signing.hashlib.sha256, signing.hmac.digest
-    monkeypatch.setattr(signing.hashlib, "sha256", lambda *a: hashed.append(1) or real_sha256(*a))
-    monkeypatch.setattr(signing.hmac, "digest", lambda *a: hashed.append(2) or real_hmac(*a))
+    hashed: list[str] = []
+    real_sha256, real_hmac = hashlib.sha256, hmac.digest
+
+    def sha256(*args: Any) -> Any:
+        hashed.append("sha256")
+        return real_sha256(*args)
+
+    def hmac_digest(*args: Any) -> bytes:
+        hashed.append("hmac")
+        return real_hmac(*args)
+
+    monkeypatch.setattr(hashlib, "sha256", sha256)
+    monkeypatch.setattr(hmac, "digest", hmac_digest)
     sent = [sender.pack(Done("r1", "ok", value=str(i)).to_header()) for i in range(20)]
     for frames in sent:
         receiver.unpack(frames)

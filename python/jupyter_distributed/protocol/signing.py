@@ -27,12 +27,9 @@ import itertools
 import json
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .receivers import Receivers, encode
-
-if TYPE_CHECKING:
-    from hashlib import _Hash
 
 PROTOCOL_VERSION = 2
 BOOTSTRAP_ENV = "JUPYTER_DISTRIBUTED_BOOTSTRAP"
@@ -68,20 +65,6 @@ def sender(src: str) -> tuple[int, bool]:
     return int(src[1:]), src[0] == "c"
 
 
-_BLOCK = 64  # SHA-256's block, in bytes
-_IPAD = bytes(x ^ 0x36 for x in range(256))
-_OPAD = bytes(x ^ 0x5C for x in range(256))
-
-
-def _keyed(key: bytes) -> tuple[_Hash, _Hash]:
-    """SHA-256 states fed HMAC's inner and outer padded ``key`` (RFC 2104; a key longer than
-    a block is hashed first), to be copied for each message."""
-    if len(key) > _BLOCK:
-        key = hashlib.sha256(key).digest()
-    key = key.ljust(_BLOCK, b"\0")
-    return hashlib.sha256(key.translate(_IPAD)), hashlib.sha256(key.translate(_OPAD))
-
-
 class BadMessage(Exception):
     """A message was refused; the text says why."""
 
@@ -93,7 +76,7 @@ class Signer:
     def __init__(self, key: bytes, me: str) -> None:
         if len(key) < 16:
             raise ValueError("the cluster secret must have at least 16 bytes")
-        self._keyed = _keyed(key)  # (the key's padded states, hashed once)
+        self._mac = hmac.new(key, digestmod=hashlib.sha256)  # (the key's pads, hashed once)
         self.me = me
         # from the clock: a sender started again (a launcher that retried a rank) counts on
         # above its previous life, so its hello is heard and the kernel sees the restart
@@ -102,19 +85,14 @@ class Signer:
         self._last: dict[str, int] = {}  # sender -> the highest counter accepted from it
 
     def sign(self, header: Buffer, digests: Sequence[bytes]) -> bytes:
-        """HMAC-SHA256 of the header followed by the digests, as hex. From the key's two
-        padded states, hashed once per signer (RFC 2104's inner and outer hashes): a message
-        costs two copies and two short hashes, not OpenSSL's one-shot HMAC, which sets up a
-        MAC and hashes the key's pads for each message; in a cell's cold caches ~30 µs
-        against ~15 (issue 26). Same signature either way."""
-        inner_pad, outer_pad = self._keyed
-        inner = inner_pad.copy()
-        inner.update(header)
+        """HMAC-SHA256 of the header followed by the digests, as hex: a copy of the signer's
+        HMAC, whose key was set up once, not OpenSSL's one-shot HMAC, which sets up the key
+        for each message (in a cell's cold caches ~19 µs against ~30; issue 26)."""
+        mac = self._mac.copy()
+        mac.update(header)
         for d in digests:
-            inner.update(d)
-        outer = outer_pad.copy()
-        outer.update(inner.digest())
-        return outer.hexdigest().encode()
+            mac.update(d)
+        return mac.hexdigest().encode()
 
     def pack(
         self,

@@ -129,7 +129,7 @@ def main() -> None:
     finally:
         router.listener.close()
         router._loop.sock.close(linger=0)
-        router._ctx.term()
+        router._loop.sock.context.term()
         store.close()
         folder.cleanup()
     print("| ranks | relays | aggregators | values | I/O thread CPU per cell's ends | of which "

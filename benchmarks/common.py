@@ -192,7 +192,7 @@ def kernel_router(ranks: int, nodes: int, state: str = "idle") -> Iterator[tuple
         store = Store(Path(folder) / "history.sqlite")
         stack.callback(store.close)
         router = Router("jd-bench", store, info, key, lambda: None, print, Transport.ipc())
-        stack.callback(router._ctx.term)
+        stack.callback(router._loop.sock.context.term)  # (its socket's: any tree)
         stack.callback(router._loop.sock.close, linger=0)
         stack.callback(router.listener.close)
         yield router, store, key

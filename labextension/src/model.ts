@@ -1,26 +1,24 @@
 /**
- * The panel's model: owns all I/O (REST polling with backoff that stands by
- * while the panel is hidden, the selected run's snapshot and live event
- * stream through `selection.ts`, control actions, the saved panel state) and
- * tells views when to re-render, a few times per second at most. No DOM.
+ * The panel's model: owns all I/O (the runs list's REST polling through
+ * `runspoll.ts`, the selected run's snapshot and live event stream through
+ * `selection.ts`, control actions, the saved panel state) and tells views when
+ * to re-render, a few times per second at most. No DOM.
  */
 
 import { ServerConnection } from '@jupyterlab/services';
 import type { IDisposable } from '@lumino/disposable';
-import { Poll } from '@lumino/polling';
 import { type ISignal, Signal } from '@lumino/signaling';
 
 import { RunActions } from './actions';
 import { AdviceCells, type INotebookCells } from './advicecells';
 import { DistributedApi } from './api';
-import { DEFAULT_CONFIG, type IPanelConfig, pollFrequency } from './config';
+import { DEFAULT_CONFIG, type IPanelConfig } from './config';
 import type { ImageOpener } from './image';
-import { LiveRunList } from './liverun';
 import type { LogViewState } from './logstate';
-import { type IStateStore, loadPanelState, savePanelState } from './panelstate';
+import { type IStateStore, PanelState } from './panelstate';
 import { type INotebookKernels, ProbeAction } from './probe';
 import type { ProbePairs } from './probepairs';
-import { STRAGGLER_THRESHOLD } from './rates';
+import { RunsPoll } from './runspoll';
 import type { RunLive } from './runstate';
 import { RunSelection } from './selection';
 import type { ShownRanks } from './shownranks';
@@ -51,13 +49,13 @@ export class DistributedModel implements IDisposable {
   constructor(options: IModelOptions = {}) {
     const settings = options.settings ?? ServerConnection.makeSettings();
     this.api = new DistributedApi(settings);
-    this._state = options.state ?? null;
     this._config = options.config ?? DEFAULT_CONFIG;
     this._throttle = new Throttle(() => this._changed.emit(), options.throttle ?? 250);
+    this._panel = new PanelState(options.state ?? null, () => this.selectedId);
     this._selection = new RunSelection({
       api: this.api,
       WebSocket: settings.WebSocket,
-      runs: () => this._runs,
+      runs: () => this._list.runs,
       failed: message => {
         this._error = message;
       },
@@ -78,25 +76,26 @@ export class DistributedModel implements IDisposable {
         changed: () => this._throttle.now(),
         runOf: id => {
           const run = this.live?.run;
-          return run?.id === id ? run : (this._runs.find(r => r.id === id) ?? null);
+          return run?.id === id ? run : (this._list.runs.find(r => r.id === id) ?? null);
         }
       }
     );
     this.now = options.now ?? (() => Date.now() / 1000);
-    this._openedAt = this.now();
+    const openedAt = this.now();
     this.probe = options.kernels ? new ProbeAction(options.kernels, this) : null;
     this.probe?.changed.connect(() => this._throttle.now());
     this.adviceCells = options.cells ? new AdviceCells(options.cells, () => this._throttle.now()) : null;
-    this._poll = new Poll({
-      name: 'jupyter-distributed:runs',
-      factory: () => this.refresh(),
-      frequency: pollFrequency(this._config),
-      standby: () => this._hidden || 'when-hidden'
+    this._list = new RunsPoll({
+      api: this.api,
+      config: this._config,
+      openedAt,
+      hidden: () => this._hidden,
+      refresh: () => this.refresh()
     });
     // The saved state first, so that the first list already shows the saved run.
     this.restored = this._restore().then(() => {
       if (!this._disposed) {
-        void this._poll.start();
+        void this._list.start();
       }
     });
   }
@@ -128,12 +127,12 @@ export class DistributedModel implements IDisposable {
 
   /** The polled runs list, with the selected run's state as its live stream knows it (`liverun.ts`). */
   get runs(): readonly Run[] {
-    return this._shownRuns.get(this._runs, this.live?.run ?? null);
+    return this._list.shown(this.live?.run ?? null);
   }
 
   /** Whether the runs list has been read from the server at least once. */
   get loaded(): boolean {
-    return this._loaded;
+    return this._list.loaded;
   }
 
   /** The last error, as one line; empty when the last request succeeded. */
@@ -146,7 +145,7 @@ export class DistributedModel implements IDisposable {
   }
 
   get selectedRun(): Run | null {
-    return this.live?.run ?? this._runs.find(r => r.id === this.selectedId) ?? null;
+    return this.live?.run ?? this._list.runs.find(r => r.id === this.selectedId) ?? null;
   }
 
   /** The live state of the selected run. */
@@ -155,12 +154,12 @@ export class DistributedModel implements IDisposable {
   }
 
   get tab(): Tab {
-    return this._tab;
+    return this._panel.tab;
   }
 
   /** The straggler rule's threshold: the server's `c.Distributed.straggler_threshold` (`rates.ts`). */
   get stragglerThreshold(): number {
-    return this._stragglerThreshold;
+    return this._list.stragglerThreshold;
   }
 
   /** The user's settings in effect. */
@@ -172,12 +171,7 @@ export class DistributedModel implements IDisposable {
   setConfig(config: IPanelConfig): void {
     const old = this._config;
     this._config = config;
-    if (old.refreshInterval !== config.refreshInterval) {
-      this._poll.frequency = pollFrequency(config);
-    }
-    if (old.runListLength !== config.runListLength && !this._disposed) {
-      void this._poll.refresh();
-    }
+    this._list.setConfig(old, config);
     this._throttle.now();
   }
 
@@ -194,14 +188,12 @@ export class DistributedModel implements IDisposable {
   setHidden(hidden: boolean): void {
     this._hidden = hidden;
     if (!hidden) {
-      void this._poll.refresh();
+      void this._list.refresh();
     }
   }
 
   setTab(tab: Tab): void {
-    if (tab !== this._tab) {
-      this._tab = tab;
-      this._save();
+    if (this._panel.setTab(tab)) {
       this._throttle.now();
     }
   }
@@ -209,7 +201,7 @@ export class DistributedModel implements IDisposable {
   /** Show one run: its ranks snapshot, then every event of it through the live stream. */
   select(id: string | null): void {
     if (this._selection.select(id)) {
-      this._save();
+      this._panel.save();
       this._throttle.now();
     }
   }
@@ -217,20 +209,16 @@ export class DistributedModel implements IDisposable {
   /** Refresh the runs list (the poll calls this); selects a run started since the panel opened. */
   async refresh(): Promise<void> {
     try {
-      const reply = await this.api.runs(this._config.runListLength);
-      this._runs = reply.runs;
-      this._stragglerThreshold = reply.straggler_threshold ?? STRAGGLER_THRESHOLD;
-      this._loaded = true;
+      await this._list.read(this._config.runListLength);
       this._error = '';
     } catch (error) {
       this._error = (error as Error).message;
       this._throttle.soon();
       throw error; // Let the poll back off.
     }
-    const newest = this._runs[0];
-    if (newest && newest.started >= this._openedAt && !this._autoSelected.has(newest.id)) {
-      this._autoSelected.add(newest.id);
-      this.select(newest.id);
+    const started = this._list.started();
+    if (started !== null) {
+      this.select(started);
     } else if (this.selectedId !== null && !this.live?.run) {
       this.select(this.selectedId);
     }
@@ -243,7 +231,7 @@ export class DistributedModel implements IDisposable {
       return;
     }
     this._disposed = true;
-    this._poll.dispose();
+    this._list.dispose();
     this.actions.dispose();
     this.probe?.dispose();
     this._selection.dispose();
@@ -253,7 +241,7 @@ export class DistributedModel implements IDisposable {
 
   /** A deleted run: out of the list and no longer selected. */
   private _forget(id: string): void {
-    this._runs = this._runs.filter(run => run.id !== id);
+    this._list.forget(id);
     if (this.selectedId === id) {
       this.select(null);
     }
@@ -262,41 +250,25 @@ export class DistributedModel implements IDisposable {
   /** After a control action: its error (or none) shown, the list refreshed. */
   private async _acted(error: string): Promise<void> {
     this._error = error;
-    await this._poll.refresh();
+    await this._list.refresh();
     this._throttle.soon();
   }
 
   private async _restore(): Promise<void> {
-    const saved = await loadPanelState(this._state);
-    // A choice the user made before the state arrived wins.
-    if (saved.tab && this._tab === 'runs') {
-      this._tab = saved.tab;
-    }
-    if (saved.run) {
-      this._selection.restore(saved.run); // Loaded once the runs list arrives.
-    }
+    await this._panel.restore(run => this._selection.restore(run)); // Loaded once the runs list arrives.
     this._throttle.now();
   }
 
-  private _save(): void {
-    savePanelState(this._state, { run: this.selectedId, tab: this._tab });
-  }
-
-  private _runs: Run[] = [];
-  private _shownRuns = new LiveRunList();
-  private _loaded = false;
+  /** The runs list and its polling. */
+  private _list: RunsPoll;
   private _error = '';
   /** The selected run and its I/O. */
   private _selection: RunSelection;
-  private _tab: Tab = 'runs';
+  /** The tab and the saved panel state. */
+  private _panel: PanelState;
   private _hidden = false;
   private _disposed = false;
-  private _openedAt: number;
-  private _autoSelected = new Set<string>();
-  private _poll: Poll;
-  private _state: IStateStore | null;
   private _config: IPanelConfig;
-  private _stragglerThreshold = STRAGGLER_THRESHOLD;
   private _changed = new Signal<this, void>(this);
   /** Signals views: `soon()` (throttled) when data changed, `now()` for user actions. */
   private _throttle: Throttle;

@@ -45,3 +45,43 @@ export function savePanelState(store: IStateStore | null, state: IPanelState): v
     // The state just does not survive a reload.
   });
 }
+
+/** The panel's tab, and the saved state (with the selected run, which `selected` gives). */
+export class PanelState {
+  constructor(
+    private readonly store: IStateStore | null,
+    private readonly selected: () => string | null
+  ) {}
+
+  get tab(): Tab {
+    return this._tab;
+  }
+
+  /** Show `tab`; whether it changed (then saved). */
+  setTab(tab: Tab): boolean {
+    if (tab === this._tab) {
+      return false;
+    }
+    this._tab = tab;
+    this.save();
+    return true;
+  }
+
+  save(): void {
+    savePanelState(this.store, { run: this.selected(), tab: this._tab });
+  }
+
+  /** Apply the saved state: its tab, and its run to `restoreRun`. */
+  async restore(restoreRun: (id: string) => void): Promise<void> {
+    const saved = await loadPanelState(this.store);
+    // A choice the user made before the state arrived wins.
+    if (saved.tab && this._tab === 'runs') {
+      this._tab = saved.tab;
+    }
+    if (saved.run) {
+      restoreRun(saved.run);
+    }
+  }
+
+  private _tab: Tab = 'runs';
+}

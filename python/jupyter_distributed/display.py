@@ -12,21 +12,19 @@ every rank: they stay.
 
 Identical lines of several ranks are shown once, ``[ranks 0-7] text`` (:mod:`.collapse`), and
 ``--output`` chooses whose lines show (:mod:`.celllines`). Lines are collected and written to
-the kernel's stdout/stderr in one write per stream every 10 ms at most (a failure at once), so
-output arrives live without flooding the notebook with messages, and a flood costs the kernel
-one write per flush, not one per line. A rank that prints faster than a notebook can show is
-rate limited here; every line is still in the history (``%distributed logs RUN``), unless the
-history store failed, which the closing notice then says.
+the kernel's stdout/stderr every 10 ms at most (a failure at once), rate limited
+(:mod:`.cellstreams`); every line is still in the history (``%distributed logs RUN``), unless
+the history store failed, which the closing notice then says.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Collection, Sequence
 from typing import TextIO
 
 from .celllines import ShownLines, Tails, closing_notes, stacks_text, tagged
+from .cellstreams import Streams
 from .displayarea import Areas
 from .events import (
     DisplayEvent,
@@ -44,9 +42,6 @@ from .events import (
     each,
 )
 
-FLUSH_EVERY = 0.01
-BURST_BYTES = 512 * 1024
-BYTES_PER_SECOND = 256 * 1024  # below jupyter_server's default IOPub data rate limit
 LIVE_FAILURES = 8  # ranks' failures shown as they come; the cell's end lists them all
 
 
@@ -71,18 +66,19 @@ class CellView:
         self._held = self.lines.held
         self.areas = Areas(
             run_id, quiet, progress, display_ranks,
-            lambda text: self._write(self._out, text, force=True), self.release,
+            lambda text: self._streams.write(self._out, text, force=True), self.release,
         )  # fmt: skip
         self._out = out or sys.stdout
         self._err = err or sys.stderr
         self._quiet = quiet
-        self._pending: list[tuple[TextIO, str]] = []  # in order, written at the next flush
-        self._last_flush = 0.0
-        self._tokens = float(BURST_BYTES)
-        self._refilled = time.monotonic()
-        self.suppressed = 0
+        self._streams = Streams(self._out, self._err, self.lines)  # (what waits to be shown)
         self.failures = 0  # shown as they come up to LIVE_FAILURES, then once counted
         self.tails = Tails()  # each rank's last lines, shown at the end if the limit cut them
+
+    @property
+    def suppressed(self) -> int:
+        """Lines the rate limit cut (:mod:`.cellstreams`), since the last :meth:`finish`."""
+        return self._streams.suppressed
 
     @property
     def run_id(self) -> str:
@@ -112,13 +108,15 @@ class CellView:
             text = f"[rank {event.rank}] {event.failure.summary}"
             if self.failures > LIVE_FAILURES:
                 text = "[jupyter-distributed] more ranks failed: all are listed when the cell ends"
-            self._write(self._err, text + "\n", force=True)
+            self._streams.write(self._err, text + "\n", force=True)
             self.flush()  # a failure is shown at once
             return
         elif isinstance(event, DisplayEvent):
             self.areas.display(event)
         elif isinstance(event, StacksEvent):
-            self._write(self._err, f"[jupyter-distributed] {stacks_text(event)}\n", force=True)
+            self._streams.write(
+                self._err, f"[jupyter-distributed] {stacks_text(event)}\n", force=True
+            )
         elif isinstance(event, RankEvent):
             self.lines.ended(event.rank, event.state)
             return
@@ -132,12 +130,14 @@ class CellView:
             if self._held is not None and event.rank not in self.areas.rich_results:
                 self._collapse(event.rank, event.stream, [(event.t, event.text)])
             elif event.rank not in self.areas.rich_results:
-                self._write(self._out, f"Out[rank {event.rank}]: {event.text}\n", force=True)
+                self._streams.write(
+                    self._out, f"Out[rank {event.rank}]: {event.text}\n", force=True
+                )
         elif self._held is not None and not self._quiet:
             self._collapse(event.rank, event.stream, [(event.t, event.text)])
         elif not self._quiet:
             target = self._err if event.stream is Stream.STDERR else self._out
-            self._write(target, f"[rank {event.rank}] {event.text}\n")
+            self._streams.write(target, f"[rank {event.rank}] {event.text}\n")
 
     def live(self, rank: int, stream: str, text: str) -> None:
         """A rank's line redrawn in place: one display per rank and stream, updated."""
@@ -161,7 +161,7 @@ class CellView:
             for one in each(events):
                 self.on_event(one)
             return
-        self._refill()
+        self._streams.refill()
         for event in events:
             if isinstance(event, RankStates):  # a relay's reduction: each rank's end, at once
                 for rank, state, _host, _pid in event.states:
@@ -212,9 +212,7 @@ class CellView:
             self.tails.add(rank, stream, event.texts)
         suppressed = self.suppressed
         lines = list(zip(event.times[0], event.texts, strict=True))
-        self._refill()
-        self._tokens, dropped = self.lines.add(ranks[0], stream, lines, self._tokens, ranks[1:])
-        self.suppressed += dropped
+        self._streams.pay(lambda tokens: self.lines.add(ranks[0], stream, lines, tokens, ranks[1:]))
         if self.suppressed > suppressed:
             for rank in ranks:
                 self.tails.cut(rank)
@@ -225,90 +223,51 @@ class CellView:
         slow = self._held is None or self._quiet or self.areas.live_ids or self.areas.waiting
         if slow or self.lines.output_ranks is not None:
             return self.on_events(event.per_rank())
-        self._refill()
-        self._tokens, dropped = self.lines.add_each(event, self._tokens, self.tails)
-        self.suppressed += dropped
+        self._streams.pay(lambda tokens: self.lines.add_each(event, tokens, self.tails))
 
     def _lines(self, event: OutputLines, target: TextIO) -> None:
         """A message's lines, each shown while the tokens last."""
         texts = [text for _t, text in event.lines]
-        self._tokens, text, dropped = tagged(event.rank, texts, self._tokens)
-        self.suppressed += dropped
+        self._streams.tokens, text, dropped = tagged(event.rank, texts, self._streams.tokens)
+        self._streams.suppressed += dropped
         if text:
-            self._pending.append((target, text))
+            self._streams.pending.append((target, text))
 
     def _collapse(self, rank: int, stream: Stream, lines: Sequence[tuple[float, str]]) -> None:
         """A rank's lines, held for the same lines of other ranks (:mod:`.collapse`)."""
-        self._refill()
-        self._tokens, dropped = self.lines.add(rank, stream, lines, self._tokens)
-        self.suppressed += dropped  # (what is due goes out at the next maybe_flush)
-
-    def _release(self, everything: bool = False) -> None:
-        """The held lines that are due (``everything``: all, for what must follow them)."""
-        due = self.lines.drain() if everything else self.lines.due()
-        self._pending += [(self._err if e else self._out, text) for e, text in due]
+        self._streams.pay(lambda tokens: self.lines.add(rank, stream, lines, tokens))
 
     def notice(self, text: str) -> None:
-        self._write(self._err, f"[jupyter-distributed] {text}\n", force=True)
+        self._streams.write(self._err, f"[jupyter-distributed] {text}\n", force=True)
         self.flush()
 
     def release(self) -> None:
         """Show every line now, held ones too (before the notebook asks for input)."""
-        if self._held:
-            self._release(everything=True)
+        self._streams.release(everything=True)
         self.flush()
 
     @property
     def holding(self) -> bool:
         """Whether lines wait to be shown (held for collapsing, or written but not flushed):
         while none do, the main thread need not wake to :meth:`flush`."""
-        return bool(self._pending) or bool(self._held)
+        return self._streams.holding
 
     def maybe_flush(self) -> None:
-        if self._held:
-            self._release()
-        if self._pending and time.monotonic() - self._last_flush >= FLUSH_EVERY:
+        if self._streams.due():
             self.flush()
 
     def flush(self) -> None:
-        if self._held:
-            self._release()
-        if self._pending:
-            pending, self._pending = self._pending, []
-            start = 0
-            for i in range(1, len(pending) + 1):  # one write per run of lines to one stream
-                if i == len(pending) or pending[i][0] is not pending[start][0]:
-                    pending[start][0].write("".join(text for _s, text in pending[start:i]))
-                    start = i
-            self._out.flush()
-            self._err.flush()
-            self._last_flush = time.monotonic()  # (after a quiet spell the next line goes at once)
+        self._streams.flush()
 
     def finish(self, unrecorded: int = 0) -> None:
         """End the cell's output; ``unrecorded``: events the history store could not keep
         (then the notice never claims that every line is kept)."""
-        if self._held:
-            self._release(everything=True)
+        self._streams.release(everything=True)
         if self.suppressed:  # the rate limit cut some: each cut rank's last lines show
             for stderr, text in self.tails.shown():
-                self._write(self._err if stderr else self._out, text, force=True)
+                self._streams.write(self._err if stderr else self._out, text, force=True)
         hidden, lines = self.lines.note(), self.tails.lines
         for note in closing_notes(self.run_id, hidden, self.suppressed, unrecorded, lines):
             self.notice(note)
-        self.suppressed = 0
+        self._streams.suppressed = 0
         self.flush()
-
-    def _refill(self) -> None:
-        now = time.monotonic()
-        self._tokens = min(BURST_BYTES, self._tokens + (now - self._refilled) * BYTES_PER_SECOND)
-        self._refilled = now
-
-    def _write(self, stream: TextIO, text: str, force: bool = False) -> None:
-        if force and self._held:  # (what is written at once comes after the held lines)
-            self._release(everything=True)
-        self._refill()
-        if not force and self._tokens < len(text):
-            self.suppressed += 1
-            return
-        self._tokens -= len(text)
-        self._pending.append((stream, text))

@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from jupyter_distributed import display
+from jupyter_distributed import cellstreams
 from jupyter_distributed.display import CellView
 from jupyter_distributed.events import (
     Event,
@@ -44,8 +44,8 @@ def test_lines_are_shown_tagged_in_order_per_stream() -> None:
 def test_lines_past_the_rate_limit_are_counted_not_shown(
     monkeypatch: pytest.MonkeyPatch, ranks: list[int]
 ) -> None:
-    monkeypatch.setattr(display, "BYTES_PER_SECOND", 0)
-    monkeypatch.setattr(display, "BURST_BYTES", 100)
+    monkeypatch.setattr(cellstreams, "BYTES_PER_SECOND", 0)
+    monkeypatch.setattr(cellstreams, "BURST_BYTES", 100)
     out = io.StringIO()
     view = CellView("r", out, io.StringIO(), ranks=ranks)
     texts = ["x" * 20, "y" * 70, "z", "w" * 45, "v"]  # each costs 10 more: "[rank 0] " "\n"
@@ -75,8 +75,8 @@ def test_a_view_that_watches_every_event_gets_each_line() -> None:
 def test_output_hides_other_ranks_lines_before_the_rate_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(display, "BYTES_PER_SECOND", 0)
-    monkeypatch.setattr(display, "BURST_BYTES", 30)
+    monkeypatch.setattr(cellstreams, "BYTES_PER_SECOND", 0)
+    monkeypatch.setattr(cellstreams, "BURST_BYTES", 30)
     out, err = io.StringIO(), io.StringIO()
     view = CellView("r", out, err, output_ranks=[0], ranks=[0, 1])
     view.on_events([_lines(1, Stream.STDOUT, ["y" * 50] * 3), _lines(0, Stream.STDOUT, ["x" * 15])])
@@ -91,8 +91,8 @@ def test_output_hides_other_ranks_lines_before_the_rate_limit(
 def test_a_rate_limited_cell_ends_with_each_cut_ranks_last_lines(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(display, "BYTES_PER_SECOND", 0)
-    monkeypatch.setattr(display, "BURST_BYTES", 200)
+    monkeypatch.setattr(cellstreams, "BYTES_PER_SECOND", 0)
+    monkeypatch.setattr(cellstreams, "BURST_BYTES", 200)
     out, err = io.StringIO(), io.StringIO()
     view = CellView("r", out, err, ranks=[0, 1, 2])
     view.on_events([_lines(2, Stream.STDOUT, ["quiet"])])  # (shown: not cut, not repeated)

@@ -80,7 +80,7 @@ def kernel(
     finally:
         router.listener.close()
         router._loop.sock.close(linger=0)
-        router._ctx.term()
+        router._endpoint.ctx.term()
         store.close()
 
 

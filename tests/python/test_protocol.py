@@ -3,6 +3,8 @@ frames, the kernel's pure ``decode``, the tagged lines and the frame codec."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import io
 import json
 from typing import Any
@@ -153,6 +155,41 @@ def test_signed_frames_carry_a_message_and_refuse_tampering_and_replays() -> Non
         receiver.unpack(forged)
     with pytest.raises(BadMessage, match="bad signature"):
         Signer(b"x" * 32, "k").unpack(sender.pack(Ping().to_header()))
+
+
+@pytest.mark.parametrize("key_bytes", [16, 32, 64, 65, 200])
+def test_a_signer_hashes_its_key_once_and_signs_as_hmac_sha256(
+    key_bytes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26: a message's signature costs no setup of the key (its padded states are
+    hashed once per signer), and is still HMAC-SHA256 of the header and the buffers' digests,
+    as Jupyter's protocol and the ranks of an earlier release sign (a key longer than
+    SHA-256's block too)."""
+    key = bytes(range(key_bytes))
+    sender, receiver = Signer(key, "r1"), Signer(key, "k")
+    hashed: list[str] = []
+    real_sha256, real_hmac = hashlib.sha256, hmac.digest
+
+    def sha256(*args: Any) -> Any:
+        hashed.append("sha256")
+        return real_sha256(*args)
+
+    def hmac_digest(*args: Any) -> bytes:
+        hashed.append("hmac")
+        return real_hmac(*args)
+
+    monkeypatch.setattr(hashlib, "sha256", sha256)
+    monkeypatch.setattr(hmac, "digest", hmac_digest)
+    sent = [sender.pack(Done("r1", "ok", value=str(i)).to_header()) for i in range(20)]
+    for frames in sent:
+        receiver.unpack(frames)
+    assert hashed == []  # (no key hashed per message, sent or checked)
+    monkeypatch.undo()
+    pulled = [b"pulled", b"x" * 3000]
+    frames = sender.pack(Done("r1", "ok").to_header(), pulled)
+    signed = bytes(frames[1]) + b"".join(hashlib.sha256(b).digest() for b in pulled)
+    assert frames[0] == hmac.new(key, signed, "sha256").hexdigest().encode()
+    assert receiver.unpack(frames)[1] == pulled
 
 
 def test_bad_headers_are_refused_and_unknown_kinds_ignored() -> None:

@@ -49,7 +49,7 @@ def _router(tmp_path: Path, name: str) -> Iterator[tuple[Router, Store]]:
     finally:
         router.listener.close()
         router._loop.sock.close(linger=0)
-        router._ctx.term()
+        router._endpoint.ctx.term()
         store.close()
 
 
@@ -180,7 +180,7 @@ def test_a_batch_with_a_malformed_message_is_refused_whole(
 ) -> None:
     (router, store), _ = two
     refused: list[str] = []
-    router._reject = lambda where, cause: refused.append(str(cause))  # type: ignore[method-assign]
+    router._refusals.reject = lambda where, cause: refused.append(str(cause))  # type: ignore[method-assign]
     good = {"type": "output", "run_id": RUN, "stream": "stdout", "texts": ["ok"], "times": [1.0]}
     each = [["r0", 1, good], ["r1", 1, {**good, "texts": None, "times": None, **bad}]]
     frames = Signer(KEY, "n0").pack({"type": "batch", "each": each})

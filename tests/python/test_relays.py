@@ -300,7 +300,8 @@ def test_a_relayed_cluster_ticks_every_half_second_and_records_a_cell_once(
     _run(session, "pass", n=2)
     (live,) = session.live.values()
     router = live.cluster.router  # type: ignore[attr-defined]
-    assert (router._pace_ms, router._rest_ms, router.record_after) == (50, 500, RECORD_AFTER)
+    pace = router._pace
+    assert (pace.poll_ms, pace.rest_ms, router.record_after) == (50, 500, RECORD_AFTER)
     assert router._outbox.wake_cells
 
 

@@ -80,7 +80,7 @@ def router(store: Store) -> Iterator[Router]:
     yield router
     router.listener.close()
     router._loop.sock.close(linger=0)
-    router._ctx.term()
+    router._endpoint.ctx.term()
 
 
 def _appends(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[list[Event]]:

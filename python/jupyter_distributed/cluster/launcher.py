@@ -67,13 +67,22 @@ class RankTails:
         self._lock = threading.Lock()
         self._tails: dict[int | None, deque[str]] = {}
         self._tail = tail
+        self._recent: deque[str] = deque(maxlen=3)  # (the processes', whichever wrote them)
 
     def _keep(self, rank: int | None, line: str) -> None:
         if line.strip():
             self._tails.setdefault(rank, deque(maxlen=self._tail)).append(line.strip())
+            if rank is not None:
+                self._recent.append(line.strip())
 
     def tail(self, rank: int | None, lines: int = 1) -> str:
         """The last ``lines`` lines of a rank (None: the launcher's own messages)."""
         with self._lock:
             kept = list(self._tails.get(rank, ()))
         return " ".join(kept[-lines:])
+
+    def last_words(self) -> str:
+        """The last three lines its processes printed, whichever did; else the launcher's."""
+        with self._lock:
+            recent = " ".join(dict.fromkeys(self._recent))  # (lines alike: once)
+        return recent or self.tail(None, lines=3)

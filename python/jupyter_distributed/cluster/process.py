@@ -35,6 +35,7 @@ from .fdlimit import make_room
 from .hang import snapshot_text
 from .inbox import Item, Lost
 from .liveness import StartProcesses, wait_leaving
+from .pace import PACE_MS
 from .processwatch import (
     PACE_REST_MS,
     PACE_SENTINELS_MS,
@@ -43,7 +44,7 @@ from .processwatch import (
     ProcessWatch,
 )
 from .relays import place_relays
-from .router import PACE_MS, Router
+from .router import Router
 from .stackboard import collect
 from .startup import wait_ready
 from .supervise import execute_run

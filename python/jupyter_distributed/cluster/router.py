@@ -12,15 +12,16 @@ What comes in is verified, ordered and decoded by :mod:`.intake`, which also kno
 which connection each rank is reached (the one its last verified message came on): a rank has
 two, its control channel (``rN``) and its main thread's cell socket (``cN``, cells in and their
 ends out, see ``worker/cellsocket.py``). Where ranks connect, and how the socket keeps others
-out, is the :mod:`.transport`'s business. Where every rank is on this machine, the cell sockets
-are Unix connections the I/O thread reads beside the ROUTER (:mod:`.cellpeers`), and a cell is
-written to them by the thread that sends it, not handed to the I/O thread (:mod:`.outbox`).
-Rejected messages are logged at most a few times a minute, then counted (:mod:`.throttle`).
+out, is the :mod:`.transport`'s business; the sockets are opened and closed by :mod:`.endpoint`.
+Where every rank is on this machine, the cell sockets are Unix connections the I/O thread reads
+beside the ROUTER (:mod:`.cellpeers`), and a cell is written to them by the thread that sends
+it, not handed to the I/O thread (:mod:`.outbox`). How often the I/O thread ticks with
+nothing to read, in a cell and between cells, is :mod:`.pace`'s.
 
 No message may pass the cap on a whole message that the last cell sent its ranks
-(``Distributed.max_message_mb``; ZeroMQ's ``MAXMSGSIZE`` bounds only each frame). A rank checks
-what it sends, so a larger one is refused and named, and the cluster of a rank that sent it is
-lost with that cause: the run fails, it never waits for what was refused.
+(``Distributed.max_message_mb``). What is refused, for that or any other cause, and how it is
+told (a few lines a minute; the cluster of a rank that sent too much is lost with that cause),
+is :mod:`.refusals`' business.
 """
 
 from __future__ import annotations
@@ -31,29 +32,27 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 
-import zmq
-
 from ..errors import StoreError
 from ..events import Recorded, count
 from ..history.store import Store
 from ..interface import RankInfo, RunWriter
 from ..ioloop import Batch, IoLoop
 from ..protocol.commands import Execute
-from ..protocol.frames import MAX_MESSAGE, too_large
+from ..protocol.frames import MAX_MESSAGE
 from ..protocol.header import Message
-from ..protocol.packets import BadPacket, TooLarge
 from ..protocol.signing import KERNEL, Buffer, Signer
 from .cellpeers import CellPeer, CellServer
 from .cellrun import RECORD_AFTER, CellRun
 from .decode import Ranks
+from .endpoint import Endpoint
 from .inbox import ChannelLost, Item, Show
 from .intake import Intake, Peer, Taken
 from .outbox import Outbox
-from .throttle import Throttled
-from .transport import Transport, listen
+from .pace import PACE_MS, Pace
+from .refusals import Refusals
+from .transport import Transport
 
 log = logging.getLogger("jupyter_distributed")
-PACE_MS = 50  # the I/O thread's tick, unless the cluster says otherwise (see Router.pace)
 
 
 class Router:
@@ -76,45 +75,33 @@ class Router:
         self._last_ping = 0.0
         self._ping_to: list[int] = []  # (I/O thread) the ranks with a pid, once all have one
         self.cell = CellRun()  # (I/O thread) the cell being run
-        self.intake = Intake(self.ranks, self.cell, self._signer, self._rejected_from)
+        self._refusals = Refusals(  # (see :mod:`.refusals`)
+            self._where, lambda peer: self.intake.ranks_of(peer), lambda: self.max_message, on_lost
+        )
+        self.rejected = self._refusals.rejected
+        self.intake = Intake(self.ranks, self.cell, self._signer, self._refusals.rejected_from)
         self.board = self.intake.board  # stack answers go here, to whichever thread asked
-        self.rejected = Throttled()
         self.max_message = MAX_MESSAGE  # bytes of one message from a peer (the last cell's cap)
         self.record_after = RECORD_AFTER  # a run's record is written by then, at the latest
-        self._ctx = zmq.Context()
-        sock = self._ctx.socket(zmq.ROUTER)
-        for opt in (zmq.SNDHWM, zmq.RCVHWM):
-            sock.setsockopt(opt, 0)
-        sock.setsockopt(zmq.LINGER, 0)
-        try:
-            self.listener = listen(self._ctx, sock, transport)
-        except BaseException:
-            sock.close(linger=0)
-            self._ctx.term()
-            raise
+        self._endpoint = Endpoint(transport)  # (the sockets, see :mod:`.endpoint`)
+        self.listener = self._endpoint.listener
         self.address = self.listener.address
         self.curve = self.listener.curve
-        self._pace_ms = PACE_MS
-        self._running_ms = PACE_MS  # (the pace while a cell runs, see pace)
-        self._rest_ms = 0  # (the pace while no cell runs, if set: see pace)
         self._loop = IoLoop(
-            sock, self._on_batch, self._on_tick, self._failed, PACE_MS, name, tick_on_wake=False
-        )
+            self._endpoint.sock, self._on_batch, self._on_tick, self._failed, PACE_MS, name,
+            tick_on_wake=False,
+        )  # fmt: skip
         self._outbox = Outbox(self._loop, self._signer, self.intake, self.cell)
-        self._cells: CellServer | None = None
-        if self.listener.directory is not None and CellServer.supported():
-            try:
-                self._cells = CellServer(
-                    self.listener.directory, self._loop, self._take_batch, self.intake.gone,
-                    self._cell_rejected, lambda: self.max_message,
-                )  # fmt: skip
-            except BaseException:
-                self.listener.close()
-                sock.close(linger=0)
-                self._ctx.term()
-                raise
+        self._pace = Pace(self._loop, self._outbox, self.ranks, self.cell)  # (see :mod:`.pace`)
+        self._endpoint.serve_cells(
+            lambda directory: CellServer(
+                directory, self._loop, self._take_batch, self.intake.gone,
+                self._refusals.cell_rejected, lambda: self.max_message,
+            )
+        )  # fmt: skip
+        cells = self._endpoint.cells
         #: where ranks connect their cell sockets (``None``: to :attr:`address`, over ZeroMQ)
-        self.cells_address = None if self._cells is None else str(self._cells.path)
+        self.cells_address = None if cells is None else str(cells.path)
 
     def start(self) -> None:
         self._loop.start()
@@ -137,20 +124,8 @@ class Router:
         self._loop.watch(fd, fn)
 
     def pace(self, poll_ms: int, running_ms: int | None = None, rest_ms: int = 0) -> None:
-        """Tick about every ``poll_ms`` (any thread, before the first cell; see
-        :meth:`IoLoop.pace`), and every ``running_ms`` (if longer) while a cell's ranks are
-        awaited and its record is written: where deaths wake the I/O thread (pidfds), a long
-        cell's ticks (process watch, controls, pings: due every 0.25 s or less often) need not
-        wake the kernel 20 times a second on its ranks' cores (issue 26). Between cells
-        ``rest_ms`` if given, else ``poll_ms``: with ``rest_ms`` a cell wakes the I/O thread as
-        it is sent (over the local cell sockets too, see :attr:`.Outbox.wake_cells`), which
-        starts the run at once, not at the next tick."""
-        self._pace_ms = poll_ms
-        if running_ms is not None:
-            self._running_ms = running_ms
-        self._rest_ms = rest_ms
-        self._outbox.wake_cells = bool(rest_ms)
-        self._loop.pace(rest_ms or poll_ms)
+        """The I/O thread's tick pace, in a cell and between cells: see :meth:`.Pace.set`."""
+        self._pace.set(poll_ms, running_ms, rest_ms)
 
     def tick_now(self) -> None:
         """(I/O thread) Tick at the end of this round of the loop, not when next due."""
@@ -165,7 +140,7 @@ class Router:
         record_by = time.monotonic() + self.record_after  # (from now, not when start runs)
 
         def start() -> None:
-            rested = bool(self._rest_ms) and not self.ranks.run_id
+            rested = self._pace.resting()
             self.cell.start(writer, record_by)
             if writer is not None:
                 self._loop.tick_within(max(0.0, record_by - time.monotonic()))
@@ -185,12 +160,7 @@ class Router:
 
     def close(self) -> None:
         self._loop.call(lambda: self.record([], []))  # what is held back, before the end
-        stopped = self._loop.stop(5)
-        if self._cells is not None:
-            self._cells.close(stopped)
-        self.listener.close()
-        if stopped:
-            self._ctx.term()
+        self._endpoint.close(self._loop.stop(5))
 
     def record(self, events: Sequence[Recorded], items: list[Item]) -> None:
         """Record ``events``, then hand over ``items`` (the history is never behind the cell).
@@ -208,11 +178,9 @@ class Router:
             for item in items:
                 self.inbox.put(item)
 
-    def _reject(self, where: str | None, cause: object) -> None:
-        self.rejected.warning("jupyter-distributed: rejected a message on %s: %s", where, cause)
-
-    def _rejected_from(self, peer: Peer, cause: object) -> None:
-        self._reject(self.address if isinstance(peer, bytes) else self.cells_address, cause)
+    def _where(self, peer: Peer) -> str | None:
+        """The socket on which ``peer``'s messages come."""
+        return self.address if isinstance(peer, bytes) else self.cells_address
 
     @property
     def reduced_ends(self) -> int:
@@ -223,24 +191,6 @@ class Router:
     def batched(self) -> int:
         """Ranks' output messages that came in relays' batches (I/O thread's count)."""
         return self.intake.batched
-
-    def _cell_rejected(self, peer: CellPeer, exc: BadPacket) -> None:
-        if isinstance(exc, TooLarge):
-            self._oversized(peer, exc.size)
-        else:
-            self._reject(self.cells_address, exc)
-
-    def _oversized(self, peer: bytes | CellPeer, size: int) -> None:
-        """(I/O thread) ``peer`` sent a message over the cap: refused and named; if the
-        connection is a rank's, the cluster is lost with that cause."""
-        ranks = self.intake.ranks_of(peer)
-        who = f"rank {min(ranks)}" if ranks else "a peer that is no rank"
-        cause = too_large(f"a message from {who}", size, self.max_message)
-        if not ranks:
-            self._reject(self.address if isinstance(peer, bytes) else self.cells_address, cause)
-            return
-        log.error("jupyter-distributed: %s", cause)
-        self._on_lost(cause)
 
     def _failed(self, exc: BaseException) -> None:
         if isinstance(exc, StoreError):
@@ -280,21 +230,15 @@ class Router:
         self._repace()
 
     def _repace(self, from_now: bool = False) -> None:
-        """(I/O thread) The tick's pace: slower while a cell runs, or while none does where a
-        pace at rest is set (see :meth:`pace`); ``from_now``: see :meth:`IoLoop.pace`."""
-        if self._rest_ms and not self.ranks.run_id:
-            self._loop.pace(self._rest_ms)
-            return
-        running = bool(self.cell.awaited) and self.cell.writer is None
-        pace = max(self._pace_ms, self._running_ms) if running else self._pace_ms
-        self._loop.pace(pace, from_now)
+        """(I/O thread) The tick's pace as the cell now stands: see :meth:`.Pace.again`."""
+        self._pace.again(from_now)
 
     def _on_batch(self, batch: Batch) -> None:
         taken: list[tuple[bytes | CellPeer, list[Buffer]]] = []
         for frames in batch:
             size = sum(len(f) for f in frames[1:])
             if size > self.max_message:  # (the sum: ZeroMQ's own limit is per frame)
-                self._oversized(frames[0].bytes, size)
+                self._refusals.oversized(frames[0].bytes, size)
             else:
                 taken.append((frames[0].bytes, [f.buffer for f in frames[1:]]))
         self._take_batch(taken)

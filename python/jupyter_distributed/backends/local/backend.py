@@ -48,6 +48,14 @@ class Forked:
         return code
 
 
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
 def _ended(pid: int) -> bool:
     """Whether ``pid`` has exited (a zombie not yet reaped by its parent, or gone)."""
     try:
@@ -130,12 +138,14 @@ class LocalProcesses:
                 os.killpg(proc.pid, sig)  # the rank and anything it started
 
     def log_tail(self, rank: int | None) -> str:
-        path = self.logdir / f"rank-{rank}.log"
-        try:
-            lines = path.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return ""
-        return lines[-1] if lines else ""
+        """A rank's last line; for None, the last line of each relay or aggregator that wrote
+        one (one that ended before it was ready says why there)."""
+        if rank is not None:
+            return _last_line(self.logdir / f"rank-{rank}.log")
+        helpers = sorted(self.logdir.glob("relay-*.log")) + sorted(
+            self.logdir.glob("aggregator-*.log")
+        )
+        return " ".join(dict.fromkeys(filter(None, map(_last_line, helpers))))  # (alike: once)
 
 
 class LocalBackend(Backend):

@@ -202,7 +202,13 @@ class MpiProcesses:
             remove_local_directories(self.relays.env)  # (those a SIGKILL left on this host)
 
     def log_tail(self, rank: int | None) -> str:
-        return self.log.tail(rank, lines=1 if rank is not None else 3)
+        """A rank's last line; for None, mpirun's, else its relays' (a relay's start error)."""
+        if rank is not None:
+            return self.log.tail(rank, lines=1)
+        logs = [h.log for h in (self.relays, self.aggregators) if h is not None]
+        return self.log.tail(None, lines=3) or " ".join(
+            filter(None, (log.last_words() for log in logs))
+        )
 
 
 def _end(launcher: Launcher, grace: float) -> None:

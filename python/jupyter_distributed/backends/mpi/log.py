@@ -16,6 +16,9 @@ _EXIT_CODE = re.compile(r"Exit code:\s*(-?\d+)")
 _SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+)")
 _IMPROPER = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exiting improperly")
 _RULE = re.compile(r"^-{10,}$")
+#: Open MPI tags each piece a process writes: a line written in two pieces (Python's
+#: ``sys.exit("why")`` writes the newline apart) ends with the tag of the second.
+_TRAILING_TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr)>:$")
 
 
 class MpirunLog(RankTails):
@@ -31,7 +34,7 @@ class MpirunLog(RankTails):
         match = _TAGGED.match(line)
         with self._lock:
             if match:
-                self._keep(int(match.group(1)), match.group(2))
+                self._keep(int(match.group(1)), _TRAILING_TAG.sub("", match.group(2)))
                 return
             self._keep(None, line)
             self._parse(line.strip())

@@ -291,4 +291,10 @@ class SrunProcesses:
                 step.terminate(grace, lambda step: _run("scancel", step, timeout=5))
 
     def log_tail(self, rank: int | None) -> str:
-        return self.log.tail(rank, lines=1 if rank is not None else 3)
+        """A rank's last line; for None, srun's, else its relays' (a relay's start error)."""
+        if rank is not None:
+            return self.log.tail(rank, lines=1)
+        logs = [step.log for step in (self.relays, self.aggregators) if step is not None]
+        return self.log.tail(None, lines=3) or " ".join(
+            filter(None, (log.last_words() for log in logs))
+        )

@@ -128,9 +128,12 @@ def test_a_running_cell_behind_relays_looks_at_its_controls_twice_a_second_not_f
     counts = _counted(cluster)
     out = io.StringIO()
     spec = Spec(layout=Layout(nodes=1, procs_per_node=2), relays="always")
+    began = time.monotonic()
     session.run_cell(spec, "import time; time.sleep(2.5)", {}, view=CellView(out=out, err=out))
-    assert 4 <= counts["looks"] <= 6, f"{counts['looks']} looks at the controls in a 2.5 s cell"
-    assert counts["ticks"] <= 9, f"{counts['ticks']} ticks in a 2.5 s cell"  # (main: 11-12)
+    took = time.monotonic() - began  # (2.5 s and what a loaded machine adds)
+    most = int(took / 0.45) + 1  # (main: one a quarter second, 9-10 here)
+    assert 4 <= counts["looks"] <= most, f"{counts['looks']} looks at the controls in {took:.2f} s"
+    assert counts["ticks"] <= most + 3, f"{counts['ticks']} ticks in {took:.2f} s"  # (main: 11-12)
 
 
 def test_the_panels_stop_stops_a_running_cell_behind_relays_within_a_second(

@@ -18,7 +18,7 @@ import zmq
 
 from jupyter_distributed.cluster import relaypace
 from jupyter_distributed.cluster.relay import Relay
-from jupyter_distributed.cluster.relaypace import PACE_AWAITED, Pace
+from jupyter_distributed.cluster.relaypace import PACE_AWAITED, RelayPace
 from jupyter_distributed.cluster.relays import relay_addresses
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.protocol.signing import KERNEL, Signer, cell_name, rank_name
@@ -196,7 +196,7 @@ def test_a_node_of_eight_ranks_never_waits(
 
 def test_the_pace_waits_only_after_held_ends_alone_coming_fast_with_many_awaited() -> None:
     awaited = [PACE_AWAITED]
-    pace = Pace(lambda: awaited[0])
+    pace = RelayPace(lambda: awaited[0])
     assert pace.pause(None, 0.0) == 0.0  # (nothing held)
     pace.held()
     assert pace.pause(None, 0.0) == relaypace.PACE_S

@@ -293,7 +293,7 @@ def test_a_relayed_cluster_ticks_every_half_second_and_records_a_cell_once(
     _run(session, "pass", n=2, relays="always")
     (live,) = session.live.values()
     router = live.cluster.router  # type: ignore[attr-defined]
-    assert (router._pace_ms, router._running_ms) == (PACE_REST_MS, PACE_SENTINELS_MS)
+    assert (router._pace.poll_ms, router._pace.running_ms) == (PACE_REST_MS, PACE_SENTINELS_MS)
     assert router._loop._poll_ms == PACE_REST_MS == 500
     assert router.record_after == RECORD_AFTER_RELAYED == 0.5
     session.stop()

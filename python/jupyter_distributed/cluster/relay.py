@@ -59,7 +59,7 @@ from .hoprun import run
 from .nodedirs import listen_directory, node_ranks
 from .relaybatch import Batcher
 from .relaydsts import ByDst
-from .relaypace import Pace
+from .relaypace import RelayPace
 
 ORPHAN_CHECK_MS = 1000  # how often a relay looks whether its kernel is alive (on its host)
 RELAY_NAME = "relay"  # the name its checking signers go by (it signs as relay_name(node))
@@ -225,7 +225,7 @@ class Relay(Hop):
         ranges = self._down_signer.accepted if boot.get("ranges") else None  # (the kernel's)
         self._reducer = Reducer(self.ranks, accepted=ranges, seqs=boot.get("ranges") == 1)
         self._batcher = Batcher(self.ranks)
-        self.pace = Pace(self._reducer.awaited)
+        self.pace = RelayPace(self._reducer.awaited)
 
     def _reduce(self) -> float | None:
         """Send the batch and the reductions that are due; in how many seconds the next is."""

@@ -33,7 +33,7 @@ PACE_S = 0.001  # how long a relay waits before it looks below again (see the mo
 PACE_AWAITED = 8  # ... only while a cell still awaits at least this many of its node's ends
 
 
-class Pace:
+class RelayPace:
     """A relay's count of what one wake-up took, and the wait after it (:meth:`pause`)."""
 
     def __init__(self, awaited: Callable[[], int]) -> None:

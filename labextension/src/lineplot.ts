@@ -75,6 +75,23 @@ export function logAxis(range: IExtent | null, count: number): IAxis & { log: tr
   return { lo, hi, step, ticks, log: true };
 }
 
+/**
+ * Whole-number ticks (world sizes) for the data's range, about `count` of them, a step of at
+ * least 1, and one step beyond each end (where plotly pads the range around the points): plotly's
+ * own ticks over 1 to 3 fall on halves, which a whole-number format shows as "1 2 2 3 3".
+ */
+export function integerTicks(range: IExtent | null, count: number): number[] {
+  if (range === null) {
+    return [];
+  }
+  const step = Math.max(1, niceStep(range.max - range.min, count));
+  const ticks: number[] = [];
+  for (let v = Math.floor(range.min / step) * step - step; v <= range.max + step; v += step) {
+    ticks.push(v);
+  }
+  return ticks;
+}
+
 const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
 
 /** A size in bytes with binary units: 512 B, 1 KiB, 1.5 MiB, 256 MiB. */

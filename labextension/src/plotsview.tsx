@@ -12,7 +12,7 @@ import { lastSeconds, rankRates } from './derive';
 import { LabelledInput } from './field';
 import { figureCsv, heightWithLegend, type IPlotTrace, lineLayout, scatterData, type XScale } from './figures';
 import { Figure } from './figureview';
-import { extent, formatBytes, logAxis } from './lineplot';
+import { extent, formatBytes, integerTicks, logAxis } from './lineplot';
 import { roundedEnd } from './livepoints';
 import { BAND_RANKS, slowest } from './manyranks';
 import { metricReady, metricTraces, metricUnit, runEnd, samplesReady, samplesTraces } from './plotdata';
@@ -59,6 +59,12 @@ function byteTicks(traces: readonly IPlotTrace[]): { values: number[]; text: str
   return { values: axis.ticks, text: axis.ticks.map(formatBytes) };
 }
 
+/** Whole-number ticks (world sizes), for a linear axis of them. */
+function wholeTicks(traces: readonly IPlotTrace[]): { values: number[]; text: string[] } {
+  const values = integerTicks(extent(traces.map(t => t.series.x)), 5);
+  return { values, text: values.map(String) };
+}
+
 /** A line plot: a plotly figure of `traces()`, with hover, zoom, legend, PNG and CSV export. */
 export function Plot(props: IPlotProps): JSX.Element {
   const trans = useTrans();
@@ -86,7 +92,7 @@ export function Plot(props: IPlotProps): JSX.Element {
       build={theme => {
         const traces = shown();
         const { xScale, range, smoothing } = latest.current;
-        const ticks = xScale === 'bytes' ? byteTicks(traces) : undefined;
+        const ticks = xScale === 'bytes' ? byteTicks(traces) : xScale === 'integer' ? wholeTicks(traces) : undefined;
         const data = scatterData(traces, theme, smoothing ?? 0);
         const height = heightWithLegend(PLOT_HEIGHT, data);
         return {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { extent, formatBytes, formatValue, logAxis, niceStep } from '../../labextension/src/lineplot';
+import { extent, formatBytes, formatValue, integerTicks, logAxis, niceStep } from '../../labextension/src/lineplot';
 
 describe('extent', () => {
   it('spans every finite value of every array', () => {
@@ -62,5 +62,14 @@ describe('labels', () => {
     expect(formatValue(0)).toBe('0');
     expect(formatValue(1.5e-5)).toBe('1.50e-5');
     expect(formatValue(NaN)).toBe('NaN');
+  });
+});
+
+describe('integerTicks', () => {
+  it('puts whole numbers only, a step of at least 1, one step past each end', () => {
+    expect(integerTicks({ min: 2, max: 2 }, 5)).toEqual([1, 2, 3]);
+    expect(integerTicks({ min: 1, max: 4 }, 5)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(integerTicks({ min: 1, max: 64 }, 5)).toEqual([-10, 0, 10, 20, 30, 40, 50, 60, 70]);
+    expect(integerTicks(null, 5)).toEqual([]);
   });
 });

@@ -26,6 +26,13 @@ with ``Done``). Per rank count it prints:
   from the figure above; ``--no-floor`` leaves it out, and then every cell is measured);
 - and, under the table, the same do-nothing cell back to back, caches hot.
 
+``--floor`` has every other measured cell followed by the floor's cell instead of the do-nothing
+one (``cellfloor.py``): only the work any implementation must do for a trivial cell (one signed
+header out, one signed answer checked, the history's rows of the cell in one transaction), on
+the main thread, in the same cold caches: what is above it in the kernel's figure is ours.
+``--pin`` puts the kernel on the first CPU and the fakes, relays and aggregators on the others,
+as the ranks and relays of a cluster run on other hosts than the kernel's.
+
 ``--mode`` picks the topology: ``star`` (the kernel holds every rank's connections),
 ``relay`` (``Distributed.relays = "always"``: ``--nodes`` real relay processes,
 ``python -m jupyter_distributed.cluster.relay``, between the fake ranks and the kernel; the
@@ -34,7 +41,7 @@ ranks' ends of a cell come as one reduction per relay) and ``tree`` (``Distribut
 jupyter_distributed.cluster.aggregator``, the first of them the root the others dial where
 there are several, so the kernel holds one connection; the figures add the kernel's peers).
 Usage: ``PYTHONPATH=python python benchmarks/bench_scale.py [--ranks 100 300 1000] [--cells 30]
-[--helpers 4] [--nodes 4] [--mode star relay tree] [--code pass]``.
+[--helpers 4] [--nodes 4] [--mode star relay tree] [--code pass] [--floor] [--pin]``.
 """
 
 from __future__ import annotations
@@ -63,6 +70,9 @@ QUIET = [" --quiet"]  # (--shown: "", the cell's view shows what the ranks write
 FLOOR = [True]  # (--no-floor: no do-nothing cell between the cluster's, see cluster())
 #: A cell of a cell magic that does nothing (registered by main): IPython's own work on a cell.
 NOTHING = "%%jd_bench_nothing --oversubscribe --quiet\npass"
+#: A cell of the floor's magic (--floor, see cellfloor.py): the necessary work alone.
+FLOOR_CELL = "%%jd_bench_floor --oversubscribe --quiet\nNone"
+FLOORS: list[Any] = []  # (--floor: the Floor)
 
 
 class FakeRanks:
@@ -73,11 +83,21 @@ class FakeRanks:
     nodes = 4  # (--mode relay: nodes, each behind its relay)
     whole_nodes = False  # (--whole-nodes: a helper serves whole nodes, not every helpers-th rank)
     pidfds = False  # (--pidfds: a pidfd per helper, as for ranks on the kernel's host)
+    others_cpus: set[int] | None = None  # (--pin: the CPUs the fakes, relays and aggregators get)
     folder = Path()
     script = HERE / "fake_ranks.py"  # (--fakes: another checkout's, for an A/B of the fakes)
     last: FakeRanks | None = None  # the latest instance (its processes' CPU is read)
 
     def __init__(self, plan: Any, boot_env: dict[str, str]) -> None:
+        mine = os.sched_getaffinity(0)
+        if self.others_cpus is not None:  # (children inherit the starting thread's CPUs)
+            os.sched_setaffinity(0, self.others_cpus)
+        try:
+            self._start(plan, boot_env)
+        finally:
+            os.sched_setaffinity(0, mine)
+
+    def _start(self, plan: Any, boot_env: dict[str, str]) -> None:
         env = {**os.environ, **boot_env, "FAKE_DIR": str(self.folder)}
         if self.whole_nodes:
             env["FAKE_WHOLE_NODES"] = "1"
@@ -253,7 +273,9 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
         with contextlib.redirect_stdout(status):
             ip.run_line_magic("distributed", "status")
         peers = re.search(r"kernel connections to the ranks: (\d+)", status.getvalue())
-        spent, walls, floors = [], [], []
+        spent, walls, floors, necessary = [], [], [], []
+        if FLOORS:
+            FLOORS[0].size(n, int(re.search(r"--nodes (\d+)", shape + " --nodes 1")[1]))
         assert FakeRanks.last is not None
         # (one more cell first: the cluster's first cell after its start records its ranks'
         # shape, once per cluster, ~0.1 s of the I/O thread at 10,000 ranks: not a cell's cost)
@@ -271,12 +293,13 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
             walls.append(time.perf_counter() - w0)
             spent.append(cpu() - c0)
             if FLOOR[0]:  # (IPython's own, caches as a cluster's cell leaves them)
+                after = FLOOR_CELL if FLOORS and len(spent) % 2 == 0 else NOTHING
                 c0 = cpu()
-                ip.run_cell(NOTHING)
-                floors.append(cpu() - c0)
+                ip.run_cell(after)
+                (necessary if after == FLOOR_CELL else floors).append(cpu() - c0)
         ran = max(1, cells * (2 if FLOOR[0] else 1))  # (the cluster's cells in the loop)
         time.sleep(0.2)  # (what a cell leaves to do after it ends: counted)
-        loop = (cpu() - loop - sum(floors)) / ran
+        loop = (cpu() - loop - sum(floors) - sum(necessary)) / ran
         others = {k: (v - others[k]) / ran for k, v in FakeRanks.last.cpu().items()}
     finally:
         process.wait_ready = real_wait  # type: ignore[assignment]
@@ -298,6 +321,15 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
                 )
             }
             if floors
+            else {}
+        ),
+        **(
+            {
+                "the necessary work alone per cell, IPython's included (--floor; median / p90)": (
+                    f"{median(necessary) * 1e3:.2f} / {pct(necessary, 90) * 1e3:.2f} ms"
+                )
+            }
+            if necessary
             else {}
         ),
         "trivial cell wall (median; shares the cores)": f"{median(walls) * 1e3:.1f} ms",
@@ -367,7 +399,26 @@ def main() -> None:
         help="another checkout's fake_ranks.py, for an A/B of the fakes' own cost (then the "
         "count of cells that reached each rank is not checked: an older one writes none)",
     )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the kernel on the first CPU, the fakes, relays and aggregators on the others (as "
+        "on a cluster, where the ranks and relays run on other hosts than the kernel's)",
+    )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="every other measured cell is followed by the floor's cell instead of the "
+        "do-nothing one: only the work any implementation must do for a trivial cell "
+        "(cellfloor.py), in the same cold caches",
+    )
     args = parser.parse_args()
+    if args.pin:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            parser.error("--pin needs at least 2 CPUs")
+        os.sched_setaffinity(0, {cpus[0]})
+        FakeRanks.others_cpus = set(cpus[1:])
     if args.fakes:
         FakeRanks.script = args.fakes.resolve()
     FLOOR[0] = not args.no_floor
@@ -380,6 +431,10 @@ def main() -> None:
     FakeRanks.pidfds = args.pidfds
     ip, tmp = bench_shell("jd-bench-scale-")
     ip.register_magic_function(lambda line, cell: None, "cell", "jd_bench_nothing")
+    if args.floor:
+        from cellfloor import register
+
+        FLOORS.append(register(ip, tmp / "floor"))
     if max(args.ranks) > 1024:  # (the default cap on a cluster's size)
         ip.run_line_magic("config", f"Distributed.max_world_size = {max(args.ranks)}")
     print(
@@ -400,6 +455,8 @@ def main() -> None:
                 rows.setdefault(metric, {})[column] = text
             print(f"  {column} done", file=sys.stderr, flush=True)
     hot = floor(ip, args.cells)
+    if FLOORS:
+        FLOORS[0].close()
     print(f"IPython's own CPU per cell of a cell magic that does nothing, back to back: {hot}")
     print("| metric | " + " | ".join(columns) + " |")
     print("|---|" + "---|" * len(columns))

@@ -201,6 +201,8 @@ def main() -> None:
                 if args.idle:
                     IDLE.update(_at_rest(args.idle))
                 return started
+            if seen[0] == 2:  # (as bench_scale's: the first cell records the ranks' shape)
+                return real_run(line, *a, **k)
             ON[0] = True
             before = _thread_cpu()
             u0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.thread_time()

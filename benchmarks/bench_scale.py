@@ -17,7 +17,8 @@ with ``Done``). Per rank count it prints:
   start to 0.2 s after its last cell, less the do-nothing cells', per cluster cell (measured
   and unmeasured alike), a mean: it counts what runs between the cells (heartbeats, a record
   written after its cell, the rest's ticks), which the median above does not see;
-- **trivial cell wall time** (median), which here shares 2 cores with the helpers: a shape only;
+- **trivial cell wall time** (median and p99: of up to 50 ``--cells``, the p99 is the
+  slowest), which here shares 2 cores with the helpers: a shape only;
 - **kernel descriptors** with the cluster up (``/proc/self/fd``);
 - **IPython's own CPU per do-nothing cell magic between these cells**: a cell of a cell magic
   that returns at once, run after each measured trivial cell (which itself follows an
@@ -332,7 +333,9 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
             if necessary
             else {}
         ),
-        "trivial cell wall (median; shares the cores)": f"{median(walls) * 1e3:.1f} ms",
+        "trivial cell wall (median / p99; shares the cores)": (
+            f"{median(walls) * 1e3:.1f} / {pct(walls, 99) * 1e3:.1f} ms"
+        ),
         "kernel descriptors": f"{fds}",
         **{
             f"{kind}' CPU per rank per cell (the cells' mean)": f"{others[kind] / n * 1e6:.1f} µs"

@@ -26,9 +26,12 @@ cell without ``report()`` or lines, which splits what reporting costs from what 
 at all; ratios are to the first arm.
 
 Usage: ``PYTHONPATH=python python benchmarks/bench_train.py [--ranks 2 4] [--repeat 5]
-[--steps 200] [--arms torchrun cell bare] [--every 10]``. The default run takes a few minutes
-on 2 cores; a quiet-machine check of the goal (≥ 0.99×): ``--no-gpu --ranks 2 4 --repeat 12
---steps 400`` (about 10 minutes on 2 cores).
+[--steps 2000] [--arms torchrun cell bare] [--every 10]``. The default run takes about 7 minutes
+on 2 cores. Runs must be long for the goal (≥ 0.99×), 2,000 steps or more: torchrun starts
+fresh rank processes every repeat, whose first seconds run slower (at 400 steps, ~2 s, torchrun
+read 171 steps/s where 2,000-step runs read 182–196 on the same machine), while the cell's ranks
+stay up between repeats, so short runs flatter the cell. A quiet-machine check: ``--no-gpu
+--ranks 2 --repeat 8 --steps 2000`` (about 4 minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -254,7 +257,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--repeat", type=int, default=4, help="alternated repeats per row")
-    parser.add_argument("--steps", type=int, default=200, help="timed steps per run")
+    parser.add_argument("--steps", type=int, default=2000, help="timed steps per run")
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--every", type=int, default=10, help="a line every N steps")
     parser.add_argument(

@@ -21,9 +21,11 @@ same load; the ratio is cell ÷ torchrun per repeat, with the mean and a 95 % co
 Beside steps/s each row has CPU per timed step: rank 0's main thread and its whole process
 (every thread: gloo's, and in the cell the rank's I/O, capture and ZeroMQ threads), and, for
 the cell, the kernel's process over the whole cell (ms per step, warm-up included). These are
-steadier than wall time on a shared machine. ``--arms torchrun cell bare`` adds ``bare``: the
-cell without ``report()`` or lines, which splits what reporting costs from what the cell costs
-at all; ratios are to the first arm.
+steadier than wall time on a shared machine. Rank 0's main thread's wait for a core (Linux's
+``schedstat``: runnable, not running) per step says how often something else took its core:
+with as many ranks as cores, a step's all-reduce waits for the rank that lost it. ``--arms
+torchrun cell bare`` adds ``bare``: the cell without ``report()`` or lines, which splits what
+reporting costs from what the cell costs at all; ratios are to the first arm.
 
 Usage: ``PYTHONPATH=python python benchmarks/bench_train.py [--ranks 2 4] [--repeat 5]
 [--steps 2000] [--arms torchrun cell bare] [--every 10]``. The default run takes about 7 minutes
@@ -78,11 +80,18 @@ LOOP = textwrap.dedent("""
             if device.type == "cuda":
                 torch.cuda.synchronize()
 
-        start = cpu = main = 0.0
+        def waited():  # ns this thread was runnable but off a core (Linux schedstat)
+            try:
+                with open("/proc/thread-self/schedstat") as f:
+                    return int(f.read().split()[1])
+            except OSError:
+                return 0
+
+        start = cpu = main = wait = 0.0
         for i in range(warmup + steps):
             if i == warmup:
                 sync()
-                cpu, main = time.process_time(), time.thread_time()
+                cpu, main, wait = time.process_time(), time.thread_time(), waited()
                 start = time.perf_counter()
             opt.zero_grad()
             loss = loss_fn(ddp(x), y)
@@ -95,7 +104,8 @@ LOOP = textwrap.dedent("""
         sync()
         rate = steps / (time.perf_counter() - start)
         main, cpu = time.thread_time() - main, time.process_time() - cpu
-        return rate, torch.get_num_threads(), 1e3 * main / steps, 1e3 * cpu / steps
+        wait = (waited() - wait) / 1e6
+        return rate, torch.get_num_threads(), 1e3 * main / steps, 1e3 * cpu / steps, wait / steps
 """)
 
 SCRIPT = LOOP + textwrap.dedent("""
@@ -139,12 +149,13 @@ class Run:
     threads: int
     main_ms: float
     rank_ms: float
+    wait_ms: float  # rank 0's main thread runnable but off a core, per step
     kernel_ms: float = math.nan
 
     @classmethod
     def parse(cls, values: Any) -> Run:
-        rate, threads, main_ms, rank_ms = values
-        return cls(float(rate), int(threads), float(main_ms), float(rank_ms))
+        rate, threads, main_ms, rank_ms, wait_ms = values
+        return cls(float(rate), int(threads), float(main_ms), float(rank_ms), float(wait_ms))
 
 
 def run_torchrun(n: int, backend: str, steps: int, warmup: int, every: int, tmp: Path) -> Run:
@@ -291,8 +302,9 @@ def main() -> None:
     )
     print(
         "| ranks | backend | arm | steps/s | ÷ first arm (95 % CI) | rank 0 main thread CPU "
-        "ms/step | rank 0 process CPU ms/step | kernel CPU ms/step | threads |\n"
-        "|---|---|---|---|---|---|---|---|---|"
+        "ms/step | ... waiting for a core ms/step | rank 0 process CPU ms/step | kernel CPU "
+        "ms/step | threads |\n"
+        "|---|---|---|---|---|---|---|---|---|---|"
     )
     try:
         for n, backend in rows:
@@ -316,6 +328,7 @@ def main() -> None:
                     f"| {n} | {backend} | {arm} | {statistics.median(r.rate for r in got):.1f} "
                     f"| {ratio:.3f} ± {half:.3f} "
                     f"| {statistics.median(r.main_ms for r in got):.3f} "
+                    f"| {statistics.median(r.wait_ms for r in got):.3f} "
                     f"| {statistics.median(r.rank_ms for r in got):.3f} "
                     f"| {statistics.median(r.kernel_ms for r in got):.3f} "
                     f"| {got[-1].threads} |",

@@ -31,7 +31,7 @@ Usage: ``PYTHONPATH=python python benchmarks/bench_train.py [--ranks 2 4] [--rep
 [--steps 2000] [--arms torchrun cell bare] [--every 10]``. The default run takes about 7 minutes
 on 2 cores. Runs must be long for the goal (≥ 0.99×), 2,000 steps or more: torchrun starts
 fresh rank processes every repeat, whose first seconds run slower (at 400 steps, ~2 s, torchrun
-read 171 steps/s where 2,000-step runs read 182–196 on the same machine), while the cell's ranks
+read 171 steps/s where 2,000-step runs read 174–196 on the same machine), while the cell's ranks
 stay up between repeats, so short runs flatter the cell. A quiet-machine check: ``--no-gpu
 --ranks 2 --repeat 8 --steps 2000`` (about 4 minutes on 2 cores).
 """

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_distributed.cluster.processwatch import CONTROL_REST, on_schedule
 from jupyter_distributed.display import CellView
 from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
@@ -134,6 +135,23 @@ def test_a_running_cell_behind_relays_looks_at_its_controls_twice_a_second_not_f
     most = int(took / 0.45) + 1  # (main: one a quarter second, 9-10 here)
     assert 4 <= counts["looks"] <= most, f"{counts['looks']} looks at the controls in {took:.2f} s"
     assert counts["ticks"] <= most + 3, f"{counts['ticks']} ticks in {took:.2f} s"  # (main: 11-12)
+
+
+def test_the_controls_are_looked_at_on_every_tick_of_their_pace_late_or_on_time() -> None:
+    """Ticks 0.5 s apart, every other one 30 ms late (a loaded I/O thread): the look at the
+    panel's controls keeps its schedule and is done at each of them, so the panel's stop waits
+    at most ~0.5 s; kept to when each tick came, every other look was skipped (the stop waited
+    1 s, and a running cell of 2.5 s looked 3 times, not 5)."""
+    ticks = [10.0 + 0.5 * i + (0.03 if i % 2 else 0.0) for i in range(9)]
+    last, looks = 0.0, []
+    for now in ticks:
+        looked = on_schedule(last, now, CONTROL_REST)
+        if looked is not None:
+            last = looked
+            looks.append(now)
+    assert looks == ticks
+    assert on_schedule(last, last + 0.2, CONTROL_REST) is None  # (an early tick: not yet)
+    assert on_schedule(last, last + 3.0, CONTROL_REST) == last + 3.0  # (long late: anew)
 
 
 def test_the_panels_stop_stops_a_running_cell_behind_relays_within_a_second(

@@ -64,6 +64,18 @@ SLACK = 0.02  # (a look due within this is done now, not a whole tick later)
 AFTER_SENTINEL = 5.0
 
 
+def on_schedule(last: float, now: float, every: float) -> float | None:
+    """Whether a look done last at ``last`` (as scheduled) is due again at ``now``: the time
+    to keep as its own, or None. Kept to its schedule, ``last + every``, not to when the tick
+    came: ticks ``every`` apart, one a little late and the next on time, would otherwise find
+    the look not yet due every other time, and look once per two intervals (the panel's stop
+    taken within 1 s, not 0.5). A look more than an interval late starts the schedule anew."""
+    due = last + every
+    if now < due - SLACK:
+        return None
+    return due if now - due < every else now
+
+
 class ProcessWatch:
     """The cluster's part on the I/O thread: its tick, the processes' watch and the controls."""
 
@@ -104,8 +116,9 @@ class ProcessWatch:
             self._last_watch = now
             self._watch()
         every = CONTROL_POLL if self.router.ranks.run_id and not self.relays else CONTROL_REST
-        if now - self._last_control >= every - SLACK:
-            self._last_control = now
+        looked = on_schedule(self._last_control, now, every)
+        if looked is not None:
+            self._last_control = looked
             self._take_controls()
 
     def _watch_now(self) -> None:

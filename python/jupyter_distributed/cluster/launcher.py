@@ -86,3 +86,9 @@ class RankTails:
         with self._lock:
             recent = " ".join(dict.fromkeys(self._recent))  # (lines alike: once)
         return recent or self.tail(None, lines=3)
+
+    def start_failure(self, hops: Sequence[RankTails]) -> str:
+        """Why the launch ended (a backend's ``log_tail(None)``): the launcher's last three
+        lines, else the last words of its relays' and aggregators' launchers (``hops``: a
+        relay that ended before it was ready says why there)."""
+        return self.tail(None, lines=3) or " ".join(filter(None, (h.last_words() for h in hops)))

@@ -205,9 +205,8 @@ class MpiProcesses:
         """A rank's last line; for None, mpirun's, else its relays' (a relay's start error)."""
         if rank is not None:
             return self.log.tail(rank, lines=1)
-        logs = [h.log for h in (self.relays, self.aggregators) if h is not None]
-        return self.log.tail(None, lines=3) or " ".join(
-            filter(None, (log.last_words() for log in logs))
+        return self.log.start_failure(
+            [h.log for h in (self.relays, self.aggregators) if h is not None]
         )
 
 

@@ -294,7 +294,6 @@ class SrunProcesses:
         """A rank's last line; for None, srun's, else its relays' (a relay's start error)."""
         if rank is not None:
             return self.log.tail(rank, lines=1)
-        logs = [step.log for step in (self.relays, self.aggregators) if step is not None]
-        return self.log.tail(None, lines=3) or " ".join(
-            filter(None, (log.last_words() for log in logs))
+        return self.log.start_failure(
+            [step.log for step in (self.relays, self.aggregators) if step is not None]
         )

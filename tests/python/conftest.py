@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -36,6 +37,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="also run the slow tests (the full contract suite on the Ray engine)",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C raises KeyboardInterrupt in this process, as the notebook's stop button does in a
+    kernel (ipykernel installs Python's handler while it runs a cell), even where the suite was
+    started with SIGINT ignored: a shell's ``make test &`` leaves it ignored, so the tests that
+    interrupt a cell would each wait out its sleep (120 s) instead."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -105,6 +105,12 @@ def test_dead_rank_is_reported_with_exit_code_and_signal(shell: Any) -> None:
     assert run(shell, "-n 2", "rank").success  # a new cluster
 
 
+def test_ctrl_c_raises_keyboard_interrupt_here_however_the_suite_was_started() -> None:
+    """The stop tests send SIGINT to this process, as a kernel gets it from the stop button
+    (conftest restores Python's handler where ``make test &`` left SIGINT ignored)."""
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_stop_button_interrupts_every_rank(shell: Any, capsys: Any) -> None:
     run(shell, "-n 2", "import os\npid = os.getpid()\nkeep = 'kept'")
     threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()

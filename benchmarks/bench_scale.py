@@ -31,6 +31,10 @@ with ``Done``). Per rank count it prints:
 one (``cellfloor.py``): only the work any implementation must do for a trivial cell (one signed
 header out, one signed answer checked, the history's rows of the cell in one transaction), on
 the main thread, in the same cold caches: what is above it in the kernel's figure is ours.
+``--floor-hold`` is ``--floor`` with the floor's peer answering only after the wall of the
+measured cell before it, both CPUs kept busy over buffers meanwhile (as the fakes, relays and
+aggregators keep them while a real cell runs): the kernel then meets the answer in caches as cold
+as a real cell's wall leaves them, which on 2 shared cores is part of the kernel's figure.
 ``--pin`` puts the kernel on the first CPU and the fakes, relays and aggregators on the others,
 as the ranks and relays of a cluster run on other hosts than the kernel's.
 
@@ -42,7 +46,8 @@ ranks' ends of a cell come as one reduction per relay) and ``tree`` (``Distribut
 jupyter_distributed.cluster.aggregator``, the first of them the root the others dial where
 there are several, so the kernel holds one connection; the figures add the kernel's peers).
 Usage: ``PYTHONPATH=python python benchmarks/bench_scale.py [--ranks 100 300 1000] [--cells 30]
-[--helpers 4] [--nodes 4] [--mode star relay tree] [--code pass] [--floor] [--pin]``.
+[--helpers 4] [--nodes 4] [--mode star relay tree] [--code pass] [--floor] [--floor-hold]
+[--pin]``.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ NOTHING = "%%jd_bench_nothing --oversubscribe --quiet\npass"
 #: A cell of the floor's magic (--floor, see cellfloor.py): the necessary work alone.
 FLOOR_CELL = "%%jd_bench_floor --oversubscribe --quiet\nNone"
 FLOORS: list[Any] = []  # (--floor: the Floor)
+HOLD = [False]  # (--floor-hold: the floor's peer answers after the last cell's wall, cores busy)
 
 
 class FakeRanks:
@@ -295,6 +301,8 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
             spent.append(cpu() - c0)
             if FLOOR[0]:  # (IPython's own, caches as a cluster's cell leaves them)
                 after = FLOOR_CELL if FLOORS and len(spent) % 2 == 0 else NOTHING
+                if after == FLOOR_CELL and HOLD[0]:  # (--floor-hold: the cell's own wall)
+                    FLOORS[0].hold = walls[-1]
                 c0 = cpu()
                 ip.run_cell(after)
                 (necessary if after == FLOOR_CELL else floors).append(cpu() - c0)
@@ -326,9 +334,8 @@ def cluster(ip: Any, n: int, cells: int, folder: Path, shape: str) -> dict[str, 
         ),
         **(
             {
-                "the necessary work alone per cell, IPython's included (--floor; median / p90)": (
-                    f"{median(necessary) * 1e3:.2f} / {pct(necessary, 90) * 1e3:.2f} ms"
-                )
+                f"the necessary work alone per cell, IPython's included (--floor{held()}; median / "
+                "p90)": (f"{median(necessary) * 1e3:.2f} / {pct(necessary, 90) * 1e3:.2f} ms")
             }
             if necessary
             else {}
@@ -415,7 +422,16 @@ def main() -> None:
         "do-nothing one: only the work any implementation must do for a trivial cell "
         "(cellfloor.py), in the same cold caches",
     )
+    parser.add_argument(
+        "--floor-hold",
+        action="store_true",
+        help="--floor, its peer answering only after the wall of the cell before, both CPUs "
+        "kept busy meanwhile (as the cluster keeps them in a real cell): the floor in caches "
+        "as cold as a real cell's wall leaves them",
+    )
     args = parser.parse_args()
+    args.floor = args.floor or args.floor_hold
+    HOLD[0] = args.floor_hold
     if args.pin:
         cpus = sorted(os.sched_getaffinity(0))
         if len(cpus) < 2:
@@ -465,6 +481,11 @@ def main() -> None:
     print("|---|" + "---|" * len(columns))
     for metric, cells in rows.items():
         print(f"| {metric} | " + " | ".join(cells.get(c, "") for c in columns) + " |")
+
+
+def held() -> str:
+    """The floor row's note: whether its peer held the answer for the cell's wall (--floor-hold)."""
+    return ", answered after the cell's wall, cores busy" if HOLD[0] else ""
 
 
 def floor(ip: Any, cells: int) -> str:

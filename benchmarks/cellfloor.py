@@ -8,12 +8,16 @@ ends checked, and the history's transaction of the rows a trivial cell writes (t
 ``ranks`` row per node's span, the run's key and its three events) into a store of the
 history's own schema. No view, no recorder, no thread hand-off, no liveness watch: what is left
 above it in a real cell is ours to cut. The peer (``python cellfloor.py ADDRESS``) answers each
-header with a reduction-sized signed message at once.
+header with a reduction-sized signed message at once, or, with a ``hold`` (``Floor.hold``,
+``bench_scale.py --floor-hold``), after keeping both CPUs busy over a buffer for that long, as a
+cluster's ranks, relays and helpers keep the cores and their caches while a real cell runs:
+the kernel then comes back to the answer in caches as cold as a real cell leaves them.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -47,6 +51,7 @@ class Floor:
             self.db.execute(stmt)
         self.shape: tuple[int, int, str, list[tuple[int, int]]] = (0, 0, "", [])
         self.key = self.seq = 0
+        self.hold = 0.0  # s the peer keeps the cores busy before it answers (see the module)
 
     def size(self, n: int, nodes: int) -> None:
         """The cluster the floor stands for: ``n`` ranks on ``nodes`` nodes (kept per cluster)."""
@@ -62,6 +67,8 @@ class Floor:
         run = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
         started = time.time()
         fields = {"type": "execute", "run_id": run, "code": cell, "silent": True, "n": n}
+        if self.hold:
+            fields["hold"] = self.hold
         self.sock.send_multipart(self.signer.pack_all(fields, (), dst=dst))
         answer = self.signer.check(self.sock.recv_multipart())
         self.key += 1
@@ -109,6 +116,22 @@ def register(ip: Any, folder: Path) -> Floor:
     return floor
 
 
+def burn(seconds: float) -> None:
+    """Keep both CPUs busy for ``seconds``, each process writing over 16 MiB of its own (a
+    forked child beside this one): the caches are left as other work leaves them."""
+    if seconds <= 0:
+        return
+    child = os.fork()
+    deadline, buffer, at, step = time.monotonic() + seconds, bytearray(16 << 20), 0, 1 << 18
+    while time.monotonic() < deadline:  # (a look every 256 KiB written: ~0.5 ms)
+        for i in range(at, at + step, 64):
+            buffer[i] = (buffer[i] + 1) & 0xFF
+        at = (at + step) % len(buffer)
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)
+
+
 def peer(address: str) -> None:
     """Answer each signed header with a signed end of every rank (a root reduction's size)."""
     from jupyter_distributed.protocol.signing import Signer
@@ -120,6 +143,7 @@ def peer(address: str) -> None:
         header = signer.check(frames)
         if header["type"] == "bye":
             return
+        burn(header.get("hold", 0.0))
         spans = [{"first": 0, "last": header["n"] - 1, "states": ["running", "done"], "host": "vm"}]
         answer = {"type": "ended", "run_id": header["run_id"], "spans": spans, "slowest": 0.003}
         sock.send_multipart([who, *signer.pack(answer)])

@@ -41,10 +41,11 @@ def run(procs: int, imports: list[str], how: str) -> tuple[float, float]:
         __import__(module)
     code = "".join(f"import {m}\n" for m in imports) + "import sys\nsys.stdin.buffer.read()\n"
     read, write = os.pipe()
-    pids = []
+    pids, spawned = [], []  # (the Popen objects kept: reaped by their own wait, not by ours)
     for _ in range(procs):
         if how == "spawned":
             child = subprocess.Popen([sys.executable, "-c", code], stdin=read, close_fds=True)  # noqa: S603
+            spawned.append(child)
             pids.append(child.pid)
             continue
         pid = os.fork()
@@ -59,7 +60,9 @@ def run(procs: int, imports: list[str], how: str) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     os.close(write)
-    for pid in pids:
+    for child in spawned:
+        child.wait()
+    for pid in pids[len(spawned) :]:
         os.waitpid(pid, 0)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -1,12 +1,14 @@
-"""Local ranks that use torch, forked from a fork server that has already imported it.
+"""Local ranks forked from a fork server that has already imported what they import.
 
-``import torch`` costs seconds in every new process; a cluster of N ranks started with the
-kernel's Python pays it N times at once. The first time a torch strategy starts a local
-cluster, the kernel starts one fork server (:mod:`..worker.zygote`, a fresh interpreter: no
-kernel state, no CUDA, no threads) that imports torch once; each rank of this and later
-clusters is forked from it, with exactly the environment a spawned rank gets. Where the fork
-server cannot run (it failed to start, or its import started a thread), ranks are spawned as
-before.
+A spawned rank pays its imports itself: pyzmq and the rank's own code (~0.1 s of CPU), and
+``import torch`` (seconds) for a torch strategy; N ranks started at once pay it N times, on the
+same cores. The first time a local cluster starts, the kernel starts a fork server
+(:mod:`..worker.zygote`, a fresh interpreter: no kernel state, no CUDA, no threads) that imports
+those modules once; each rank of this and later clusters is forked from it, with exactly the
+environment and working directory a spawned rank gets, and shares those imports' pages. There
+is one server per ``PYTHONPATH`` and set of modules (a torch strategy's also has torch).
+``DistributedLocal.fork`` chooses which ranks are forked ('all', 'torch', 'never'). Where a fork
+server cannot run (it failed to start, or its imports started a thread), ranks are spawned.
 """
 
 from __future__ import annotations
@@ -28,20 +30,22 @@ from ..interface import Plan
 
 log = logging.getLogger("jupyter_distributed")
 
-PRELOAD = ("torch", "torch.distributed")
+#: What every fork server imports: pyzmq and the rank's own code; a torch strategy's, torch too.
+LIGHT = ("zmq", "jupyter_distributed.worker.__main__")
+TORCH = (*LIGHT, "torch", "torch.distributed")
 START_TIMEOUT = 120.0
 
 
 class ForkServer:
     """One per kernel and environment; thread-safe."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], preload: tuple[str, ...]) -> None:
         self.env = env
         self._lock = threading.Lock()
         self._exits: dict[int, int] = {}
         self._buffer = b""
         self.proc = subprocess.Popen(  # noqa: S603 (our own module, the kernel's Python)
-            [sys.executable, "-m", "jupyter_distributed.worker.zygote", *PRELOAD],
+            [sys.executable, "-m", "jupyter_distributed.worker.zygote", *preload],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -59,7 +63,8 @@ class ForkServer:
     def fork(self, env: dict[str, str], log_path: Path) -> int:
         with self._lock:
             assert self.proc.stdin is not None  # noqa: S101 (a pipe, from Popen)
-            self.proc.stdin.write(json.dumps({"env": env, "log": str(log_path)}).encode() + b"\n")
+            request = {"env": env, "log": str(log_path), "cwd": _cwd()}
+            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
             self.proc.stdin.flush()
             return int(str(self._next(10)["pid"]))
 
@@ -123,10 +128,11 @@ _failed: set[str] = set()
 _lock = threading.Lock()
 
 
-def fork_server(env: dict[str, str]) -> ForkServer | None:
-    """The kernel's fork server for ranks with this ``PYTHONPATH`` (started on first use), or
-    None where it cannot run (then ranks are spawned)."""
-    key = env.get("PYTHONPATH", "")
+def fork_server(env: dict[str, str], preload: tuple[str, ...]) -> ForkServer | None:
+    """The kernel's fork server for ranks with this ``PYTHONPATH`` that import ``preload``
+    (started on first use), or None where it cannot run (then ranks are spawned)."""
+    path = env.get("PYTHONPATH", "")
+    key = path + "\0" + ",".join(preload)
     with _lock:
         server = _servers.get(key)
         if server is not None and server.alive:
@@ -134,7 +140,7 @@ def fork_server(env: dict[str, str]) -> ForkServer | None:
         if key in _failed:
             return None
         try:
-            server = _servers[key] = ForkServer({**os.environ, "PYTHONPATH": key})
+            server = _servers[key] = ForkServer({**os.environ, "PYTHONPATH": path}, preload)
         except OSError as exc:
             _failed.add(key)
             log.warning("jupyter-distributed: ranks are spawned, not forked: %s", exc)
@@ -144,7 +150,7 @@ def fork_server(env: dict[str, str]) -> ForkServer | None:
 
 @atexit.register
 def stop_fork_servers() -> None:
-    """Stop the kernel's fork servers (the next torch cluster starts a fresh one)."""
+    """Stop the kernel's fork servers (the next local cluster starts a fresh one)."""
     with _lock:
         for server in _servers.values():
             server.close()
@@ -152,5 +158,18 @@ def stop_fork_servers() -> None:
         _failed.clear()
 
 
-def use_fork_server(plan: Plan) -> bool:
-    return plan.spec.layout.strategy.uses_torch and sys.platform.startswith("linux")
+def preload_for(plan: Plan, fork: str) -> tuple[str, ...] | None:
+    """What the fork server of ``plan``'s ranks imports, or None where they are spawned."""
+    if fork == "never" or not sys.platform.startswith("linux"):
+        return None
+    if plan.spec.layout.strategy.uses_torch:
+        return TORCH
+    return LIGHT if fork == "all" else None
+
+
+def _cwd() -> str:
+    """The kernel's working directory now (``%cd`` moves it), where a spawned rank starts."""
+    try:
+        return str(Path.cwd())
+    except OSError:  # (removed under the kernel: the rank stays where the fork server is)
+        return ""

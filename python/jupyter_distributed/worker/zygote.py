@@ -1,4 +1,4 @@
-"""A fork server for ranks that use torch: import it once, then fork each rank from here.
+"""A fork server for local ranks: import what they import once, then fork each rank from here.
 
 The kernel starts this as a fresh interpreter (``python -m jupyter_distributed.worker.zygote
 MODULE...``), so nothing of the kernel is inherited. It imports the modules, refuses to serve if
@@ -6,8 +6,10 @@ that started a Python thread (forking it would be unsafe) or initialised CUDA, f
 made out of the garbage collector (``gc.freeze``: the ranks keep sharing those pages), then reads
 one JSON request per line on stdin and answers on stdout, one JSON line each:
 
-- ``{"env": {...}, "log": PATH}`` → ``{"pid": PID}``: a rank forked in a new session, with exactly
-  that environment, stdin from /dev/null and stdout/stderr to ``PATH`` until it captures them;
+- ``{"env": {...}, "log": PATH, "cwd": DIR}`` → ``{"pid": PID}``: a rank forked in a new session,
+  with exactly that environment, in that working directory (the kernel's: where a spawned rank
+  would start, and what ``python -m`` puts first on ``sys.path``), stdin from /dev/null and
+  stdout/stderr to ``PATH`` until it captures them;
 - when a rank ends → ``{"exit": PID, "code": CODE}`` (a negative code is the signal).
 
 It exits when stdin closes (the kernel is gone); its ranks notice the kernel is gone themselves.
@@ -24,15 +26,18 @@ import signal
 import sys
 import threading
 import traceback
+from pathlib import Path
 
 from .descriptors import readable
+
+_HOME = str(Path.cwd())  # where the fork server started: ``sys.path[0]`` under ``python -m``
 
 
 def _say(obj: dict[str, object]) -> None:
     os.write(1, (json.dumps(obj) + "\n").encode())
 
 
-def _child(env: dict[str, str], log: str, wake: tuple[int, int]) -> int:
+def _child(env: dict[str, str], log: str, cwd: str, wake: tuple[int, int]) -> int:
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.set_wakeup_fd(-1)
     for fd in wake:
@@ -47,6 +52,11 @@ def _child(env: dict[str, str], log: str, wake: tuple[int, int]) -> int:
     os.close(out)
     os.environ.clear()
     os.environ.update(env)
+    if cwd:
+        with contextlib.suppress(OSError):  # (gone since: the rank starts here, as it can)
+            os.chdir(cwd)
+            if sys.path and sys.path[0] == _HOME:
+                sys.path[0] = cwd
     sys.argv = [sys.executable, "-m", "jupyter_distributed.worker"]
     from .__main__ import main
 
@@ -113,7 +123,9 @@ def serve(modules: list[str]) -> int:
             if pid == 0:
                 code = 1
                 try:
-                    code = _child(request["env"], request["log"], (wake_r, wake_w))
+                    code = _child(
+                        request["env"], request["log"], request.get("cwd", ""), (wake_r, wake_w)
+                    )
                 except BaseException:  # noqa: BLE001 (the rank's start-up error, to its log)
                     traceback.print_exc()
                 finally:

@@ -18,7 +18,7 @@ from ...cluster.launch import WORKER_COMMAND, check_cores, free_port, rank_env, 
 from ...cluster.process import ProcessCluster
 from ...cluster.relays import LocalRelays, relay_nodes
 from ...cluster.transport import Transport
-from ...cluster.zygote import ForkServer, fork_server, stop_fork_servers, use_fork_server
+from ...cluster.zygote import ForkServer, fork_server, preload_for, stop_fork_servers
 from ...history.reaper import leftover_prefix
 from ...history.store import Store
 from ...interface import Backend, Plan, RankPlan, RunView
@@ -67,8 +67,8 @@ def _ended(pid: int) -> bool:
 
 class LocalProcesses:
     """One process (and process group) per rank; output before capture goes to a log file.
-    Ranks of a torch strategy are forked from the kernel's fork server where it runs
-    (:mod:`.zygote`), else, like all others, spawned with the kernel's Python."""
+    Ranks are forked from the kernel's fork server where it runs (:mod:`...cluster.zygote`;
+    ``DistributedLocal.fork``), else spawned with the kernel's Python."""
 
     def __init__(self, plan: Plan, boot_env: dict[str, str]) -> None:
         self.logdir = Path(tempfile.mkdtemp(prefix=leftover_prefix()))
@@ -79,7 +79,9 @@ class LocalProcesses:
         base = {**os.environ, **dict(plan.env), **boot_env}
         nodes = relay_nodes(boot_env)  # (relays "always": one per node, before the ranks)
         self.relays = LocalRelays(nodes, base, self.logdir) if nodes else None
-        server = fork_server(base) if use_fork_server(plan) else None
+        options = plan.spec.options
+        preload = preload_for(plan, options.fork if isinstance(options, LocalOptions) else "all")
+        server = fork_server(base, preload) if preload else None
         for r in plan.ranks:
             env = {**base, **{k: (port if v == "<free port>" else v) for k, v in r.env}}
             if server is not None:

@@ -1,0 +1,79 @@
+"""Every local rank is forked from a fork server that imported pyzmq and the rank's code once
+(``DistributedLocal.fork = 'all'``, the default), and starts as a spawned rank would: in the
+kernel's working directory now, with its environment at launch, in a session of its own.
+``'never'`` spawns every rank with the kernel's Python again."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from traitlets import TraitError
+
+from jupyter_distributed.backends.local.options import DistributedLocal, LocalOptions
+from jupyter_distributed.errors import SpecError
+
+from .core_helpers import (
+    shell,  # noqa: F401 (the fixture)
+)
+
+pytestmark = [
+    pytest.mark.timeout(180),
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is Linux's"),
+]
+
+FACTS = (
+    "%%distributed -n 2 --pull facts\n"
+    "import os, sys\n"
+    "import helper_here\n"
+    "facts = dict(parent=os.getppid(), cwd=os.getcwd(), path0=sys.path[0],\n"
+    "    helper=helper_here.VALUE, env=os.environ.get('JD_AFTER_START'),\n"
+    "    session=os.getsid(0) == os.getpid(), zmq='zmq' in sys.modules)"
+)
+
+
+def test_a_plain_rank_is_forked_where_the_kernel_is_now(shell: Any, tmp_path: Path) -> None:  # noqa: F811
+    first = shell.run_cell("%%distributed -n 2\npass")  # starts the fork server here
+    assert first.error_in_exec is None, first.error_in_exec
+    shell.run_line_magic("distributed", "stop")
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    (moved / "helper_here.py").write_text("VALUE = 7\n")
+    here = Path.cwd()
+    os.environ["JD_AFTER_START"] = "1"  # set after the fork server started
+    os.chdir(moved)  # what %cd does, after the fork server started
+    try:
+        result = shell.run_cell(FACTS)
+        assert result.error_in_exec is None, result.error_in_exec
+        for f in shell.user_ns["facts"]:
+            assert f["parent"] != os.getpid()  # forked by the fork server, not the kernel
+            assert f["cwd"] == str(moved) and f["path0"] == str(moved)  # as `python -m` there
+            assert f["helper"] == 7 and f["env"] == "1" and f["session"] and f["zmq"]
+    finally:
+        os.chdir(here)
+        os.environ.pop("JD_AFTER_START", None)
+        shell.user_ns["_jd_session"].shutdown()
+
+
+def test_fork_never_spawns_every_rank_from_the_kernel(shell: Any, tmp_path: Path) -> None:  # noqa: F811
+    (tmp_path / "helper_here.py").write_text("VALUE = 7\n")
+    here = Path.cwd()
+    os.chdir(tmp_path)
+    shell.run_line_magic("config", "DistributedLocal.fork = 'never'")
+    try:
+        result = shell.run_cell(FACTS)
+        assert result.error_in_exec is None, result.error_in_exec
+        assert [f["parent"] for f in shell.user_ns["facts"]] == [os.getpid()] * 2
+    finally:
+        os.chdir(here)
+        shell.user_ns["_jd_session"].shutdown()
+
+
+def test_a_bad_fork_setting_is_one_line() -> None:
+    with pytest.raises(SpecError, match=r"DistributedLocal\.fork is 'sometimes'"):
+        LocalOptions(fork="sometimes")
+    with pytest.raises(TraitError):
+        DistributedLocal(fork="sometimes")

@@ -12,7 +12,8 @@ Per run: N real ranks of the local backend (no torch strategy) start, idle for 5
 - **kernel CPU**: this process's CPU (every thread) during ``stop()``;
 - **ranks' CPU**: each rank's CPU from the stop to its end, its exit included, and its
   guardian's (this process is a child subreaper, so the guardians come back here and are
-  reaped here: their CPU counts too), per rank: what the ranks ask of the cores;
+  reaped here: their CPU counts too; forked ranks are the fork server's children, and count
+  from its children's time), per rank: what the ranks ask of the cores;
 - **atexit / ended**: when the ranks' ``atexit`` handlers ran (a user handler stamps the time)
   and when their pidfds fired (first, median, last), after the stop began.
 
@@ -60,8 +61,15 @@ atexit.register(_stamp)
 
 
 def children_cpu() -> float:
+    """CPU of this process's reaped children, and of those its children reaped: the ranks a fork
+    server forked are its children, not ours (their guardians come back here all the same)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    ticks = 0
+    for child in guardians([os.getpid()]):  # (this process's own children)
+        with contextlib.suppress(OSError, IndexError):
+            fields = Path(f"/proc/{child}/stat").read_text().rpartition(")")[2].split()
+            ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
+    return usage.ru_utime + usage.ru_stime + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def own_cpu() -> float:

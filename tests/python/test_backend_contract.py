@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from jupyter_distributed.backends.mpi.backend import descendants
+from jupyter_distributed.cluster.zygote import server_pids
 from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RunFailed, SpecError
 from jupyter_distributed.history.store import Store
@@ -75,8 +76,9 @@ class Harness:
         )
 
     def processes(self) -> set[int]:
-        """Every process the session started (launchers and ranks), not the engines' daemons."""
-        return set(descendants(os.getpid())) - engine_processes()
+        """Every process the session started (launchers and ranks), not the engines' daemons
+        nor the kernel's fork servers (they serve its next cluster too)."""
+        return set(descendants(os.getpid())) - engine_processes() - server_pids()
 
 
 @pytest.fixture(params=CASES, ids=lambda c: c.id)

@@ -69,6 +69,7 @@ def test_fork_never_spawns_every_rank_from_the_kernel(shell: Any, tmp_path: Path
         assert [f["parent"] for f in shell.user_ns["facts"]] == [os.getpid()] * 2
     finally:
         os.chdir(here)
+        shell.run_line_magic("config", "DistributedLocal.fork = 'all'")  # (the shell's config)
         shell.user_ns["_jd_session"].shutdown()
 
 

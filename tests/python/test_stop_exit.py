@@ -103,24 +103,43 @@ def test_a_stop_waits_while_ranks_are_still_leaving(shell: Any, tmp_path: Path) 
 
 GUARDIANS = """\
 import os
+pid = os.getpid()
 guardians = [int(c) for t in os.listdir("/proc/self/task")
     for c in open(f"/proc/self/task/{t}/children").read().split()]
 """
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("fork", ["never", "all"])
 def test_a_ranks_guardian_is_a_small_copy_made_before_the_ranks_imports(
     shell: Any,  # noqa: F811 (the fixture)
+    fork: str,
 ) -> None:
     """A spawned rank forks its guardian before it imports ZeroMQ and the rest: the guardian
     holds none of it, so the rank copies few pages on write after the fork, and a stop of
-    hundreds of ranks does not free a full copy of each rank twice."""
-    result = shell.run_cell(f"%%distributed -n 2 --pull guardians\n{GUARDIANS}")
+    hundreds of ranks does not free a full copy of each rank twice. A forked rank's imports are
+    the fork server's pages, shared by the rank and its guardian: the guardian's own pages stay
+    fewer than its rank's."""
+    shell.run_line_magic("config", f"DistributedLocal.fork = {fork!r}")
+    try:
+        result = shell.run_cell(f"%%distributed -n 2 --pull guardians,pid\n{GUARDIANS}")
+    finally:
+        shell.run_line_magic("config", "DistributedLocal.fork = 'all'")  # (the shell's config)
     assert result.error_in_exec is None, result.error_in_exec
     guardians = [pid for family in shell.user_ns["guardians"] for pid in family]
     assert len(guardians) == 2
-    for pid in guardians:
+    for pid, rank in zip(guardians, shell.user_ns["pid"], strict=True):
         maps = Path(f"/proc/{pid}/maps").read_text()
-        assert "zmq" not in maps, f"guardian {pid} is a copy of the rank after its imports"
+        if fork == "never":
+            assert "zmq" not in maps, f"guardian {pid} is a copy of the rank after its imports"
+        else:
+            assert _private_mb(pid) < _private_mb(rank), f"guardian {pid} copied its rank"
     shell.run_line_magic("distributed", "stop")
     assert not left(set(guardians)), "a guardian is left after stop"
+
+
+def _private_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Private_Dirty:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no Private_Dirty for {pid}")

@@ -148,6 +148,12 @@ def fork_server(env: dict[str, str], preload: tuple[str, ...]) -> ForkServer | N
         return server
 
 
+def server_pids() -> set[int]:
+    """The kernel's live fork servers: helpers that outlive a cluster, not its processes."""
+    with _lock:
+        return {server.proc.pid for server in _servers.values() if server.alive}
+
+
 @atexit.register
 def stop_fork_servers() -> None:
     """Stop the kernel's fork servers (the next local cluster starts a fresh one)."""

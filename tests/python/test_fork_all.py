@@ -6,6 +6,7 @@ kernel's working directory now, with its environment at launch, in a session of 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,3 +79,25 @@ def test_a_bad_fork_setting_is_one_line() -> None:
         LocalOptions(fork="sometimes")
     with pytest.raises(TraitError):
         DistributedLocal(fork="sometimes")
+
+
+def test_what_python_reads_as_it_starts_is_the_ranks_own(shell: Any) -> None:  # noqa: F811
+    """``--env PYTHONHASHSEED=0`` holds in a forked rank as in a spawned one: the ranks' fork
+    server started with it (another server than the one without it)."""
+    want = subprocess.run(
+        [sys.executable, "-c", "print(hash('jd'))"],
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    try:
+        result = shell.run_cell(
+            "%%distributed -n 2 --env PYTHONHASHSEED=0 --pull seen\n"
+            "import os\nseen = (hash('jd'), os.getppid())"
+        )
+        assert result.error_in_exec is None, result.error_in_exec
+        for seed, parent in shell.user_ns["seen"]:
+            assert str(seed) == want and parent != os.getpid()
+    finally:
+        shell.user_ns["_jd_session"].shutdown()

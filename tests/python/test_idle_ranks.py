@@ -57,8 +57,10 @@ def test_an_idle_ranks_guardian_and_io_thread_sleep(shell: Any) -> None:  # noqa
     after = [(runs(g[0]), runs(p, t)) for p, t, g in ranks]
     for (g0, io0), (g1, io1) in zip(before, after, strict=True):
         assert g1 - g0 <= 1, f"an idle rank's guardian woke {g1 - g0} times (it looked 4 a second)"
-        # a heartbeat a second, and a run or two more for the scheduler's own reasons
-        assert io1 - io0 < 3 * WINDOW, f"an idle rank's I/O thread woke {io1 - io0} times"
+        # its heartbeat a second and what that wakes (4-8 times in 3 s here, quiet), and a few
+        # more on a loaded machine (a thread preempted is scheduled in again: 11 seen in the
+        # full suite); it ticked 10 times a second
+        assert io1 - io0 < 5 * WINDOW, f"an idle rank's I/O thread woke {io1 - io0} times"
     again = shell.run_cell("%%distributed -n 2\nx = 1")  # and they wake for a cell
     assert again.error_in_exec is None, again.error_in_exec
 

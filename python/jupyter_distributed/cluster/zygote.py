@@ -6,7 +6,8 @@ same cores. The first time a local cluster starts, the kernel starts a fork serv
 (:mod:`..worker.zygote`, a fresh interpreter: no kernel state, no CUDA, no threads) that imports
 those modules once; each rank of this and later clusters is forked from it, with exactly the
 environment and working directory a spawned rank gets, and shares those imports' pages. There
-is one server per ``PYTHONPATH`` and set of modules (a torch strategy's also has torch).
+is one server per set of modules (a torch strategy's also has torch) and of the ``PYTHON*``
+variables that Python reads as it starts (``PYTHONPATH``, ``PYTHONHASHSEED``, ...).
 ``DistributedLocal.fork`` chooses which ranks are forked ('all', 'torch', 'never'). Where a fork
 server cannot run (it failed to start, or its imports started a thread), ranks are spawned.
 """
@@ -129,18 +130,23 @@ _lock = threading.Lock()
 
 
 def fork_server(env: dict[str, str], preload: tuple[str, ...]) -> ForkServer | None:
-    """The kernel's fork server for ranks with this ``PYTHONPATH`` that import ``preload``
-    (started on first use), or None where it cannot run (then ranks are spawned)."""
-    path = env.get("PYTHONPATH", "")
-    key = path + "\0" + ",".join(preload)
+    """The kernel's fork server for ranks with this environment that import ``preload``
+    (started on first use), or None where it cannot run (then ranks are spawned).
+
+    What Python reads as it starts (the ``PYTHON*`` variables: ``PYTHONPATH``,
+    ``PYTHONHASHSEED``, ``PYTHONWARNINGS``, ...) is the fork server's, so the ranks' values are
+    its own: ranks with other values get another server."""
+    startup = {k: v for k, v in env.items() if k.startswith("PYTHON")}
+    key = json.dumps([sorted(startup.items()), preload])
     with _lock:
         server = _servers.get(key)
         if server is not None and server.alive:
             return server
         if key in _failed:
             return None
+        base = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         try:
-            server = _servers[key] = ForkServer({**os.environ, "PYTHONPATH": path}, preload)
+            server = _servers[key] = ForkServer({**base, **startup}, preload)
         except OSError as exc:
             _failed.add(key)
             log.warning("jupyter-distributed: ranks are spawned, not forked: %s", exc)

@@ -15,6 +15,7 @@ server cannot run (it failed to start, or its imports started a thread), ranks a
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import json
 import logging
@@ -38,12 +39,15 @@ START_TIMEOUT = 120.0
 
 
 class ForkServer:
-    """One per kernel and environment; thread-safe."""
+    """One per kernel and environment; thread-safe. What it writes is read as it comes, by
+    whoever asks: exit reports are kept (a look at hundreds of ranks asks each one's in O(1)),
+    answers to a fork are queued."""
 
     def __init__(self, env: dict[str, str], preload: tuple[str, ...]) -> None:
         self.env = env
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # (held while reading, never while waiting for an end)
         self._exits: dict[int, int] = {}
+        self._answers: collections.deque[dict[str, object]] = collections.deque()
         self._buffer = b""
         self.proc = subprocess.Popen(  # noqa: S603 (our own module, the kernel's Python)
             [sys.executable, "-m", "jupyter_distributed.worker.zygote", *preload],
@@ -52,7 +56,12 @@ class ForkServer:
             env=env,
             start_new_session=True,
         )
-        ready = self._next(START_TIMEOUT)
+        assert self.proc.stdout is not None  # noqa: S101 (a pipe, from Popen)
+        self._fd = self.proc.stdout.fileno()
+        self._poll = select.poll()  # (not select(): the kernel's descriptors may pass 1024)
+        self._poll.register(self._fd, select.POLLIN)
+        with self._lock:
+            ready = self._next(START_TIMEOUT)
         if "ready" not in ready:
             self.close()
             raise OSError(str(ready.get("error", "the fork server did not start")))
@@ -69,22 +78,26 @@ class ForkServer:
             self.proc.stdin.flush()
             return int(str(self._next(10)["pid"]))
 
-    def exits(self) -> dict[int, int]:
-        """Exit codes of forked processes that ended (pid → code), as reported so far."""
+    def exit_code(self, pid: int) -> int | None:
+        """The exit code of forked process ``pid`` if its end was reported (a negative code is
+        the signal), else None."""
         with self._lock:
-            while self._read(0):
+            while self._fill(0):
                 pass
-            return dict(self._exits)
+            return self._exits.get(pid)
 
     def wait_exit(self, pid: int, timeout: float) -> int | None:
-        """The exit code of ``pid`` once reported, waiting up to ``timeout`` seconds for it."""
+        """The exit code of ``pid`` once reported, waiting up to ``timeout`` seconds for it
+        (without the lock: other ranks' looks go on meanwhile)."""
         deadline = time.monotonic() + timeout
-        with self._lock:
-            while pid not in self._exits:
-                left = deadline - time.monotonic()
-                if left <= 0 or self._read(left) is None:
-                    break
-            return self._exits.get(pid)
+        while (code := self.exit_code(pid)) is None and self.alive:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            wait = select.poll()  # (a poll object of its own: one is not shared while it waits)
+            wait.register(self._fd, select.POLLIN)
+            wait.poll(min(left, 0.05) * 1000)
+        return code
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -95,33 +108,30 @@ class ForkServer:
         self.proc.wait()
 
     def _next(self, timeout: float) -> dict[str, object]:
-        """The next reply that is not an exit report (those are kept)."""
+        """(With the lock.) The next answer that is not an exit report (those are kept)."""
         deadline = time.monotonic() + timeout
-        while True:
-            reply = self._read(max(0.0, deadline - time.monotonic()))
-            if reply is None:
+        while not self._answers:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._fill(left):  # (the time is up, or the pipe ended)
                 raise OSError("the fork server did not answer")
-            if "exit" not in reply:
-                return reply
+        return self._answers.popleft()
 
-    def _read(self, timeout: float) -> dict[str, object] | None:
-        """One reply (exit reports are recorded on the way), or None after ``timeout``."""
-        assert self.proc.stdout is not None  # noqa: S101 (a pipe, from Popen)
-        fd = self.proc.stdout.fileno()
-        poll = select.poll()  # (not select(): the kernel's descriptors may pass 1024)
-        poll.register(fd, select.POLLIN)
-        while b"\n" not in self._buffer:
-            if not poll.poll(timeout * 1000):
-                return None
-            data = os.read(fd, 65536)
-            if not data:
-                return None
-            self._buffer += data
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        reply: dict[str, object] = json.loads(line)
-        if "exit" in reply:
-            self._exits[int(str(reply["exit"]))] = int(str(reply["code"]))
-        return reply
+    def _fill(self, timeout: float) -> bool:
+        """(With the lock.) Read what was written, waiting up to ``timeout`` seconds for it;
+        whether anything came (False at the end of the pipe too)."""
+        if not self._poll.poll(timeout * 1000):
+            return False
+        data = os.read(self._fd, 65536)
+        if not data:
+            return False
+        *lines, self._buffer = (self._buffer + data).split(b"\n")
+        for line in lines:
+            reply: dict[str, object] = json.loads(line)
+            if "exit" in reply:
+                self._exits[int(str(reply["exit"]))] = int(str(reply["code"]))
+            else:
+                self._answers.append(reply)
+        return True
 
 
 _servers: dict[str, ForkServer] = {}

@@ -37,6 +37,7 @@ FACTS = (
     "    session=os.getsid(0) == os.getpid(), zmq='zmq' in sys.modules)"
 )
 
+
 def test_a_plain_rank_is_forked_where_the_kernel_is_now(shell: Any, tmp_path: Path) -> None:  # noqa: F811
     first = shell.run_cell("%%distributed -n 2\npass")  # starts the fork server here
     assert first.error_in_exec is None, first.error_in_exec
@@ -59,6 +60,7 @@ def test_a_plain_rank_is_forked_where_the_kernel_is_now(shell: Any, tmp_path: Pa
         os.environ.pop("JD_AFTER_START", None)
         shell.user_ns["_jd_session"].shutdown()
 
+
 def test_fork_never_spawns_every_rank_from_the_kernel(shell: Any, tmp_path: Path) -> None:  # noqa: F811
     (tmp_path / "helper_here.py").write_text("VALUE = 7\n")
     here = Path.cwd()
@@ -73,11 +75,13 @@ def test_fork_never_spawns_every_rank_from_the_kernel(shell: Any, tmp_path: Path
         shell.run_line_magic("config", "DistributedLocal.fork = 'all'")  # (the shell's config)
         shell.user_ns["_jd_session"].shutdown()
 
+
 def test_a_bad_fork_setting_is_one_line() -> None:
     with pytest.raises(SpecError, match=r"DistributedLocal\.fork is 'sometimes'"):
         LocalOptions(fork="sometimes")
     with pytest.raises(TraitError):
         DistributedLocal(fork="sometimes")
+
 
 def test_what_python_reads_as_it_starts_is_the_ranks_own(shell: Any) -> None:  # noqa: F811
     """``--env PYTHONHASHSEED=0`` holds in a forked rank as in a spawned one: the ranks' fork
@@ -99,6 +103,7 @@ def test_what_python_reads_as_it_starts_is_the_ranks_own(shell: Any) -> None:  #
             assert str(seed) == want and parent != os.getpid()
     finally:
         shell.user_ns["_jd_session"].shutdown()
+
 
 def test_a_zombie_rank_gives_its_exit_before_the_fork_server_reaps_it() -> None:
     """A look reads a forked rank's end from /proc while it is a zombie: the fork server's

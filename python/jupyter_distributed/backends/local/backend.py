@@ -1,4 +1,5 @@
-"""``local``: ranks are processes on this machine, started with the kernel's own Python."""
+"""``local``: ranks are processes on this machine, of the kernel's own Python: forked from a fork
+server (``DistributedLocal.fork``), or spawned."""
 
 from __future__ import annotations
 

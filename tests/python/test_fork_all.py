@@ -83,9 +83,10 @@ def test_a_bad_fork_setting_is_one_line() -> None:
         DistributedLocal(fork="sometimes")
 
 
-def test_what_python_reads_as_it_starts_is_the_ranks_own(shell: Any) -> None:  # noqa: F811
-    """``--env PYTHONHASHSEED=0`` holds in a forked rank as in a spawned one: the ranks' fork
-    server started with it (another server than the one without it)."""
+def test_what_a_process_reads_as_it_starts_is_the_ranks_own(shell: Any) -> None:  # noqa: F811
+    """``--env PYTHONHASHSEED=0`` holds in a forked rank as in a spawned one, and so does a
+    variable the C library reads as the process starts (``MALLOC_ARENA_MAX``): the ranks' fork
+    server started with them (another server than the one without)."""
     want = subprocess.run(
         [sys.executable, "-c", "print(hash('jd'))"],
         env={**os.environ, "PYTHONHASHSEED": "0"},
@@ -95,12 +96,14 @@ def test_what_python_reads_as_it_starts_is_the_ranks_own(shell: Any) -> None:  #
     ).stdout.strip()
     try:
         result = shell.run_cell(
-            "%%distributed -n 2 --env PYTHONHASHSEED=0 --pull seen\n"
-            "import os\nseen = (hash('jd'), os.getppid())"
+            "%%distributed -n 2 --env PYTHONHASHSEED=0 --env MALLOC_ARENA_MAX=2 --pull seen\n"
+            "import os\n"
+            "started = open('/proc/self/environ', 'rb').read().split(b'\\0')\n"
+            "seen = (hash('jd'), os.getppid(), b'MALLOC_ARENA_MAX=2' in started)"
         )
         assert result.error_in_exec is None, result.error_in_exec
-        for seed, parent in shell.user_ns["seen"]:
-            assert str(seed) == want and parent != os.getpid()
+        for seed, parent, malloc in shell.user_ns["seen"]:
+            assert str(seed) == want and parent != os.getpid() and malloc
     finally:
         shell.user_ns["_jd_session"].shutdown()
 
@@ -120,3 +123,14 @@ def test_a_zombie_rank_gives_its_exit_before_the_fork_server_reaps_it() -> None:
     os.waitpid(pid, 0)
     assert proc_end(pid) == (True, None)  # reaped: gone
     assert proc_end(os.getpid()) == (False, None)
+
+
+def test_dry_run_says_the_ranks_are_forked(shell: Any, capsys: Any) -> None:  # noqa: F811
+    shell.run_cell("%%distributed -n 2 --dry-run\npass")
+    assert "note: each rank is forked from the kernel's fork server" in capsys.readouterr().out
+    shell.run_line_magic("config", "DistributedLocal.fork = 'never'")
+    try:
+        shell.run_cell("%%distributed -n 2 --dry-run\npass")
+    finally:
+        shell.run_line_magic("config", "DistributedLocal.fork = 'all'")  # (the shell's config)
+    assert "forked" not in capsys.readouterr().out

@@ -6,8 +6,8 @@ same cores. The first time a local cluster starts, the kernel starts a fork serv
 (:mod:`..worker.zygote`, a fresh interpreter: no kernel state, no CUDA, no threads) that imports
 those modules once; each rank of this and later clusters is forked from it, with exactly the
 environment and working directory a spawned rank gets, and shares those imports' pages. There
-is one server per set of modules (a torch strategy's also has torch) and of the ``PYTHON*``
-variables that Python reads as it starts (``PYTHONPATH``, ``PYTHONHASHSEED``, ...).
+is one server per set of modules (a torch strategy's also has torch) and of the variables read
+as a process starts (``PYTHONPATH``, ``PYTHONHASHSEED``, ``LD_PRELOAD``, ...: see ``STARTUP``).
 ``DistributedLocal.fork`` chooses which ranks are forked ('all', 'torch', 'never'). Where a fork
 server cannot run (it failed to start, or its imports started a thread), ranks are spawned.
 """
@@ -28,13 +28,15 @@ import threading
 import time
 from pathlib import Path
 
-from ..interface import Plan
+from ..spec import Spec
 
 log = logging.getLogger("jupyter_distributed")
 
 #: What every fork server imports: pyzmq and the rank's own code; a torch strategy's, torch too.
 LIGHT = ("zmq", "jupyter_distributed.worker.__main__")
 TORCH = (*LIGHT, "torch", "torch.distributed")
+#: Variables read as a process starts, not later: a fork server is started with the ranks' own.
+STARTUP = ("PYTHON", "LD_", "MALLOC_", "GLIBC_TUNABLES")
 START_TIMEOUT = 120.0
 
 
@@ -143,10 +145,11 @@ def fork_server(env: dict[str, str], preload: tuple[str, ...]) -> ForkServer | N
     """The kernel's fork server for ranks with this environment that import ``preload``
     (started on first use), or None where it cannot run (then ranks are spawned).
 
-    What Python reads as it starts (the ``PYTHON*`` variables: ``PYTHONPATH``,
-    ``PYTHONHASHSEED``, ``PYTHONWARNINGS``, ...) is the fork server's, so the ranks' values are
-    its own: ranks with other values get another server."""
-    startup = {k: v for k, v in env.items() if k.startswith("PYTHON")}
+    What a process reads as it starts (Python's ``PYTHON*`` variables: ``PYTHONPATH``,
+    ``PYTHONHASHSEED``, ...; the dynamic loader's ``LD_*``: ``LD_PRELOAD``, ``LD_LIBRARY_PATH``;
+    the C library's ``MALLOC_*`` and ``GLIBC_TUNABLES``) is the fork server's, so the ranks'
+    values are its own: ranks with other values get another server."""
+    startup = {k: v for k, v in env.items() if k.startswith(STARTUP)}
     key = json.dumps([sorted(startup.items()), preload])
     with _lock:
         server = _servers.get(key)
@@ -154,7 +157,7 @@ def fork_server(env: dict[str, str], preload: tuple[str, ...]) -> ForkServer | N
             return server
         if key in _failed:
             return None
-        base = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        base = {k: v for k, v in os.environ.items() if not k.startswith(STARTUP)}
         try:
             server = _servers[key] = ForkServer({**base, **startup}, preload)
         except OSError as exc:
@@ -180,11 +183,11 @@ def stop_fork_servers() -> None:
         _failed.clear()
 
 
-def preload_for(plan: Plan, fork: str) -> tuple[str, ...] | None:
-    """What the fork server of ``plan``'s ranks imports, or None where they are spawned."""
+def preload_for(spec: Spec, fork: str) -> tuple[str, ...] | None:
+    """What the fork server of ``spec``'s ranks imports, or None where they are spawned."""
     if fork == "never" or not sys.platform.startswith("linux"):
         return None
-    if plan.spec.layout.strategy.uses_torch:
+    if spec.layout.strategy.uses_torch:
         return TORCH
     return LIGHT if fork == "all" else None
 

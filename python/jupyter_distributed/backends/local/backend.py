@@ -103,7 +103,8 @@ class LocalProcesses:
         nodes = relay_nodes(boot_env)  # (relays "always": one per node, before the ranks)
         self.relays = LocalRelays(nodes, base, self.logdir) if nodes else None
         options = plan.spec.options
-        preload = preload_for(plan, options.fork if isinstance(options, LocalOptions) else "all")
+        fork = options.fork if isinstance(options, LocalOptions) else "all"
+        preload = preload_for(plan.spec, fork)
         server = fork_server(base, preload) if preload else None
         for r in plan.ranks:
             env = {**base, **{k: (port if v == "<free port>" else v) for k, v in r.env}}
@@ -200,6 +201,13 @@ class LocalBackend(Backend):
             notes = (
                 f"local backend: the {spec.layout.nodes} nodes are process groups on this "
                 "machine (GROUP_RANK differs); use --backend mpi for real hosts",
+            )
+        if preload := preload_for(spec, options.fork):
+            notes = (
+                *notes,
+                "each rank is forked from the kernel's fork server, which ran the command's "
+                f"imports once ({', '.join(preload)}), in the kernel's environment and working "
+                "directory at launch (DistributedLocal.fork = 'never' spawns the command)",
             )
         return Plan(spec, ranks, WORKER_COMMAND, env, notes)
 

@@ -17,6 +17,7 @@ from traitlets import TraitError
 
 from jupyter_distributed.backends.local.backend import proc_end
 from jupyter_distributed.backends.local.options import DistributedLocal, LocalOptions
+from jupyter_distributed.cluster import zygote
 from jupyter_distributed.errors import SpecError
 
 from .core_helpers import (
@@ -134,3 +135,21 @@ def test_dry_run_says_the_ranks_are_forked(shell: Any, capsys: Any) -> None:  # 
     finally:
         shell.run_line_magic("config", "DistributedLocal.fork = 'all'")  # (the shell's config)
     assert "forked" not in capsys.readouterr().out
+
+
+def test_a_kernel_keeps_a_few_fork_servers_and_spawns_past_them(monkeypatch: Any) -> None:
+    """Each value of a variable read as a process starts needs a fork server of its own (a
+    sweep over ``--env PYTHONHASHSEED``): past ``MAX_SERVERS`` the ranks are spawned, not a
+    fork server (~300 MB with torch) kept for each."""
+    monkeypatch.setattr(zygote, "_servers", {})
+    monkeypatch.setattr(zygote, "_failed", set())
+    made = [
+        zygote.fork_server({**os.environ, "PYTHONHASHSEED": str(seed)}, zygote.LIGHT)
+        for seed in range(zygote.MAX_SERVERS + 1)
+    ]
+    try:
+        assert all(made[: zygote.MAX_SERVERS]) and made[-1] is None
+        again = zygote.fork_server({**os.environ, "PYTHONHASHSEED": "0"}, zygote.LIGHT)
+        assert again is made[0]  # (the same values: the same server)
+    finally:
+        zygote.stop_fork_servers()

@@ -38,6 +38,8 @@ TORCH = (*LIGHT, "torch", "torch.distributed")
 #: Variables read as a process starts, not later: a fork server is started with the ranks' own.
 STARTUP = ("PYTHON", "LD_", "MALLOC_", "GLIBC_TUNABLES")
 START_TIMEOUT = 120.0
+#: Fork servers a kernel keeps at most (a torch one holds ~300 MB): ranks past them are spawned.
+MAX_SERVERS = 4
 
 
 class ForkServer:
@@ -155,8 +157,8 @@ def fork_server(env: dict[str, str], preload: tuple[str, ...]) -> ForkServer | N
         server = _servers.get(key)
         if server is not None and server.alive:
             return server
-        if key in _failed:
-            return None
+        if key in _failed or sum(s.alive for s in _servers.values()) >= MAX_SERVERS:
+            return None  # (a sweep over --env PYTHONHASHSEED: its later trials are spawned)
         base = {k: v for k, v in os.environ.items() if not k.startswith(STARTUP)}
         try:
             server = _servers[key] = ForkServer({**base, **startup}, preload)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -108,10 +109,19 @@ def stop_early_ray() -> None:
 def ray_head() -> Iterator[ray.RayHead]:
     if reason := ray.missing():
         pytest.skip(f"no Ray here: {reason}")
-    head = _EARLY.pop() if _EARLY else ray.RayHead(Path(tempfile.mkdtemp(prefix="jd-ray-")))
-    if head.proc.pid not in _DAEMONS:
+    head = _EARLY.pop() if _EARLY else None
+    if head is not None:
+        try:
+            head.wait_up()  # (stopped, with the end of its log, if it does not come up)
+        except RuntimeError as exc:
+            # Ray gives its raylet 30 s to register (a constant of its own): the tests before
+            # the first Ray test can keep both cores busy for longer. Once more, alone.
+            warnings.warn(f"the Ray head started early did not come up: {exc}"[:300], stacklevel=1)
+            head = None
+    if head is None:
+        head = ray.RayHead(Path(tempfile.mkdtemp(prefix="jd-ray-")))
         _DAEMONS.append(head.proc.pid)
-    head.wait_up()  # (stopped, with the end of its log, if it does not come up)
+        head.wait_up()
     try:
         yield head
     finally:

@@ -30,6 +30,26 @@ def pid_alive(pid: int | None) -> bool:
         return True  # no /proc: kill(0) said it exists
 
 
+def proc_end(pid: int) -> tuple[bool, int | None]:
+    """Whether ``pid`` has exited, and its wait status while it is a zombie not yet reaped by
+    its parent (``/proc/PID/stat``'s last field), None once it is gone."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)  # (not open(): 4x the CPU, per rank)
+    except OSError:
+        return True, None
+    try:
+        fields = os.read(fd, 2048).rpartition(b")")[2].split()
+    except OSError:
+        return True, None
+    finally:
+        os.close(fd)
+    if not fields or fields[0] == b"X":
+        return True, None
+    if fields[0] != b"Z":
+        return False, None
+    return True, int(fields[49]) if len(fields) > 49 else 0
+
+
 def die_with_parent() -> None:
     """Linux: the kernel asks for SIGKILL if our parent dies (no orphan after a crash)."""
     if sys.platform.startswith("linux"):

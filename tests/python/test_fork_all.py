@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from traitlets import TraitError
 
-from jupyter_distributed.backends.local.backend import proc_end
 from jupyter_distributed.backends.local.options import DistributedLocal, LocalOptions
 from jupyter_distributed.cluster import zygote
 from jupyter_distributed.errors import SpecError
+from jupyter_distributed.pids import proc_end
 
 from .core_helpers import (
     shell,  # noqa: F401 (the fixture)

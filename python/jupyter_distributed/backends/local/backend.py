@@ -23,7 +23,7 @@ from ...cluster.zygote import ForkServer, fork_server, preload_for, stop_fork_se
 from ...history.reaper import leftover_prefix
 from ...history.store import Store
 from ...interface import Backend, Plan, RankPlan, RunView
-from ...pids import newly_ended, pidfds
+from ...pids import newly_ended, pidfds, proc_end
 from ...spec import RENDEZVOUS_ENV, Spec
 from .options import LocalOptions
 
@@ -66,26 +66,6 @@ def _last_line(path: Path) -> str:
     except OSError:
         return ""
     return lines[-1] if lines else ""
-
-
-def proc_end(pid: int) -> tuple[bool, int | None]:
-    """Whether ``pid`` has exited, and its wait status while it is a zombie not yet reaped by
-    its parent (``/proc/PID/stat``'s last field), None once it is gone."""
-    try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)  # (not open(): 4x the CPU, per rank)
-    except OSError:
-        return True, None
-    try:
-        fields = os.read(fd, 2048).rpartition(b")")[2].split()
-    except OSError:
-        return True, None
-    finally:
-        os.close(fd)
-    if not fields or fields[0] == b"X":
-        return True, None
-    if fields[0] != b"Z":
-        return False, None
-    return True, int(fields[49]) if len(fields) > 49 else 0
 
 
 class LocalProcesses:

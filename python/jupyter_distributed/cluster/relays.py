@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -47,6 +48,10 @@ from .aggregators import (
 )
 from .launch import free_port
 from .nodedirs import NODE_LOCAL_DIR, ours_alone
+from .zygote import Forked, ForkServer
+
+log = logging.getLogger("jupyter_distributed")
+Started = subprocess.Popen[bytes] | Forked  # (a relay or an aggregator: spawned, or forked)
 
 RELAY_COMMAND = (sys.executable, "-m", "jupyter_distributed.cluster.relay")
 RELAY_MODES = ("auto", "always", "tree", "never")
@@ -147,22 +152,49 @@ def relay_failure(ranks: Sequence[int], node: int, host: str, code: int, now: fl
 class LocalRelays:
     """One relay process per node on this machine (``local`` with relays ``"always"``), and
     the aggregators above them where the bootstrap has some (:mod:`.aggregators`), each in its
-    own process group, their output in ``logdir``."""
+    own process group, their output in ``logdir``: forked from the ranks' fork ``server``
+    where there is one (:mod:`.zygote`), else spawned."""
 
-    def __init__(self, nodes: int, env: Mapping[str, str], logdir: Path) -> None:
-        self.procs: dict[int, subprocess.Popen[bytes]] = {}
-        self.aggregators: dict[int, subprocess.Popen[bytes]] = {}
+    def __init__(
+        self, nodes: int, env: Mapping[str, str], logdir: Path, server: ForkServer | None = None
+    ) -> None:
+        self.procs: dict[int, Started] = {}
+        self.aggregators: dict[int, Started] = {}
         self._reported: set[int] = set()
         self._reported_aggregators: set[int] = set()
         self.host = socket.gethostname()
+        self._server = server
         boot = json.loads(env.get(BOOTSTRAP_ENV) or "{}")
         for index in range(len(boot.get("aggregators") or {})):  # (before their relays)
-            self.aggregators[index] = _start(
-                (*AGGREGATOR_COMMAND, str(index)), env, logdir / f"aggregator-{index}.log"
+            self.aggregators[index] = self._start(
+                AGGREGATOR_COMMAND, str(index), env, logdir / f"aggregator-{index}.log"
             )
         for node in range(nodes):
-            self.procs[node] = _start(
-                (*RELAY_COMMAND, str(node)), env, logdir / f"relay-{node}.log"
+            self.procs[node] = self._start(
+                RELAY_COMMAND, str(node), env, logdir / f"relay-{node}.log"
+            )
+
+    def _start(
+        self, command: Sequence[str], number: str, env: Mapping[str, str], log_path: Path
+    ) -> Started:
+        """A relay's or an aggregator's process (``command`` with its ``number``), in its own
+        process group, output to ``log_path``."""
+        if self._server is not None:
+            try:
+                return Forked(
+                    self._server, self._server.fork(dict(env), log_path, command[2], (number,))
+                )
+            except OSError as exc:  # (it cannot: this one and the rest are spawned)
+                log.warning("jupyter-distributed: relays are spawned, not forked: %s", exc)
+                self._server = None
+        with log_path.open("wb") as log_file:
+            return subprocess.Popen(  # noqa: S603 (our own relay command)
+                (*command, number),
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
 
     def exited(self) -> list[tuple[int, int]]:
@@ -173,7 +205,7 @@ class LocalRelays:
         """(index, return code) of aggregators that ended since the last call."""
         return newly_ended(self.aggregators, self._reported_aggregators)
 
-    def _all(self) -> list[subprocess.Popen[bytes]]:
+    def _all(self) -> list[Started]:
         return [*self.procs.values(), *self.aggregators.values()]
 
     def sentinels(self) -> list[int]:
@@ -192,18 +224,3 @@ class LocalRelays:
                 time.sleep(0.01)
         for proc in self._all():
             proc.wait()
-
-
-def _start(
-    command: Sequence[str], env: Mapping[str, str], log_path: Path
-) -> subprocess.Popen[bytes]:
-    """A relay's or an aggregator's process, in its own process group, output to ``log_path``."""
-    with log_path.open("wb") as log:
-        return subprocess.Popen(  # noqa: S603 (our own relay command)
-            command,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )

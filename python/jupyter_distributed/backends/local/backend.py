@@ -4,6 +4,7 @@ server (``DistributedLocal.fork``), or spawned."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -19,45 +20,15 @@ from ...cluster.launch import WORKER_COMMAND, check_cores, free_port, rank_env, 
 from ...cluster.process import ProcessCluster
 from ...cluster.relays import LocalRelays, relay_nodes
 from ...cluster.transport import Transport
-from ...cluster.zygote import ForkServer, fork_server, preload_for, stop_fork_servers
+from ...cluster.zygote import Forked, fork_server, preload_for, stop_fork_servers
 from ...history.reaper import leftover_prefix
 from ...history.store import Store
 from ...interface import Backend, Plan, RankPlan, RunView
-from ...pids import newly_ended, pidfds, proc_end
+from ...pids import newly_ended, pidfds
 from ...spec import RENDEZVOUS_ENV, Spec
 from .options import LocalOptions
 
-
-class Forked:
-    """A rank forked by the fork server, with the part of ``Popen`` that the cluster uses."""
-
-    def __init__(self, server: ForkServer, pid: int) -> None:
-        self.server, self.pid = server, pid
-
-    def poll(self) -> int | None:
-        """Its exit code once it ended, else None: ~10 µs a rank (a look at hundreds of ranks
-        polls each one). A zombie's is read from /proc at once: the fork server's report can
-        wait for a core behind hundreds of busy ranks (a death was named 100-300 ms late)."""
-        code = self.server.exit_code(self.pid)
-        if code is not None:
-            return code
-        ended, status = proc_end(self.pid)
-        if not ended:
-            return None
-        if status:  # (0: an exit with 0, or a status /proc keeps to itself: ask the server)
-            return os.waitstatus_to_exitcode(status)
-        code = self.server.wait_exit(self.pid, 0.1)
-        if code is None and status == 0:
-            return 0
-        if code is None and not self.server.alive:
-            return -int(signal.SIGKILL)  # the fork server was killed, and its ranks with it
-        return code
-
-    def wait(self, timeout: float = 10.0) -> int | None:
-        deadline = time.monotonic() + timeout
-        while (code := self.poll()) is None and time.monotonic() < deadline:
-            time.sleep(0.005)
-        return code
+log = logging.getLogger("jupyter_distributed")
 
 
 def _last_line(path: Path) -> str:
@@ -80,24 +51,29 @@ class LocalProcesses:
         self.every_sentinel = False  # (see sentinels)
         port = str(free_port(count=plan.spec.layout.ports))
         base = {**os.environ, **dict(plan.env), **boot_env}
-        nodes = relay_nodes(boot_env)  # (relays "always": one per node, before the ranks)
-        self.relays = LocalRelays(nodes, base, self.logdir) if nodes else None
         options = plan.spec.options
         fork = options.fork if isinstance(options, LocalOptions) else "all"
         preload = preload_for(plan.spec, fork)
         server = fork_server(base, preload) if preload else None
+        nodes = relay_nodes(boot_env)  # (relays "always": one per node, before the ranks)
+        self.relays = LocalRelays(nodes, base, self.logdir, server) if nodes else None
         for r in plan.ranks:
             env = {**base, **{k: (port if v == "<free port>" else v) for k, v in r.env}}
             if server is not None:
-                pid = server.fork(env, self.logdir / f"rank-{r.rank}.log")
-                self.procs[r.rank] = Forked(server, pid)
-                continue
-            with (self.logdir / f"rank-{r.rank}.log").open("wb") as log:
+                try:
+                    pid = server.fork(env, self.logdir / f"rank-{r.rank}.log")
+                except OSError as exc:  # (the fork server ended: this and later ranks spawned)
+                    log.warning("jupyter-distributed: ranks are spawned, not forked: %s", exc)
+                    server = None
+                else:
+                    self.procs[r.rank] = Forked(server, pid)
+                    continue
+            with (self.logdir / f"rank-{r.rank}.log").open("wb") as out:
                 self.procs[r.rank] = subprocess.Popen(  # noqa: S603 (our own worker command)
                     plan.command,
                     env=env,
                     stdin=subprocess.DEVNULL,
-                    stdout=log,
+                    stdout=out,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )

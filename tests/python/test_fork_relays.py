@@ -1,0 +1,103 @@
+"""Local node relays and aggregators (``Distributed.relays = "always"``, ``"tree"``) are forked
+from the ranks' fork server too, which imports their module the first time; each forked process
+shows the command line it would have had spawned; where the fork server cannot, they are
+spawned."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jupyter_distributed.cluster import zygote
+from jupyter_distributed.cluster.relays import LocalRelays
+from jupyter_distributed.display import CellView
+from jupyter_distributed.layout import Layout
+from jupyter_distributed.pids import pid_alive
+from jupyter_distributed.session import Session
+from jupyter_distributed.spec import Spec
+
+from .core_helpers import session_in
+
+pytestmark = [
+    pytest.mark.timeout(180),
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is Linux's"),
+]
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Iterator[Session]:
+    yield from session_in(tmp_path)
+
+
+def _argv(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").decode().split("\0")
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+
+
+def test_relays_and_aggregators_are_forked_and_look_spawned(session: Session) -> None:
+    spec = Spec(layout=Layout(nodes=2, procs_per_node=2), relays="tree")
+    out = io.StringIO()
+    result = session.run_cell(spec, "rank * 10", {}, view=CellView(out=out, err=out))
+    assert result.values == {r: str(r * 10) for r in range(4)}
+    (live,) = session.live.values()
+    procs = live.cluster.processes  # type: ignore[attr-defined]
+    servers = zygote.server_pids()
+    hops = {
+        **{
+            p.pid: ["jupyter_distributed.cluster.relay", str(n)]
+            for n, p in procs.relays.procs.items()
+        },
+        **{
+            p.pid: ["jupyter_distributed.cluster.aggregator", str(i)]
+            for i, p in procs.relays.aggregators.items()
+        },
+    }
+    assert len(hops) == 3  # (2 relays, 1 aggregator)
+    for pid, module in hops.items():
+        assert _parent(pid) in servers
+        assert _argv(pid) == [sys.executable, "-m", *module]
+    for rank in procs.procs.values():
+        assert _parent(rank.pid) in servers
+        assert _argv(rank.pid) == [sys.executable, "-m", "jupyter_distributed.worker"]
+
+
+def test_the_fork_server_runs_a_module_as_python_m_would(tmp_path: Path) -> None:
+    server = zygote.ForkServer(dict(os.environ), zygote.LIGHT)
+    try:
+        with pytest.raises(OSError, match="cannot import jd_no_such_module"):
+            server.fork(dict(os.environ), tmp_path / "x.log", "jd_no_such_module", ("0",))
+        # (no bootstrap in its environment: the relay says how it is started, exit code 2)
+        relay = "jupyter_distributed.cluster.relay"
+        pid = server.fork(dict(os.environ), tmp_path / "relay.log", relay, ("0",))
+        assert zygote.Forked(server, pid).wait() == 2
+        assert (
+            "usage: python -m jupyter_distributed.cluster.relay"
+            in (tmp_path / "relay.log").read_text()
+        )
+        assert server.alive  # (after a module it could not import, it serves on)
+    finally:
+        server.close()
+
+
+def test_relays_are_spawned_where_the_fork_server_cannot(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = zygote.ForkServer(dict(os.environ), zygote.LIGHT)
+    server.close()  # (gone before the relays start)
+    with caplog.at_level(logging.WARNING, "jupyter_distributed"):
+        relays = LocalRelays(2, dict(os.environ), tmp_path, server)
+    try:
+        assert [_parent(p.pid) for p in relays.procs.values()] == [os.getpid()] * 2
+        assert "relays are spawned, not forked: the fork server is gone" in caplog.text
+    finally:
+        relays.terminate(1.0)
+    assert not any(pid_alive(p.pid) for p in relays.procs.values())

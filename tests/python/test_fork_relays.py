@@ -8,15 +8,20 @@ from __future__ import annotations
 import io
 import logging
 import os
+import signal
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from jupyter_distributed.cluster import zygote
 from jupyter_distributed.cluster.relays import LocalRelays
 from jupyter_distributed.display import CellView
+from jupyter_distributed.errors import RunFailed
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.pids import pid_alive
 from jupyter_distributed.session import Session
@@ -33,6 +38,16 @@ pytestmark = [
 @pytest.fixture
 def session(tmp_path: Path) -> Iterator[Session]:
     yield from session_in(tmp_path)
+
+
+SLEEP = "time.sleep(120)"
+
+
+def _run(session: Session, code: str, relays: str) -> Any:
+    """``code`` on 2 nodes of a rank each (``relays``: ``Distributed.relays``)."""
+    out = io.StringIO()
+    spec = Spec(layout=Layout(nodes=2, procs_per_node=1), relays=relays)
+    return session.run_cell(spec, code, {}, view=CellView(out=out, err=out))
 
 
 def _argv(pid: int) -> list[str]:
@@ -68,6 +83,37 @@ def test_relays_and_aggregators_are_forked_and_look_spawned(session: Session) ->
     for rank in procs.procs.values():
         assert _parent(rank.pid) in servers
         assert _argv(rank.pid) == [sys.executable, "-m", "jupyter_distributed.worker"]
+
+
+@pytest.mark.parametrize("relays", ["always", "auto"])
+def test_a_killed_fork_server_is_named_as_the_cause_of_its_processes_deaths(
+    session: Session, tmp_path: Path, relays: str
+) -> None:
+    """A fork server killed (the OOM killer, a ``pkill python``) takes every rank and relay it
+    forked along (their ``PR_SET_PDEATHSIG``): each death names it, and the next cell starts a
+    new one."""
+    _run(session, "pass", relays)
+    (server,) = zygote.server_pids()
+    marker = tmp_path / "started"
+
+    def kill() -> None:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(server, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill)
+    killer.start()
+    with pytest.raises(RunFailed) as info:
+        _run(
+            session, f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\n{SLEEP}", relays
+        )
+    killer.join()
+    why = f"the kernel's fork server (pid {server}), which started it, ended (killed by SIGKILL)"
+    assert info.value.failures
+    assert all(why in f.summary for f in info.value.failures), info.value.headline
+    assert _run(session, "rank", relays).values == {0: "0", 1: "1"}
+    assert zygote.server_pids() and server not in zygote.server_pids()
 
 
 def test_the_fork_server_runs_a_module_as_python_m_would(tmp_path: Path) -> None:

@@ -48,6 +48,16 @@ def explain(
     return replace(failure, **changes)
 
 
+def parent_gone(failure: RankFailure, why: str) -> RankFailure:
+    """``failure`` (a rank's or a relay's SIGKILL) with ``why``: the fork server that started
+    it ended, which took it along (:meth:`..zygote.ForkServer.ended`); as it was otherwise."""
+    if not why or failure.signal != signal.SIGKILL:
+        return failure
+    if failure.kind == "relay":  # (its summary is its evalue)
+        return replace(failure, evalue=f"{failure.evalue}; {why}")
+    return replace(failure, cause=f"SIGKILL: {why}")
+
+
 def oom_cause(info: RankInfo, kmsg: str = KMSG) -> str:
     """ "the out-of-memory killer (RSS ... of ... just before)" when it killed the rank; ""
     when nothing says it did."""

@@ -43,7 +43,8 @@ class Processes(Protocol):
     # periodic look (every WATCH_EVERY seconds), and closes them; ``every_sentinel``, True
     # once ``sentinels()`` gave one for every process (the periodic look then stops: see
     # processwatch.AFTER_SENTINEL); and ``waiting() -> str``, why a scheduler still queues
-    # the job ("" once it runs).
+    # the job ("" once it runs); and ``death_cause() -> str``, why every process it started
+    # was killed at once where one thing says so (the fork server they came from ended), "".
 
 
 StartProcesses = Callable[[dict[str, str]], Processes]

@@ -19,7 +19,7 @@ from ..errors import RankFailure
 from ..events import ErrorEvent, Event, StacksEvent
 from ..history.store import Store
 from ..interface import RankInfo
-from .deaths import explain
+from .deaths import explain, parent_gone
 from .hopdeaths import dead_hops
 from .inbox import CancelRequested, Exited, Item
 from .liveness import Processes, exit_failures, silent_ranks
@@ -157,9 +157,14 @@ class ProcessWatch:
         self.mark_lost(STOPPED_REMOTELY)
         self.stop()
 
-    def _explain(self, failure: RankFailure) -> RankFailure:
-        """The failure with the cause of the death (:mod:`.deaths`)."""
-        return explain(failure, self.info.get(failure.rank), self.stacks_dir, self._code)
+    def _explain(self, failures: list[RankFailure]) -> list[RankFailure]:
+        """The failures with the cause of each death (:mod:`.deaths`); where the fork server
+        that started the processes ended, that (a backend's ``death_cause``)."""
+        why = getattr(self.processes, "death_cause", str)() if failures else ""
+        return [
+            parent_gone(explain(f, self.info.get(f.rank), self.stacks_dir, self._code), why)
+            for f in failures
+        ]
 
     def _dead_nodes(self, now: float) -> list[RankFailure]:
         """The failures of the relays and aggregators that ended (:mod:`.hopdeaths`)."""
@@ -182,7 +187,7 @@ class ProcessWatch:
         failures = silent_ranks(self.info, self.silence_limit, now, self.router.intake.spans)
         failures += exit_failures(self.info, self.processes.exited(), now)
         failures += self._dead_nodes(now)
-        for failure in map(self._explain, failures):
+        for failure in self._explain(failures):
             if self._stopping.is_set() or self._lost == STOPPED_REMOTELY:
                 continue
             lost = lost or failure.summary

@@ -205,22 +205,22 @@ class LocalRelays:
         """(index, return code) of aggregators that ended since the last call."""
         return newly_ended(self.aggregators, self._reported_aggregators)
 
-    def _all(self) -> list[Started]:
+    def all(self) -> list[Started]:
         return [*self.procs.values(), *self.aggregators.values()]
 
     def sentinels(self) -> list[int]:
-        return pidfds(p.pid for p in self._all())
+        return pidfds(p.pid for p in self.all())
 
     def _running(self) -> bool:
-        return any(p.poll() is None for p in self._all())
+        return any(p.poll() is None for p in self.all())
 
     def terminate(self, grace: float) -> None:
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            for proc in self._all():
+            for proc in self.all():
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, sig)
             deadline = time.monotonic() + grace
             while time.monotonic() < deadline and self._running():
                 time.sleep(0.01)
-        for proc in self._all():
+        for proc in self.all():
             proc.wait()

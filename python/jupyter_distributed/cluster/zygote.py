@@ -28,6 +28,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..errors import signal_name
 from ..pids import proc_end
 from ..spec import Spec
 
@@ -74,6 +75,15 @@ class ForkServer:
     @property
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def ended(self) -> str:
+        """How this server ended, as the cause of its processes' deaths ("" while it serves):
+        each one it forked is SIGKILLed as it goes (``PR_SET_PDEATHSIG``)."""
+        code = self.proc.poll()
+        if code is None:
+            return ""
+        how = f"killed by {signal_name(-code)}" if code < 0 else f"exit code {code}"
+        return f"the kernel's fork server (pid {self.proc.pid}), which started it, ended ({how})"
 
     def fork(
         self, env: dict[str, str], log_path: Path, module: str = "", argv: tuple[str, ...] = ()

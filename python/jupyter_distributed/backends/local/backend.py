@@ -102,6 +102,13 @@ class LocalProcesses:
     def running(self) -> bool:
         return any(p.poll() is None for p in self.procs.values())
 
+    def death_cause(self) -> str:
+        """How the fork server that forked these ranks or relays ended, "" while it serves (or
+        where they were spawned): what their SIGKILLs mean."""
+        relays = self.relays.all() if self.relays is not None else []
+        servers = {p.server for p in (*self.procs.values(), *relays) if isinstance(p, Forked)}
+        return next(filter(None, (server.ended() for server in servers)), "")
+
     def terminate(self, grace: float) -> None:
         self._signal(signal.SIGTERM)
         deadline = time.monotonic() + grace

@@ -147,3 +147,27 @@ def test_relays_are_spawned_where_the_fork_server_cannot(
     finally:
         relays.terminate(1.0)
     assert not any(pid_alive(p.pid) for p in relays.procs.values())
+
+
+def test_ranks_are_spawned_once_the_fork_server_cannot_fork(
+    session: Session, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fork server that stops answering mid-launch: the rank it could not fork and the ranks
+    after it are spawned, with a warning, and the cell runs on every rank."""
+    real, calls = zygote.ForkServer.fork, []
+
+    def fails_second(self: zygote.ForkServer, *args: Any, **kwargs: Any) -> int:
+        calls.append(args)
+        if len(calls) == 2:
+            raise OSError("the fork server did not answer")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(zygote.ForkServer, "fork", fails_second)
+    with caplog.at_level(logging.WARNING, "jupyter_distributed"):
+        assert _run(session, "rank", "never").values.keys() == {0, 1}
+    assert "ranks are spawned, not forked: the fork server did not answer" in caplog.text
+    (live,) = session.live.values()
+    procs = live.cluster.processes  # type: ignore[attr-defined]
+    assert _parent(procs.procs[0].pid) in zygote.server_pids()
+    assert _parent(procs.procs[1].pid) == os.getpid()
+    assert len(calls) == 2  # (not asked again after it failed)

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from .backends import get_backend
+from .cluster.zygote import servers_text
 from .collapse import ranks_text
 from .errors import NotFound
 from .events import StacksEvent
@@ -35,8 +36,10 @@ def _age(t: float | None) -> str:
 def status(session: Session, every: bool = False) -> str:
     """The live clusters: each rank's line, or above ``RANK_LINES`` ranks (unless ``every``)
     one line per node, with the ranks not in its common state named after it."""
+    servers = servers_text()
     if not session.live:
-        return "No cluster is running. A %%distributed cell starts one."
+        none = "No cluster is running. A %%distributed cell starts one."
+        return f"{none}\n{servers}" if servers else none
     out: list[str] = []
     for backend, live in session.live.items():
         c = live.cluster
@@ -54,7 +57,7 @@ def status(session: Session, every: bool = False) -> str:
             out.append(f"  kernel connections to the ranks: {peers}{through}")
         ranks = c.ranks()
         out += rank_lines(ranks) if every or len(ranks) <= RANK_LINES else node_lines(ranks)
-    return "\n".join(out)
+    return "\n".join([*out, servers] if servers else out)
 
 
 def rank_lines(ranks: Sequence[RankInfo]) -> list[str]:

@@ -153,3 +153,22 @@ def test_a_kernel_keeps_a_few_fork_servers_and_spawns_past_them(monkeypatch: Any
         assert again is made[0]  # (the same values: the same server)
     finally:
         zygote.stop_fork_servers()
+
+
+def test_status_shows_the_fork_server_while_it_runs(shell: Any, capsys: Any) -> None:  # noqa: F811
+    """``%distributed status`` names the kernel's fork server (it outlives the clusters)."""
+    zygote.stop_fork_servers()
+    shell.run_line_magic("distributed", "status")
+    assert "fork server" not in capsys.readouterr().out
+    try:
+        assert shell.run_cell("%%distributed -n 2 --quiet\npass").error_in_exec is None
+        shell.run_line_magic("distributed", "stop")
+        capsys.readouterr()
+        shell.run_line_magic("distributed", "status")
+        out = capsys.readouterr().out
+        (pid,) = zygote.server_pids()
+        assert out.startswith("No cluster is running.")
+        assert f"fork server pid {pid}: imported zmq and the rank's code, " in out
+        assert "MB resident (shared with the ranks and relays forked from it)" in out
+    finally:
+        shell.user_ns["_jd_session"].shutdown()

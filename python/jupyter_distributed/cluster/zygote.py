@@ -50,7 +50,7 @@ class ForkServer:
     answers to a fork are queued."""
 
     def __init__(self, env: dict[str, str], preload: tuple[str, ...]) -> None:
-        self.env = env
+        self.env, self.preload = env, preload
         self._lock = threading.Lock()  # (held while reading, never while waiting for an end)
         self._exits: dict[int, int] = {}
         self._answers: collections.deque[dict[str, object]] = collections.deque()
@@ -229,6 +229,34 @@ def server_pids() -> set[int]:
     """The kernel's live fork servers: helpers that outlive a cluster, not its processes."""
     with _lock:
         return {server.proc.pid for server in _servers.values() if server.alive}
+
+
+def servers_text() -> str:
+    """The kernel's live fork servers, a line each for ``%distributed status`` ("": none)."""
+    with _lock:
+        live = [server for server in _servers.values() if server.alive]
+    out = []
+    for server in live:
+        names = ", ".join(m for m in server.preload if not m.startswith("jupyter_distributed"))
+        rss = _rss_mb(server.proc.pid)
+        size = f", {rss:.0f} MB resident" if rss is not None else ""
+        out.append(
+            f"fork server pid {server.proc.pid}: imported {names} and the rank's code{size} "
+            "(shared with the ranks and relays forked from it); it ends with the kernel"
+        )
+    return "\n".join(out)
+
+
+def _rss_mb(pid: int) -> float | None:
+    """A process's resident memory (Linux), in MB."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return None
 
 
 @atexit.register

@@ -12,7 +12,9 @@ one JSON request per line on stdin and answers on stdout, one JSON line each:
   stdout/stderr to ``PATH`` until it captures them;
 - the same with ``"module": NAME, "argv": [ARG...]``: the process runs ``python -m NAME ARG...``
   instead of a rank (a node relay or an aggregator); the server imports ``NAME`` the first time
-  (under the same checks as its own imports), so later ones share it too;
+  (under the same checks as its own imports), so later ones share it too. The name is the
+  kernel's (its relay's module), never a static import of this package: ranks forked after it
+  have those modules loaded, unused (pages shared, nothing run);
 - a request it cannot serve → ``{"error": WHY}`` (the kernel then spawns that process);
 - when a rank ends → ``{"exit": PID, "code": CODE}`` (a negative code is the signal).
 

@@ -119,7 +119,7 @@ def test_a_killed_fork_server_is_named_as_the_cause_of_its_processes_deaths(
 def test_the_fork_server_runs_a_module_as_python_m_would(tmp_path: Path) -> None:
     server = zygote.ForkServer(dict(os.environ), zygote.LIGHT)
     try:
-        with pytest.raises(OSError, match="cannot import jd_no_such_module"):
+        with pytest.raises(zygote.ForkRefused, match="cannot import jd_no_such_module"):
             server.fork(dict(os.environ), tmp_path / "x.log", "jd_no_such_module", ("0",))
         # (no bootstrap in its environment: the relay says how it is started, exit code 2)
         relay = "jupyter_distributed.cluster.relay"
@@ -159,13 +159,13 @@ def test_ranks_are_spawned_once_the_fork_server_cannot_fork(
     def fails_second(self: zygote.ForkServer, *args: Any, **kwargs: Any) -> int:
         calls.append(args)
         if len(calls) == 2:
-            raise OSError("the fork server did not answer")
+            raise zygote.ForkRefused("cannot import x")
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(zygote.ForkServer, "fork", fails_second)
     with caplog.at_level(logging.WARNING, "jupyter_distributed"):
         assert _run(session, "rank", "never").values.keys() == {0, 1}
-    assert "ranks are spawned, not forked: the fork server did not answer" in caplog.text
+    assert "ranks are spawned, not forked: cannot import x" in caplog.text
     (live,) = session.live.values()
     procs = live.cluster.processes  # type: ignore[attr-defined]
     assert _parent(procs.procs[0].pid) in zygote.server_pids()

@@ -48,7 +48,7 @@ from .aggregators import (
 )
 from .launch import free_port
 from .nodedirs import NODE_LOCAL_DIR, ours_alone
-from .zygote import Forked, ForkServer
+from .zygote import Forked, ForkRefused, ForkServer
 
 log = logging.getLogger("jupyter_distributed")
 Started = subprocess.Popen[bytes] | Forked  # (a relay or an aggregator: spawned, or forked)
@@ -181,10 +181,10 @@ class LocalRelays:
         process group, output to ``log_path``."""
         if self._server is not None:
             try:
-                return Forked(
-                    self._server, self._server.fork(dict(env), log_path, command[2], (number,))
-                )
-            except OSError as exc:  # (it cannot: this one and the rest are spawned)
+                module = command[2]  # (``python -m MODULE``)
+                pid = self._server.fork(dict(env), log_path, module, (number,))
+                return Forked(self._server, pid)
+            except ForkRefused as exc:  # (it cannot: this one and the rest are spawned)
                 log.warning("jupyter-distributed: relays are spawned, not forked: %s", exc)
                 self._server = None
         with log_path.open("wb") as log_file:

@@ -44,6 +44,10 @@ START_TIMEOUT = 120.0
 MAX_SERVERS = 4
 
 
+class ForkRefused(OSError):
+    """The fork server is gone, or cannot fork this (its answer says why): spawn it instead."""
+
+
 class ForkServer:
     """One per kernel and environment; thread-safe. What it writes is read as it comes, by
     whoever asks: exit reports are kept (a look at hundreds of ranks asks each one's in O(1)),
@@ -89,8 +93,9 @@ class ForkServer:
         self, env: dict[str, str], log_path: Path, module: str = "", argv: tuple[str, ...] = ()
     ) -> int:
         """A rank forked with ``env``, its output to ``log_path``; with ``module``, a process
-        that runs ``python -m module *argv`` instead (a node relay, an aggregator). OSError
-        where the server cannot (the caller spawns it)."""
+        that runs ``python -m module *argv`` instead (a node relay, an aggregator).
+        :class:`ForkRefused` where the server is gone or cannot (the caller spawns it instead);
+        OSError where it did not answer in time (it may still fork it: nothing is spawned)."""
         request: dict[str, object] = {"env": env, "log": str(log_path), "cwd": _cwd()}
         if module:
             request.update(module=module, argv=list(argv))
@@ -99,11 +104,15 @@ class ForkServer:
             try:
                 self.proc.stdin.write(json.dumps(request).encode() + b"\n")
                 self.proc.stdin.flush()
-            except (BrokenPipeError, ValueError) as exc:  # (it ended, or was closed)
-                raise OSError("the fork server is gone") from exc
-            answer = self._next(START_TIMEOUT if module else 10)  # (its first import: longer)
+                answer = self._next(START_TIMEOUT if module else 10)  # (a first import: longer)
+            except (OSError, ValueError) as exc:  # (ValueError: closed here)
+                with contextlib.suppress(subprocess.TimeoutExpired):  # (its pipe ends first)
+                    self.proc.wait(0.2)
+                if self.alive:
+                    raise
+                raise ForkRefused("the fork server is gone") from exc
         if "pid" not in answer:
-            raise OSError(str(answer.get("error", "the fork server did not fork")))
+            raise ForkRefused(str(answer.get("error", "the fork server did not fork")))
         return int(str(answer["pid"]))
 
     def exit_code(self, pid: int) -> int | None:

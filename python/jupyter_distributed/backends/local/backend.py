@@ -20,7 +20,7 @@ from ...cluster.launch import WORKER_COMMAND, check_cores, free_port, rank_env, 
 from ...cluster.process import ProcessCluster
 from ...cluster.relays import LocalRelays, relay_nodes
 from ...cluster.transport import Transport
-from ...cluster.zygote import Forked, fork_server, preload_for, stop_fork_servers
+from ...cluster.zygote import Forked, ForkRefused, fork_server, preload_for, stop_fork_servers
 from ...history.reaper import leftover_prefix
 from ...history.store import Store
 from ...interface import Backend, Plan, RankPlan, RunView
@@ -62,7 +62,7 @@ class LocalProcesses:
             if server is not None:
                 try:
                     pid = server.fork(env, self.logdir / f"rank-{r.rank}.log")
-                except OSError as exc:  # (the fork server ended: this and later ranks spawned)
+                except ForkRefused as exc:  # (gone or refused: this and later ranks spawned)
                     log.warning("jupyter-distributed: ranks are spawned, not forked: %s", exc)
                     server = None
                 else:

@@ -9,7 +9,6 @@ from dataclasses import replace
 from typing import Any
 
 from .backends import get_backend
-from .cluster.zygote import servers_text
 from .collapse import ranks_text
 from .errors import NotFound
 from .events import StacksEvent
@@ -36,6 +35,8 @@ def _age(t: float | None) -> str:
 def status(session: Session, every: bool = False) -> str:
     """The live clusters: each rank's line, or above ``RANK_LINES`` ranks (unless ``every``)
     one line per node, with the ranks not in its common state named after it."""
+    from .cluster.zygote import servers_text  # (here: loading the magics loads no engine)
+
     servers = servers_text()
     if not session.live:
         none = "No cluster is running. A %%distributed cell starts one."

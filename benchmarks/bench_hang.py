@@ -75,9 +75,13 @@ def run(shell: Any, line: str, cell: str) -> None:
         shell.run_cell_magic("distributed", line, cell)
 
 
-def hang_case(shell: Any, err: Stamped, n: int, kind: str, how: str) -> float | None:
+def hang_case(
+    shell: Any, err: Stamped, n: int, kind: str, how: str, layout: str = ""
+) -> float | None:
+    """Seconds from the hang's timeout (or interrupt) to its diagnosis; ``layout``: the cell's
+    layout flags in place of ``-n N``."""
     flags, cell = HANGS[kind]
-    line = f"-n {n} --oversubscribe {flags}"
+    line = f"{layout or f'-n {n}'} --oversubscribe {flags}"
     run(shell, line, "x = 1")  # the cluster is up, so only the hang is timed
     err.lines.clear()
     start = time.monotonic()

@@ -1,6 +1,9 @@
 """Hundreds of real, idle ranks from one IPython shell (issue 26's "real processes" row).
 
-    python benchmarks/bench_real_ranks.py [--ranks 100 300] [--cells 10]
+    python benchmarks/bench_real_ranks.py [--ranks 100 300] [--cells 10] [--per-node P]
+
+``--per-node P`` puts the ranks on nodes of P ranks each (``--nodes N/P --procs-per-node P``),
+which matters with ``JUPYTER_DISTRIBUTED_RELAYS=always`` (a node relay per node).
 
 Each rank is a real rank process of the local backend (no torch strategy, so no process group
 of that size), on this machine, loopback only. Per rank count it prints:
@@ -55,8 +58,9 @@ def alive(pids: list[int]) -> int:
     return sum(Path(f"/proc/{pid}").exists() for pid in pids)
 
 
-def one(ip: Any, err: Stamped, n: int, cells: int, tmp: Path) -> dict[str, str]:
-    line = f"-n {n} --oversubscribe --quiet"
+def one(ip: Any, err: Stamped, n: int, cells: int, tmp: Path, per: int = 0) -> dict[str, str]:
+    layout = f"--nodes {n // per} --procs-per-node {per}" if per else f"-n {n}"
+    line = f"{layout} --oversubscribe --quiet"
     t0 = time.perf_counter()
     if not ip.run_cell(f"%%distributed {line} --pull pid\nimport os\npid = os.getpid()").success:
         raise RuntimeError(f"{n} ranks did not start")
@@ -69,11 +73,11 @@ def one(ip: Any, err: Stamped, n: int, cells: int, tmp: Path) -> dict[str, str]:
         ip.run_cell(f"%%distributed {line}\npass")
         walls.append(time.perf_counter() - w0)
         spent.append(cpu() - c0)
-    hang = hang_case(ip, err, n, "sleep", "timeout")
+    hang = hang_case(ip, err, n, "sleep", "timeout", layout)
     stamp = tmp / f"killed-{n}"
     err.lines.clear()
     ip.run_cell(
-        f"%%distributed -n {n} --oversubscribe\nimport os, time\nif rank == {n - 1}:\n"
+        f"%%distributed {layout} --oversubscribe\nimport os, time\nif rank == {n - 1}:\n"
         f"    open({str(stamp)!r}, 'w').write(repr(time.monotonic()))\n"
         "    os.kill(os.getpid(), 9)\nelse:\n    time.sleep(30)"
     )
@@ -103,6 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, nargs="+", default=[100, 300])
     parser.add_argument("--cells", type=int, default=10)
+    parser.add_argument("--per-node", type=int, default=0, help="ranks a node (default: 1 node)")
     args = parser.parse_args()
     ip, tmp = bench_shell("jd-real-ranks-")
     err = Stamped(sys.stderr)
@@ -111,12 +116,14 @@ def main() -> None:
     rows: dict[int, dict[str, str]] = {}
     try:
         for n in args.ranks:
-            rows[n] = one(ip, err, n, args.cells, Path(tempfile.mkdtemp(dir=tmp)))
+            rows[n] = one(ip, err, n, args.cells, Path(tempfile.mkdtemp(dir=tmp)), args.per_node)
             print(n, rows[n], file=real_err)
     finally:
         sys.stderr = real_err
     load = f"load {load0:.1f} → {os.getloadavg()[0]:.1f}"
-    print(f"{os.cpu_count()} CPUs, {load}; real idle ranks (local backend)")
+    nodes = f", {args.per_node} a node" if args.per_node else ""
+    relays = os.environ.get("JUPYTER_DISTRIBUTED_RELAYS", "auto")
+    print(f"{os.cpu_count()} CPUs, {load}; real idle ranks (local backend{nodes}, relays {relays})")
     rank_table(rows, args.ranks)
 
 

@@ -44,10 +44,16 @@ def gpu_open(fd_dir: str = "/proc/self/fd") -> bool | None:
     return False
 
 
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
 def rss_mb() -> float:
-    try:
-        with Path("/proc/self/statm").open() as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MiB
+    try:  # (os calls, not pathlib: with each heartbeat of every rank)
+        fd = os.open("/proc/self/statm", os.O_RDONLY)
+        try:
+            return int(os.read(fd, 256).split()[1]) * _PAGE / MiB
+        finally:
+            os.close(fd)
     except (OSError, ValueError, IndexError):
         import resource
 

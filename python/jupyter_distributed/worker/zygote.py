@@ -38,6 +38,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from ..pids import stat_fields
 from .descriptors import readable
 
 _HOME = str(Path.cwd())  # where the fork server started: ``sys.path[0]`` under ``python -m``
@@ -56,7 +57,7 @@ def retitle(args: list[str]) -> None:
     preloads), cut where it is longer.
     Where /proc cannot be written, the fork server's stays."""
     with contextlib.suppress(OSError, ValueError, IndexError):
-        fields = Path("/proc/self/stat").read_bytes().rsplit(b")", 1)[1].split()
+        fields = stat_fields(os.getpid()) or []
         start, end = int(fields[45]), int(fields[46])  # (arg_start, arg_end)
         text = "\0".join(args).encode()[: end - start - 1]
         with Path("/proc/self/mem").open("r+b", buffering=0) as mem:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import queue
+import threading
 import time
 from pathlib import Path
 from typing import Any, cast
@@ -14,8 +15,9 @@ import pytest
 from jupyter_client.manager import KernelManager
 
 from jupyter_distributed.cluster import startup
-from jupyter_distributed.cluster.inbox import Item, Ready, StageReached
+from jupyter_distributed.cluster.inbox import Exited, Item, Ready, SetupFailed, StageReached
 from jupyter_distributed.cluster.startwatch import StartWatch
+from jupyter_distributed.errors import LaunchError, RankFailure
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -63,6 +65,49 @@ def test_thousands_of_hellos_at_once_redraw_the_line_a_few_times_not_once_each()
     assert view.drawn[0] == f"starting · process start: ranks 0-{n - 1} · ready: 0 of {n}"
     assert view.drawn[-1] == ""  # gone once every rank is ready
     assert len(view.drawn) <= 2 + took / startup.PROGRESS_EVERY + 1  # (not one per message: 6,000)
+
+
+class _NoTail:
+    def log_tail(self, rank: int | None) -> str:
+        return ""
+
+
+def _start_with(items: list[Any], later: list[Any], after: float) -> str:
+    """The start's error where ``items`` are in the inbox and ``later`` come ``after`` s on."""
+    inbox: queue.SimpleQueue[Item] = queue.SimpleQueue()
+    for item in items:
+        inbox.put(item)
+
+    def put_later() -> None:
+        for item in later:
+            inbox.put(item)
+
+    timer = threading.Timer(after, put_later)
+    timer.start()
+    try:
+        with pytest.raises(LaunchError) as info:
+            startup.wait_ready(inbox, cast(Any, dict.fromkeys(range(2))), cast(Any, _NoTail()),
+                               lambda ranks: {}, cast(Any, _Lines()), 60.0)  # fmt: skip
+    finally:
+        timer.cancel()
+    return str(info.value)
+
+
+def test_a_rank_s_setup_error_read_after_its_exit_is_still_the_cause() -> None:
+    # the rank sends its setup error, then exits with 2; its pidfd (the I/O thread's watch) can
+    # put the exit in the inbox before the error's message is read: the error is the cause
+    ended = Exited(RankFailure(0, 0.0, "vm", 14142, exit_code=2, kind="exit"))
+    cause = SetupFailed(0, "--strategy multi-worker needs TensorFlow in the ranks' Python")
+    text = _start_with([Ready(1), ended], [cause], after=0.1)
+    assert text == f"rank 0 could not start: {cause.message}"
+    # with no word from the rank, its end is the cause, a moment later
+    t0 = time.monotonic()
+    text = _start_with([ended], [], after=0.0)
+    assert text == "rank 0 on vm (pid 14142) exited with code 2 before it was ready"
+    assert startup.LAST_WORDS <= time.monotonic() - t0 < startup.LAST_WORDS + 1
+    # nor does the start succeed when the rank that ended had said hello
+    text = _start_with([Ready(0), ended, Ready(1)], [], after=0.0)
+    assert text.endswith("before it was ready")
 
 
 def _iopub_of(code: str, store: Path) -> list[dict[str, Any]]:

@@ -24,6 +24,10 @@ from .startwatch import StartWatch, watch_start
 #: the start-up line is drawn again at most this often (seconds): it names every rank's stage,
 #: so drawing it for each of 10,000 ranks' messages made a start quadratic (81 s at 10,000)
 PROGRESS_EVERY = 0.2
+#: a rank that ended while starting is failed this long after its end was seen, unless its
+#: own word on why (a setup error it sent just before it exited) comes first: the process's
+#: end (its pidfd, on the I/O thread) can be seen before the message that it sent is read
+LAST_WORDS = 0.5
 
 
 def wait_ready(
@@ -45,15 +49,20 @@ def wait_ready(
         queued = getattr(processes, "waiting", None)  # a scheduler's queue (slurm)
         shown = line = ""
         drawn, changed = -math.inf, True  # when the line was last drawn; changed since?
-        while waiting:
+        ended: tuple[Exited, float] | None = None  # a rank's end, and when it fails the start
+        while waiting or ended is not None:  # (a rank may end after it said hello)
+            if ended is not None and time.monotonic() >= ended[1]:
+                raise _exit_error(ended[0], processes)
             if changed and time.monotonic() - drawn >= PROGRESS_EVERY:
                 drawn, changed, text = time.monotonic(), False, watch.progress()
                 if text != line:
                     line = text
                     view.starting(line)
             try:
-                item = inbox.get(timeout=0.05)
+                item = inbox.get(timeout=0.05 if ended is None else LAST_WORDS / 10)
             except queue.Empty:
+                if ended is not None:
+                    continue
                 reason = queued() if queued is not None else ""
                 if reason:  # no start timeout (nor stage clock) while the job waits in the queue
                     deadline = time.monotonic() + timeout
@@ -79,12 +88,16 @@ def wait_ready(
             elif isinstance(item, SetupFailed):
                 raise LaunchError(f"rank {item.rank} could not start: {item.message}")
             elif isinstance(item, ChannelLost):
+                if ended is not None:  # (the rank's end first: it may be why)
+                    raise _exit_error(ended[0], processes)
                 raise LaunchError(f"the cluster was lost while starting: {item.cause}")
-            elif isinstance(item, Exited):
-                failure = item.failure
-                tail = processes.log_tail(failure.rank if failure.rank >= 0 else None)
-                raise LaunchError(
-                    f"{failure.summary} before it was ready" + (f": {tail}" if tail else "")
-                )
+            elif isinstance(item, Exited) and ended is None:
+                ended = item, time.monotonic() + LAST_WORDS
     finally:
         view.starting("")
+
+
+def _exit_error(item: Exited, processes: Processes) -> LaunchError:
+    failure = item.failure
+    tail = processes.log_tail(failure.rank if failure.rank >= 0 else None)
+    return LaunchError(f"{failure.summary} before it was ready" + (f": {tail}" if tail else ""))

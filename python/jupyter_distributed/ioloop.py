@@ -131,6 +131,16 @@ class IoLoop:
         if self._served.pop(fd, None) is not None:
             self._poller.unregister(fd)
 
+    def read_now(self) -> None:
+        """(This thread, in ``tick``) Take what the socket and the served descriptors hold
+        now: a watched process's end can be seen after the poll that looked at them, while
+        what it sent before it ended is already there."""
+        ready = dict(self._poller.poll(0))
+        if ready.get(self.sock):
+            self._receive()
+        if self._served:
+            self._serve_ready(ready)
+
     def stop(self, timeout: float = 5.0) -> bool:
         """Send what is queued, then end the thread; whether it ended within ``timeout``."""
         self._out.put(_STOP)

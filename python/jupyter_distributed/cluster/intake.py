@@ -15,8 +15,9 @@ counter, its plain ends taken per span, and its rank states become one event
 
 from __future__ import annotations
 
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +100,16 @@ class Intake:
                 self._reject(peer, exc)
                 continue
             self._route(taken, peer, rank, cell, message, buffers, wait)
+        return taken
+
+    def orphans(self, ranks: Iterable[int]) -> Taken:
+        """(The ranks died.) Their cell-socket messages that wait for a control message which
+        will now never come (queued in the rank, not yet sent, when it died), taken now in the
+        order they came: a line printed just before ``os._exit`` is still the rank's output."""
+        taken = Taken()
+        for rank in ranks:
+            for _, message, buffers in self._order.release(rank, sys.maxsize):
+                self._take(taken, rank, message, buffers)
         return taken
 
     def gone(self, peer: CellPeer) -> None:
@@ -243,8 +254,13 @@ class Intake:
                 self.peers[rank] = peer
         accepted = self._signer.accepted(rank_name(rank))
         if cell and message is not None and not self._order.ready(rank, wait, accepted):
-            self._order.wait(rank, (wait, message, buffers))  # its output is on the way
-            return
+            info = self.ranks.info.get(rank)
+            if info is None or info.state not in ("exited", "failed"):
+                self._order.wait(rank, (wait, message, buffers))  # its output is on the way
+                return
+            # (read after the rank's death: what it waits for died with it, see orphans)
+            for _, waited, waited_buffers in self._order.release(rank, sys.maxsize):
+                self._take(taken, rank, waited, waited_buffers)
         if message is not None:
             self._take(taken, rank, message, buffers)
         if not cell:

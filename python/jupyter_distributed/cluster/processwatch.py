@@ -16,12 +16,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import RankFailure
-from ..events import ErrorEvent, Event, StacksEvent
+from ..eventkinds import Stream
+from ..events import ErrorEvent, OutputLines, Recorded, StacksEvent
 from ..history.store import Store
 from ..interface import RankInfo
 from .deaths import explain, parent_gone
 from .hopdeaths import dead_hops
-from .inbox import CancelRequested, Exited, Item
+from .inbox import CancelRequested, Exited, Item, Show
+from .leftovers import leftovers
 from .liveness import Processes, exit_failures, silent_ranks
 from .router import Router
 from .supervise import STOPPED_REMOTELY
@@ -179,14 +181,40 @@ class ProcessWatch:
             if self.info[rank].state not in ("exited", "failed"):
                 self.info[rank].state = "failed"
 
+    def _last_words(
+        self, failures: list[RankFailure], now: float
+    ) -> tuple[list[Recorded], list[Item]]:
+        """What the dead ranks said last and had not been taken: their messages that wait
+        for a control message lost with them (:meth:`.Intake.orphans`), then the output they
+        wrote and never sent (:mod:`.leftovers`), as their last lines (shown with the cause)
+        and, in a cell, as the cell's output."""
+        dead = sorted({f.rank for f in failures if f.kind == "exit" and f.rank in self.info})
+        if dead:  # (what they sent before they ended first: it may be here, not yet read)
+            self.router.read_now()
+        taken = self.router.intake.orphans(dead)
+        events, items = taken.events, taken.items
+        run_id = self.router.ranks.run_id
+        for rank, streams in leftovers(self.stacks_dir, failures, self.info).items():
+            for stream, lines in streams:
+                self.info[rank].lines.extend(lines)
+                if run_id:
+                    events.append(
+                        OutputLines(run_id, rank, Stream(stream), [(now, t) for t in lines])
+                    )
+        if events:
+            items.append(Show(tuple(events)))
+        return events, items
+
     def _watch(self) -> None:
-        events: list[Event] = []
+        events: list[Recorded] = []
         items: list[Item] = []
         lost = ""
         now = time.time()
         failures = silent_ranks(self.info, self.silence_limit, now, self.router.intake.spans)
         failures += exit_failures(self.info, self.processes.exited(), now)
         failures += self._dead_nodes(now)
+        if failures and not (self._stopping.is_set() or self._lost == STOPPED_REMOTELY):
+            events, items = self._last_words(failures, now)
         for failure in self._explain(failures):
             if self._stopping.is_set() or self._lost == STOPPED_REMOTELY:
                 continue

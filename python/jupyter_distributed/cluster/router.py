@@ -127,6 +127,10 @@ class Router:
         """The I/O thread's tick pace, in a cell and between cells: see :meth:`.Pace.set`."""
         self._pace.set(poll_ms, running_ms, rest_ms)
 
+    def read_now(self) -> None:
+        """(I/O thread) Take what the ranks sent that is already here (:meth:`IoLoop.read_now`)."""
+        self._loop.read_now()
+
     def tick_now(self) -> None:
         """(I/O thread) Tick at the end of this round of the loop, not when next due."""
         self._loop.tick_within(0.0)

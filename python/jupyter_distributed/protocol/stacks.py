@@ -35,6 +35,12 @@ def crash_file(directory: str, rank: int) -> Path:
     return Path(directory) / f"crash-{rank}.txt"
 
 
+def left_file(directory: str, rank: int) -> Path:
+    """Where rank ``rank``'s guardian leaves what the rank wrote but never sent, once it died
+    (``worker/guard.py``; read by ``cluster/leftovers.py``)."""
+    return Path(directory) / f"left-{rank}.bin"
+
+
 # the signals on which faulthandler writes a rank's stack before it dies
 FATAL_SIGNALS = (signal.SIGSEGV, signal.SIGFPE, signal.SIGABRT, signal.SIGBUS, signal.SIGILL)
 

@@ -25,12 +25,13 @@ from ..protocol.commands import Shutdown, StackRequest
 from ..protocol.header import Message
 from ..protocol.reports import Heartbeat, Hello, Live, Stacks, Stage
 from ..protocol.signing import BOOTSTRAP_ENV, Buffer, Signer, cell_name, rank_name
+from ..protocol.stacks import left_file
 from .capture import FdCapture
 from .cellsocket import CellSocket
 from .channel import Channel
 from .debugger import Asker, Debugger
 from .descriptors import make_room
-from .guard import end_descendants, guard_group, note_busy, note_idle, settled
+from .guard import end_descendants, guard_group, leave_leftovers, note_busy, note_idle, settled
 from .leave import leave
 from .mpi import MpiSetupError, setup_comm
 from .rankenv import RankEnv
@@ -49,6 +50,8 @@ from .stacks import (
     stage,
 )
 from .strategies import StrategyError, setup
+
+_exit = os._exit  # (Python's own: see FdCapture.hand_on_at_exit)
 
 # seconds a cell's running state is held back before the I/O thread's next look sends it: a
 # cell that ends first says it ran with its end (one message, not two)
@@ -92,7 +95,7 @@ class _Ticker:
         if now - self.last_beat >= BEAT - 0.01:  # (a rest's wait may end a little early)
             self.last_beat = _next_beat(now) - BEAT
             if self.same_host and self.kernel_pid and not pid_alive(self.kernel_pid):
-                os._exit(0)
+                _exit(0)
             wall0, cpu0 = self.cpu
             cpu = sum(os.times()[:2])
             self.cpu = (now, cpu)
@@ -155,6 +158,8 @@ def main() -> int:
     make_room(env.world_size)
     install_dump(str(boot.get("stacks_dir") or ""), env.rank)
     install_crash(str(boot.get("stacks_dir") or ""), env.rank)
+    if boot.get("stacks_dir"):
+        leave_leftovers(str(left_file(str(boot["stacks_dir"]), env.rank)))
     GPU.start()
     ticker = _Ticker(boot)
     address, cells, curve = _kernel_address(boot, env.rank)
@@ -194,6 +199,7 @@ def main() -> int:
     on_stage(lambda name, detail: channel.send(Stage(name, os.getpid(), detail)))
     set_stage("setup")
     capture.start()
+    capture.hand_on_at_exit()
     layout = Layout.from_json(boot["layout"])
     try:
         setup_comm(runtime.namespace)

@@ -24,9 +24,10 @@ import termios
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from .descriptors import readable
+from .guard import capture_pipes
 
 Emit = Callable[[str, list[tuple[float, str]]], None]
 Live = Callable[[str, str, bool], None]  # stream, text, final
@@ -38,6 +39,7 @@ _PARTIAL_AFTER = 0.1  # seconds before an unterminated line is handed on as it i
 # flood): one message carries hundreds of lines, not one; the first line after a pause goes at once
 _GATHER = 0.001
 LIVE_EVERY = 0.2  # seconds between two states of a line redrawn in place
+EXIT_SYNC = 1.0  # seconds at most that os._exit waits for the output written before it
 
 
 def line_stream(out: TextIO, fd: int) -> TextIO:
@@ -84,8 +86,11 @@ class FdCapture:
         self._holding = {"stdout": True, "stderr": True}
 
     def start(self) -> None:
-        for fd, stream in ((1, "stdout"), (2, "stderr")):
-            r, w = os.pipe()
+        # (pipes whose read ends the rank's guardian holds too: what is left in them when the
+        # rank dies is still shown, see guard.py)
+        for (fd, stream), (r, w) in zip(
+            ((1, "stdout"), (2, "stderr")), capture_pipes(), strict=True
+        ):
             self.saved[stream] = os.dup(fd)
             os.dup2(w, fd)
             os.close(w)
@@ -104,6 +109,20 @@ class FdCapture:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 stream.buffer.flush()
+
+    def hand_on_at_exit(self) -> None:
+        """From now on ``os._exit`` in this process (the user's: a print, then ``os._exit``)
+        first hands on what was written to fd 1 and 2 (:meth:`sync`, at most ``EXIT_SYNC``
+        seconds), as Python's own exit does; in a child forked from it, it is as it was."""
+        real, me = os._exit, os.getpid()
+
+        def _exit(status: int) -> NoReturn:
+            if os.getpid() == me:
+                with contextlib.suppress(Exception):
+                    self.sync(EXIT_SYNC)
+            real(status)
+
+        os._exit = _exit
 
     def sync(self, timeout: float = 5.0) -> None:
         """Wait until everything written so far to fd 1 and 2 has been emitted."""

@@ -25,6 +25,14 @@ is alive, and while the rank's tree holds a process. An idle rank with nothing b
 hundreds of idle ranks are, has a guardian asleep in ``poll`` on the pipe and the rank's pidfd:
 never woken until the rank ends or runs a cell (it looked 4 times a second: 1.4 ms of CPU a
 second per rank). Cells that follow each other closely write nothing to the pipe.
+
+The guardian also holds the read ends of the two pipes the rank's output capture reads
+(:func:`capture_pipes`, made before its fork). What the rank wrote just before it died and its
+capture threads had not read yet (a print, then ``os._exit``, an ``abort()`` or a SIGKILL) is
+still in those pipes once the rank is gone: the guardian writes it to the file the rank named
+(:func:`leave_leftovers`, in the cluster's 0700 directory) before it kills the group, and the
+kernel shows it as the rank's last output (``cluster/leftovers.py``). At a normal end the rank
+kills its guardian first, which so writes nothing.
 """
 
 from __future__ import annotations
@@ -35,11 +43,13 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from .descriptors import readable
 from .lineage import descendants, kill_all, subreaper
 
 POLL = 0.25  # seconds between the guardian's looks at its parent
+LEFT_MOST = 1 << 18  # bytes at most taken from each pipe after the rank's death (a pipe: 64 KiB)
 
 
 _made: list[int | None] = []  # the guardian this process forked (once)
@@ -48,6 +58,7 @@ _told = ["b"]  # what the rank last told its guardian: b(usy) or i(dle)
 _busy_at = [0.0]  # when the rank last started a cell (monotonic)
 _lock = threading.Lock()  # the main thread tells b, the I/O thread i: in the order they decide
 _ours: set[int] = set()  # the rank's own threads (its I/O, its capture): not the user's
+_capture: list[tuple[int, int]] = []  # the capture's pipes (read, write) the guardian reads too
 
 
 def guard_group() -> int | None:
@@ -70,22 +81,74 @@ def _fork_guardian() -> int | None:
         return None
     subreaper()
     r, w = os.pipe()  # not inherited across exec; the rank holds w until it dies
+    pipes = [os.pipe(), os.pipe()]  # (stdout's and stderr's capture: see capture_pipes)
     pid = os.fork()
     if pid:
         os.close(r)
         _pipe.append(w)
+        _capture.extend(pipes)
         return pid
     try:  # the guardian: no Python cleanup of the rank's state ever runs here
         os.close(w)
+        for _, end in pipes:
+            os.close(end)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_IGN)
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
-        kill_all(_watch(rank, r))
+        known, path = _watch(rank, r)
+        if path:
+            _leave([end for end, _ in pipes], path)
+        kill_all(known)
         os.killpg(rank, signal.SIGKILL)
     finally:
         os._exit(0)
+
+
+def capture_pipes() -> list[tuple[int, int]]:
+    """(Once, by the output capture.) Two pipes, stdout's and stderr's, as ``(read, write)``:
+    those the guardian reads too once the rank is gone, or new ones where there is none."""
+    if _capture:
+        pipes = list(_capture)
+        _capture.clear()
+        return pipes
+    return [os.pipe(), os.pipe()]
+
+
+def leave_leftovers(path: str) -> None:
+    """(The rank, set up.) Where its guardian writes what the rank's capture had not read
+    when the rank died: ``<stdout bytes> <stderr bytes>\n``, then both (see ``left_file``).
+    The guardian's pid goes to ``path.guard`` at once: the kernel waits for ``path`` while
+    that process lives."""
+    if not path or "\n" in path or not _made or not _made[0] or not _pipe:
+        return
+    _tell_now(b"f" + path.encode() + b"\n")
+    with contextlib.suppress(OSError):
+        Path(path + ".guard").write_text(str(_made[0]))
+
+
+def _leave(reads: list[int], path: bytes) -> None:
+    """(The guardian, the rank gone.) What is left in the capture's pipes, to ``path``."""
+    got: list[bytes] = []
+    for fd in reads:
+        data = b""
+        with contextlib.suppress(OSError):  # (BlockingIOError: nothing left)
+            os.set_blocking(fd, False)
+            while len(data) < LEFT_MOST:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                data += chunk
+        got.append(data)
+    part = path + b".part"
+    with contextlib.suppress(OSError):
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, b"%d %d\n" % (len(got[0]), len(got[1])) + b"".join(got))
+        finally:
+            os.close(fd)
+        os.rename(part, path)  # noqa: PTH104 (a bytes path) (whole or not at all: the kernel waits for this name)
 
 
 def end_descendants(guardian: int | None) -> None:
@@ -129,8 +192,14 @@ def _tell(what: str) -> None:
     if _told[0] == what or not _pipe:
         return
     _told[0] = what
-    with contextlib.suppress(OSError):
-        os.write(_pipe[0], what.encode())
+    _tell_now(what.encode() + b"\n")
+
+
+def _tell_now(message: bytes) -> None:
+    """One line to the guardian (written whole: under ``PIPE_BUF``)."""
+    if _pipe:
+        with contextlib.suppress(OSError):
+            os.write(_pipe[0], message)
 
 
 def _pidfd(pid: int) -> list[int]:
@@ -140,29 +209,36 @@ def _pidfd(pid: int) -> list[int]:
     return []
 
 
-def _watch(rank: int, pipe: int) -> dict[int, bytes]:
-    """Wait for the rank to be gone; what was below it at the last look (pid → start time).
-    Looks every ``POLL`` while the rank is busy or has something below it, else only waits."""
+def _watch(rank: int, pipe: int) -> tuple[dict[int, bytes], bytes]:
+    """Wait for the rank to be gone; what was below it at the last look (pid → start time),
+    and where to leave what its capture had not read (:func:`leave_leftovers`). Looks every
+    ``POLL`` while the rank is busy or has something below it, else only waits."""
     known: dict[int, bytes] = {}
     me = os.getpid()
     ended = _pidfd(rank)  # (the pipe alone: a child forked by the rank may hold its end)
     busy = True
     due: float | None = 0.0  # the next look (set-up may start processes: at once)
+    path = rest = b""
     while True:
         wait = None if due is None else max(0.0, due - time.monotonic())
         ready = readable([pipe, *ended], wait)
-        if ended and ended[0] in ready:
-            return known
-        if pipe in ready:
-            told = os.read(pipe, 64)
-            if not told:
-                return known
-            busy = told.endswith(b"b")
+        if pipe in ready:  # (first: what the rank said before it ended)
+            read = os.read(pipe, 4096)
+            if not read:
+                return known, path
+            *lines, rest = (rest + read).split(b"\n")
+            for line in lines:  # b(usy), i(dle), f<path>
+                if line.startswith(b"f"):
+                    path = line[1:]
+                elif line:
+                    busy = line == b"b"
             if due is None:  # (what the rank starts now is seen within POLL)
                 due = time.monotonic() + POLL
             continue
+        if ended and ended[0] in ready:
+            return known, path
         seen = descendants([rank], skip=me)
         if os.getppid() != rank:  # the rank died during this look: its tree may be torn
-            return {**known, **seen}
+            return {**known, **seen}, path
         known = seen  # (without a pidfd, the rank's end is seen by the next look's parent)
         due = time.monotonic() + POLL if busy or seen or not ended else None

@@ -22,6 +22,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+_exit = os._exit  # (Python's own: a rank's os._exit hands its output on first, see capture.py)
+
 
 def leave(
     code: int, namespace: dict[str, Any], last: Callable[[], None] = lambda: None
@@ -40,4 +42,4 @@ def leave(
                 stream.flush()
     with contextlib.suppress(Exception):
         last()
-    os._exit(code)
+    _exit(code)

@@ -41,6 +41,7 @@ from typing import Any
 from ..pids import stat_fields
 from .descriptors import readable
 
+_exit = os._exit  # (Python's own: a rank's os._exit hands its output on first, see capture.py)
 _HOME = str(Path.cwd())  # where the fork server started: ``sys.path[0]`` under ``python -m``
 
 
@@ -189,7 +190,7 @@ def serve(modules: list[str]) -> int:
                     with contextlib.suppress(Exception):
                         sys.stdout.flush()
                         sys.stderr.flush()
-                    os._exit(code)
+                    _exit(code)
             _say({"pid": pid})
 
 

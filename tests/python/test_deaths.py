@@ -52,8 +52,8 @@ def _into(shell: Any, cgroup: Path, rank: int) -> None:
 
 
 def _when_line(shell: Any, rank: int, line: str, act: Any) -> threading.Thread:
-    """``act()`` once rank ``rank``'s ``line`` has reached the kernel (lines a rank has not
-    sent when it dies are lost with it)."""
+    """``act()`` once rank ``rank``'s ``line`` has reached the kernel (so that the rank dies
+    where the test says, after that line)."""
     info = _cluster(shell).info[rank]
 
     def wait() -> None:

@@ -10,6 +10,7 @@ not read is left to the kernel in the cluster's directory.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -22,10 +23,14 @@ from typing import Any
 import pytest
 
 from jupyter_distributed.cluster import leftovers
+from jupyter_distributed.display import CellView
 from jupyter_distributed.errors import RankFailure, RunFailed
 from jupyter_distributed.interface import RankInfo
-from jupyter_distributed.layout import RankCoords
+from jupyter_distributed.layout import Layout, RankCoords
 from jupyter_distributed.protocol.stacks import left_file
+from jupyter_distributed.spec import Spec
+
+from .core_helpers import session_in
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -57,6 +62,28 @@ def test_a_line_written_just_before_os_exit_is_shown_kept_and_named(
         rendered = "\n".join(error._render_traceback_())
         assert f"  | last words {i}" in rendered
         assert (1, f"last words {i}") in _history(shell, error.run_id)
+
+
+def test_behind_node_relays_the_line_is_kept_in_the_history(tmp_path: Path) -> None:
+    # a rank behind a relay sends its output over ZeroMQ: os._exit first sends what its
+    # sockets queued; the relay sends a dead rank's held lines up at once (before, 28 of 30
+    # were lost, most from the history too). Under the cell it shows unless the kernel ended
+    # the cell before the relay's message came (3 of 30 here): the history keeps it then.
+    for session in session_in(tmp_path):
+        for i in range(3):
+            out = io.StringIO()
+            spec = Spec(layout=Layout(nodes=2, procs_per_node=1), relays="always")
+            code = f"import os\nif rank == 1:\n    print('last words {i}')\n    os._exit(3)\n"
+            with pytest.raises(RunFailed) as info:
+                session.run_cell(spec, code, {}, view=CellView(out=out, err=out))
+            run_id = info.value.run_id
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                lines = [(x.rank, x.text) for x in session.store.logs(run_id, limit=100)]
+                if (1, f"last words {i}") in lines:
+                    break
+                time.sleep(0.05)
+            assert (1, f"last words {i}") in lines
 
 
 GUARDED = """

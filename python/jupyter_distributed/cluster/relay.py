@@ -248,6 +248,7 @@ class Relay(Hop):
     def _lost(self, names: set[str]) -> None:
         """Ranks whose connection closed (dead): their ends are awaited no more."""
         ranks = {int(name[1:]) for name in names}
+        self._send_batch()  # (their last lines, held here: up now, before the kernel moves on)
         self.pace.other()
         self._reducer.gone(ranks)
         self._batcher.alike.gone(ranks)

@@ -52,6 +52,7 @@ from .stacks import (
 from .strategies import StrategyError, setup
 
 _exit = os._exit  # (Python's own: see FdCapture.hand_on_at_exit)
+EXIT_CLOSE = 1.0  # seconds at most that os._exit in a cell waits for the channel to send
 
 # seconds a cell's running state is held back before the I/O thread's next look sends it: a
 # cell that ends first says it ran with its end (one message, not two)
@@ -199,7 +200,12 @@ def main() -> int:
     on_stage(lambda name, detail: channel.send(Stage(name, os.getpid(), detail)))
     set_stage("setup")
     capture.start()
-    capture.hand_on_at_exit()
+
+    def sent_before_exit() -> None:  # (os._exit in the cell: queued messages leave first)
+        cell.close()  # (first: the channel's close ends the context both are in)
+        channel.close(EXIT_CLOSE)  # (the cell's state, held back, with them)
+
+    capture.hand_on_at_exit(sent_before_exit)
     layout = Layout.from_json(boot["layout"])
     try:
         setup_comm(runtime.namespace)

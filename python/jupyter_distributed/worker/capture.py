@@ -110,16 +110,19 @@ class FdCapture:
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 stream.buffer.flush()
 
-    def hand_on_at_exit(self) -> None:
+    def hand_on_at_exit(self, then: Callable[[], None] = lambda: None) -> None:
         """From now on ``os._exit`` in this process (the user's: a print, then ``os._exit``)
         first hands on what was written to fd 1 and 2 (:meth:`sync`, at most ``EXIT_SYNC``
-        seconds), as Python's own exit does; in a child forked from it, it is as it was."""
+        seconds), as Python's own exit does, then calls ``then`` on the main thread (the rank
+        sends what its sockets queued); in a child forked from it, it is as it was."""
         real, me = os._exit, os.getpid()
 
         def _exit(status: int) -> NoReturn:
             if os.getpid() == me:
                 with contextlib.suppress(Exception):
                     self.sync(EXIT_SYNC)
+                    if threading.current_thread() is threading.main_thread():
+                        then()
             real(status)
 
         os._exit = _exit

@@ -25,8 +25,11 @@ def _look(on: Router, exited: list[tuple[int | None, int]]) -> None:
         info=on.ranks.info, silence_limit=None, router=on, _lost="",
         processes=SimpleNamespace(exited=lambda: next(ended, [])),
         _dead_nodes=lambda now: [], _explain=lambda failure: failure,
-        _stopping=threading.Event(), mark_lost=lambda why: None,
+        _stopping=threading.Event(), mark_lost=lambda why: None, stacks_dir="",
     )  # fmt: skip
+    cluster._last_words = lambda failures, now: ProcessCluster._last_words(
+        cast(Any, cluster), failures, now
+    )
     ProcessCluster._watch(cast(Any, cluster))
 
 

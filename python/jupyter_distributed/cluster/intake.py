@@ -108,8 +108,7 @@ class Intake:
         order they came: a line printed just before ``os._exit`` is still the rank's output."""
         taken = Taken()
         for rank in ranks:
-            for _, message, buffers in self._order.release(rank, sys.maxsize):
-                self._take(taken, rank, message, buffers)
+            self._take_waiting(taken, rank, sys.maxsize)
         return taken
 
     def gone(self, peer: CellPeer) -> None:
@@ -259,13 +258,17 @@ class Intake:
                 self._order.wait(rank, (wait, message, buffers))  # its output is on the way
                 return
             # (read after the rank's death: what it waits for died with it, see orphans)
-            for _, waited, waited_buffers in self._order.release(rank, sys.maxsize):
-                self._take(taken, rank, waited, waited_buffers)
+            self._take_waiting(taken, rank, sys.maxsize)
         if message is not None:
             self._take(taken, rank, message, buffers)
         if not cell:
-            for _, waited, waited_buffers in self._order.release(rank, accepted):
-                self._take(taken, rank, waited, waited_buffers)
+            self._take_waiting(taken, rank, accepted)
+
+    def _take_waiting(self, taken: Taken, rank: int, accepted: int) -> None:
+        """Take ``rank``'s cell-socket messages that waited for control messages up to
+        ``accepted``, in the order they came."""
+        for _, waited, waited_buffers in self._order.release(rank, accepted):
+            self._take(taken, rank, waited, waited_buffers)
 
     def _take(self, taken: Taken, rank: int, message: Message, buffers: list[Buffer]) -> None:
         """Decode a verified message of ``rank`` into the batch's events and items."""

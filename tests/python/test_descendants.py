@@ -27,6 +27,7 @@ from jupyter_distributed.history.store import Store
 from jupyter_distributed.layout import Layout
 from jupyter_distributed.session import Session
 from jupyter_distributed.spec import Spec
+from jupyter_distributed.worker.guard import last_pid
 from jupyter_distributed.worker.lineage import descendants, kill_all
 
 from .core_helpers import proc_alive
@@ -79,6 +80,17 @@ def test_the_guardians_lineage_finds_and_kills_a_setsid_child() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_new_process_changes_the_last_pid_the_guardians_look_compares() -> None:
+    """A guardian's look walks the rank's tree only when a pid was given out since its last
+    walk: every new process (and thread) takes one, so an unchanged last pid means nothing
+    new is below the rank."""
+    before = last_pid()
+    assert before is not None and before.isdigit()
+    child = subprocess.Popen(["true"])
+    child.wait()
+    assert last_pid() != before
 
 
 def test_setsid_children_die_with_a_sigkilled_kernel(tmp_path: Path, monkeypatch: Any) -> None:

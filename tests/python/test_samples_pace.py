@@ -1,6 +1,8 @@
 """How often a rank's I/O thread sends its ``report()`` samples (issue 26: the cost we add to a
 training step): at most every 0.2 s, and not while lines take them along. At 0.1 s, a loop that
-prints every 0.2 s had half its samples sent alone, each a store transaction in the kernel."""
+prints every 0.2 s had half its samples sent alone, each a store transaction in the kernel. And
+how often it looks in a cell that runs quietly: every 0.5 s, or when samples are due, not every
+100 ms (each look is a wake-up that a training step on a busy core pays for)."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ def test_the_io_thread_sends_samples_at_most_every_fifth_of_a_second(
     clock = Clock()
     monkeypatch.setattr(time, "monotonic", clock)
     sent: list[float] = []
-    runtime = SimpleNamespace(in_cell=True, samples=[1], flushed=0.0)
+    runtime = SimpleNamespace(in_cell=True, samples=[1], flushed=0.0, cell_started=clock.now)
 
     def flush_metrics() -> None:
         sent.append(clock.now)
@@ -83,3 +85,42 @@ def test_a_resting_ranks_heartbeats_fall_on_the_clocks_whole_seconds(
         wall[0] += wait
     assert beats[0] == 5000.3  # the first at once, then on whole seconds
     assert [round(b, 6) for b in beats[1:]] == [5001.0, 5002.0]
+
+
+def test_a_quiet_running_cell_is_looked_at_every_half_second_or_when_samples_are_due(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = Clock()
+    monkeypatch.setattr(time, "monotonic", clock)
+    waits: list[float | None] = []
+    runtime = SimpleNamespace(in_cell=True, samples=[], flushed=0.0, cell_started=clock.now)
+    runtime.flush_metrics = lambda: None
+    held = [False]
+    channel: Any = SimpleNamespace(
+        flush_later=lambda after: None, holding=lambda: held[0], rest=waits.append,
+        send=lambda *a, **k: None,
+    )  # fmt: skip
+    capture = SimpleNamespace(partial_at=0.0, flush=lambda: None)
+    ticker = rank_main._Ticker({})
+    ticker.runtime, ticker.channel = runtime, channel  # type: ignore[assignment]
+    ticker.capture = capture  # type: ignore[assignment]
+    ticker.last_beat = clock.now + 1e3  # (no heartbeat in this test)
+
+    def look(after: float) -> float | None:
+        clock.now += after
+        ticker()
+        return waits[-1]
+
+    assert look(0.5) is None  # the cell's first second: every 100 ms (its state, its output)
+    assert look(0.625) == rank_main.QUIET_EVERY  # then quiet: every half second
+    runtime.samples = [1]  # report() in a loop: when they are due
+    assert look(0.125) == pytest.approx(0.075)  # (the last look at samples: 0.125 s ago)
+    assert look(0.075) == pytest.approx(rank_main.SAMPLES_EVERY)  # sent now; the next due
+    runtime.samples = []
+    capture.partial_at = clock.now  # a print without a newline just showed: 100 ms again
+    assert look(0.125) is None
+    assert look(1.0) == rank_main.QUIET_EVERY
+    held[0] = True  # a state held back: 100 ms
+    assert look(0.125) is None
+    held[0], runtime.in_cell = False, False  # the cell ended: 100 ms until the rank rests
+    assert look(0.125) is None

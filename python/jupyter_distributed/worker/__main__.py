@@ -63,12 +63,18 @@ STATE_AFTER = 0.02
 SAMPLES_EVERY = 0.2
 BEAT = 1.0  # seconds between heartbeats, idle or not (the kernel's liveness and memory picture)
 REST_AFTER = 1.0  # seconds without a cell, a held-back state or samples before the I/O rests
+# a cell that has run QUIET_AFTER seconds, holds nothing back and has shown no text without a
+# newline for QUIET_AFTER: the I/O thread looks every QUIET_EVERY, not every 100 ms (a training
+# step on a busy core pays for each wake-up; a print without a newline still shows within it)
+QUIET_AFTER = 1.0
+QUIET_EVERY = 0.5
 
 
 class _Ticker:
-    """Periodic work on the channel's I/O thread: metrics, heartbeats, orphan checks. While a
-    cell runs, every 100 ms; once the rank has had nothing to do for ``REST_AFTER``, only at
-    each heartbeat (:meth:`Channel.rest`): an idle rank's I/O thread wakes once a second, not
+    """Periodic work on the channel's I/O thread: metrics, heartbeats, orphan checks. As a cell
+    starts, every 100 ms; once it has run quietly for a while (:meth:`_quiet`), when samples are
+    due or every ``QUIET_EVERY``; once the rank has had nothing to do for ``REST_AFTER``, only
+    at each heartbeat (:meth:`Channel.rest`): an idle rank's I/O thread wakes once a second, not
     ten times."""
 
     def __init__(self, boot: dict[str, Any]) -> None:
@@ -110,10 +116,26 @@ class _Ticker:
                 )
             )  # fmt: skip
         resting = now - self.last_busy >= REST_AFTER
-        self.channel.rest(max(0.0, self.last_beat + BEAT - now) if resting else None)
+        beat = max(0.0, self.last_beat + BEAT - now)
+        self.channel.rest(beat if resting else self._quiet(self.runtime, self.channel, now, beat))
         if resting:  # (the guardian may sleep too, where nothing of the user's runs)
             runtime = self.runtime
             note_idle(REST_AFTER, lambda: runtime.in_cell)
+
+    def _quiet(self, runtime: Runtime, channel: Channel, now: float, beat: float) -> float | None:
+        """In a running cell with nothing pending but samples, in how many seconds the next
+        look is due (the next samples', a heartbeat, at most ``QUIET_EVERY``); None: 100 ms."""
+        shown = self.capture.partial_at if self.capture is not None else 0.0
+        if (
+            not runtime.in_cell
+            or channel.holding()
+            or now - max(runtime.cell_started, shown) < QUIET_AFTER
+        ):
+            return None
+        due = min(beat, QUIET_EVERY)
+        if runtime.samples:
+            due = min(due, max(self.last_metrics, runtime.flushed) + SAMPLES_EVERY - now)
+        return max(0.0, due)
 
 
 def _next_beat(now: float) -> float:

@@ -84,6 +84,7 @@ class FdCapture:
         # or an unfinished line); set before it reads, cleared once all it read is handed on
         self._pipes: dict[str, int] = {}
         self._holding = {"stdout": True, "stderr": True}
+        self.partial_at = 0.0  # (monotonic) text without a newline last handed on, as it was
 
     def start(self) -> None:
         # (pipes whose read ends the rank's guardian holds too: what is left in them when the
@@ -164,6 +165,7 @@ class FdCapture:
                 readable([fd])  # data waits in the pipe until marked (see sync)
                 self._holding[stream] = True
             if partial and partial != shown and not readable([fd], _PARTIAL_AFTER):
+                self.partial_at = time.monotonic()  # (the I/O thread's looks come sooner)
                 if partial[0] == "\r" and self._live is not None:  # redrawn in place
                     self._live(stream, partial[1:], False)
                     shown, sent = partial, time.monotonic()

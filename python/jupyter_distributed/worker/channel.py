@@ -109,9 +109,9 @@ class Channel:
         return self._later is not None
 
     def rest(self, due: float | None) -> None:
-        """(I/O thread) ``due``: in how many seconds the owner's next periodic work is due;
-        the thread ticks then (or when something arrives), not every 100 ms. None: every
-        100 ms again."""
+        """(I/O thread) ``due``: in how many seconds the owner's next periodic work is due
+        (it rests, or its cell runs quietly); the thread ticks then (or when something
+        arrives), not every 100 ms. None: every 100 ms again."""
         if due is None:
             if self._resting:
                 self._resting = False

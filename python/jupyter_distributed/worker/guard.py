@@ -209,6 +209,21 @@ def _pidfd(pid: int) -> list[int]:
     return []
 
 
+def last_pid() -> bytes | None:
+    """The pid most recently given out in this pid namespace (``/proc/loadavg``'s last field:
+    threads count too), or None where it cannot be read. Every new process takes a pid, so
+    while it stays the same nothing new can be below the rank: a look needs no walk of the
+    rank's tree (~0.4 ms a look on a 2-core guest, 4 looks a second while a cell runs)."""
+    try:
+        fd = os.open("/proc/loadavg", os.O_RDONLY)
+        try:
+            return os.read(fd, 128).split()[-1]
+        finally:
+            os.close(fd)
+    except (OSError, IndexError):
+        return None
+
+
 def _watch(rank: int, pipe: int) -> tuple[dict[int, bytes], bytes]:
     """Wait for the rank to be gone; what was below it at the last look (pid → start time),
     and where to leave what its capture had not read (:func:`leave_leftovers`). Looks every
@@ -219,6 +234,8 @@ def _watch(rank: int, pipe: int) -> tuple[dict[int, bytes], bytes]:
     busy = True
     due: float | None = 0.0  # the next look (set-up may start processes: at once)
     path = rest = b""
+    walked: bytes | None = None  # the system's last pid as the last walk of the tree began
+    seen: dict[int, bytes] = {}
     while True:
         wait = None if due is None else max(0.0, due - time.monotonic())
         ready = readable([pipe, *ended], wait)
@@ -237,7 +254,9 @@ def _watch(rank: int, pipe: int) -> tuple[dict[int, bytes], bytes]:
             continue
         if ended and ended[0] in ready:
             return known, path
-        seen = descendants([rank], skip=me)
+        latest = last_pid()  # (the same: nothing is new below the rank since the last walk)
+        if latest is None or latest != walked or (seen and not busy):  # (resting: gone yet?)
+            walked, seen = latest, descendants([rank], skip=me)
         if os.getppid() != rank:  # the rank died during this look: its tree may be torn
             return {**known, **seen}, path
         known = seen  # (without a pidfd, the rank's end is seen by the next look's parent)

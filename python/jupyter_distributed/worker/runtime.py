@@ -108,6 +108,7 @@ class Runtime:
         self.gpu_device: int | None = None  # set once a cell has used CUDA (for heartbeats)
         self._executing = False
         self.in_cell = False  # from a cell's command to its end (the I/O thread's pace reads it)
+        self.cell_started = 0.0  # (monotonic) when the last cell's command came
         self.debugger: Debugger | None = None  # pdb and input() through the kernel (a channel)
         self._flush_lock = threading.Lock()
         self.flushed = 0.0  # (monotonic) samples last sent
@@ -177,6 +178,7 @@ class Runtime:
         self, command: Execute, buffers: list[Buffer], sync_output: Callable[[], None]
     ) -> None:
         self.run_id = run_id = command.run_id
+        self.cell_started = time.monotonic()
         self.in_cell = True
         self.reporter.state(run_id, "running")
         self.displays.begin(run_id, command.display_max, sync_output, command.figures)

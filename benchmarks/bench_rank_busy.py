@@ -29,11 +29,10 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import bench_shell, use_checkout
-from drivers import IPP
+from drivers import IPP, JD
 
 MEASURE = textwrap.dedent("""
     import os as _os, threading as _th, time as _time
@@ -97,40 +96,13 @@ def cell(kind: str, seconds: float) -> str:
     return MEASURE.replace("BODY", body)
 
 
-class Ours:
-    name = "ours"
-
-    def __init__(self, ip: Any, n: int) -> None:
-        self.ip, self.n = ip, n
-
-    def start(self) -> None:
-        self.ip.run_cell(f"%%distributed -n {self.n}\npass")
-
-    def run(self, code: str) -> list[dict[str, tuple[float, float]]]:
-        result = self.ip.run_cell(f"%%distributed -n {self.n} --pull _busy\n{code}")
-        if not result.success:
-            raise RuntimeError(f"the cell failed: {result.error_in_exec!r}")
-        return list(self.ip.user_ns["_busy"])
-
-    def stop(self) -> None:
-        self.ip.run_line_magic("distributed", "stop")
-
-
-class Ipp:
-    name = "ipyparallel"
-
-    def __init__(self, ip: Any, n: int) -> None:
-        self.driver = IPP(ip, n)
-
-    def start(self) -> None:
-        self.driver.start()
-
-    def run(self, code: str) -> list[dict[str, tuple[float, float]]]:
-        self.driver.dv.execute(code, block=True)
-        return list(self.driver.dv.pull("_busy", block=True))
-
-    def stop(self) -> None:
-        self.driver.stop()
+def busy(system: JD | IPP, code: str) -> list[dict[str, tuple[float, float]]]:
+    """Run the measuring cell on every rank; what each measured."""
+    if isinstance(system, JD):
+        system.cell(code, "--pull _busy")
+        return list(system.ip.user_ns["_busy"])
+    system.dv.execute(code, block=True)
+    return list(system.dv.pull("_busy", block=True))
 
 
 def main() -> None:
@@ -143,7 +115,7 @@ def main() -> None:
     args = parser.parse_args()
     use_checkout()
     ip, _tmp = bench_shell("jd-bench-busy-")
-    systems = {"ours": Ours, "ipyparallel": Ipp}
+    systems: dict[str, type[JD] | type[IPP]] = {"ours": JD, "ipyparallel": IPP}
     rows: dict[tuple[str, str], dict[str, list[tuple[float, float]]]] = {}
     for name in args.systems:
         system = systems[name](ip, args.ranks)
@@ -151,10 +123,10 @@ def main() -> None:
         try:
             for _ in range(args.repeat):
                 for kind in args.cells:
-                    for busy in system.run(cell(kind, args.seconds)):
+                    for measured in busy(system, cell(kind, args.seconds)):
                         row = rows.setdefault((name, kind), {k: [] for k in KINDS})
                         for k in KINDS:
-                            row[k].append(tuple(busy.get(k, (0.0, 0.0))))
+                            row[k].append(tuple(measured.get(k, (0.0, 0.0))))
         finally:
             system.stop()
     print(
